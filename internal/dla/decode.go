@@ -1,0 +1,443 @@
+package dla
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// maxLayers bounds the unwrap loop. Every string layer consumes one level of
+// escaping, so real archives stop at 3 or 4; a bound keeps hostile input cheap.
+const maxLayers = 64
+
+// Field is one metadata key with its raw JSON value.
+type Field struct {
+	Name string
+	Raw  string
+}
+
+// Layer describes one SQS-like wrapper that was unwrapped.
+type Layer struct {
+	BodyKey  string  // "Body" or "body"
+	Metadata []Field // the keys of this layer other than body/Body, in order
+}
+
+// Decoded is an archive object decoded layer by layer: the Record plus the
+// pieces `dla show` prints. The Raw fields are JSON texts ("" when absent).
+type Decoded struct {
+	Record
+	Layers   []Layer // outermost first
+	Metadata []Field // merged SQS metadata; outer layers win, as in Cumulus
+	Hoisted  []Field // the hoisted fields of a DLA record, as stored
+	Event    string  // the innermost object (the EventBridge event, when it is one)
+	Detail   string  // the Step Functions detail, decoded when it was a string
+	Message  string  // the Cumulus message (input or output by status)
+	// MessageSource names where Message came from: "detail.input",
+	// "detail.output", or "body" for a bare Cumulus message.
+	MessageSource string
+}
+
+// DecodeError says why an object could not be decoded. The Decoded value
+// returned with it holds whatever was decoded before the failure.
+type DecodeError struct{ Reason string }
+
+func (e *DecodeError) Error() string { return e.Reason }
+
+// IsDecodeError reports whether err is a *DecodeError.
+func IsDecodeError(err error) bool {
+	var de *DecodeError
+	return errors.As(err, &de)
+}
+
+func decodeErrorf(format string, args ...any) error {
+	return &DecodeError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// hoistedKeys are the fields Cumulus's DLA writer adds to every record.
+var hoistedKeys = []string{"executionArn", "stateMachineArn", "status", "time", "collectionId", "providerId", "granules", "error"}
+
+// Decode decodes one archive object of any generation. It never panics; an
+// object that is not a JSON object, or whose body layers are not valid JSON,
+// yields a *DecodeError together with what could be decoded.
+func Decode(raw []byte) (*Decoded, error) {
+	d := &Decoded{}
+	d.Size = int64(len(raw))
+	if !gjson.ValidBytes(raw) {
+		return d, decodeErrorf("object is not valid JSON: %s", jsonSyntaxReason(raw))
+	}
+	top := gjson.ParseBytes(raw)
+	if !top.IsObject() {
+		return d, decodeErrorf("object is a JSON %s, not an object", jsonKind(top))
+	}
+
+	isDLARecord := top.Get("executionArn").Exists() && top.Get("collectionId").Exists() && top.Get("granules").Exists()
+
+	// The unwrap loop: while the value has a body or Body key, keep the other
+	// keys as metadata (outer layers win) and descend into the body.
+	cur := top
+	for isSQSLike(cur) {
+		if len(d.Layers) >= maxLayers {
+			return d, decodeErrorf("more than %d nested body layers", maxLayers)
+		}
+		layer, body := splitLayer(cur)
+		d.Layers = append(d.Layers, layer)
+		for _, f := range layer.Metadata {
+			d.addMetadata(f)
+		}
+		n := len(d.Layers)
+		switch body.Type {
+		case gjson.Null:
+			cur = gjson.Parse("{}")
+		case gjson.String:
+			if !gjson.Valid(body.Str) {
+				d.Depth = n
+				d.fillFromMetadata()
+				d.Generation = generationOf(isDLARecord, n, gjson.Result{})
+				return d, decodeErrorf("layer %d %s is not valid JSON: %s", n, layer.BodyKey, jsonSyntaxReason([]byte(body.Str)))
+			}
+			cur = gjson.Parse(body.Str)
+		default:
+			// Cumulus would fail here (it parses String(body)); the value is
+			// already JSON, so use it.
+			d.problem("layer %d %s is a JSON %s, not a string", n, layer.BodyKey, jsonKind(body))
+			cur = body
+		}
+	}
+	d.Depth = len(d.Layers)
+	d.Event = cur.Raw
+	d.fillFromMetadata()
+	d.Generation = generationOf(isDLARecord, len(d.Layers), cur)
+
+	derived := d.derive(cur)
+	if isDLARecord {
+		for _, k := range hoistedKeys {
+			if v := top.Get(k); v.Exists() {
+				d.Hoisted = append(d.Hoisted, Field{Name: k, Raw: v.Raw})
+			}
+		}
+		d.applyHoisted(top, derived)
+	} else {
+		d.applyDerived(derived)
+	}
+	return d, nil
+}
+
+func generationOf(isDLARecord bool, layers int, inner gjson.Result) Generation {
+	switch {
+	case isDLARecord:
+		return GenDLARecord
+	case layers > 0:
+		return GenSQSRecord
+	case inner.IsObject() && inner.Get("detail").Exists():
+		return GenEvent
+	case inner.IsObject() && inner.Get("cumulus_meta").Exists():
+		return GenCumulusMessage
+	default:
+		return GenUnknown
+	}
+}
+
+// isSQSLike mirrors Cumulus's isSQSRecordLike: an object with a body or Body key.
+func isSQSLike(v gjson.Result) bool {
+	if !v.IsObject() {
+		return false
+	}
+	return v.Get("Body").Exists() || v.Get("body").Exists()
+}
+
+// splitLayer separates an SQS-like object into its metadata and its body;
+// Body is preferred over body, as in Cumulus's parseSQSMessageBody.
+func splitLayer(v gjson.Result) (Layer, gjson.Result) {
+	var layer Layer
+	var upper, lower gjson.Result
+	var hasUpper bool
+	v.ForEach(func(k, val gjson.Result) bool {
+		switch k.Str {
+		case "Body":
+			upper, hasUpper = val, true
+		case "body":
+			lower = val
+		default:
+			layer.Metadata = append(layer.Metadata, Field{Name: k.Str, Raw: val.Raw})
+		}
+		return true
+	})
+	if hasUpper {
+		layer.BodyKey = "Body"
+		return layer, upper
+	}
+	layer.BodyKey = "body"
+	return layer, lower
+}
+
+func (d *Decoded) addMetadata(f Field) {
+	for _, have := range d.Metadata {
+		if have.Name == f.Name {
+			return // the outer layer's value wins
+		}
+	}
+	d.Metadata = append(d.Metadata, f)
+}
+
+func (d *Decoded) metadata(name string) (gjson.Result, bool) {
+	for _, f := range d.Metadata {
+		if f.Name == name {
+			return gjson.Parse(f.Raw), true
+		}
+	}
+	return gjson.Result{}, false
+}
+
+// fillFromMetadata sets the fields that come from the SQS metadata.
+func (d *Decoded) fillFromMetadata() {
+	if v, ok := d.metadata("messageId"); ok {
+		d.MessageID = scalarString(v)
+	} else if v, ok := d.metadata("MessageId"); ok {
+		d.MessageID = scalarString(v)
+	}
+	if v, ok := d.metadata("error"); ok && v.Type != gjson.Null {
+		d.Error, d.HasError = scalarString(v), true
+	}
+}
+
+func (d *Decoded) problem(format string, args ...any) {
+	d.Problems = append(d.Problems, fmt.Sprintf(format, args...))
+}
+
+// derivedFields are the fields this tool derives from the innermost body.
+type derivedFields struct {
+	executionArn, stateMachineArn, status, time, collectionID, providerID string
+	granules                                                              []string
+	hasGranules                                                           bool
+}
+
+// derive computes the hoisted fields from the innermost object, the way
+// Cumulus's hoistCumulusMessageDetails does, but also decodes a detail given
+// as a JSON string, and reads bare Cumulus messages. It makes no AWS calls:
+// a FAILED execution's message is its input (Cumulus would re-read the failed
+// step's output from the execution history).
+func (d *Decoded) derive(inner gjson.Result) derivedFields {
+	var f derivedFields
+	if !inner.IsObject() {
+		return f
+	}
+	if inner.Get("detail").Exists() {
+		f.time = truthyString(inner.Get("time"))
+		detail := inner.Get("detail")
+		switch {
+		case detail.IsObject():
+		case detail.Type == gjson.String && gjson.Valid(detail.Str) && gjson.Parse(detail.Str).IsObject():
+			d.problem("detail is a JSON string, not an object (Cumulus v21 derives nothing from it; decoded here)")
+			detail = gjson.Parse(detail.Str)
+		case detail.Type == gjson.String:
+			d.problem("detail is a string that is not a JSON object")
+			return f
+		default:
+			d.problem("detail is a JSON %s, not an object", jsonKind(detail))
+			return f
+		}
+		d.Detail = detail.Raw
+		f.executionArn = truthyString(detail.Get("executionArn"))
+		f.stateMachineArn = truthyString(detail.Get("stateMachineArn"))
+		f.status = truthyString(detail.Get("status"))
+
+		source := "input"
+		switch f.status {
+		case "RUNNING":
+		case "SUCCEEDED":
+			source = "output"
+		case "":
+			d.problem("detail has no status; reading detail.input as Cumulus does for failed executions")
+		}
+		d.MessageSource = "detail." + source
+		msg := detail.Get(source)
+		switch {
+		case msg.Type == gjson.String && gjson.Valid(msg.Str):
+			msg = gjson.Parse(msg.Str)
+		case msg.Type == gjson.String:
+			d.problem("detail.%s is not valid JSON: %s", source, jsonSyntaxReason([]byte(msg.Str)))
+			return f
+		case !msg.Exists() && source == "input" && f.status != "RUNNING":
+			msg = gjson.Parse("{}") // Cumulus's failed branch uses {} when input is absent
+		case msg.Type == gjson.Null || !msg.Exists():
+			d.problem("detail.%s is null (EventBridge leaves it out when the payload is too large)", source)
+			return f
+		}
+		if !msg.IsObject() {
+			d.problem("detail.%s is a JSON %s, not a Cumulus message", source, jsonKind(msg))
+			return f
+		}
+		d.Message = msg.Raw
+		d.deriveFromMessage(msg, &f)
+		return f
+	}
+	if inner.Get("cumulus_meta").Exists() {
+		d.Message, d.MessageSource = inner.Raw, "body"
+		cm := inner.Get("cumulus_meta")
+		f.stateMachineArn = truthyString(cm.Get("state_machine"))
+		if name := truthyString(cm.Get("execution_name")); name != "" && f.stateMachineArn != "" {
+			f.executionArn = strings.Replace(f.stateMachineArn, "stateMachine", "execution", 1) + ":" + name
+		}
+		f.status = sfnStatusOf(truthyString(inner.Get("meta.status")))
+		d.deriveFromMessage(inner, &f)
+	}
+	return f
+}
+
+// deriveFromMessage reads collectionId, granules and providerId from a
+// Cumulus message, with the rules of Cumulus's DLA writer.
+func (d *Decoded) deriveFromMessage(msg gjson.Result, f *derivedFields) {
+	if r := msg.Get("replace"); r.IsObject() {
+		d.problem("the Cumulus message is held in S3 (replace: s3://%s/%s); fields from the partial message only",
+			r.Get("Bucket").String(), r.Get("Key").String())
+	}
+	name, version := truthyString(msg.Get("meta.collection.name")), truthyString(msg.Get("meta.collection.version"))
+	if name != "" && version != "" {
+		f.collectionID = name + "___" + version
+	}
+	if gs := msg.Get("payload.granules"); gs.IsArray() {
+		f.hasGranules = true
+		f.granules = []string{}
+		gs.ForEach(func(_, g gjson.Result) bool {
+			f.granules = append(f.granules, truthyString(g.Get("granuleId")))
+			return true
+		})
+	}
+	p := msg.Get("meta.provider")
+	if p.IsObject() && p.Get("id").Type == gjson.String && p.Get("protocol").Type == gjson.String &&
+		p.Get("host").Type == gjson.String && (!p.Get("port").Exists() || p.Get("port").Type == gjson.Number) {
+		f.providerID = truthyString(p.Get("id"))
+	}
+}
+
+// applyHoisted takes each hoisted field as stored, and falls back to the
+// derived value only where the record holds null.
+func (d *Decoded) applyHoisted(top gjson.Result, f derivedFields) {
+	pick := func(name string, stored gjson.Result, derived string) string {
+		if s := scalarString(stored); stored.Type != gjson.Null && stored.Exists() && s != "" {
+			return s
+		}
+		if derived != "" {
+			d.Derived = append(d.Derived, name)
+		}
+		return derived
+	}
+	d.ExecutionArn = pick("execution_arn", top.Get("executionArn"), f.executionArn)
+	d.StateMachineArn = pick("state_machine_arn", top.Get("stateMachineArn"), f.stateMachineArn)
+	d.Status = pick("status", top.Get("status"), f.status)
+	d.Time = pick("time", top.Get("time"), f.time)
+	d.CollectionID = pick("collection_id", top.Get("collectionId"), f.collectionID)
+	d.ProviderID = pick("provider_id", top.Get("providerId"), f.providerID)
+	if g := top.Get("granules"); g.IsArray() {
+		d.HasGranules = true
+		d.Granules = []string{}
+		g.ForEach(func(_, v gjson.Result) bool {
+			d.Granules = append(d.Granules, scalarString(v))
+			return true
+		})
+	} else if f.hasGranules {
+		d.Granules, d.HasGranules = f.granules, true
+		d.Derived = append(d.Derived, "granules")
+	}
+}
+
+// applyDerived sets every field from the body: the object carried none.
+func (d *Decoded) applyDerived(f derivedFields) {
+	d.ExecutionArn, d.StateMachineArn, d.Status, d.Time = f.executionArn, f.stateMachineArn, f.status, f.time
+	d.CollectionID, d.ProviderID = f.collectionID, f.providerID
+	d.Granules, d.HasGranules = f.granules, f.hasGranules
+	for _, x := range []struct {
+		name string
+		set  bool
+	}{
+		{"execution_arn", f.executionArn != ""}, {"state_machine_arn", f.stateMachineArn != ""},
+		{"status", f.status != ""}, {"time", f.time != ""}, {"collection_id", f.collectionID != ""},
+		{"provider_id", f.providerID != ""}, {"granules", f.hasGranules},
+	} {
+		if x.set {
+			d.Derived = append(d.Derived, x.name)
+		}
+	}
+}
+
+// sfnStatusOf maps a Cumulus status back to the Step Functions status.
+func sfnStatusOf(cumulusStatus string) string {
+	switch cumulusStatus {
+	case "running":
+		return "RUNNING"
+	case "completed":
+		return "SUCCEEDED"
+	case "failed":
+		return "FAILED"
+	}
+	return strings.ToUpper(cumulusStatus)
+}
+
+// truthyString returns the value as JavaScript's `x || null` would keep it:
+// "" for null, false, 0, "" and missing; the text otherwise.
+func truthyString(v gjson.Result) string {
+	switch v.Type {
+	case gjson.String:
+		return v.Str
+	case gjson.Number:
+		if v.Num == 0 {
+			return ""
+		}
+		return v.Raw
+	case gjson.True:
+		return "true"
+	case gjson.JSON:
+		return v.Raw
+	}
+	return ""
+}
+
+// scalarString is a string value as is, other JSON values as their text.
+func scalarString(v gjson.Result) string {
+	switch v.Type {
+	case gjson.String:
+		return v.Str
+	case gjson.Null:
+		return ""
+	}
+	return v.Raw
+}
+
+func jsonKind(v gjson.Result) string {
+	switch v.Type {
+	case gjson.String:
+		return "string"
+	case gjson.Number:
+		return "number"
+	case gjson.True, gjson.False:
+		return "boolean"
+	case gjson.Null:
+		return "null"
+	}
+	if v.IsArray() {
+		return "array"
+	}
+	return "object"
+}
+
+// jsonSyntaxReason explains why raw is not valid JSON (only on the error path).
+func jsonSyntaxReason(raw []byte) string {
+	if len(strings.TrimSpace(string(raw))) == 0 {
+		return "empty"
+	}
+	var v json.RawMessage
+	err := json.Unmarshal(raw, &v)
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se) && se.Error() == "unexpected end of JSON input":
+		return fmt.Sprintf("truncated after %d bytes", len(raw))
+	case errors.As(err, &se):
+		return fmt.Sprintf("%s at byte %d", se.Error(), se.Offset)
+	case err != nil:
+		return err.Error()
+	}
+	return "invalid"
+}

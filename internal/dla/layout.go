@@ -1,0 +1,115 @@
+package dla
+
+import (
+	"path"
+	"strings"
+	"time"
+)
+
+// DateLayout is the archive's date folder format.
+const DateLayout = "2006-01-02"
+
+// Area is a top-level folder of the archive.
+type Area string
+
+const (
+	AreaSQS    Area = "sqs"        // <stack>/dead-letter-archive/sqs/
+	AreaFailed Area = "failed-sqs" // <stack>/dead-letter-archive/failed-sqs/
+)
+
+// Layout is the key layout of one stack's archive.
+type Layout struct{ Stack string }
+
+// Root is "<stack>/dead-letter-archive/".
+func (l Layout) Root() string {
+	if l.Stack == "" {
+		return "dead-letter-archive/"
+	}
+	return strings.TrimSuffix(l.Stack, "/") + "/dead-letter-archive/"
+}
+
+// AreaPrefix is "<stack>/dead-letter-archive/<area>/".
+func (l Layout) AreaPrefix(a Area) string { return l.Root() + string(a) + "/" }
+
+// DatePrefix is "<stack>/dead-letter-archive/<area>/<date>/".
+func (l Layout) DatePrefix(a Area, date string) string { return l.AreaPrefix(a) + date + "/" }
+
+// FailedKey is where recovery moves an object that failed: the failed-sqs
+// folder of the event date (today when the time is missing or invalid), with
+// the original file name, as Cumulus's getDLAFailureKey + basename does.
+func (l Layout) FailedKey(key, eventTime string, now time.Time) string {
+	return l.DatePrefix(AreaFailed, DatePartition(eventTime, now)) + path.Base(key)
+}
+
+// KeyInfo is what a key says about itself.
+type KeyInfo struct {
+	Area     Area   // sqs or failed-sqs ("" when outside both)
+	Date     string // the YYYY-MM-DD folder, "" for legacy keys
+	Legacy   bool   // not inside a date folder (flat pre-v18.3 keys, sqs/YYYY/M/D/HH/...)
+	Basename string
+}
+
+// ParseKey reads the area and date folder of a key under this layout.
+func (l Layout) ParseKey(key string) KeyInfo {
+	info := KeyInfo{Basename: path.Base(key)}
+	rest, ok := strings.CutPrefix(key, l.Root())
+	if !ok {
+		info.Legacy = true
+		return info
+	}
+	area, rest, _ := strings.Cut(rest, "/")
+	info.Area = Area(area)
+	folder, _, nested := strings.Cut(rest, "/")
+	if nested && IsDate(folder) {
+		info.Date = folder
+	} else {
+		info.Legacy = true
+	}
+	return info
+}
+
+// IsDate reports whether s is a valid YYYY-MM-DD date.
+func IsDate(s string) bool {
+	if len(s) != len(DateLayout) {
+		return false
+	}
+	_, err := time.Parse(DateLayout, s)
+	return err == nil
+}
+
+// eventTimeLayouts are the forms accepted for an event time. Cumulus uses
+// moment.utc(time).isValid(); EventBridge always writes RFC 3339 with Z.
+var eventTimeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02T15:04", DateLayout}
+
+// ParseEventTime parses an event time; ok is false when missing or invalid.
+func ParseEventTime(s string) (time.Time, bool) {
+	if s == "" {
+		return time.Time{}, false
+	}
+	for _, layout := range eventTimeLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// DatePartition is the archive date of an event time: its UTC date, or now's
+// UTC date when the time is missing or invalid (Cumulus's extractDateString).
+func DatePartition(eventTime string, now time.Time) string {
+	if t, ok := ParseEventTime(eventTime); ok {
+		return t.Format(DateLayout)
+	}
+	return now.UTC().Format(DateLayout)
+}
+
+// ArchiveFileName is the file name Cumulus gives a new archive object: the
+// execution name (last ':' or '/' token of the ARN, "unknown" without one),
+// a dash, and a UUID. There is no extension.
+func ArchiveFileName(executionArn, uuid string) string {
+	name := lastToken(executionArn)
+	if executionArn == "" || name == "" {
+		name = "unknown"
+	}
+	return name + "-" + uuid
+}

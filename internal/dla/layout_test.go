@@ -1,0 +1,124 @@
+package dla
+
+import (
+	"regexp"
+	"testing"
+	"time"
+)
+
+func TestLayout(t *testing.T) {
+	l := Layout{Stack: "demo"}
+	now := time.Date(2026, 11, 21, 23, 0, 0, 0, time.UTC)
+	cases := []struct {
+		key  string
+		want KeyInfo
+	}{
+		{"demo/dead-letter-archive/sqs/2024-03-21/exec-uuid", KeyInfo{Area: AreaSQS, Date: "2024-03-21", Basename: "exec-uuid"}},
+		{"demo/dead-letter-archive/failed-sqs/2024-03-21/exec-uuid", KeyInfo{Area: AreaFailed, Date: "2024-03-21", Basename: "exec-uuid"}},
+		{"demo/dead-letter-archive/sqs/exec-uuid.json", KeyInfo{Area: AreaSQS, Legacy: true, Basename: "exec-uuid.json"}},
+		{"demo/dead-letter-archive/sqs/2024/3/21/10/name", KeyInfo{Area: AreaSQS, Legacy: true, Basename: "name"}},
+		{"demo/dead-letter-archive/sqs/2024-13-01/x", KeyInfo{Area: AreaSQS, Legacy: true, Basename: "x"}},
+	}
+	for _, c := range cases {
+		if got := l.ParseKey(c.key); got != c.want {
+			t.Errorf("ParseKey(%q) = %+v, want %+v", c.key, got, c.want)
+		}
+	}
+	if got := l.FailedKey("demo/dead-letter-archive/sqs/2024-03-21/exec-uuid", "2024-03-20T23:59:59-01:00", now); got != "demo/dead-letter-archive/failed-sqs/2024-03-21/exec-uuid" {
+		t.Errorf("FailedKey = %q (the date is the event's UTC date)", got)
+	}
+	if got := l.FailedKey("demo/dead-letter-archive/sqs/x.json", "aTime", now); got != "demo/dead-letter-archive/failed-sqs/2026-11-21/x.json" {
+		t.Errorf("FailedKey with an invalid time = %q, want today's folder", got)
+	}
+	if got := DatePartition("", now); got != "2026-11-21" {
+		t.Errorf("DatePartition(\"\") = %q", got)
+	}
+	if got := ArchiveFileName("arn:aws:states:us-east-1:1:execution:sm:exec-9", "u"); got != "exec-9-u" {
+		t.Errorf("ArchiveFileName = %q", got)
+	}
+	if got := ArchiveFileName("", "u"); got != "unknown-u" {
+		t.Errorf("ArchiveFileName without ARN = %q", got)
+	}
+}
+
+func TestFilter(t *testing.T) {
+	r := &Record{
+		Partition: "2024-03-21", Status: "FAILED", CollectionID: "MOD09GQ___006",
+		ExecutionArn:    "arn:aws:states:us-east-1:1:execution:demo-Ingest:exec-1",
+		StateMachineArn: "arn:aws:states:us-east-1:1:stateMachine:demo-Ingest",
+		Granules:        []string{"G1", ""}, Error: "UnmetRequirementsError: no parent", HasError: true,
+	}
+	cases := []struct {
+		name string
+		f    Filter
+		want bool
+	}{
+		{"zero", Filter{}, true},
+		{"granule", Filter{Granules: []string{"nope", "G1"}}, true},
+		{"granule miss", Filter{Granules: []string{"G"}}, false},
+		{"null granule never matches", Filter{Granules: []string{""}}, false},
+		{"collection id", Filter{Collections: []string{"MOD09GQ___006"}}, true},
+		{"collection name", Filter{Collections: []string{"MOD09GQ"}}, true},
+		{"collection other version", Filter{Collections: []string{"MOD09GQ___061"}}, false},
+		{"execution arn", Filter{Executions: []string{r.ExecutionArn}}, true},
+		{"execution name", Filter{Executions: []string{"exec-1"}}, true},
+		{"status any case", Filter{Statuses: []string{"failed"}}, true},
+		{"status none", Filter{Statuses: []string{"none"}}, false},
+		{"state machine name", Filter{StateMachines: []string{"demo-Ingest"}}, true},
+		{"error regexp", Filter{Error: regexp.MustCompile(`^Unmet`)}, true},
+		{"error regexp miss", Filter{Error: regexp.MustCompile(`Aggregate`)}, false},
+		{"date in range", Filter{From: "2024-03-21", To: "2024-03-21"}, true},
+		{"date before range", Filter{From: "2024-03-22"}, false},
+		{"and", Filter{Granules: []string{"G1"}, Statuses: []string{"RUNNING"}}, false},
+	}
+	for _, c := range cases {
+		if got := c.f.Match(r); got != c.want {
+			t.Errorf("%s: Match = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if (&Filter{Statuses: []string{"none"}}).Match(&Record{}) != true {
+		t.Error("status none should match a record without status")
+	}
+}
+
+func TestPrefilter(t *testing.T) {
+	raw := []byte(`{"body":"{\"detail\":{\"input\":\"{\\\"granuleId\\\":\\\"MOD.A1.h1\\\",\\\"name\\\":\\\"MOD09GQ\\\"}\"}}"}`)
+	cases := []struct {
+		name string
+		f    Filter
+		nil_ bool
+		want bool
+	}{
+		{"no exact filter", Filter{Statuses: []string{"FAILED"}}, true, true},
+		{"granule present at depth", Filter{Granules: []string{"MOD.A1.h1"}}, false, true},
+		{"granule absent", Filter{Granules: []string{"MOD.A2.h1"}}, false, false},
+		{"collection name of a derived id", Filter{Collections: []string{"MOD09GQ___006"}}, false, true},
+		{"both groups needed", Filter{Granules: []string{"MOD.A1.h1"}, Executions: []string{"arn:x:execution:sm:zzz"}}, false, false},
+		{"unsafe needle disables the field", Filter{Granules: []string{`a"b`}}, true, true},
+	}
+	for _, c := range cases {
+		p := c.f.Prefilter()
+		if (p == nil) != c.nil_ {
+			t.Errorf("%s: prefilter nil = %v", c.name, p == nil)
+			continue
+		}
+		if p != nil && p(raw) != c.want {
+			t.Errorf("%s: prefilter = %v, want %v", c.name, p(raw), c.want)
+		}
+	}
+}
+
+func TestErrorClass(t *testing.T) {
+	cases := map[string]string{
+		"": "",
+		"UnmetRequirementsError: Could not satisfy requirements for writing records to PostgreSQL. No records written to the database.": "UnmetRequirementsError: Could not satisfy requirements for writing records to PostgreSQL. No records written to the database.",
+		"AggregateError: \n    Error: A granule already exists for granuleId: MOD04_L2.A2024015.0845.061.2024019090753 with collectionId: MOD09GQ___006\n    at x (/var/task/index.js:1:2)": "AggregateError: Error: A granule already exists for granuleId: <id> with collectionId: <collection>",
+		`RecordDoesNotExist: Record in providers with identifiers {"name":"LANCE_NRT"} does not exist.`:                                                      `RecordDoesNotExist: Record in providers with identifiers {"name":"<v>"} does not exist.`,
+		"ExecutionDoesNotExist: arn:aws:states:us-east-1:1:execution:sm:0e1be317-0d83-453a-bf67-65c3826f4fc5 after 3 tries":                                  "ExecutionDoesNotExist: <arn> after <n> tries",
+	}
+	for in, want := range cases {
+		if got := ErrorClass(in); got != want {
+			t.Errorf("ErrorClass(%q)\n got %q\nwant %q", in, got, want)
+		}
+	}
+}
