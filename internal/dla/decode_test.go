@@ -160,7 +160,7 @@ func TestDecodeDerivedFields(t *testing.T) {
 	msg := cumulusMessage("running")
 	msg["payload"] = obj{"granules": []any{obj{"granuleId": "A"}, obj{"other": 1}, "x", obj{"granuleId": ""}}}
 	msg["meta"].(obj)["provider"] = obj{"id": "p", "protocol": "s3", "host": "h", "port": "80"} // port must be a number
-	msg["meta"].(obj)["collection"] = obj{"name": "N", "version": ""}                          // version must be truthy
+	msg["meta"].(obj)["collection"] = obj{"name": "N", "version": ""}                           // version must be truthy
 	d, err := decode(t, sqs(t, "body", obj{"time": "2024-05-01T01:02:03Z", "detail": obj{"status": "RUNNING", "executionArn": "arn:e:execution:sm:name-9", "input": js(t, msg)}}, nil))
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,172 @@
+package archive
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+)
+
+// S3API is the part of the S3 client the store uses.
+type S3API interface {
+	ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	CopyObject(context.Context, *s3.CopyObjectInput, ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
+	DeleteObject(context.Context, *s3.DeleteObjectInput, ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
+	DeleteObjects(context.Context, *s3.DeleteObjectsInput, ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
+}
+
+// S3 is a Store over one bucket.
+type S3 struct {
+	client S3API
+	bucket string
+	// PageSize is ListObjectsV2's MaxKeys (1000, the S3 maximum, by default).
+	PageSize int32
+}
+
+// NewS3 returns a Store over bucket.
+func NewS3(client S3API, bucket string) *S3 {
+	return &S3{client: client, bucket: bucket, PageSize: 1000}
+}
+
+func (s *S3) String() string { return "s3://" + s.bucket }
+
+// List streams ListObjectsV2 pages; in a delimited listing the page's
+// objects and common prefixes are merged back into key order.
+func (s *S3) List(ctx context.Context, prefix string, delimited bool, fn func(Entry) error) error {
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(prefix), MaxKeys: aws.Int32(s.PageSize)}
+	if delimited {
+		in.Delimiter = aws.String("/")
+	}
+	p := s3.NewListObjectsV2Paginator(s.client, in)
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("list s3://%s/%s: %w", s.bucket, prefix, err)
+		}
+		objs, prefs := page.Contents, page.CommonPrefixes
+		for len(objs) > 0 || len(prefs) > 0 {
+			var e Entry
+			if len(prefs) == 0 || (len(objs) > 0 && aws.ToString(objs[0].Key) < aws.ToString(prefs[0].Prefix)) {
+				o := objs[0]
+				objs = objs[1:]
+				e = Entry{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size), LastModified: aws.ToTime(o.LastModified).UTC()}
+			} else {
+				e = Entry{Key: aws.ToString(prefs[0].Prefix), IsPrefix: true}
+				prefs = prefs[1:]
+			}
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *S3) Get(ctx context.Context, key string) ([]byte, error) {
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	if err != nil {
+		var nsk *types.NoSuchKey
+		if errors.As(err, &nsk) || isCode(err, "NotFound") {
+			return nil, fmt.Errorf("%s: %w", key, ErrNotFound)
+		}
+		return nil, fmt.Errorf("get s3://%s/%s: %w", s.bucket, key, err)
+	}
+	defer out.Body.Close()
+	size := int64(0)
+	if out.ContentLength != nil && *out.ContentLength > 0 {
+		size = *out.ContentLength
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+	if _, err := buf.ReadFrom(out.Body); err != nil {
+		return nil, fmt.Errorf("read s3://%s/%s: %w", s.bucket, key, err)
+	}
+	return buf.Bytes(), nil
+}
+
+func (s *S3) Put(ctx context.Context, key string, body []byte) error {
+	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: aws.String(s.bucket), Key: aws.String(key),
+		Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body))),
+	})
+	if err != nil {
+		return fmt.Errorf("put s3://%s/%s: %w", s.bucket, key, err)
+	}
+	return nil
+}
+
+// Copy uses CopyObject with a URL-encoded source (Cumulus v21 does not
+// encode it, so keys with special characters fail there).
+func (s *S3) Copy(ctx context.Context, src, dst string) error {
+	if src == dst {
+		return fmt.Errorf("copy s3://%s/%s: %w", s.bucket, src, ErrSelfCopy)
+	}
+	_, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
+		Bucket: aws.String(s.bucket), Key: aws.String(dst),
+		CopySource:       aws.String(copySource(s.bucket, src)),
+		TaggingDirective: types.TaggingDirectiveCopy,
+	})
+	if err != nil {
+		return fmt.Errorf("copy s3://%s/%s to %s: %w", s.bucket, src, dst, err)
+	}
+	return nil
+}
+
+// copySource URL-encodes bucket/key segment by segment.
+func copySource(bucket, key string) string {
+	segs := strings.Split(bucket+"/"+key, "/")
+	for i, seg := range segs {
+		segs[i] = strings.ReplaceAll(url.PathEscape(seg), "+", "%2B")
+	}
+	return strings.Join(segs, "/")
+}
+
+func (s *S3) Delete(ctx context.Context, key string) error {
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	if err != nil {
+		return fmt.Errorf("delete s3://%s/%s: %w", s.bucket, key, err)
+	}
+	return nil
+}
+
+// DeleteMany sends DeleteObjects in batches of 1000 and reports the per-key
+// errors S3 returns (Cumulus ignores them).
+func (s *S3) DeleteMany(ctx context.Context, keys []string) (map[string]error, error) {
+	failed := map[string]error{}
+	for start := 0; start < len(keys); start += 1000 {
+		batch := keys[start:min(start+1000, len(keys))]
+		ids := make([]types.ObjectIdentifier, len(batch))
+		for i, k := range batch {
+			ids[i] = types.ObjectIdentifier{Key: aws.String(k)}
+		}
+		out, err := s.client.DeleteObjects(ctx, &s3.DeleteObjectsInput{
+			Bucket: aws.String(s.bucket), Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)},
+		})
+		if err != nil {
+			for _, k := range keys[start+len(batch):] {
+				failed[k] = errors.New("not attempted")
+			}
+			for _, k := range batch {
+				failed[k] = err
+			}
+			return failed, fmt.Errorf("delete objects in s3://%s: %w", s.bucket, err)
+		}
+		for _, e := range out.Errors {
+			failed[aws.ToString(e.Key)] = fmt.Errorf("%s: %s", aws.ToString(e.Code), aws.ToString(e.Message))
+		}
+	}
+	return failed, nil
+}
+
+func isCode(err error, code string) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == code
+}

@@ -1,0 +1,43 @@
+// Package archive is the adapter to where archive objects live: one Store
+// interface, with an S3 implementation and a local directory that mirrors a
+// bucket's layout.
+package archive
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned (wrapped) when a key does not exist.
+var ErrNotFound = errors.New("no such key")
+
+// Entry is one listed item: an object, or, in a delimited listing, a folder
+// (a common prefix ending in "/").
+type Entry struct {
+	Key          string
+	Size         int64
+	LastModified time.Time
+	IsPrefix     bool
+}
+
+// Store holds archive objects under keys, like an S3 bucket.
+type Store interface {
+	// List calls fn for every object whose key starts with prefix, in key
+	// order, fetching page by page so memory stays flat. When delimited, keys
+	// with a further "/" after the prefix are reported once, as folders.
+	List(ctx context.Context, prefix string, delimited bool, fn func(Entry) error) error
+	Get(ctx context.Context, key string) ([]byte, error)
+	Put(ctx context.Context, key string, body []byte) error
+	// Copy copies src to dst within the store; dst must differ from src.
+	Copy(ctx context.Context, src, dst string) error
+	Delete(ctx context.Context, key string) error
+	// DeleteMany deletes keys and returns the keys it could not delete, with
+	// why. A non-nil error means the call itself failed (nothing is known).
+	DeleteMany(ctx context.Context, keys []string) (failed map[string]error, err error)
+	// String names the store for people: s3://bucket or a directory path.
+	String() string
+}
+
+// ErrSelfCopy is returned by Copy when source and destination are the same.
+var ErrSelfCopy = errors.New("source and destination are the same key")

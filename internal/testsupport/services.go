@@ -1,0 +1,109 @@
+// Package testsupport finds the real services the tests run against (S3,
+// SQS, PostgreSQL), as started by scripts/services.sh, and builds clients
+// for them. A test that needs a service skips when it is absent, unless the
+// run demands services (DEADLETTER_REQUIRE_SERVICES=1, set by scripts/test
+// and CI), where it fails.
+package testsupport
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// Env names, shared with scripts/services.sh.
+const (
+	EnvRequire    = "DEADLETTER_REQUIRE_SERVICES"
+	EnvS3Endpoint = "DEADLETTER_TEST_S3_ENDPOINT"
+	AccessKey     = "test"
+	SecretKey     = "testtesttest"
+)
+
+// need returns the value of env, or skips/fails the test when the service
+// is not configured or not reachable.
+func need(t testing.TB, env, service string) string {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		missing(t, service+" is not configured ("+env+" is empty); start it with scripts/services.sh")
+	}
+	u, err := url.Parse(v)
+	if err != nil || u.Host == "" {
+		t.Fatalf("%s=%q is not a URL", env, v)
+	}
+	conn, err := net.DialTimeout("tcp", u.Host, 2*time.Second)
+	if err != nil {
+		missing(t, service+" at "+v+" is not reachable: "+err.Error())
+	} else {
+		conn.Close()
+	}
+	return v
+}
+
+func missing(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv(EnvRequire) == "1" {
+		t.Fatal(why)
+	}
+	t.Skip(why)
+}
+
+// S3Endpoint returns the endpoint of the test S3 server.
+func S3Endpoint(t testing.TB) string { return need(t, EnvS3Endpoint, "S3 (versitygw)") }
+
+// AWSConfig is a static-credential config for local servers.
+func AWSConfig() aws.Config {
+	return aws.Config{
+		Region:      "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, ""),
+	}
+}
+
+// S3Client returns a client for the test S3 server.
+func S3Client(t testing.TB) *s3.Client {
+	endpoint := S3Endpoint(t)
+	return s3.NewFromConfig(AWSConfig(), func(o *s3.Options) {
+		o.BaseEndpoint = aws.String(endpoint)
+		o.UsePathStyle = true
+	})
+}
+
+// NewBucket creates a uniquely named bucket and removes it after the test.
+func NewBucket(t testing.TB, client *s3.Client) string {
+	t.Helper()
+	name := "t-" + RandomHex(8)
+	ctx := context.Background()
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		t.Fatalf("create bucket %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		p := s3.NewListObjectsV2Paginator(client, &s3.ListObjectsV2Input{Bucket: aws.String(name)})
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				break
+			}
+			for _, o := range page.Contents {
+				client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(name), Key: o.Key})
+			}
+		}
+		client.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(name)})
+	})
+	return name
+}
+
+// RandomHex returns n random bytes as hex.
+func RandomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
