@@ -31,6 +31,9 @@ type Record struct {
 	Key        string     // object key, relative to the bucket (or archive root)
 	Size       int64      // object size in bytes
 	Partition  string     // YYYY-MM-DD date folder of the key, "" for legacy flat keys
+	// ObjectDate is the object's last-modified date: the date of last resort
+	// for a legacy key whose message has no event time.
+	ObjectDate string
 	Generation Generation // which writer produced it
 	Depth      int        // number of body/Body layers unwrapped
 
@@ -60,7 +63,8 @@ func (r *Record) ExecutionName() string { return lastToken(r.ExecutionArn) }
 // EventTime parses Time; ok is false when it is missing or invalid.
 func (r *Record) EventTime() (time.Time, bool) { return ParseEventTime(r.Time) }
 
-// Date is the record's date: the key's date folder, else the event date.
+// Date is the record's date: the key's date folder, else the event date,
+// else the object's last-modified date.
 func (r *Record) Date() string {
 	if r.Partition != "" {
 		return r.Partition
@@ -68,7 +72,7 @@ func (r *Record) Date() string {
 	if t, ok := r.EventTime(); ok {
 		return t.UTC().Format(DateLayout)
 	}
-	return ""
+	return r.ObjectDate
 }
 
 // ErrorHeadline is the first non-empty line of the error.

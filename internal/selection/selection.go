@@ -1,0 +1,216 @@
+// Package selection finds the archive objects a command works on: it lists
+// the date folders in range (and legacy keys when asked), fetches objects
+// with bounded concurrency, skips by a byte prefilter what cannot match,
+// decodes and filters the rest, and hands results over in a deterministic
+// order (date folder, then key) whatever the concurrency. Memory stays
+// bounded: at most a window of objects is in flight.
+package selection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/dla"
+)
+
+// Scope says which objects to look at.
+type Scope struct {
+	Layout        dla.Layout
+	Area          dla.Area // dla.AreaSQS or dla.AreaFailed
+	Filter        dla.Filter
+	IncludeLegacy bool     // also objects outside date folders
+	Keys          []string // explicit keys: no listing, no date-folder pruning
+	Limit         int      // stop after this many matches (0: no limit)
+}
+
+// Result is one object handed to the caller: a match, or an object that
+// could not be read or decoded (Err set; Decoded may hold a partial view).
+type Result struct {
+	Entry   archive.Entry
+	Decoded *dla.Decoded
+	Err     error
+}
+
+// Unreadable reports whether the object could not be read or decoded.
+func (r Result) Unreadable() bool { return r.Err != nil }
+
+// Stats count what a run looked at.
+type Stats struct {
+	Listed      int   // objects listed (or keys given)
+	Bytes       int64 // bytes fetched
+	Prefiltered int   // skipped by the byte prefilter without decoding
+	Matched     int
+	Unreadable  int
+	Truncated   bool // stopped early by the limit
+}
+
+type job struct {
+	entry  archive.Entry
+	result Result
+	match  bool
+	bytes  int64
+	skip   bool // prefiltered
+	done   chan struct{}
+}
+
+// Run looks at every object in scope and calls emit, in order, for each
+// match and each unreadable object. An error from emit stops the run and is
+// returned; so is a listing error. Fetch and decode errors are results.
+func Run(ctx context.Context, store archive.Store, scope Scope, concurrency int, emit func(Result) error) (Stats, error) {
+	if concurrency < 1 {
+		concurrency = 1
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	jobs := make(chan *job)
+	ordered := make(chan *job, concurrency*4)
+	listErr := make(chan error, 1)
+	go func() {
+		defer close(ordered)
+		defer close(jobs)
+		listErr <- produce(ctx, store, scope, func(e archive.Entry) error {
+			j := &job{entry: e, done: make(chan struct{})}
+			select {
+			case ordered <- j:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			select {
+			case jobs <- j:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+
+	prefilter := scope.Filter.Prefilter()
+	if len(scope.Keys) > 0 {
+		prefilter = nil // asked for by name: always decode and show
+	}
+	for range concurrency {
+		go func() {
+			for j := range jobs {
+				work(ctx, store, scope, prefilter, j)
+				close(j.done)
+			}
+		}()
+	}
+
+	var st Stats
+	var emitErr error
+	for j := range ordered {
+		select {
+		case <-j.done:
+		case <-ctx.Done():
+		}
+		if emitErr != nil || ctx.Err() != nil {
+			continue // drain so the producer can finish
+		}
+		st.Listed++
+		st.Bytes += j.bytes
+		switch {
+		case j.skip:
+			st.Prefiltered++
+		case j.result.Err != nil:
+			st.Unreadable++
+			emitErr = emit(j.result)
+		case j.match:
+			st.Matched++
+			emitErr = emit(j.result)
+			if emitErr == nil && scope.Limit > 0 && st.Matched >= scope.Limit {
+				st.Truncated = true
+				cancel()
+			}
+		}
+		if emitErr != nil {
+			cancel()
+		}
+	}
+	err := <-listErr
+	switch {
+	case emitErr != nil:
+		return st, emitErr
+	case st.Truncated:
+		return st, nil
+	case err != nil:
+		return st, err
+	}
+	return st, ctx.Err()
+}
+
+// work fetches, prefilters, decodes and filters one object.
+func work(ctx context.Context, store archive.Store, scope Scope, prefilter func([]byte) bool, j *job) {
+	if ctx.Err() != nil {
+		return
+	}
+	raw, err := store.Get(ctx, j.entry.Key)
+	j.result.Entry = j.entry
+	if err != nil {
+		if ctx.Err() == nil {
+			j.result.Err = err
+		}
+		return
+	}
+	j.bytes = int64(len(raw))
+	// The prefilter proves a valid object cannot match; an invalid one is
+	// still reported, since nobody can say what it held.
+	if prefilter != nil && !prefilter(raw) && gjson.ValidBytes(raw) {
+		j.skip = true
+		return
+	}
+	d, err := dla.Decode(raw)
+	d.Key = j.entry.Key
+	info := scope.Layout.ParseKey(j.entry.Key)
+	d.Partition = info.Date
+	if !j.entry.LastModified.IsZero() {
+		d.ObjectDate = j.entry.LastModified.UTC().Format(dla.DateLayout)
+	}
+	j.result.Decoded = d
+	if err != nil {
+		j.result.Err = err
+		return
+	}
+	j.match = scope.Filter.Match(&d.Record)
+}
+
+// produce lists the objects in scope, in order.
+func produce(ctx context.Context, store archive.Store, scope Scope, yield func(archive.Entry) error) error {
+	if len(scope.Keys) > 0 {
+		for _, k := range scope.Keys {
+			if err := yield(archive.Entry{Key: k}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	root := scope.Layout.AreaPrefix(scope.Area)
+	return store.List(ctx, root, true, func(e archive.Entry) error {
+		if !e.IsPrefix {
+			if scope.IncludeLegacy {
+				return yield(e)
+			}
+			return nil
+		}
+		folder := e.Key[len(root) : len(e.Key)-1]
+		if dla.IsDate(folder) {
+			if !scope.Filter.DateInRange(folder) {
+				return nil
+			}
+		} else if !scope.IncludeLegacy {
+			return nil
+		}
+		if err := store.List(ctx, e.Key, false, func(obj archive.Entry) error { return yield(obj) }); err != nil {
+			if errors.Is(err, context.Canceled) {
+				return err
+			}
+			return fmt.Errorf("listing %s: %w", e.Key, err)
+		}
+		return nil
+	})
+}
