@@ -5,16 +5,6 @@ import (
 	"strings"
 )
 
-// firstLine is the first non-blank line of s, trimmed.
-func firstLine(s string) string {
-	for line := range strings.SplitSeq(s, "\n") {
-		if t := strings.TrimSpace(line); t != "" {
-			return t
-		}
-	}
-	return ""
-}
-
 var (
 	reUUID     = regexp.MustCompile(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
 	reARN      = regexp.MustCompile(`arn:aws[a-zA-Z-]*:[^\s"',)]+`)
@@ -25,11 +15,9 @@ var (
 	reSpaces   = regexp.MustCompile(`\s+`)
 )
 
-// ErrorClass groups errors that differ only in ids and numbers: the headline
-// (for an AggregateError, joined with its first inner error) with UUIDs, ARNs,
-// collection ids, granule-like dotted ids, JSON string values and numbers replaced by
-// placeholders. An empty error has the class "".
-func ErrorClass(errText string) string {
+// Headline is the error's first line; for an AggregateError whose first
+// line says nothing more, it is joined with its first inner error.
+func Headline(errText string) string {
 	lines := nonBlankLines(errText, 2)
 	if len(lines) == 0 {
 		return ""
@@ -38,6 +26,15 @@ func ErrorClass(errText string) string {
 	if strings.HasPrefix(head, "AggregateError") && strings.TrimSpace(strings.TrimPrefix(head, "AggregateError:")) == "" && len(lines) > 1 {
 		head = "AggregateError: " + lines[1]
 	}
+	return head
+}
+
+// ErrorClass groups errors that differ only in ids and numbers: the headline
+// (for an AggregateError, joined with its first inner error) with UUIDs, ARNs,
+// collection ids, granule-like dotted ids, JSON string values and numbers replaced by
+// placeholders. An empty error has the class "".
+func ErrorClass(errText string) string {
+	head := Headline(errText)
 	head = reUUID.ReplaceAllString(head, "<uuid>")
 	head = reARN.ReplaceAllString(head, "<arn>")
 	head = reCollID.ReplaceAllString(head, "<collection>")

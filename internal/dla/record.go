@@ -75,8 +75,8 @@ func (r *Record) Date() string {
 	return r.ObjectDate
 }
 
-// ErrorHeadline is the first non-empty line of the error.
-func (r *Record) ErrorHeadline() string { return firstLine(r.Error) }
+// ErrorHeadline is the error's headline (see Headline).
+func (r *Record) ErrorHeadline() string { return Headline(r.Error) }
 
 func lastToken(s string) string {
 	for i := len(s) - 1; i >= 0; i-- {

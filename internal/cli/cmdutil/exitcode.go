@@ -1,0 +1,102 @@
+// Package cmdutil is the CLI plumbing shared by dla and pushdlq: exit codes
+// and the errors that carry them, AWS flags, output flags and progress.
+package cmdutil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/smithy-go"
+)
+
+// Exit codes, documented by `help exit-codes`.
+const (
+	ExitOK          = 0
+	ExitFailure     = 1
+	ExitUsage       = 2
+	ExitPartial     = 3
+	ExitAuth        = 4
+	ExitInterrupted = 130
+)
+
+// ExitCodesHelp is the text of the exit-codes help topic.
+const ExitCodesHelp = `Exit codes:
+
+  0    success (a search that matches nothing is a success too)
+  1    failure: the command could not do its job
+  2    usage: a bad flag, argument or combination of them
+  3    partial: the command ran, but some items failed or could not be read
+       (for example an archive object that is not valid JSON); they are
+       listed on stderr and counted in the summary
+  4    AWS credentials or permissions: no credentials, expired credentials,
+       or access denied
+  130  interrupted (Ctrl-C or SIGTERM); work in flight was finished or
+       abandoned cleanly
+
+Scripts can branch on these codes; the summary on stderr says what happened.`
+
+// ExitError carries an exit code with an error. A nil Err means the
+// command already reported everything and only the code remains.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// UsageErrorf is a usage error (exit 2).
+func UsageErrorf(format string, args ...any) error {
+	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
+}
+
+// PartialError is exit 3 with nothing more to say.
+var PartialError = &ExitError{Code: ExitPartial}
+
+// ExitCode maps an error to the process's exit code.
+func ExitCode(err error) int {
+	var ee *ExitError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ee):
+		return ee.Code
+	case errors.Is(err, context.Canceled):
+		return ExitInterrupted
+	case IsAuthError(err):
+		return ExitAuth
+	}
+	return ExitFailure
+}
+
+var authCodes = map[string]bool{
+	"AccessDenied": true, "AccessDeniedException": true, "InvalidAccessKeyId": true,
+	"SignatureDoesNotMatch": true, "ExpiredToken": true, "ExpiredTokenException": true,
+	"InvalidClientTokenId": true, "UnrecognizedClientException": true, "InvalidToken": true,
+	"AuthFailure": true, "MissingAuthenticationToken": true, "RequestExpired": true,
+	"InvalidSecurity": true, "NotAuthorized": true,
+}
+
+// IsAuthError reports whether err is about credentials or permissions.
+func IsAuthError(err error) bool {
+	var ae smithy.APIError
+	if errors.As(err, &ae) && authCodes[ae.ErrorCode()] {
+		return true
+	}
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && re.HTTPStatusCode() == 403 {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "failed to retrieve credentials") || strings.Contains(msg, "get credentials:") ||
+		strings.Contains(msg, "no EC2 IMDS role found")
+}

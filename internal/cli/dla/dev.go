@@ -1,0 +1,127 @@
+package dla
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/dla/gen"
+)
+
+// newCmdDev groups developer tools; hidden from help.
+func newCmdDev(f *Factory) *cobra.Command {
+	dev := &cobra.Command{Use: "dev", Short: "Developer tools", Hidden: true}
+	dev.AddCommand(newCmdGenArchive(f))
+	return dev
+}
+
+func newCmdGenArchive(f *Factory) *cobra.Command {
+	var (
+		out, start     string
+		opts           gen.Options
+		concurrency    int
+		noMalformed    bool
+		requireEmptyTo = true
+	)
+	cmd := &cobra.Command{
+		Use:   "gen-archive --out DIR|s3://BUCKET/STACK",
+		Short: "Write a deterministic, realistic sample archive",
+		Long: `Write generated archive objects (all generations, nested layers, string and
+object detail, every status, MODIS-like granules, real error texts, a few
+malformed objects) under STACK/dead-letter-archive/ in a directory or bucket.
+The same --seed always writes the same bytes.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			t, err := time.Parse(dla.DateLayout, start)
+			if err != nil {
+				return cmdutil.UsageErrorf("invalid --start %q: want YYYY-MM-DD", start)
+			}
+			opts.Start = t
+			if noMalformed {
+				opts.Malformed = -1
+			}
+			var store archive.Store
+			if rest, ok := strings.CutPrefix(out, "s3://"); ok {
+				bucket, stack, _ := strings.Cut(rest, "/")
+				if stack != "" {
+					opts.Stack = strings.Trim(stack, "/")
+				}
+				store, err = f.OpenStore(cmd.Context(), archive.Location{Bucket: bucket, Stack: opts.Stack})
+			} else {
+				if requireEmptyTo {
+					if entries, _ := os.ReadDir(out); len(entries) > 0 {
+						return cmdutil.UsageErrorf("--out %s is not empty", out)
+					}
+				}
+				if err := os.MkdirAll(out, 0o755); err != nil {
+					return err
+				}
+				store, err = archive.NewLocal(out)
+			}
+			if err != nil {
+				return err
+			}
+			return writeGenerated(cmd, f, store, opts, concurrency)
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "directory (created; must be empty) or s3://BUCKET/STACK")
+	cmd.Flags().StringVar(&opts.Stack, "stack", "demo", "stack name (the folder above dead-letter-archive/)")
+	cmd.Flags().IntVar(&opts.Count, "count", 80, "number of objects")
+	cmd.Flags().Uint64Var(&opts.Seed, "seed", 1, "random seed")
+	cmd.Flags().StringVar(&start, "start", "2024-03-01", "first event date")
+	cmd.Flags().IntVar(&opts.Days, "days", 5, "days the events spread over")
+	cmd.Flags().BoolVar(&noMalformed, "no-malformed", false, "write no malformed objects")
+	cmd.Flags().IntVar(&concurrency, "concurrency", 16, "objects written at once")
+	_ = cmd.MarkFlagRequired("out")
+	return cmd
+}
+
+func writeGenerated(cmd *cobra.Command, f *Factory, store archive.Store, opts gen.Options, concurrency int) error {
+	ctx := cmd.Context()
+	objs := make(chan gen.Object, concurrency)
+	errs := make(chan error, concurrency)
+	for range concurrency {
+		go func() {
+			var first error
+			for o := range objs {
+				if err := store.Put(ctx, o.Key, o.Body); err != nil && first == nil {
+					first = err
+				}
+			}
+			errs <- first
+		}()
+	}
+	kinds := map[string]int{}
+	var size int64
+	genErr := gen.Generate(opts, func(o gen.Object) error {
+		kinds[o.Kind]++
+		size += int64(len(o.Body))
+		select {
+		case objs <- o:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	close(objs)
+	var putErr error
+	for range concurrency {
+		if err := <-errs; err != nil && putErr == nil {
+			putErr = err
+		}
+	}
+	if genErr != nil {
+		return genErr
+	}
+	if putErr != nil {
+		return putErr
+	}
+	fmt.Fprintf(f.IO.ErrOut, "wrote %d objects (%s) to %s under %s/: %v\n", opts.Count, humanBytes(size), store, opts.Stack, kinds)
+	return nil
+}

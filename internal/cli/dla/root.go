@@ -1,0 +1,125 @@
+package dla
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deadletter/deadletter/internal/buildinfo"
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cli/iostreams"
+)
+
+// Main runs dla with the process's arguments and returns its exit code.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ios := iostreams.System()
+	return Run(ctx, NewFactory(ios, os.Getenv), os.Args[1:])
+}
+
+// Run executes one command line and reports errors on stderr.
+func Run(ctx context.Context, f *Factory, args []string) int {
+	root := NewCmdRoot(f)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
+		err = &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err}
+	}
+	code := cmdutil.ExitCode(err)
+	if ctx.Err() != nil && code != cmdutil.ExitOK {
+		code = cmdutil.ExitInterrupted
+	}
+	var ee *cmdutil.ExitError
+	switch {
+	case err == nil:
+	case code == cmdutil.ExitInterrupted:
+		fmt.Fprintln(f.IO.ErrOut, "dla: interrupted")
+	case errors.As(err, &ee) && ee.Err == nil:
+	default:
+		fmt.Fprintf(f.IO.ErrOut, "dla: %v\n", err)
+	}
+	return code
+}
+
+// NewCmdRoot builds the command tree.
+func NewCmdRoot(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "dla",
+		Short: "Search, show, summarise and recover the Cumulus Dead Letter Archive",
+		Long: `dla works on the Cumulus Dead Letter Archive: the failed database-write messages
+that Cumulus archives in S3 under <stack>/dead-letter-archive/sqs/<YYYY-MM-DD>/.
+
+It decodes every generation of archive object (current DLA records, raw SQS
+records, bare Cumulus messages) through any number of body/Body layers, and
+reads the archive from S3 (--archive s3://BUCKET/STACK) or from a local copy
+(--archive PATH/TO/STACK). Data goes to stdout; progress, warnings and
+summaries go to stderr.`,
+		Example: `  dla search --archive s3://my-internal-bucket/my-stack --granule MOD09GQ.A2024018.h31v05.006.2024031032640
+  dla search --archive testdata/archive/demo --date 2024-03-02 --status FAILED -o keys | dla show --archive testdata/archive/demo -
+  dla stats --archive testdata/archive/demo --by error`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Version:       buildinfo.String("dla"),
+	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	root.SetFlagErrorFunc(cmdutil.FlagErrorFunc)
+	root.CompletionOptions.HiddenDefaultCmd = false
+	cmdutil.AddAWSFlags(root, f.AWS)
+
+	root.AddCommand(NewCmdSearch(f, nil), NewCmdShow(f, nil), NewCmdStats(f, nil), newCmdVersion(f), newCmdDev(f))
+	root.AddCommand(helpTopic("exit-codes", "What dla's exit codes mean", cmdutil.ExitCodesHelp))
+	root.AddCommand(helpTopic("environment", "Environment variables dla reads", environmentHelp))
+	return root
+}
+
+func helpTopic(name, short, long string) *cobra.Command {
+	return &cobra.Command{Use: name, Short: short, Long: long}
+}
+
+const environmentHelp = `Environment variables:
+
+  DLA_ARCHIVE            the archive when --archive is not given
+                         (s3://BUCKET/STACK or PATH/TO/STACK)
+  AWS_PROFILE, AWS_REGION, AWS_DEFAULT_REGION
+                         AWS profile and region; --profile and --region win
+  AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_S3
+                         send AWS requests elsewhere (a local S3); --endpoint-url
+                         wins. Path-style S3 addressing is used with either.
+  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
+                         static credentials, as the AWS SDK reads them
+  NO_COLOR               any non-empty value turns colour off
+  CLICOLOR=0             turns colour off
+  CLICOLOR_FORCE         any non-empty value but 0 keeps colour when piped
+  DEADLETTER_NO_PROMPT   never ask for confirmation (commands then need --yes)
+  DEADLETTER_DEBUG       log AWS requests on stderr (as --debug-aws)`
+
+func newCmdVersion(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(f.IO.Out, buildinfo.String("dla"))
+			return err
+		},
+	}
+}
+
+// usageArgs turns a cobra positional-argument check into a usage error.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return cmdutil.FlagErrorFunc(cmd, err)
+		}
+		return nil
+	}
+}

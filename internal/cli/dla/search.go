@@ -1,0 +1,155 @@
+package dla
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cli/output"
+	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/selection"
+)
+
+// SearchOptions are dla search's inputs.
+type SearchOptions struct {
+	Factory *Factory
+	Select  selectFlags
+	Output  *cmdutil.Output
+}
+
+// NewCmdSearch builds `dla search`; runF replaces the run function in tests.
+func NewCmdSearch(f *Factory, runF func(*cobra.Command, *SearchOptions) error) *cobra.Command {
+	opts := &SearchOptions{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "search [flags]",
+		Short: "Find archive objects by granule, collection, execution, status, error or date",
+		Long: `Search the archive. Only the date folders in range are listed (--date, --from,
+--to); objects are fetched concurrently and printed in a stable order (date,
+then key). Filters of different kinds must all match; repeated values of one
+filter are alternatives.
+
+Output formats: table (aligned with a header on a terminal; tab-separated
+without one when piped), json (one array), ndjson (one object per line), and
+keys (one object key per line, to pipe into 'dla show -').
+
+Objects that cannot be read or decoded are reported on stderr and make the
+exit code 3 unless --ignore-unreadable.`,
+		Example: `  dla search --archive s3://bucket/stack --granule MOD09GQ.A2024018.h31v05.006.2024031032640
+  dla search --date 2024-03-02 --status FAILED --collection MOD09GQ -o ndjson
+  dla search --from 2024-03-01 --to 2024-03-07 --error 'UnmetRequirementsError' -o keys`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.Output.Validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd, opts)
+			}
+			return runSearch(cmd, opts)
+		},
+	}
+	opts.Select.register(cmd)
+	opts.Output = cmdutil.AddOutputFlag(cmd, "table", "json", "ndjson", "keys")
+	return cmd
+}
+
+func runSearch(cmd *cobra.Command, opts *SearchOptions) error {
+	f := opts.Factory
+	scope, loc, err := opts.Select.scope(f)
+	if err != nil {
+		return err
+	}
+	store, err := f.OpenStore(cmd.Context(), loc)
+	if err != nil {
+		return err
+	}
+	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
+	var print func(*dla.Decoded) error
+	var closeOut func() error
+	switch opts.Output.Value {
+	case "json", "ndjson":
+		js := output.NewJSONStream(f.IO.Out, opts.Output.Value == "ndjson")
+		print = func(d *dla.Decoded) error { return js.Write(d.View()) }
+		closeOut = js.Close
+	case "keys":
+		print = func(d *dla.Decoded) error { _, err := fmt.Fprintln(f.IO.Out, d.Key); return err }
+		closeOut = func() error { return nil }
+	default:
+		t := output.NewTable(f.IO, "KEY", "DATE", "STATUS", "COLLECTION", "GRANULES", "ERROR")
+		tty := f.IO.IsStdoutTTY()
+		print = func(d *dla.Decoded) error {
+			return t.Row(d.Key, d.Date(), orDash(d.Status), orDash(d.CollectionID), granuleCell(d.Granules, tty), errorCell(d.ErrorHeadline(), tty))
+		}
+		closeOut = func() error { progress.Clear(); return t.Flush() }
+	}
+	matched := 0
+	st, runErr := selection.Run(cmd.Context(), store, scope, opts.Select.concurrency, func(r selection.Result) error {
+		if r.Unreadable() {
+			if err := stopOnAuth(r); err != nil {
+				return err
+			}
+			reportUnreadable(f, progress, r)
+			return nil
+		}
+		matched++
+		progress.Update("%d matches", matched)
+		return print(r.Decoded)
+	})
+	if err := closeOut(); err != nil && runErr == nil {
+		runErr = err
+	}
+	progress.Clear()
+	summary := fmt.Sprintf("%d matching, %d objects read (%s) from %s", st.Matched, st.Listed, humanBytes(st.Bytes), loc)
+	if st.Unreadable > 0 {
+		summary += fmt.Sprintf(", %d unreadable", st.Unreadable)
+	}
+	if st.Truncated {
+		summary += fmt.Sprintf("; stopped at --limit %d", scope.Limit)
+	}
+	fmt.Fprintln(f.IO.ErrOut, summary)
+	return finish(runErr, st, opts.Select.ignoreUnreadable)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// granuleCell shows the first granule and how many more there are.
+func granuleCell(gs []string, tty bool) string {
+	switch {
+	case len(gs) == 0:
+		return "-"
+	case !tty:
+		return strings.Join(gs, ",")
+	case len(gs) == 1:
+		return orDash(gs[0])
+	}
+	return fmt.Sprintf("%s (+%d)", orDash(gs[0]), len(gs)-1)
+}
+
+func errorCell(headline string, tty bool) string {
+	if headline == "" {
+		return "-"
+	}
+	if r := []rune(headline); tty && len(r) > 72 {
+		return string(r[:71]) + "…"
+	}
+	return headline
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,400 @@
+package dla
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/spf13/cobra"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/pretty"
+
+	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cli/output"
+	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/selection"
+)
+
+// ShowOptions are dla show's inputs.
+type ShowOptions struct {
+	Factory          *Factory
+	Archive          archiveFlag
+	Keys             []string
+	Output           *cmdutil.Output
+	IgnoreUnreadable bool
+}
+
+// NewCmdShow builds `dla show`.
+func NewCmdShow(f *Factory, runF func(*cobra.Command, *ShowOptions) error) *cobra.Command {
+	opts := &ShowOptions{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "show KEY... | -",
+		Short: "Show archive objects fully decoded, layer by layer",
+		Long: `Show everything in archive objects, decoded layer by layer: the SQS metadata
+(outer layers win, as in Cumulus), the hoisted fields, the EventBridge event,
+the Step Functions detail and the Cumulus message, pretty-printed.
+
+KEY is an object key (demo/dead-letter-archive/sqs/2024-03-02/exec-uuid), a
+key relative to the archive (sqs/2024-03-02/exec-uuid), an s3:// URL, or, for
+a local archive, the file's path. '-' reads keys from stdin, one per line, so
+'dla search -o keys' can feed it.
+
+-o json gives a JSON array with one decoded structure per object, every layer
+parsed.`,
+		Example: `  dla show --archive s3://bucket/stack sqs/2024-03-02/0e1be317-0d83-453a-bf67-65c3826f4fc5-2c0b6b6e-8f7e-4b5c-9a40-5f4c1b8b9d11
+  dla search --date 2024-03-02 --status FAILED -o keys | dla show -`,
+		Args: usageArgs(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.Output.Validate(); err != nil {
+				return err
+			}
+			opts.Keys = args
+			if runF != nil {
+				return runF(cmd, opts)
+			}
+			return runShow(cmd, opts)
+		},
+	}
+	opts.Archive.register(cmd)
+	cmd.Flags().BoolVar(&opts.IgnoreUnreadable, "ignore-unreadable", false, "do not exit 3 when an object cannot be read or decoded")
+	opts.Output = cmdutil.AddOutputFlag(cmd, "text", "json")
+	return cmd
+}
+
+func runShow(cmd *cobra.Command, opts *ShowOptions) error {
+	f := opts.Factory
+	loc, err := opts.Archive.location(f)
+	if err != nil {
+		return err
+	}
+	keys, err := readKeys(f.IO.In, opts.Keys)
+	if err != nil {
+		return err
+	}
+	layout := dla.Layout{Stack: loc.Stack}
+	for i, k := range keys {
+		keys[i] = resolveKey(loc, layout, k)
+	}
+	store, err := f.OpenStore(cmd.Context(), loc)
+	if err != nil {
+		return err
+	}
+	var js *output.JSONStream
+	if opts.Output.Value == "json" {
+		js = output.NewJSONStream(f.IO.Out, false)
+	}
+	n := 0
+	st, runErr := selection.Run(cmd.Context(), store, selection.Scope{Layout: layout, Keys: keys}, 8, func(r selection.Result) error {
+		if err := stopOnAuth(r); err != nil {
+			return err
+		}
+		if r.Unreadable() {
+			fmt.Fprintf(f.IO.ErrOut, "dla: unreadable %s: %v\n", r.Entry.Key, r.Err)
+			if r.Decoded == nil || r.Decoded.Size == 0 {
+				return nil // nothing was read
+			}
+		}
+		n++
+		if js != nil {
+			return js.Write(showJSON(r))
+		}
+		if n > 1 {
+			fmt.Fprintln(f.IO.Out)
+		}
+		return renderShow(f.IO.Out, f.IO.Renderer(), f.IO.ColorEnabled(), r)
+	})
+	if js != nil {
+		if err := js.Close(); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	return finish(runErr, st, opts.IgnoreUnreadable)
+}
+
+// readKeys expands "-" into the keys on stdin (blank lines and #comments skipped).
+func readKeys(in io.Reader, args []string) ([]string, error) {
+	var keys []string
+	for _, a := range args {
+		if a != "-" {
+			keys = append(keys, a)
+			continue
+		}
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		for sc.Scan() {
+			if line := strings.TrimSpace(sc.Text()); line != "" && !strings.HasPrefix(line, "#") {
+				keys = append(keys, line)
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("reading keys from stdin: %w", err)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, cmdutil.UsageErrorf("no keys given (stdin was empty)")
+	}
+	return keys, nil
+}
+
+// resolveKey accepts the ways an operator may name an object.
+func resolveKey(loc archive.Location, layout dla.Layout, k string) string {
+	if rest, ok := strings.CutPrefix(k, "s3://"); ok {
+		_, key, _ := strings.Cut(rest, "/")
+		return key
+	}
+	if loc.Dir != "" && (filepath.IsAbs(k) || strings.HasPrefix(k, ".")) {
+		if abs, err := filepath.Abs(k); err == nil {
+			if rel, err := filepath.Rel(loc.Dir, abs); err == nil && !strings.HasPrefix(rel, "..") {
+				return filepath.ToSlash(rel)
+			}
+		}
+	}
+	switch {
+	case strings.HasPrefix(k, layout.Root()):
+		return k
+	case strings.HasPrefix(k, "dead-letter-archive/"):
+		return loc.Stack + "/" + k
+	case strings.HasPrefix(k, "sqs/") || strings.HasPrefix(k, "failed-sqs/"):
+		return layout.Root() + k
+	}
+	return k
+}
+
+// showDoc is the -o json form of one object.
+type showDoc struct {
+	Key            string            `json:"key"`
+	Record         *dla.View         `json:"record"`
+	Unreadable     *string           `json:"unreadable"`
+	Layers         []showLayer       `json:"layers"`
+	Metadata       map[string]any    `json:"metadata"`
+	Hoisted        map[string]any    `json:"hoisted"`
+	Event          json.RawMessage   `json:"event"`
+	Detail         json.RawMessage   `json:"detail"`
+	MessageSource  *string           `json:"message_source"`
+	CumulusMessage json.RawMessage   `json:"cumulus_message"`
+}
+
+type showLayer struct {
+	BodyKey  string         `json:"body_key"`
+	Metadata map[string]any `json:"metadata"`
+}
+
+func fieldsMap(fs []dla.Field) map[string]any {
+	if fs == nil {
+		return nil
+	}
+	m := make(map[string]any, len(fs))
+	for _, f := range fs {
+		m[f.Name] = json.RawMessage(f.Raw)
+	}
+	return m
+}
+
+func rawOrNull(s string) json.RawMessage {
+	if s == "" {
+		return json.RawMessage("null")
+	}
+	return json.RawMessage(s)
+}
+
+func showJSON(r selection.Result) showDoc {
+	d := r.Decoded
+	doc := showDoc{Key: r.Entry.Key}
+	if r.Err != nil {
+		s := r.Err.Error()
+		doc.Unreadable = &s
+	}
+	if d == nil {
+		doc.Event, doc.Detail, doc.CumulusMessage = rawOrNull(""), rawOrNull(""), rawOrNull("")
+		return doc
+	}
+	v := d.View()
+	doc.Record = &v
+	for _, l := range d.Layers {
+		doc.Layers = append(doc.Layers, showLayer{BodyKey: l.BodyKey, Metadata: fieldsMap(l.Metadata)})
+	}
+	doc.Metadata = fieldsMap(d.Metadata)
+	doc.Hoisted = fieldsMap(d.Hoisted)
+	doc.Event = rawOrNull(withoutKeys(d.Event, "detail"))
+	doc.Detail = rawOrNull(decodedDetail(d.Detail))
+	if d.MessageSource != "" {
+		doc.MessageSource = &d.MessageSource
+	}
+	doc.CumulusMessage = rawOrNull(d.Message)
+	return doc
+}
+
+// withoutKeys returns a JSON object without some keys (shown elsewhere).
+func withoutKeys(raw string, drop ...string) string {
+	v := gjson.Parse(raw)
+	if !v.IsObject() {
+		return raw
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	n := 0
+	v.ForEach(func(k, val gjson.Result) bool {
+		for _, d := range drop {
+			if k.Str == d {
+				return true
+			}
+		}
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		n++
+		b.WriteString(k.Raw + ":" + val.Raw)
+		return true
+	})
+	b.WriteByte('}')
+	return b.String()
+}
+
+// decodedDetail parses detail.input and detail.output when they hold JSON.
+func decodedDetail(raw string) string {
+	v := gjson.Parse(raw)
+	if !v.IsObject() {
+		return raw
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	n := 0
+	v.ForEach(func(k, val gjson.Result) bool {
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		n++
+		if (k.Str == "input" || k.Str == "output") && val.Type == gjson.String && gjson.Valid(val.Str) {
+			b.WriteString(k.Raw + ":" + val.Str)
+		} else {
+			b.WriteString(k.Raw + ":" + val.Raw)
+		}
+		return true
+	})
+	b.WriteByte('}')
+	return b.String()
+}
+
+// renderShow prints one object for people: sections with styled headings
+// on a terminal, the same text without escapes when piped.
+func renderShow(w io.Writer, r *lipgloss.Renderer, color bool, res selection.Result) error {
+	d := res.Decoded
+	title := r.NewStyle().Bold(true).Foreground(lipgloss.Color("12"))
+	head := r.NewStyle().Bold(true).Foreground(lipgloss.Color("3"))
+	label := r.NewStyle().Foreground(lipgloss.Color("8"))
+	bad := r.NewStyle().Foreground(lipgloss.Color("9"))
+	var b strings.Builder
+	section := func(name string) { fmt.Fprintf(&b, "\n%s\n", head.Render(name)) }
+	row := func(k, v string) {
+		if v == "" {
+			v = "null"
+		}
+		fmt.Fprintf(&b, "  %s %s\n", label.Render(fmt.Sprintf("%-18s", k)), v)
+	}
+	js := func(raw string) {
+		if raw == "" {
+			b.WriteString("  null\n")
+			return
+		}
+		out := pretty.PrettyOptions([]byte(raw), &pretty.Options{Width: 100, Prefix: "  ", Indent: "  ", SortKeys: false})
+		if color {
+			out = pretty.Color(out, nil)
+		}
+		b.Write(out)
+	}
+
+	fmt.Fprintln(&b, title.Render(res.Entry.Key))
+	if res.Err != nil {
+		fmt.Fprintf(&b, "  %s %v\n", bad.Render("unreadable:"), res.Err)
+	}
+	section("Summary")
+	row("generation", fmt.Sprintf("%s (%d body layers)", d.Generation, d.Depth))
+	row("size", humanBytes(d.Size))
+	row("date", d.Date())
+	row("message id", d.MessageID)
+	row("status", d.Status)
+	row("time", d.Time)
+	row("execution", d.ExecutionArn)
+	row("state machine", d.StateMachineArn)
+	row("collection", d.CollectionID)
+	row("provider", d.ProviderID)
+	if d.HasGranules {
+		row("granules", fmt.Sprintf("%d", len(d.Granules)))
+		for _, g := range d.Granules {
+			fmt.Fprintf(&b, "  %18s   %s\n", "", orNull(g))
+		}
+	} else {
+		row("granules", "")
+	}
+	if len(d.Derived) > 0 {
+		row("derived here", strings.Join(d.Derived, ", ")+" (not carried by the object)")
+	}
+	if len(d.Problems) > 0 {
+		section("Problems")
+		for _, p := range d.Problems {
+			fmt.Fprintf(&b, "  - %s\n", p)
+		}
+	}
+	if d.HasError {
+		section("Error")
+		for line := range strings.SplitSeq(strings.TrimRight(d.Error, "\n"), "\n") {
+			fmt.Fprintf(&b, "  %s\n", line)
+		}
+	}
+	if len(d.Metadata) > 0 {
+		section(fmt.Sprintf("SQS metadata (%d layers merged, outer wins)", len(d.Layers)))
+		for _, m := range d.Metadata {
+			if isHoisted(m.Name) && d.Generation == dla.GenDLARecord {
+				continue
+			}
+			row(m.Name, compact(m.Raw))
+		}
+	}
+	if d.Event != "" {
+		name := "Innermost body"
+		if d.Detail != "" {
+			name = "EventBridge event (detail below)"
+		}
+		section(name)
+		js(withoutKeys(d.Event, "detail"))
+	}
+	if d.Detail != "" {
+		section("Step Functions detail (input and output below)")
+		js(withoutKeys(d.Detail, "input", "output"))
+	}
+	if d.Message != "" {
+		section("Cumulus message (from " + d.MessageSource + ")")
+		js(d.Message)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func orNull(s string) string {
+	if s == "" {
+		return "null"
+	}
+	return s
+}
+
+func isHoisted(name string) bool {
+	switch name {
+	case "executionArn", "stateMachineArn", "status", "time", "collectionId", "providerId", "granules", "error":
+		return true
+	}
+	return false
+}
+
+// compact prints a metadata value on one line.
+func compact(raw string) string {
+	v := gjson.Parse(raw)
+	if v.Type == gjson.String {
+		return v.Str
+	}
+	return string(pretty.Ugly([]byte(raw)))
+}

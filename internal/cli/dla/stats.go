@@ -1,0 +1,164 @@
+package dla
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cli/output"
+	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/selection"
+)
+
+// StatsOptions are dla stats's inputs.
+type StatsOptions struct {
+	Factory *Factory
+	Select  selectFlags
+	By      string
+	Output  *cmdutil.Output
+}
+
+var statsDimensions = []string{"date", "status", "collection", "error", "generation"}
+
+// NewCmdStats builds `dla stats`.
+func NewCmdStats(f *Factory, runF func(*cobra.Command, *StatsOptions) error) *cobra.Command {
+	opts := &StatsOptions{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "stats [flags]",
+		Short: "Count archive objects grouped by date, status, collection, error or generation",
+		Long: `Count the objects that match the same filters as 'dla search', grouped by one
+dimension. Errors are grouped by class: the first line (for an AggregateError,
+with its first inner error), with ids, ARNs, collection ids and numbers
+replaced by placeholders, so that the same failure on many granules is one row.
+Groups by date and generation are sorted by value; the others by count.`,
+		Example: `  dla stats --archive s3://bucket/stack --by error --from 2024-03-01
+  dla stats --by status --collection MOD09GQ -o json`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.Output.Validate(); err != nil {
+				return err
+			}
+			if !slices.Contains(statsDimensions, opts.By) {
+				return cmdutil.UsageErrorf("invalid --by %q: want date, status, collection, error or generation", opts.By)
+			}
+			if runF != nil {
+				return runF(cmd, opts)
+			}
+			return runStats(cmd, opts)
+		},
+	}
+	opts.Select.register(cmd)
+	cmd.Flags().StringVar(&opts.By, "by", "date", "group by: date, status, collection, error or generation")
+	_ = cmd.RegisterFlagCompletionFunc("by", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return statsDimensions, cobra.ShellCompDirectiveNoFileComp
+	})
+	opts.Output = cmdutil.AddOutputFlag(cmd, "table", "json")
+	return cmd
+}
+
+// StatsGroup is one row of the stats output.
+type StatsGroup struct {
+	Value *string `json:"value"`
+	Count int     `json:"count"`
+}
+
+// StatsReport is the -o json form of dla stats.
+type StatsReport struct {
+	By         string       `json:"by"`
+	Total      int          `json:"total"`
+	Unreadable int          `json:"unreadable"`
+	Scanned    int          `json:"scanned"`
+	Groups     []StatsGroup `json:"groups"`
+}
+
+func groupValue(by string, d *dla.Decoded) string {
+	switch by {
+	case "date":
+		return d.Date()
+	case "status":
+		return d.Status
+	case "collection":
+		return d.CollectionID
+	case "error":
+		return dla.ErrorClass(d.Error)
+	}
+	return string(d.Generation)
+}
+
+func runStats(cmd *cobra.Command, opts *StatsOptions) error {
+	f := opts.Factory
+	scope, loc, err := opts.Select.scope(f)
+	if err != nil {
+		return err
+	}
+	store, err := f.OpenStore(cmd.Context(), loc)
+	if err != nil {
+		return err
+	}
+	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
+	counts := map[string]int{}
+	st, runErr := selection.Run(cmd.Context(), store, scope, opts.Select.concurrency, func(r selection.Result) error {
+		if r.Unreadable() {
+			if err := stopOnAuth(r); err != nil {
+				return err
+			}
+			reportUnreadable(f, progress, r)
+			return nil
+		}
+		counts[groupValue(opts.By, r.Decoded)]++
+		progress.Update("%d objects counted", len(counts))
+		return nil
+	})
+	progress.Clear()
+	if runErr != nil {
+		return runErr
+	}
+	report := StatsReport{By: opts.By, Total: st.Matched, Unreadable: st.Unreadable, Scanned: st.Listed}
+	for v, n := range counts {
+		g := StatsGroup{Count: n}
+		if v != "" {
+			g.Value = &v
+		}
+		report.Groups = append(report.Groups, g)
+	}
+	byValue := opts.By == "date" || opts.By == "generation"
+	slices.SortFunc(report.Groups, func(a, b StatsGroup) int {
+		av, bv := deref(a.Value), deref(b.Value)
+		if byValue {
+			return cmp.Compare(av, bv)
+		}
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(av, bv))
+	})
+	if opts.Output.Value == "json" {
+		if report.Groups == nil {
+			report.Groups = []StatsGroup{}
+		}
+		if err := output.WriteJSON(f.IO.Out, report); err != nil {
+			return err
+		}
+	} else {
+		t := output.NewTable(f.IO, "COUNT", "SHARE", opts.By)
+		for _, g := range report.Groups {
+			t.Row(fmt.Sprint(g.Count), fmt.Sprintf("%.1f%%", 100*float64(g.Count)/float64(max(report.Total, 1))), cmp.Or(deref(g.Value), "(none)"))
+		}
+		if err := t.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(f.IO.ErrOut, "%d objects in %d groups, %d read from %s", report.Total, len(report.Groups), st.Listed, loc)
+		if st.Unreadable > 0 {
+			fmt.Fprintf(f.IO.ErrOut, ", %d unreadable", st.Unreadable)
+		}
+		fmt.Fprintln(f.IO.ErrOut)
+	}
+	return finish(nil, st, opts.Select.ignoreUnreadable)
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}

@@ -1,0 +1,101 @@
+// Package iostreams holds the three standard streams with what the CLI
+// needs to know about them: which are terminals, whether colour is wanted
+// (NO_COLOR, CLICOLOR, CLICOLOR_FORCE, TERM=dumb), and whether it may prompt.
+// Data goes to Out; progress, plans and warnings go to ErrOut.
+package iostreams
+
+import (
+	"bytes"
+	"io"
+	"os"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+	"golang.org/x/term"
+)
+
+// IOStreams are the process's streams.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+
+	inTTY, outTTY, errTTY bool
+	getenv                func(string) string
+}
+
+// System returns the real streams, with terminal detection.
+func System() *IOStreams {
+	return &IOStreams{
+		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
+		inTTY: isTerminal(os.Stdin), outTTY: isTerminal(os.Stdout), errTTY: isTerminal(os.Stderr),
+		getenv: os.Getenv,
+	}
+}
+
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+// Test returns streams over buffers, none of them a terminal.
+func Test() (s *IOStreams, in, out, errOut *bytes.Buffer) {
+	in, out, errOut = &bytes.Buffer{}, &bytes.Buffer{}, &bytes.Buffer{}
+	return &IOStreams{In: in, Out: out, ErrOut: errOut, getenv: func(string) string { return "" }}, in, out, errOut
+}
+
+// SetTTY marks the streams as terminals or not (tests).
+func (s *IOStreams) SetTTY(in, out, errOut bool) { s.inTTY, s.outTTY, s.errTTY = in, out, errOut }
+
+// SetEnv replaces the environment lookup (tests).
+func (s *IOStreams) SetEnv(getenv func(string) string) { s.getenv = getenv }
+
+func (s *IOStreams) IsStdinTTY() bool  { return s.inTTY }
+func (s *IOStreams) IsStdoutTTY() bool { return s.outTTY }
+func (s *IOStreams) IsStderrTTY() bool { return s.errTTY }
+
+// colorFor decides colour for one stream, following no-color.org and the
+// CLICOLOR conventions: NO_COLOR (non-empty) and CLICOLOR=0 turn it off,
+// CLICOLOR_FORCE (non-empty, not 0) turns it on even when piped.
+func (s *IOStreams) colorFor(tty bool) bool {
+	if s.getenv("NO_COLOR") != "" {
+		return false
+	}
+	if f := s.getenv("CLICOLOR_FORCE"); f != "" && f != "0" {
+		return true
+	}
+	if s.getenv("CLICOLOR") == "0" || s.getenv("TERM") == "dumb" {
+		return false
+	}
+	return tty
+}
+
+// ColorEnabled reports whether stdout gets colour.
+func (s *IOStreams) ColorEnabled() bool { return s.colorFor(s.outTTY) }
+
+// ErrColorEnabled reports whether stderr gets colour.
+func (s *IOStreams) ErrColorEnabled() bool { return s.colorFor(s.errTTY) }
+
+// Renderer returns a lipgloss renderer for stdout, with colour decided for
+// stdout alone.
+func (s *IOStreams) Renderer() *lipgloss.Renderer { return s.renderer(s.Out, s.ColorEnabled()) }
+
+// ErrRenderer returns a lipgloss renderer for stderr.
+func (s *IOStreams) ErrRenderer() *lipgloss.Renderer { return s.renderer(s.ErrOut, s.ErrColorEnabled()) }
+
+func (s *IOStreams) renderer(w io.Writer, color bool) *lipgloss.Renderer {
+	r := lipgloss.NewRenderer(w)
+	if color {
+		r.SetColorProfile(termenv.ANSI256)
+	} else {
+		r.SetColorProfile(termenv.Ascii)
+	}
+	r.SetHasDarkBackground(true)
+	return r
+}
+
+// CanPrompt reports whether the user can be asked a question: stdin and
+// stderr are terminals and prompting was not disabled.
+func (s *IOStreams) CanPrompt() bool {
+	return s.inTTY && s.errTTY && s.getenv("DEADLETTER_NO_PROMPT") == ""
+}
+
+// ShowProgress reports whether progress may be drawn (stderr is a terminal).
+func (s *IOStreams) ShowProgress() bool { return s.errTTY }

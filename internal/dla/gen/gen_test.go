@@ -1,0 +1,86 @@
+package gen
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deadletter/deadletter/internal/dla"
+)
+
+func all(t *testing.T, opts Options) []Object {
+	t.Helper()
+	var out []Object
+	if err := Generate(opts, func(o Object) error { out = append(out, o); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestGenerateIsDeterministic(t *testing.T) {
+	opts := Options{Stack: "demo", Count: 50, Seed: 7, Days: 3}
+	a, b := all(t, opts), all(t, opts)
+	for i := range a {
+		if a[i].Key != b[i].Key || !bytes.Equal(a[i].Body, b[i].Body) {
+			t.Fatalf("object %d differs between two runs", i)
+		}
+	}
+	opts.Seed = 8
+	if c := all(t, opts); c[0].Key == a[0].Key {
+		t.Error("another seed gave the same first key")
+	}
+}
+
+// TestGeneratedObjectsDecode checks the generator against the decoder: every
+// kind appears, well-formed objects decode to the granules they were made
+// with, and malformed ones are reported.
+func TestGeneratedObjectsDecode(t *testing.T) {
+	objs := all(t, Options{Stack: "demo", Count: 600, Seed: 1, Days: 5, Start: time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)})
+	kinds := map[string]int{}
+	gens := map[dla.Generation]int{}
+	statuses := map[string]int{}
+	var minSize, maxSize = 1 << 30, 0
+	layout := dla.Layout{Stack: "demo"}
+	for _, o := range objs {
+		kinds[o.Kind]++
+		d, err := dla.Decode(o.Body)
+		if strings.HasPrefix(o.Kind, "malformed") {
+			if err == nil {
+				t.Errorf("%s (%s) decoded without error", o.Key, o.Kind)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s (%s): %v", o.Key, o.Kind, err)
+		}
+		gens[d.Generation]++
+		statuses[d.Status]++
+		minSize, maxSize = min(minSize, len(o.Body)), max(maxSize, len(o.Body))
+		stringDetail := slices.ContainsFunc(d.Problems, func(p string) bool { return strings.Contains(p, "detail is a JSON string") })
+		if len(o.Granules) > 0 && !slices.Equal(d.Granules, o.Granules) && !(stringDetail && d.Generation == dla.GenDLARecord && len(d.Granules) == len(o.Granules)) {
+			t.Errorf("%s: granules %q, generated %q", o.Key, d.Granules, o.Granules)
+		}
+		if info := layout.ParseKey(o.Key); !info.Legacy && info.Date != d.Date() {
+			t.Errorf("%s: date folder %s, event date %s", o.Key, info.Date, d.Date())
+		}
+	}
+	for _, k := range []string{"dla-record", "sqs-record", "cumulus-message", "malformed-truncated", "malformed-body", "malformed-empty"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s objects among %v", k, kinds)
+		}
+	}
+	for _, s := range []string{"RUNNING", "SUCCEEDED", "FAILED", "ABORTED", "TIMED_OUT"} {
+		if statuses[s] == 0 {
+			t.Errorf("no %s objects", s)
+		}
+	}
+	if len(gens) < 3 {
+		t.Errorf("generations: %v", gens)
+	}
+	if minSize < 2000 || maxSize < 100000 || maxSize > 210000 {
+		t.Errorf("sizes from %d to %d bytes, want 2 KB to 200 KB", minSize, maxSize)
+	}
+	t.Logf("kinds %v; generations %v; sizes %d..%d", kinds, gens, minSize, maxSize)
+}
