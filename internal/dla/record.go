@@ -28,9 +28,9 @@ var Generations = []Generation{GenDLARecord, GenSQSRecord, GenCumulusMessage, Ge
 
 // Record is one archive object, decoded. Empty strings stand for null.
 type Record struct {
-	Key        string     // object key, relative to the bucket (or archive root)
-	Size       int64      // object size in bytes
-	Partition  string     // YYYY-MM-DD date folder of the key, "" for legacy flat keys
+	Key       string // object key, relative to the bucket (or archive root)
+	Size      int64  // object size in bytes
+	Partition string // YYYY-MM-DD date folder of the key, "" for legacy flat keys
 	// ObjectDate is the object's last-modified date: the date of last resort
 	// for a legacy key whose message has no event time.
 	ObjectDate string

@@ -167,16 +167,16 @@ func resolveKey(loc archive.Location, layout dla.Layout, k string) string {
 
 // showDoc is the -o json form of one object.
 type showDoc struct {
-	Key            string            `json:"key"`
-	Record         *dla.View         `json:"record"`
-	Unreadable     *string           `json:"unreadable"`
-	Layers         []showLayer       `json:"layers"`
-	Metadata       map[string]any    `json:"metadata"`
-	Hoisted        map[string]any    `json:"hoisted"`
-	Event          json.RawMessage   `json:"event"`
-	Detail         json.RawMessage   `json:"detail"`
-	MessageSource  *string           `json:"message_source"`
-	CumulusMessage json.RawMessage   `json:"cumulus_message"`
+	Key            string          `json:"key"`
+	Record         *dla.View       `json:"record"`
+	Unreadable     *string         `json:"unreadable"`
+	Layers         []showLayer     `json:"layers"`
+	Metadata       map[string]any  `json:"metadata"`
+	Hoisted        map[string]any  `json:"hoisted"`
+	Event          json.RawMessage `json:"event"`
+	Detail         json.RawMessage `json:"detail"`
+	MessageSource  *string         `json:"message_source"`
+	CumulusMessage json.RawMessage `json:"cumulus_message"`
 }
 
 type showLayer struct {

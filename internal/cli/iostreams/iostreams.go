@@ -78,7 +78,9 @@ func (s *IOStreams) ErrColorEnabled() bool { return s.colorFor(s.errTTY) }
 func (s *IOStreams) Renderer() *lipgloss.Renderer { return s.renderer(s.Out, s.ColorEnabled()) }
 
 // ErrRenderer returns a lipgloss renderer for stderr.
-func (s *IOStreams) ErrRenderer() *lipgloss.Renderer { return s.renderer(s.ErrOut, s.ErrColorEnabled()) }
+func (s *IOStreams) ErrRenderer() *lipgloss.Renderer {
+	return s.renderer(s.ErrOut, s.ErrColorEnabled())
+}
 
 func (s *IOStreams) renderer(w io.Writer, color bool) *lipgloss.Renderer {
 	r := lipgloss.NewRenderer(w)
