@@ -30,7 +30,7 @@ func Load(ctx context.Context, s Settings) (aws.Config, error) {
 	if s.Region != "" {
 		opts = append(opts, config.WithRegion(s.Region))
 	}
-	if s.Debug {
+	if s.Debug || os.Getenv("DEADLETTER_DEBUG") != "" {
 		opts = append(opts, config.WithClientLogMode(aws.LogRequest|aws.LogResponse|aws.LogRetries))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)

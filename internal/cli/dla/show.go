@@ -313,7 +313,8 @@ func renderShow(w io.Writer, r *lipgloss.Renderer, color bool, res selection.Res
 		fmt.Fprintf(&b, "  %s %v\n", bad.Render("unreadable:"), res.Err)
 	}
 	section("Summary")
-	row("generation", fmt.Sprintf("%s (%d body layers)", d.Generation, d.Depth))
+	row("generation", string(d.Generation))
+	row("body layers", fmt.Sprint(d.Depth))
 	row("size", humanBytes(d.Size))
 	row("date", d.Date())
 	row("message id", d.MessageID)
@@ -347,10 +348,10 @@ func renderShow(w io.Writer, r *lipgloss.Renderer, color bool, res selection.Res
 		}
 	}
 	if len(d.Metadata) > 0 {
-		section(fmt.Sprintf("SQS metadata (%d layers merged, outer wins)", len(d.Layers)))
+		section("SQS metadata (layers merged, the outer layer wins)")
 		for _, m := range d.Metadata {
-			if isHoisted(m.Name) && d.Generation == dla.GenDLARecord {
-				continue
+			if m.Name == "error" || (isHoisted(m.Name) && d.Generation == dla.GenDLARecord) {
+				continue // shown above
 			}
 			row(m.Name, compact(m.Raw))
 		}
