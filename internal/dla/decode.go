@@ -62,6 +62,9 @@ var hoistedKeys = []string{"executionArn", "stateMachineArn", "status", "time", 
 // Decode decodes one archive object of any generation. It never panics; an
 // object that is not a JSON object, or whose body layers are not valid JSON,
 // yields a *DecodeError together with what could be decoded.
+//
+// Each object level is walked once (gjson's Get would rescan the large
+// escaped body strings for every key).
 func Decode(raw []byte) (*Decoded, error) {
 	d := &Decoded{}
 	d.Size = int64(len(raw))
@@ -73,16 +76,21 @@ func Decode(raw []byte) (*Decoded, error) {
 		return d, decodeErrorf("object is a JSON %s, not an object", jsonKind(top))
 	}
 
-	isDLARecord := top.Get("executionArn").Exists() && top.Get("collectionId").Exists() && top.Get("granules").Exists()
-
 	// The unwrap loop: while the value has a body or Body key, keep the other
 	// keys as metadata (outer layers win) and descend into the body.
+	var topFields []Field
 	cur := top
-	for isSQSLike(cur) {
+	for {
+		layer, body, isSQS := splitLayer(cur)
+		if len(d.Layers) == 0 {
+			topFields = layer.Metadata
+		}
+		if !isSQS {
+			break
+		}
 		if len(d.Layers) >= maxLayers {
 			return d, decodeErrorf("more than %d nested body layers", maxLayers)
 		}
-		layer, body := splitLayer(cur)
 		d.Layers = append(d.Layers, layer)
 		for _, f := range layer.Metadata {
 			d.addMetadata(f)
@@ -95,7 +103,7 @@ func Decode(raw []byte) (*Decoded, error) {
 			if !gjson.Valid(body.Str) {
 				d.Depth = n
 				d.fillFromMetadata()
-				d.Generation = generationOf(isDLARecord, n, gjson.Result{})
+				d.Generation = generationOf(isDLARecord(topFields), n, gjson.Result{})
 				return d, decodeErrorf("layer %d %s is not valid JSON: %s", n, layer.BodyKey, jsonSyntaxReason([]byte(body.Str)))
 			}
 			cur = gjson.Parse(body.Str)
@@ -109,68 +117,93 @@ func Decode(raw []byte) (*Decoded, error) {
 	d.Depth = len(d.Layers)
 	d.Event = cur.Raw
 	d.fillFromMetadata()
-	d.Generation = generationOf(isDLARecord, len(d.Layers), cur)
+	inner := pick(cur, "detail", "cumulus_meta", "time")
+	dlaRecord := isDLARecord(topFields)
+	d.Generation = generationOf(dlaRecord, len(d.Layers), cur, inner...)
 
-	derived := d.derive(cur)
-	if isDLARecord {
-		for _, k := range hoistedKeys {
-			if v := top.Get(k); v.Exists() {
-				d.Hoisted = append(d.Hoisted, Field{Name: k, Raw: v.Raw})
-			}
-		}
-		d.applyHoisted(top, derived)
+	derived := d.derive(cur, inner)
+	if dlaRecord {
+		d.applyHoisted(topFields, derived)
 	} else {
 		d.applyDerived(derived)
 	}
 	return d, nil
 }
 
-func generationOf(isDLARecord bool, layers int, inner gjson.Result) Generation {
+// isDLARecord: the DLA writer adds its hoisted keys to every record.
+func isDLARecord(top []Field) bool {
+	n := 0
+	for _, f := range top {
+		switch f.Name {
+		case "executionArn", "collectionId", "granules":
+			n++
+		}
+	}
+	return n == 3
+}
+
+// pick returns the values of the named keys of an object in one pass (a
+// missing key gives a Result that does not exist).
+func pick(v gjson.Result, names ...string) []gjson.Result {
+	out := make([]gjson.Result, len(names))
+	if !v.IsObject() {
+		return out
+	}
+	v.ForEach(func(k, val gjson.Result) bool {
+		for i, n := range names {
+			if k.Str == n && !out[i].Exists() {
+				out[i] = val
+			}
+		}
+		return true
+	})
+	return out
+}
+
+func generationOf(isDLARecord bool, layers int, inner gjson.Result, detailMetaTime ...gjson.Result) Generation {
 	switch {
 	case isDLARecord:
 		return GenDLARecord
 	case layers > 0:
 		return GenSQSRecord
-	case inner.IsObject() && inner.Get("detail").Exists():
+	case len(detailMetaTime) > 0 && detailMetaTime[0].Exists():
 		return GenEvent
-	case inner.IsObject() && inner.Get("cumulus_meta").Exists():
+	case len(detailMetaTime) > 1 && detailMetaTime[1].Exists():
 		return GenCumulusMessage
 	default:
 		return GenUnknown
 	}
 }
 
-// isSQSLike mirrors Cumulus's isSQSRecordLike: an object with a body or Body key.
-func isSQSLike(v gjson.Result) bool {
+// splitLayer walks an object once: its keys other than body/Body, and its
+// body (Body preferred, as in Cumulus's parseSQSMessageBody). isSQS mirrors
+// Cumulus's isSQSRecordLike: an object with a body or Body key.
+func splitLayer(v gjson.Result) (layer Layer, body gjson.Result, isSQS bool) {
 	if !v.IsObject() {
-		return false
+		return layer, body, false
 	}
-	return v.Get("Body").Exists() || v.Get("body").Exists()
-}
-
-// splitLayer separates an SQS-like object into its metadata and its body;
-// Body is preferred over body, as in Cumulus's parseSQSMessageBody.
-func splitLayer(v gjson.Result) (Layer, gjson.Result) {
-	var layer Layer
 	var upper, lower gjson.Result
-	var hasUpper bool
+	var hasUpper, hasLower bool
 	v.ForEach(func(k, val gjson.Result) bool {
 		switch k.Str {
 		case "Body":
 			upper, hasUpper = val, true
 		case "body":
-			lower = val
+			lower, hasLower = val, true
 		default:
 			layer.Metadata = append(layer.Metadata, Field{Name: k.Str, Raw: val.Raw})
 		}
 		return true
 	})
-	if hasUpper {
+	switch {
+	case hasUpper:
 		layer.BodyKey = "Body"
-		return layer, upper
+		return layer, upper, true
+	case hasLower:
+		layer.BodyKey = "body"
+		return layer, lower, true
 	}
-	layer.BodyKey = "body"
-	return layer, lower
+	return layer, body, false
 }
 
 func (d *Decoded) addMetadata(f Field) {
@@ -219,14 +252,14 @@ type derivedFields struct {
 // as a JSON string, and reads bare Cumulus messages. It makes no AWS calls:
 // a FAILED execution's message is its input (Cumulus would re-read the failed
 // step's output from the execution history).
-func (d *Decoded) derive(inner gjson.Result) derivedFields {
+func (d *Decoded) derive(inner gjson.Result, picked []gjson.Result) derivedFields {
 	var f derivedFields
 	if !inner.IsObject() {
 		return f
 	}
-	if inner.Get("detail").Exists() {
-		f.time = truthyString(inner.Get("time"))
-		detail := inner.Get("detail")
+	detail, cumulusMeta, eventTime := picked[0], picked[1], picked[2]
+	if detail.Exists() {
+		f.time = truthyString(eventTime)
 		switch {
 		case detail.IsObject():
 		case detail.Type == gjson.String && gjson.Valid(detail.Str) && gjson.Parse(detail.Str).IsObject():
@@ -240,9 +273,10 @@ func (d *Decoded) derive(inner gjson.Result) derivedFields {
 			return f
 		}
 		d.Detail = detail.Raw
-		f.executionArn = truthyString(detail.Get("executionArn"))
-		f.stateMachineArn = truthyString(detail.Get("stateMachineArn"))
-		f.status = truthyString(detail.Get("status"))
+		df := pick(detail, "executionArn", "stateMachineArn", "status", "input", "output")
+		f.executionArn = truthyString(df[0])
+		f.stateMachineArn = truthyString(df[1])
+		f.status = truthyString(df[2])
 
 		source := "input"
 		switch f.status {
@@ -253,7 +287,10 @@ func (d *Decoded) derive(inner gjson.Result) derivedFields {
 			d.problem("detail has no status; reading detail.input as Cumulus does for failed executions")
 		}
 		d.MessageSource = "detail." + source
-		msg := detail.Get(source)
+		msg := df[3]
+		if source == "output" {
+			msg = df[4]
+		}
 		switch {
 		case msg.Type == gjson.String && gjson.Valid(msg.Str):
 			msg = gjson.Parse(msg.Str)
@@ -274,14 +311,14 @@ func (d *Decoded) derive(inner gjson.Result) derivedFields {
 		d.deriveFromMessage(msg, &f)
 		return f
 	}
-	if inner.Get("cumulus_meta").Exists() {
+	if cumulusMeta.Exists() {
 		d.Message, d.MessageSource = inner.Raw, "body"
-		cm := inner.Get("cumulus_meta")
+		cm := cumulusMeta
 		f.stateMachineArn = truthyString(cm.Get("state_machine"))
 		if name := truthyString(cm.Get("execution_name")); name != "" && f.stateMachineArn != "" {
 			f.executionArn = strings.Replace(f.stateMachineArn, "stateMachine", "execution", 1) + ":" + name
 		}
-		f.status = sfnStatusOf(truthyString(inner.Get("meta.status")))
+		f.status = sfnStatusOf(truthyString(pick(pick(inner, "meta")[0], "status")[0]))
 		d.deriveFromMessage(inner, &f)
 	}
 	return f
@@ -290,15 +327,19 @@ func (d *Decoded) derive(inner gjson.Result) derivedFields {
 // deriveFromMessage reads collectionId, granules and providerId from a
 // Cumulus message, with the rules of Cumulus's DLA writer.
 func (d *Decoded) deriveFromMessage(msg gjson.Result, f *derivedFields) {
-	if r := msg.Get("replace"); r.IsObject() {
+	top := pick(msg, "meta", "payload", "replace")
+	meta, payload := top[0], top[1]
+	if r := top[2]; r.IsObject() {
 		d.problem("the Cumulus message is held in S3 (replace: s3://%s/%s); fields from the partial message only",
 			r.Get("Bucket").String(), r.Get("Key").String())
 	}
-	name, version := truthyString(msg.Get("meta.collection.name")), truthyString(msg.Get("meta.collection.version"))
+	mf := pick(meta, "collection", "provider")
+	coll := pick(mf[0], "name", "version")
+	name, version := truthyString(coll[0]), truthyString(coll[1])
 	if name != "" && version != "" {
 		f.collectionID = name + "___" + version
 	}
-	if gs := msg.Get("payload.granules"); gs.IsArray() {
+	if gs := payload.Get("granules"); gs.IsArray() {
 		f.hasGranules = true
 		f.granules = []string{}
 		gs.ForEach(func(_, g gjson.Result) bool {
@@ -306,7 +347,7 @@ func (d *Decoded) deriveFromMessage(msg gjson.Result, f *derivedFields) {
 			return true
 		})
 	}
-	p := msg.Get("meta.provider")
+	p := mf[1]
 	if p.IsObject() && p.Get("id").Type == gjson.String && p.Get("protocol").Type == gjson.String &&
 		p.Get("host").Type == gjson.String && (!p.Get("port").Exists() || p.Get("port").Type == gjson.Number) {
 		f.providerID = truthyString(p.Get("id"))
@@ -315,7 +356,16 @@ func (d *Decoded) deriveFromMessage(msg gjson.Result, f *derivedFields) {
 
 // applyHoisted takes each hoisted field as stored, and falls back to the
 // derived value only where the record holds null.
-func (d *Decoded) applyHoisted(top gjson.Result, f derivedFields) {
+func (d *Decoded) applyHoisted(topFields []Field, f derivedFields) {
+	stored := map[string]gjson.Result{}
+	for _, fl := range topFields {
+		for _, k := range hoistedKeys {
+			if fl.Name == k {
+				stored[k] = gjson.Parse(fl.Raw)
+				d.Hoisted = append(d.Hoisted, fl)
+			}
+		}
+	}
 	pick := func(name string, stored gjson.Result, derived string) string {
 		if s := scalarString(stored); stored.Type != gjson.Null && stored.Exists() && s != "" {
 			return s
@@ -325,13 +375,13 @@ func (d *Decoded) applyHoisted(top gjson.Result, f derivedFields) {
 		}
 		return derived
 	}
-	d.ExecutionArn = pick("execution_arn", top.Get("executionArn"), f.executionArn)
-	d.StateMachineArn = pick("state_machine_arn", top.Get("stateMachineArn"), f.stateMachineArn)
-	d.Status = pick("status", top.Get("status"), f.status)
-	d.Time = pick("time", top.Get("time"), f.time)
-	d.CollectionID = pick("collection_id", top.Get("collectionId"), f.collectionID)
-	d.ProviderID = pick("provider_id", top.Get("providerId"), f.providerID)
-	if g := top.Get("granules"); g.IsArray() {
+	d.ExecutionArn = pick("execution_arn", stored["executionArn"], f.executionArn)
+	d.StateMachineArn = pick("state_machine_arn", stored["stateMachineArn"], f.stateMachineArn)
+	d.Status = pick("status", stored["status"], f.status)
+	d.Time = pick("time", stored["time"], f.time)
+	d.CollectionID = pick("collection_id", stored["collectionId"], f.collectionID)
+	d.ProviderID = pick("provider_id", stored["providerId"], f.providerID)
+	if g := stored["granules"]; g.IsArray() {
 		d.HasGranules = true
 		d.Granules = []string{}
 		g.ForEach(func(_, v gjson.Result) bool {
