@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -110,16 +111,45 @@ func (l *Local) walk(ctx context.Context, dirKey, namePrefix string, delimited b
 	return nil
 }
 
-func (l *Local) Get(ctx context.Context, key string) ([]byte, error) {
+func (l *Local) Get(ctx context.Context, key string) ([]byte, error) { return l.GetInto(ctx, key, nil) }
+
+func (l *Local) GetInto(ctx context.Context, key string, buf []byte) ([]byte, error) {
 	p, err := l.path(key)
 	if err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(p)
+	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", key, ErrNotFound)
+	} else if err != nil {
+		return nil, err
 	}
-	return b, err
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return readAll(f, buf[:0], st.Size())
+}
+
+// readAll reads r to the end into buf, sized for the expected length.
+func readAll(r io.Reader, buf []byte, size int64) ([]byte, error) {
+	if want := int(size) + 1; cap(buf) < want { // +1 sees EOF without growing
+		buf = make([]byte, 0, want)
+	}
+	for {
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // the object grew: let append find room
+		}
+	}
 }
 
 // Put writes through a temporary file and a rename, so a reader never sees

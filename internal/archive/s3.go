@@ -71,7 +71,9 @@ func (s *S3) List(ctx context.Context, prefix string, delimited bool, fn func(En
 	return nil
 }
 
-func (s *S3) Get(ctx context.Context, key string) ([]byte, error) {
+func (s *S3) Get(ctx context.Context, key string) ([]byte, error) { return s.GetInto(ctx, key, nil) }
+
+func (s *S3) GetInto(ctx context.Context, key string, buf []byte) ([]byte, error) {
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
 	if err != nil {
 		var nsk *types.NoSuchKey
@@ -85,11 +87,11 @@ func (s *S3) Get(ctx context.Context, key string) ([]byte, error) {
 	if out.ContentLength != nil && *out.ContentLength > 0 {
 		size = *out.ContentLength
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
-	if _, err := buf.ReadFrom(out.Body); err != nil {
+	b, err := readAll(out.Body, buf[:0], size)
+	if err != nil {
 		return nil, fmt.Errorf("read s3://%s/%s: %w", s.bucket, key, err)
 	}
-	return buf.Bytes(), nil
+	return b, nil
 }
 
 func (s *S3) Put(ctx context.Context, key string, body []byte) error {

@@ -28,6 +28,9 @@ type Store interface {
 	// with a further "/" after the prefix are reported once, as folders.
 	List(ctx context.Context, prefix string, delimited bool, fn func(Entry) error) error
 	Get(ctx context.Context, key string) ([]byte, error)
+	// GetInto is Get reading into buf (reused when large enough), so that a
+	// scan over many objects does not allocate for each one.
+	GetInto(ctx context.Context, key string, buf []byte) ([]byte, error)
 	Put(ctx context.Context, key string, body []byte) error
 	// Copy copies src to dst within the store; dst must differ from src.
 	Copy(ctx context.Context, src, dst string) error

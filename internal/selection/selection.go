@@ -7,11 +7,11 @@
 package selection
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/tidwall/gjson"
+	"sync"
 
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/dla"
@@ -144,12 +144,23 @@ func Run(ctx context.Context, store archive.Store, scope Scope, concurrency int,
 	return st, ctx.Err()
 }
 
+// buffers are reused across objects: decoding copies what it keeps, so a
+// buffer is free again once an object has been handled.
+var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
 // work fetches, prefilters, decodes and filters one object.
 func work(ctx context.Context, store archive.Store, scope Scope, prefilter func([]byte) bool, j *job) {
 	if ctx.Err() != nil {
 		return
 	}
-	raw, err := store.Get(ctx, j.entry.Key)
+	bufp := buffers.Get().(*[]byte)
+	raw, err := store.GetInto(ctx, j.entry.Key, *bufp)
+	defer func() {
+		if cap(raw) <= 4<<20 { // do not keep rare huge buffers alive
+			*bufp = raw[:0]
+		}
+		buffers.Put(bufp)
+	}()
 	j.result.Entry = j.entry
 	if err != nil {
 		if ctx.Err() == nil {
@@ -158,9 +169,11 @@ func work(ctx context.Context, store archive.Store, scope Scope, prefilter func(
 		return
 	}
 	j.bytes = int64(len(raw))
-	// The prefilter proves a valid object cannot match; an invalid one is
-	// still reported, since nobody can say what it held.
-	if prefilter != nil && !prefilter(raw) && gjson.ValidBytes(raw) {
+	// An object without the needle cannot match. An empty or truncated one
+	// (the corruption archives really show) is still reported, since nobody
+	// can say what it held; a full validation here would cost more than the
+	// whole read.
+	if prefilter != nil && !prefilter(raw) && looksComplete(raw) {
 		j.skip = true
 		return
 	}
@@ -177,6 +190,13 @@ func work(ctx context.Context, store archive.Store, scope Scope, prefilter func(
 		return
 	}
 	j.match = scope.Filter.Match(&d.Record)
+}
+
+// looksComplete: the object starts with '{' and ends with '}' (ignoring
+// white space), as every complete archive object does.
+func looksComplete(raw []byte) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) >= 2 && t[0] == '{' && t[len(t)-1] == '}'
 }
 
 // produce lists the objects in scope, in order.

@@ -149,3 +149,20 @@ func TestRunLegacyAndExplicitKeys(t *testing.T) {
 		t.Errorf("explicit keys: %q %+v", keys, st)
 	}
 }
+
+// TestPrefilteredSearchStillReportsTruncatedObjects: an object cut short
+// cannot be proven not to match, so a granule search reports it.
+func TestPrefilteredSearchStillReportsTruncatedObjects(t *testing.T) {
+	dir := t.TempDir()
+	store, _ := archive.NewLocal(dir)
+	ctx := context.Background()
+	store.Put(ctx, "st/dead-letter-archive/sqs/2024-01-01/cut", []byte(`{"messageId":"m","body":"{\"detail\":`))
+	store.Put(ctx, "st/dead-letter-archive/sqs/2024-01-01/empty", nil)
+	store.Put(ctx, "st/dead-letter-archive/sqs/2024-01-01/other", []byte(`{"body":"{}","executionArn":null,"collectionId":null,"granules":["G2"]}`))
+	scope := Scope{Layout: dla.Layout{Stack: "st"}, Area: dla.AreaSQS, Filter: dla.Filter{Granules: []string{"G1"}}}
+	keys, st := run(t, store, scope, 2)
+	want := []string{"st/dead-letter-archive/sqs/2024-01-01/cut !", "st/dead-letter-archive/sqs/2024-01-01/empty !"}
+	if !slices.Equal(keys, want) || st.Prefiltered != 1 {
+		t.Errorf("got %q (%+v), want %q and one prefiltered", keys, st, want)
+	}
+}
