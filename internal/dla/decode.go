@@ -482,7 +482,7 @@ func jsonSyntaxReason(raw []byte) string {
 	err := json.Unmarshal(raw, &v)
 	var se *json.SyntaxError
 	switch {
-	case errors.As(err, &se) && se.Error() == "unexpected end of JSON input":
+	case errors.As(err, &se) && (se.Error() == "unexpected end of JSON input" || se.Offset >= int64(len(raw))):
 		return fmt.Sprintf("truncated after %d bytes", len(raw))
 	case errors.As(err, &se):
 		return fmt.Sprintf("%s at byte %d", se.Error(), se.Offset)

@@ -95,6 +95,8 @@ func TestDecodeUnwrap(t *testing.T) {
 		{name: "string detail decoded", in: sqs(t, "body", event(t, "FAILED", true), nil), gen: GenSQSRecord, depth: 1, status: "FAILED", collection: "MOD09GQ___006", messageID: "m-body", problem: "detail is a JSON string"},
 		{name: "invalid JSON object", in: `{"messageId": "x", "body": "{}"`, wantErr: "object is not valid JSON: truncated"},
 		{name: "not an object", in: `["a"]`, wantErr: "object is a JSON array"},
+		{name: "truncated after a backslash", in: `{"body":"{\\\"detail\\`, wantErr: "object is not valid JSON: truncated after 22 bytes"},
+		{name: "invalid in the middle", in: `{"body": x}`, wantErr: "invalid character 'x' looking for beginning of value at byte 10"},
 		{name: "empty object file", in: ``, wantErr: "object is not valid JSON: empty"},
 		{name: "invalid JSON body", in: obj{"messageId": "x", "body": `{"version":"0","detail":`}, gen: GenSQSRecord, depth: 1, messageID: "x", wantErr: "layer 1 body is not valid JSON"},
 		{name: "invalid JSON in second layer", in: sqs(t, "body", obj{"Body": "nope"}, nil), gen: GenSQSRecord, depth: 2, messageID: "m-body", wantErr: "layer 2 Body is not valid JSON"},
