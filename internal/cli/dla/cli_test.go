@@ -207,3 +207,16 @@ func TestShowUnreadableStillShowsWhatItCan(t *testing.T) {
 		t.Error("piped show has ANSI escapes")
 	}
 }
+
+func TestInterruptedRunExits130(t *testing.T) {
+	ios, _, _, errOut := iostreams.Test()
+	f := NewFactory(ios, func(string) string { return "" })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // as if Ctrl-C arrived at once
+	if code := Run(ctx, f, []string{"search", "--archive", sampleArchive}); code != cmdutil.ExitInterrupted {
+		t.Fatalf("exit %d, want 130 (stderr %q)", code, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "interrupted") {
+		t.Errorf("stderr %q", errOut.String())
+	}
+}
