@@ -98,17 +98,25 @@ func (l *Local) walk(ctx context.Context, dirKey, namePrefix string, delimited b
 			}
 			continue
 		}
-		info, err := it.entry.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // deleted while listing
-		} else if err != nil {
-			return err
-		}
-		if err := fn(Entry{Key: key, Size: info.Size(), LastModified: info.ModTime().UTC()}); err != nil {
+		if err := fn(Entry{Key: key}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func (l *Local) Stat(ctx context.Context, key string) (Entry, error) {
+	p, err := l.path(key)
+	if err != nil {
+		return Entry{}, err
+	}
+	st, err := os.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && !st.Mode().IsRegular()) {
+		return Entry{}, fmt.Errorf("%s: %w", key, ErrNotFound)
+	} else if err != nil {
+		return Entry{}, err
+	}
+	return Entry{Key: key, Size: st.Size(), LastModified: st.ModTime().UTC()}, nil
 }
 
 func (l *Local) Get(ctx context.Context, key string) ([]byte, error) { return l.GetInto(ctx, key, nil) }

@@ -18,6 +18,7 @@ import (
 type S3API interface {
 	ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
 	GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	HeadObject(context.Context, *s3.HeadObjectInput, ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
 	PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error)
 	CopyObject(context.Context, *s3.CopyObjectInput, ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
 	DeleteObject(context.Context, *s3.DeleteObjectInput, ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
@@ -69,6 +70,18 @@ func (s *S3) List(ctx context.Context, prefix string, delimited bool, fn func(En
 		}
 	}
 	return nil
+}
+
+func (s *S3) Stat(ctx context.Context, key string) (Entry, error) {
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	if err != nil {
+		var nf *types.NotFound
+		if errors.As(err, &nf) || isCode(err, "NotFound") || isCode(err, "NoSuchKey") {
+			return Entry{}, fmt.Errorf("%s: %w", key, ErrNotFound)
+		}
+		return Entry{}, fmt.Errorf("head s3://%s/%s: %w", s.bucket, key, err)
+	}
+	return Entry{Key: key, Size: aws.ToInt64(out.ContentLength), LastModified: aws.ToTime(out.LastModified).UTC()}, nil
 }
 
 func (s *S3) Get(ctx context.Context, key string) ([]byte, error) { return s.GetInto(ctx, key, nil) }

@@ -13,7 +13,9 @@ import (
 var ErrNotFound = errors.New("no such key")
 
 // Entry is one listed item: an object, or, in a delimited listing, a folder
-// (a common prefix ending in "/").
+// (a common prefix ending in "/"). A local listing leaves Size and
+// LastModified zero (a stat per object would cost a sixth of a scan); Stat
+// gives them.
 type Entry struct {
 	Key          string
 	Size         int64
@@ -31,6 +33,8 @@ type Store interface {
 	// GetInto is Get reading into buf (reused when large enough), so that a
 	// scan over many objects does not allocate for each one.
 	GetInto(ctx context.Context, key string, buf []byte) ([]byte, error)
+	// Stat returns one object's size and last-modified time.
+	Stat(ctx context.Context, key string) (Entry, error)
 	Put(ctx context.Context, key string, body []byte) error
 	// Copy copies src to dst within the store; dst must differ from src.
 	Copy(ctx context.Context, src, dst string) error

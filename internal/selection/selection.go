@@ -181,8 +181,17 @@ func work(ctx context.Context, store archive.Store, scope Scope, prefilter func(
 	d.Key = j.entry.Key
 	info := scope.Layout.ParseKey(j.entry.Key)
 	d.Partition = info.Date
-	if !j.entry.LastModified.IsZero() {
-		d.ObjectDate = j.entry.LastModified.UTC().Format(dla.DateLayout)
+	if _, timed := d.EventTime(); d.Partition == "" && !timed {
+		// A legacy object without an event time is dated by its last change.
+		modified := j.entry.LastModified
+		if modified.IsZero() {
+			if e, err := store.Stat(ctx, j.entry.Key); err == nil {
+				modified = e.LastModified
+			}
+		}
+		if !modified.IsZero() {
+			d.ObjectDate = modified.UTC().Format(dla.DateLayout)
+		}
 	}
 	j.result.Decoded = d
 	if err != nil {

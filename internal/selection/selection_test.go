@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/dla"
@@ -142,6 +143,12 @@ func TestRunLegacyAndExplicitKeys(t *testing.T) {
 	scope.IncludeLegacy = true
 	if keys, _ := run(t, store, scope, 2); len(keys) != 2 {
 		t.Errorf("with legacy: %q", keys)
+	}
+	// The legacy message has no event time: its date is the file's own.
+	today := time.Now().UTC().Format(dla.DateLayout)
+	scope.Filter = dla.Filter{From: today, To: today}
+	if keys, _ := run(t, store, scope, 2); !slices.Equal(keys, []string{"st/dead-letter-archive/sqs/old-1.json"}) {
+		t.Errorf("legacy object dated by its modification time: %q", keys)
 	}
 	scope = Scope{Layout: dla.Layout{Stack: "st"}, Keys: []string{"st/dead-letter-archive/sqs/old-1.json", "st/missing"}}
 	keys, st := run(t, store, scope, 2)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/deadletter/deadletter/internal/archive"
 )
@@ -50,6 +51,18 @@ func Run(t *testing.T, newStore func(t *testing.T) archive.Store) {
 		}
 		if _, err := s.Get(ctx, "st/dead-letter-archive/sqs/2024-01-01/missing"); !errors.Is(err, archive.ErrNotFound) {
 			t.Fatalf("get missing: err = %v, want ErrNotFound", err)
+		}
+		e, err := s.Stat(ctx, "st/dead-letter-archive/sqs/2024-01-01/a")
+		if err != nil || e.Size != int64(len(b)) || time.Since(e.LastModified) > time.Hour || e.LastModified.Location() != time.UTC {
+			t.Fatalf("stat = %+v, %v", e, err)
+		}
+		if _, err := s.Stat(ctx, "st/dead-letter-archive/sqs/2024-01-01/missing"); !errors.Is(err, archive.ErrNotFound) {
+			t.Fatalf("stat missing: err = %v, want ErrNotFound", err)
+		}
+		buf := make([]byte, 0, 4)
+		got, err := s.GetInto(ctx, "st/dead-letter-archive/sqs/2024-01-01/a", buf)
+		if err != nil || string(got) != string(b) {
+			t.Fatalf("get into a small buffer = %q, %v", got, err)
 		}
 	})
 
