@@ -57,11 +57,7 @@ exit code 3 unless --ignore-unreadable.`,
 
 func runSearch(cmd *cobra.Command, opts *SearchOptions) error {
 	f := opts.Factory
-	scope, loc, err := opts.Select.scope(f)
-	if err != nil {
-		return err
-	}
-	store, err := f.OpenStore(cmd.Context(), loc)
+	scope, loc, store, err := opts.Select.open(cmd, f)
 	if err != nil {
 		return err
 	}

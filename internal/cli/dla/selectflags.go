@@ -132,6 +132,16 @@ func (s *selectFlags) scope(f *Factory) (selection.Scope, archive.Location, erro
 	}, loc, nil
 }
 
+// open validates the flags and opens the archive they name.
+func (s *selectFlags) open(cmd *cobra.Command, f *Factory) (selection.Scope, archive.Location, archive.Store, error) {
+	scope, loc, err := s.scope(f)
+	if err != nil {
+		return scope, loc, nil, err
+	}
+	store, err := f.OpenStore(cmd.Context(), loc)
+	return scope, loc, store, err
+}
+
 // parseDate reads YYYY-MM-DD, today or yesterday (UTC).
 func parseDate(flag, v string, now time.Time) (string, error) {
 	switch strings.ToLower(v) {

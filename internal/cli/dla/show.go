@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
@@ -231,32 +232,24 @@ func showJSON(r selection.Result) showDoc {
 
 // withoutKeys returns a JSON object without some keys (shown elsewhere).
 func withoutKeys(raw string, drop ...string) string {
-	v := gjson.Parse(raw)
-	if !v.IsObject() {
-		return raw
-	}
-	var b strings.Builder
-	b.WriteByte('{')
-	n := 0
-	v.ForEach(func(k, val gjson.Result) bool {
-		for _, d := range drop {
-			if k.Str == d {
-				return true
-			}
-		}
-		if n > 0 {
-			b.WriteByte(',')
-		}
-		n++
-		b.WriteString(k.Raw + ":" + val.Raw)
-		return true
+	return rewriteObject(raw, func(k, val gjson.Result) (string, bool) {
+		return val.Raw, !slices.Contains(drop, k.Str)
 	})
-	b.WriteByte('}')
-	return b.String()
 }
 
 // decodedDetail parses detail.input and detail.output when they hold JSON.
 func decodedDetail(raw string) string {
+	return rewriteObject(raw, func(k, val gjson.Result) (string, bool) {
+		if (k.Str == "input" || k.Str == "output") && val.Type == gjson.String && gjson.Valid(val.Str) {
+			return val.Str, true
+		}
+		return val.Raw, true
+	})
+}
+
+// rewriteObject rebuilds a JSON object key by key: each value is replaced
+// by what fn returns, or left out when fn says so. Non-objects pass through.
+func rewriteObject(raw string, fn func(k, val gjson.Result) (string, bool)) string {
 	v := gjson.Parse(raw)
 	if !v.IsObject() {
 		return raw
@@ -265,15 +258,15 @@ func decodedDetail(raw string) string {
 	b.WriteByte('{')
 	n := 0
 	v.ForEach(func(k, val gjson.Result) bool {
+		out, keep := fn(k, val)
+		if !keep {
+			return true
+		}
 		if n > 0 {
 			b.WriteByte(',')
 		}
 		n++
-		if (k.Str == "input" || k.Str == "output") && val.Type == gjson.String && gjson.Valid(val.Str) {
-			b.WriteString(k.Raw + ":" + val.Str)
-		} else {
-			b.WriteString(k.Raw + ":" + val.Raw)
-		}
+		b.WriteString(k.Raw + ":" + out)
 		return true
 	})
 	b.WriteByte('}')

@@ -90,11 +90,7 @@ func groupValue(by string, d *dla.Decoded) string {
 
 func runStats(cmd *cobra.Command, opts *StatsOptions) error {
 	f := opts.Factory
-	scope, loc, err := opts.Select.scope(f)
-	if err != nil {
-		return err
-	}
-	store, err := f.OpenStore(cmd.Context(), loc)
+	scope, loc, store, err := opts.Select.open(cmd, f)
 	if err != nil {
 		return err
 	}
