@@ -72,7 +72,6 @@ summaries go to stderr.`,
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.SetFlagErrorFunc(cmdutil.FlagErrorFunc)
-	root.CompletionOptions.HiddenDefaultCmd = false
 	cmdutil.AddAWSFlags(root, f.AWS)
 
 	root.AddCommand(NewCmdSearch(f, nil), NewCmdShow(f, nil), NewCmdStats(f, nil), newCmdVersion(f), newCmdDev(f))

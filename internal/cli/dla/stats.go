@@ -96,6 +96,7 @@ func runStats(cmd *cobra.Command, opts *StatsOptions) error {
 	}
 	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
 	counts := map[string]int{}
+	counted := 0
 	st, runErr := selection.Run(cmd.Context(), store, scope, opts.Select.concurrency, func(r selection.Result) error {
 		if r.Unreadable() {
 			if err := stopOnAuth(r); err != nil {
@@ -105,7 +106,8 @@ func runStats(cmd *cobra.Command, opts *StatsOptions) error {
 			return nil
 		}
 		counts[groupValue(opts.By, r.Decoded)]++
-		progress.Update("%d objects counted", len(counts))
+		counted++
+		progress.Update("%d objects counted", counted)
 		return nil
 	})
 	progress.Clear()
