@@ -9,7 +9,6 @@ import (
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/dla"
-	"github.com/deadletter/deadletter/internal/selection"
 )
 
 // SearchOptions are dla search's inputs.
@@ -81,17 +80,10 @@ func runSearch(cmd *cobra.Command, opts *SearchOptions) error {
 		closeOut = func() error { progress.Clear(); return t.Flush() }
 	}
 	matched := 0
-	st, runErr := selection.Run(cmd.Context(), store, scope, opts.Select.concurrency, func(r selection.Result) error {
-		if r.Unreadable() {
-			if err := stopOnAuth(r); err != nil {
-				return err
-			}
-			reportUnreadable(f, progress, r)
-			return nil
-		}
+	st, runErr := scan(cmd, f, store, scope, opts.Select.concurrency, progress, func(d *dla.Decoded) error {
 		matched++
 		progress.Update("%d matches", matched)
-		return print(r.Decoded)
+		return print(d)
 	})
 	if err := closeOut(); err != nil && runErr == nil {
 		runErr = err

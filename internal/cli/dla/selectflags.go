@@ -156,10 +156,22 @@ func parseDate(flag, v string, now time.Time) (string, error) {
 	return v, nil
 }
 
-// reportUnreadable prints one unreadable object on stderr.
-func reportUnreadable(f *Factory, p *cmdutil.Progress, r selection.Result) {
-	p.Clear()
-	fmt.Fprintf(f.IO.ErrOut, "dla: unreadable %s: %v\n", r.Entry.Key, r.Err)
+// scan runs a selection, hands each decoded match to onMatch, and reports
+// each unreadable object on stderr (stopping at once on an AWS credentials
+// or permission error, which every other object would hit too).
+func scan(cmd *cobra.Command, f *Factory, store archive.Store, scope selection.Scope, concurrency int,
+	progress *cmdutil.Progress, onMatch func(*dla.Decoded) error) (selection.Stats, error) {
+	return selection.Run(cmd.Context(), store, scope, concurrency, func(r selection.Result) error {
+		if !r.Unreadable() {
+			return onMatch(r.Decoded)
+		}
+		if err := stopOnAuth(r); err != nil {
+			return err
+		}
+		progress.Clear()
+		fmt.Fprintf(f.IO.ErrOut, "dla: unreadable %s: %v\n", r.Entry.Key, r.Err)
+		return nil
+	})
 }
 
 // finish turns the run's outcome into the command's error: the run error

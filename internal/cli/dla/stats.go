@@ -10,7 +10,6 @@ import (
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/dla"
-	"github.com/deadletter/deadletter/internal/selection"
 )
 
 // StatsOptions are dla stats's inputs.
@@ -97,15 +96,8 @@ func runStats(cmd *cobra.Command, opts *StatsOptions) error {
 	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
 	counts := map[string]int{}
 	counted := 0
-	st, runErr := selection.Run(cmd.Context(), store, scope, opts.Select.concurrency, func(r selection.Result) error {
-		if r.Unreadable() {
-			if err := stopOnAuth(r); err != nil {
-				return err
-			}
-			reportUnreadable(f, progress, r)
-			return nil
-		}
-		counts[groupValue(opts.By, r.Decoded)]++
+	st, runErr := scan(cmd, f, store, scope, opts.Select.concurrency, progress, func(d *dla.Decoded) error {
+		counts[groupValue(opts.By, d)]++
 		counted++
 		progress.Update("%d objects counted", counted)
 		return nil
