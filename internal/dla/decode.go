@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -78,7 +79,7 @@ func Decode(raw []byte) (*Decoded, error) {
 
 	// The unwrap loop: while the value has a body or Body key, keep the other
 	// keys as metadata (outer layers win) and descend into the body.
-	var topFields []Field
+	var topFields, innerFields []Field
 	cur := top
 	for {
 		layer, body, isSQS := splitLayer(cur)
@@ -86,6 +87,7 @@ func Decode(raw []byte) (*Decoded, error) {
 			topFields = layer.Metadata
 		}
 		if !isSQS {
+			innerFields = layer.Metadata // the innermost object, already walked
 			break
 		}
 		if len(d.Layers) >= maxLayers {
@@ -103,7 +105,7 @@ func Decode(raw []byte) (*Decoded, error) {
 			if !gjson.Valid(body.Str) {
 				d.Depth = n
 				d.fillFromMetadata()
-				d.Generation = generationOf(isDLARecord(topFields), n, gjson.Result{})
+				d.Generation = generationOf(isDLARecord(topFields), n, false, false)
 				return d, decodeErrorf("layer %d %s is not valid JSON: %s", n, layer.BodyKey, jsonSyntaxReason([]byte(body.Str)))
 			}
 			cur = gjson.Parse(body.Str)
@@ -117,11 +119,11 @@ func Decode(raw []byte) (*Decoded, error) {
 	d.Depth = len(d.Layers)
 	d.Event = cur.Raw
 	d.fillFromMetadata()
-	inner := pick(cur, "detail", "cumulus_meta", "time")
+	detail, cumulusMeta := fieldValue(innerFields, "detail"), fieldValue(innerFields, "cumulus_meta")
 	dlaRecord := isDLARecord(topFields)
-	d.Generation = generationOf(dlaRecord, len(d.Layers), cur, inner...)
+	d.Generation = generationOf(dlaRecord, len(d.Layers), detail.Exists(), cumulusMeta.Exists())
 
-	derived := d.derive(cur, inner)
+	derived := d.derive(cur, detail, cumulusMeta, fieldValue(innerFields, "time"))
 	if dlaRecord {
 		d.applyHoisted(topFields, derived)
 	} else {
@@ -160,15 +162,26 @@ func pick(v gjson.Result, names ...string) []gjson.Result {
 	return out
 }
 
-func generationOf(isDLARecord bool, layers int, inner gjson.Result, detailMetaTime ...gjson.Result) Generation {
+// fieldValue is the value of a key among fields already walked (a missing
+// key gives a Result that does not exist).
+func fieldValue(fields []Field, name string) gjson.Result {
+	for _, f := range fields {
+		if f.Name == name {
+			return gjson.Parse(f.Raw)
+		}
+	}
+	return gjson.Result{}
+}
+
+func generationOf(isDLARecord bool, layers int, hasDetail, hasCumulusMeta bool) Generation {
 	switch {
 	case isDLARecord:
 		return GenDLARecord
 	case layers > 0:
 		return GenSQSRecord
-	case len(detailMetaTime) > 0 && detailMetaTime[0].Exists():
+	case hasDetail:
 		return GenEvent
-	case len(detailMetaTime) > 1 && detailMetaTime[1].Exists():
+	case hasCumulusMeta:
 		return GenCumulusMessage
 	default:
 		return GenUnknown
@@ -215,23 +228,14 @@ func (d *Decoded) addMetadata(f Field) {
 	d.Metadata = append(d.Metadata, f)
 }
 
-func (d *Decoded) metadata(name string) (gjson.Result, bool) {
-	for _, f := range d.Metadata {
-		if f.Name == name {
-			return gjson.Parse(f.Raw), true
-		}
-	}
-	return gjson.Result{}, false
-}
-
 // fillFromMetadata sets the fields that come from the SQS metadata.
 func (d *Decoded) fillFromMetadata() {
-	if v, ok := d.metadata("messageId"); ok {
+	if v := fieldValue(d.Metadata, "messageId"); v.Exists() {
 		d.MessageID = scalarString(v)
-	} else if v, ok := d.metadata("MessageId"); ok {
-		d.MessageID = scalarString(v)
+	} else {
+		d.MessageID = scalarString(fieldValue(d.Metadata, "MessageId"))
 	}
-	if v, ok := d.metadata("error"); ok && v.Type != gjson.Null {
+	if v := fieldValue(d.Metadata, "error"); v.Exists() && v.Type != gjson.Null {
 		d.Error, d.HasError = scalarString(v), true
 	}
 }
@@ -252,12 +256,11 @@ type derivedFields struct {
 // as a JSON string, and reads bare Cumulus messages. It makes no AWS calls:
 // a FAILED execution's message is its input (Cumulus would re-read the failed
 // step's output from the execution history).
-func (d *Decoded) derive(inner gjson.Result, picked []gjson.Result) derivedFields {
+func (d *Decoded) derive(inner, detail, cumulusMeta, eventTime gjson.Result) derivedFields {
 	var f derivedFields
 	if !inner.IsObject() {
 		return f
 	}
-	detail, cumulusMeta, eventTime := picked[0], picked[1], picked[2]
 	if detail.Exists() {
 		f.time = truthyString(eventTime)
 		switch {
@@ -357,16 +360,13 @@ func (d *Decoded) deriveFromMessage(msg gjson.Result, f *derivedFields) {
 // applyHoisted takes each hoisted field as stored, and falls back to the
 // derived value only where the record holds null.
 func (d *Decoded) applyHoisted(topFields []Field, f derivedFields) {
-	stored := map[string]gjson.Result{}
 	for _, fl := range topFields {
-		for _, k := range hoistedKeys {
-			if fl.Name == k {
-				stored[k] = gjson.Parse(fl.Raw)
-				d.Hoisted = append(d.Hoisted, fl)
-			}
+		if slices.Contains(hoistedKeys, fl.Name) {
+			d.Hoisted = append(d.Hoisted, fl)
 		}
 	}
-	pick := func(name string, stored gjson.Result, derived string) string {
+	stored := func(key string) gjson.Result { return fieldValue(topFields, key) }
+	choose := func(name string, stored gjson.Result, derived string) string {
 		if s := scalarString(stored); stored.Type != gjson.Null && stored.Exists() && s != "" {
 			return s
 		}
@@ -375,13 +375,13 @@ func (d *Decoded) applyHoisted(topFields []Field, f derivedFields) {
 		}
 		return derived
 	}
-	d.ExecutionArn = pick("execution_arn", stored["executionArn"], f.executionArn)
-	d.StateMachineArn = pick("state_machine_arn", stored["stateMachineArn"], f.stateMachineArn)
-	d.Status = pick("status", stored["status"], f.status)
-	d.Time = pick("time", stored["time"], f.time)
-	d.CollectionID = pick("collection_id", stored["collectionId"], f.collectionID)
-	d.ProviderID = pick("provider_id", stored["providerId"], f.providerID)
-	if g := stored["granules"]; g.IsArray() {
+	d.ExecutionArn = choose("execution_arn", stored("executionArn"), f.executionArn)
+	d.StateMachineArn = choose("state_machine_arn", stored("stateMachineArn"), f.stateMachineArn)
+	d.Status = choose("status", stored("status"), f.status)
+	d.Time = choose("time", stored("time"), f.time)
+	d.CollectionID = choose("collection_id", stored("collectionId"), f.collectionID)
+	d.ProviderID = choose("provider_id", stored("providerId"), f.providerID)
+	if g := stored("granules"); g.IsArray() {
 		d.HasGranules = true
 		d.Granules = []string{}
 		g.ForEach(func(_, v gjson.Result) bool {
