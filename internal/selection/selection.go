@@ -156,7 +156,7 @@ func work(ctx context.Context, store archive.Store, scope Scope, prefilter func(
 	bufp := buffers.Get().(*[]byte)
 	raw, err := store.GetInto(ctx, j.entry.Key, *bufp)
 	defer func() {
-		if cap(raw) <= 4<<20 { // do not keep rare huge buffers alive
+		if err == nil && cap(raw) <= 4<<20 { // keep the (grown) buffer, but not a rare huge one
 			*bufp = raw[:0]
 		}
 		buffers.Put(bufp)

@@ -89,6 +89,7 @@ func runShow(cmd *cobra.Command, opts *ShowOptions) error {
 	if opts.Output.Value == "json" {
 		js = output.NewJSONStream(f.IO.Out, false)
 	}
+	renderer, color := f.IO.Renderer(), f.IO.ColorEnabled()
 	n := 0
 	st, runErr := selection.Run(cmd.Context(), store, selection.Scope{Layout: layout, Keys: keys}, 8, func(r selection.Result) error {
 		if err := stopOnAuth(r); err != nil {
@@ -107,7 +108,7 @@ func runShow(cmd *cobra.Command, opts *ShowOptions) error {
 		if n > 1 {
 			fmt.Fprintln(f.IO.Out)
 		}
-		return renderShow(f.IO.Out, f.IO.Renderer(), f.IO.ColorEnabled(), r)
+		return renderShow(f.IO.Out, renderer, color, r)
 	})
 	if js != nil {
 		if err := js.Close(); err != nil && runErr == nil {

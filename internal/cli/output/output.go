@@ -40,11 +40,14 @@ func (t *Table) Row(cells ...string) error {
 		return nil
 	}
 	for i, c := range cells {
-		cells[i] = strings.NewReplacer("\t", " ", "\n", " ").Replace(c)
+		cells[i] = flattenCell.Replace(c)
 	}
 	_, err := fmt.Fprintln(t.w, strings.Join(cells, "\t"))
 	return err
 }
+
+// flattenCell keeps a piped row on one line with tab-separated cells.
+var flattenCell = strings.NewReplacer("\t", " ", "\n", " ")
 
 // Flush renders a terminal table; piped rows are already written.
 func (t *Table) Flush() error {
