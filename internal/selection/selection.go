@@ -155,12 +155,10 @@ func work(ctx context.Context, store archive.Store, scope Scope, prefilter func(
 	}
 	bufp := buffers.Get().(*[]byte)
 	raw, err := store.GetInto(ctx, j.entry.Key, *bufp)
-	defer func() {
-		if err == nil && cap(raw) <= 4<<20 { // keep the (grown) buffer, but not a rare huge one
-			*bufp = raw[:0]
-		}
-		buffers.Put(bufp)
-	}()
+	if err == nil && cap(raw) <= 4<<20 { // keep the (grown) buffer, but not a rare huge one
+		*bufp = raw
+	}
+	defer func() { *bufp = (*bufp)[:0]; buffers.Put(bufp) }()
 	j.result.Entry = j.entry
 	if err != nil {
 		if ctx.Err() == nil {
