@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -138,26 +137,6 @@ func (l *Local) GetInto(ctx context.Context, key string, buf []byte) ([]byte, er
 		return nil, err
 	}
 	return readAll(f, buf[:0], st.Size())
-}
-
-// readAll reads r to the end into buf, sized for the expected length.
-func readAll(r io.Reader, buf []byte, size int64) ([]byte, error) {
-	if want := int(size) + 1; cap(buf) < want { // +1 sees EOF without growing
-		buf = make([]byte, 0, want)
-	}
-	for {
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)] // the object grew: let append find room
-		}
-	}
 }
 
 // Put writes through a temporary file and a rename, so a reader never sees

@@ -6,6 +6,7 @@ package archive
 import (
 	"context"
 	"errors"
+	"io"
 	"time"
 )
 
@@ -48,3 +49,23 @@ type Store interface {
 
 // ErrSelfCopy is returned by Copy when source and destination are the same.
 var ErrSelfCopy = errors.New("source and destination are the same key")
+
+// readAll reads r to the end into buf, sized for the expected length.
+func readAll(r io.Reader, buf []byte, size int64) ([]byte, error) {
+	if want := int(size) + 1; cap(buf) < want { // +1 sees EOF without growing
+		buf = make([]byte, 0, want)
+	}
+	for {
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // the object grew: let append find room
+		}
+	}
+}

@@ -168,10 +168,15 @@ func scan(cmd *cobra.Command, f *Factory, store archive.Store, scope selection.S
 		if err := stopOnAuth(r); err != nil {
 			return err
 		}
-		progress.Clear()
-		fmt.Fprintf(f.IO.ErrOut, "dla: unreadable %s: %v\n", r.Entry.Key, r.Err)
+		reportUnreadable(f, progress, r)
 		return nil
 	})
+}
+
+// reportUnreadable names an object that could not be read and why, on stderr.
+func reportUnreadable(f *Factory, progress *cmdutil.Progress, r selection.Result) {
+	progress.Clear()
+	fmt.Fprintf(f.IO.ErrOut, "dla: unreadable %s: %v\n", r.Entry.Key, r.Err)
 }
 
 // finish turns the run's outcome into the command's error: the run error

@@ -96,7 +96,7 @@ func runShow(cmd *cobra.Command, opts *ShowOptions) error {
 			return err
 		}
 		if r.Unreadable() {
-			fmt.Fprintf(f.IO.ErrOut, "dla: unreadable %s: %v\n", r.Entry.Key, r.Err)
+			reportUnreadable(f, nil, r)
 			if r.Decoded == nil || r.Decoded.Size == 0 {
 				return nil // nothing was read
 			}

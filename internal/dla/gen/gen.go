@@ -73,11 +73,7 @@ func Generate(opts Options, yield func(Object) error) error {
 	}
 	gen := &g{r: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)), opts: opts}
 	for i := range opts.Count {
-		obj, err := gen.object(i)
-		if err != nil {
-			return err
-		}
-		if err := yield(obj); err != nil {
+		if err := yield(gen.object(i)); err != nil {
 			return err
 		}
 	}
@@ -108,7 +104,7 @@ func mustJSON(v any) string {
 
 type obj = map[string]any
 
-func (g *g) object(i int) (Object, error) {
+func (g *g) object(i int) Object {
 	c := collections[g.pick(len(collections))]
 	wf := workflows[g.pick(len(workflows))]
 	prov := providers[g.pick(len(providers))]
@@ -140,10 +136,14 @@ func (g *g) object(i int) (Object, error) {
 	switch {
 	case roll < 0.05:
 		kind = "cumulus-message"
-		msg["meta"].(obj)["status"] = map[string]string{"RUNNING": "running", "SUCCEEDED": "completed"}[status]
-		if msg["meta"].(obj)["status"] == "" {
-			msg["meta"].(obj)["status"] = "failed"
+		cumulusStatus := "failed" // as Cumulus maps FAILED, ABORTED and TIMED_OUT
+		switch status {
+		case "RUNNING":
+			cumulusStatus = "running"
+		case "SUCCEEDED":
+			cumulusStatus = "completed"
 		}
+		msg["meta"].(obj)["status"] = cumulusStatus
 		inner = msg
 	default:
 		if roll < 0.17 {
@@ -189,7 +189,7 @@ func (g *g) object(i int) (Object, error) {
 			kind, body = "malformed-empty", nil
 		}
 	}
-	return Object{Key: key, Body: body, Kind: kind, Granules: granules}, nil
+	return Object{Key: key, Body: body, Kind: kind, Granules: granules}
 }
 
 func (g *g) granuleID(c collection) string {
