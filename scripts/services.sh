@@ -3,7 +3,8 @@
 #   scripts/services.sh start   # install if needed, start, write .cache/services/env
 #   scripts/services.sh stop    # stop what start started
 #   scripts/services.sh env     # print the env file (source it to run go test by hand)
-# Services: S3 (versitygw, built from the Go module proxy).
+# Services: S3 (versitygw, built from the Go module proxy) and SQS (fauxqs,
+# from the npm registry; needs Node.js 20).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,6 +12,7 @@ CACHE="$ROOT/.cache"
 STATE="$CACHE/services"
 BIN="$CACHE/bin"
 VERSITYGW_VERSION=v1.8.0
+FAUXQS_VERSION=1.9.2
 mkdir -p "$STATE" "$BIN"
 
 log() { printf 'services: %s\n' "$*" >&2; }
@@ -50,6 +52,32 @@ start_s3() {
   log "S3 (versitygw) on 127.0.0.1:$port"
 }
 
+start_sqs() {
+  local dir="$CACHE/fauxqs-$FAUXQS_VERSION"
+  local store="$dir/node_modules/fauxqs/dist/sqs/sqsStore.js"
+  if [ ! -f "$store" ]; then
+    command -v npm >/dev/null || { log "npm is needed to install fauxqs (SQS)"; return 1; }
+    log "installing fauxqs $FAUXQS_VERSION from npm"
+    mkdir -p "$dir"
+    (cd "$dir" && npm install --no-audit --no-fund --silent "fauxqs@$FAUXQS_VERSION" >"$STATE/fauxqs-install.log" 2>&1) ||
+      { cat "$STATE/fauxqs-install.log" >&2; return 1; }
+  fi
+  # fauxqs 1.9.2 reports stale queue counts after a delay or a visibility
+  # timeout expires until the next send/receive; settle its timers first.
+  if ! grep -q 'getAllAttributes(requested) {this.processTimers();' "$store"; then
+    sed -i 's/getAllAttributes(requested) {/getAllAttributes(requested) {this.processTimers();/' "$store"
+    grep -q 'getAllAttributes(requested) {this.processTimers();' "$store" ||
+      { log "could not patch $store"; return 1; }
+  fi
+  local port
+  port=$(free_port 4566)
+  FAUXQS_PORT=$port FAUXQS_LOGGER=false nohup node "$dir/node_modules/fauxqs/dist/cli.js" >"$STATE/fauxqs.log" 2>&1 &
+  echo $! >"$STATE/fauxqs.pid"
+  wait_port "$port" 20 fauxqs
+  echo "export DEADLETTER_TEST_SQS_ENDPOINT=http://127.0.0.1:$port" >>"$STATE/env"
+  log "SQS (fauxqs) on 127.0.0.1:$port"
+}
+
 stop_one() { # name
   local pidf="$STATE/$1.pid"
   [ -f "$pidf" ] || return 0
@@ -68,9 +96,11 @@ start)
   : >"$STATE/env"
   echo "export AWS_EC2_METADATA_DISABLED=true" >>"$STATE/env"
   start_s3
+  start_sqs
   ;;
 stop)
   stop_one versitygw
+  stop_one fauxqs
   rm -f "$STATE/env"
   ;;
 env)
