@@ -1,0 +1,32 @@
+package awsconfig
+
+import (
+	"errors"
+	"strings"
+
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/smithy-go"
+)
+
+var authCodes = map[string]bool{
+	"AccessDenied": true, "AccessDeniedException": true, "InvalidAccessKeyId": true,
+	"SignatureDoesNotMatch": true, "ExpiredToken": true, "ExpiredTokenException": true,
+	"InvalidClientTokenId": true, "UnrecognizedClientException": true, "InvalidToken": true,
+	"AuthFailure": true, "MissingAuthenticationToken": true, "RequestExpired": true,
+	"InvalidSecurity": true, "NotAuthorized": true,
+}
+
+// IsAuthError reports whether err is about credentials or permissions.
+func IsAuthError(err error) bool {
+	var ae smithy.APIError
+	if errors.As(err, &ae) && authCodes[ae.ErrorCode()] {
+		return true
+	}
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && re.HTTPStatusCode() == 403 {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "failed to retrieve credentials") || strings.Contains(msg, "get credentials:") ||
+		strings.Contains(msg, "no EC2 IMDS role found")
+}

@@ -1,0 +1,522 @@
+package sqsmove
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// State is where a held message stands.
+type State uint8
+
+const (
+	Held     State = iota // received, invisible, not yet dealt with
+	Done                  // deleted from the queue (it is safely elsewhere)
+	Released              // made visible again
+)
+
+// Hold receives every message of a queue and keeps it invisible until it
+// is deleted or released. Received messages are spooled to a temporary
+// file, so memory stays flat however deep the queue is: in memory there is
+// only a seen-set of message ids and one state byte per message.
+type Hold struct {
+	api        API
+	queueURL   string
+	visibility time.Duration
+
+	mu       sync.Mutex
+	spool    *os.File
+	w        *bufio.Writer
+	written  int64 // bytes of spool flushed or buffered
+	uuidSeen map[[16]byte]int32
+	strSeen  map[string]int32
+	rehandle map[int32]string // newer receipt handles of messages received twice
+	state    []State
+	extended time.Time // when visibility was last set for every held message
+	// Redelivered counts messages received more than once during the run
+	// (a visibility timeout that ran out, or a retried receive).
+	Redelivered int
+}
+
+// ReceiveOptions tune the scan.
+type ReceiveOptions struct {
+	Visibility    time.Duration // how long received messages stay invisible (extended while the run lasts)
+	Wait          time.Duration // long-poll wait per receive (default 1 s)
+	EmptyReceives int           // stop after this many empty long polls in a row (default 2)
+	Max           int           // stop after this many new messages (0: all)
+	Receivers     int           // parallel receive loops (default 1)
+}
+
+// NewHold prepares a hold on a queue; Close removes the spool.
+func NewHold(api API, queueURL string, visibility time.Duration) (*Hold, error) {
+	f, err := os.CreateTemp("", "deadletter-spool-*.ndjson")
+	if err != nil {
+		return nil, fmt.Errorf("create the spool file: %w", err)
+	}
+	return &Hold{
+		api: api, queueURL: queueURL, visibility: visibility,
+		spool: f, w: bufio.NewWriterSize(f, 256<<10),
+		uuidSeen: map[[16]byte]int32{}, strSeen: map[string]int32{}, rehandle: map[int32]string{},
+	}, nil
+}
+
+// Close removes the spool file. Call Release first.
+func (h *Hold) Close() error {
+	name := h.spool.Name()
+	h.spool.Close()
+	return os.Remove(name)
+}
+
+// Len is the number of distinct messages held so far.
+func (h *Hold) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.state)
+}
+
+type spoolRecord struct {
+	Ord int32    `json:"o"`
+	Msg *Message `json:"m"`
+}
+
+// Receive long-polls the queue and calls fn once for each distinct message
+// (in receive order, never concurrently), until the queue looks empty, Max
+// new messages were seen, fn returns stop, or ctx ends. A message received
+// again is not passed to fn a second time; its newest receipt handle is
+// kept.
+func (h *Hold) Receive(ctx context.Context, opt ReceiveOptions, fn func(ord int, m *Message) (stop bool)) error {
+	if opt.Wait <= 0 {
+		opt.Wait = time.Second
+	}
+	if opt.EmptyReceives <= 0 {
+		opt.EmptyReceives = 2
+	}
+	if opt.Receivers <= 0 {
+		opt.Receivers = 1
+	}
+	h.mu.Lock()
+	if h.extended.IsZero() {
+		h.extended = time.Now()
+	}
+	h.mu.Unlock()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+		fnMu     sync.Mutex
+		newCount int
+	)
+	for range opt.Receivers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			empty := 0
+			for ctx.Err() == nil && empty < opt.EmptyReceives {
+				out, err := h.api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+					QueueUrl:                    aws.String(h.queueURL),
+					MaxNumberOfMessages:         10,
+					VisibilityTimeout:           int32(h.visibility / time.Second),
+					WaitTimeSeconds:             int32((opt.Wait + time.Second - 1) / time.Second),
+					MessageAttributeNames:       []string{"All"},
+					MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+				})
+				if err != nil {
+					if ctx.Err() == nil {
+						errOnce.Do(func() { firstErr = fmt.Errorf("receive from %s: %w", h.queueURL, err); cancel() })
+					}
+					return
+				}
+				// A receive that brings nothing new counts as empty too: only
+				// messages seen before means the scan has gone round the queue.
+				fresh := 0
+				fnMu.Lock()
+				for _, raw := range out.Messages {
+					m := fromSQS(raw)
+					ord, isNew, err := h.add(&m)
+					if err != nil {
+						errOnce.Do(func() { firstErr = err; cancel() })
+						break
+					}
+					if !isNew {
+						continue
+					}
+					fresh++
+					newCount++
+					if fn(ord, &m) || (opt.Max > 0 && newCount >= opt.Max) {
+						cancel()
+					}
+				}
+				fnMu.Unlock()
+				if fresh == 0 {
+					empty++
+				} else {
+					empty = 0
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return nil
+}
+
+// add records a received message: a new one is spooled, a known one only
+// gets its receipt handle refreshed.
+func (h *Hold) add(m *Message) (ord int, fresh bool, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	uuid, isUUID := parseUUID(m.MessageID)
+	var known int32
+	var seen bool
+	if isUUID {
+		known, seen = h.uuidSeen[uuid]
+	} else {
+		known, seen = h.strSeen[m.MessageID]
+	}
+	if seen {
+		h.Redelivered++
+		if h.state[known] == Held {
+			h.rehandle[known] = m.ReceiptHandle
+		}
+		return int(known), false, nil
+	}
+	o := int32(len(h.state))
+	b, err := json.Marshal(spoolRecord{Ord: o, Msg: m})
+	if err != nil {
+		return 0, false, fmt.Errorf("spool message %s: %w", m.MessageID, err)
+	}
+	b = append(b, '\n')
+	if _, err := h.w.Write(b); err != nil {
+		return 0, false, fmt.Errorf("spool message %s: %w", m.MessageID, err)
+	}
+	h.written += int64(len(b))
+	h.state = append(h.state, Held)
+	if isUUID {
+		h.uuidSeen[uuid] = o
+	} else {
+		h.strSeen[m.MessageID] = o
+	}
+	return int(o), true, nil
+}
+
+// Each streams every held message from the spool in receive order, with
+// its newest receipt handle and its state at the time it is read.
+func (h *Hold) Each(fn func(ord int, st State, m *Message) error) error {
+	h.mu.Lock()
+	if err := h.w.Flush(); err != nil {
+		h.mu.Unlock()
+		return fmt.Errorf("flush the spool: %w", err)
+	}
+	size := h.written
+	h.mu.Unlock()
+	r := bufio.NewReaderSize(io.NewSectionReader(h.spool, 0, size), 256<<10)
+	dec := json.NewDecoder(r)
+	for {
+		var rec spoolRecord
+		if err := dec.Decode(&rec); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("read the spool: %w", err)
+		}
+		h.mu.Lock()
+		st := h.state[rec.Ord]
+		if hnd, ok := h.rehandle[rec.Ord]; ok {
+			rec.Msg.ReceiptHandle = hnd
+		}
+		h.mu.Unlock()
+		if err := fn(int(rec.Ord), st, rec.Msg); err != nil {
+			return err
+		}
+	}
+}
+
+// State reports a message's state.
+func (h *Hold) State(ord int) State {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.state[ord]
+}
+
+func (h *Hold) setState(ord int, st State) {
+	h.mu.Lock()
+	h.state[ord] = st
+	delete(h.rehandle, int32(ord))
+	h.mu.Unlock()
+}
+
+// handle is a message's newest receipt handle.
+func (h *Hold) handle(ord int, m *Message) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if hnd, ok := h.rehandle[int32(ord)]; ok {
+		return hnd
+	}
+	return m.ReceiptHandle
+}
+
+// Ref is one held message, to delete or release.
+type Ref struct {
+	Ord int
+	Msg *Message
+}
+
+// Delete removes messages from the queue, retrying entries that failed
+// (deleting again is harmless). It returns the messages it could not
+// delete, with the reason.
+func (h *Hold) Delete(ctx context.Context, msgs []Ref) map[int]error {
+	failed := h.batchCall(ctx, msgs, func(ctx context.Context, ids, handles []string) (map[string]error, error) {
+		entries := make([]types.DeleteMessageBatchRequestEntry, len(ids))
+		for i := range ids {
+			entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(ids[i]), ReceiptHandle: aws.String(handles[i])}
+		}
+		out, err := h.api.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(h.queueURL), Entries: entries})
+		if err != nil {
+			return nil, err
+		}
+		return entryErrors(out.Failed), nil
+	})
+	for _, m := range msgs {
+		if _, bad := failed[m.Ord]; !bad {
+			h.setState(m.Ord, Done)
+		}
+	}
+	return failed
+}
+
+// setVisibility changes the visibility of messages; 0 releases them.
+func (h *Hold) setVisibility(ctx context.Context, msgs []Ref, d time.Duration) map[int]error {
+	return h.batchCall(ctx, msgs, func(ctx context.Context, ids, handles []string) (map[string]error, error) {
+		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(ids))
+		for i := range ids {
+			entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(ids[i]), ReceiptHandle: aws.String(handles[i]), VisibilityTimeout: int32(d / time.Second)}
+		}
+		out, err := h.api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(h.queueURL), Entries: entries})
+		if err != nil {
+			return nil, err
+		}
+		return entryErrors(out.Failed), nil
+	})
+}
+
+// Release makes every message still held visible again, so that nothing
+// stays hidden for a visibility timeout after the run. It returns how many
+// it released and the errors of those it could not (they become visible by
+// themselves when their visibility timeout runs out).
+func (h *Hold) Release(ctx context.Context) (int, map[int]error) {
+	released := 0
+	failures := map[int]error{}
+	var batch []Ref
+	flush := func() {
+		failed := h.setVisibility(ctx, batch, 0)
+		for _, m := range batch {
+			if err, bad := failed[m.Ord]; bad {
+				failures[m.Ord] = err
+				continue
+			}
+			h.setState(m.Ord, Released)
+			released++
+		}
+		batch = batch[:0]
+	}
+	err := h.Each(func(ord int, st State, m *Message) error {
+		if st != Held {
+			return nil
+		}
+		batch = append(batch, Ref{ord, m})
+		if len(batch) == 10 {
+			flush()
+		}
+		return nil
+	})
+	if len(batch) > 0 {
+		flush()
+	}
+	if err != nil {
+		failures[-1] = err
+	}
+	return released, failures
+}
+
+// Extend renews the visibility timeout of every message still held.
+func (h *Hold) Extend(ctx context.Context) error {
+	h.mu.Lock()
+	h.extended = time.Now()
+	h.mu.Unlock()
+	var batch []Ref
+	var firstErr error
+	flush := func() {
+		for _, err := range h.setVisibility(ctx, batch, h.visibility) {
+			// A message deleted meanwhile has an invalid handle: not an error.
+			if firstErr == nil && !isGone(err) {
+				firstErr = err
+			}
+		}
+		batch = batch[:0]
+	}
+	err := h.Each(func(ord int, st State, m *Message) error {
+		if st == Held {
+			batch = append(batch, Ref{ord, m})
+			if len(batch) == 10 {
+				flush()
+			}
+		}
+		return nil
+	})
+	if len(batch) > 0 {
+		flush()
+	}
+	if err != nil {
+		return err
+	}
+	return firstErr
+}
+
+// KeepAlive extends the visibility of held messages whenever half of the
+// visibility timeout has passed since it was last set, until ctx ends. It
+// reports extension failures to warn.
+func (h *Hold) KeepAlive(ctx context.Context, warn func(error)) {
+	tick := h.visibility / 10
+	if tick < 100*time.Millisecond {
+		tick = 100 * time.Millisecond
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			h.mu.Lock()
+			due := !h.extended.IsZero() && time.Since(h.extended) >= h.visibility/2
+			h.mu.Unlock()
+			if due {
+				if err := h.Extend(ctx); err != nil && ctx.Err() == nil && warn != nil {
+					warn(err)
+				}
+			}
+		}
+	}
+}
+
+// batchCall runs a 10-entry batch API over msgs, retrying failed entries
+// with a short backoff; it returns the entries that still failed.
+func (h *Hold) batchCall(ctx context.Context, msgs []Ref, call func(ctx context.Context, ids, handles []string) (map[string]error, error)) map[int]error {
+	failed := map[int]error{}
+	pending := append([]Ref(nil), msgs...)
+	for attempt := 0; len(pending) > 0; attempt++ {
+		var next []Ref
+		for start := 0; start < len(pending); start += 10 {
+			chunk := pending[start:min(start+10, len(pending))]
+			ids := make([]string, len(chunk))
+			handles := make([]string, len(chunk))
+			byID := map[string]Ref{}
+			for i, m := range chunk {
+				ids[i] = fmt.Sprint(i)
+				handles[i] = h.handle(m.Ord, m.Msg)
+				byID[ids[i]] = m
+			}
+			errs, err := call(ctx, ids, handles)
+			if err != nil {
+				for _, m := range chunk {
+					failed[m.Ord] = err
+				}
+				next = append(next, chunk...)
+				continue
+			}
+			for _, m := range chunk {
+				delete(failed, m.Ord)
+			}
+			for id, e := range errs {
+				failed[byID[id].Ord] = e
+				if !isGone(e) {
+					next = append(next, byID[id])
+				}
+			}
+		}
+		if attempt == 2 || ctx.Err() != nil {
+			break
+		}
+		pending = next
+		if len(pending) > 0 {
+			sleep(ctx, time.Duration(100<<attempt)*time.Millisecond)
+		}
+	}
+	return failed
+}
+
+// EntryError is one failed entry of a batch call.
+type EntryError struct {
+	Code        string
+	Message     string
+	SenderFault bool
+}
+
+func (e *EntryError) Error() string {
+	if e.Message == "" {
+		return e.Code
+	}
+	return e.Code + ": " + e.Message
+}
+
+func entryErrors(failed []types.BatchResultErrorEntry) map[string]error {
+	out := make(map[string]error, len(failed))
+	for _, f := range failed {
+		out[aws.ToString(f.Id)] = &EntryError{Code: aws.ToString(f.Code), Message: aws.ToString(f.Message), SenderFault: f.SenderFault}
+	}
+	return out
+}
+
+// isGone reports an entry error that retrying cannot fix: the receipt
+// handle is no longer valid (the message was deleted or received again).
+func isGone(err error) bool {
+	var ee *EntryError
+	if errors.As(err, &ee) {
+		return strings.Contains(ee.Code, "ReceiptHandleIsInvalid") || strings.Contains(ee.Code, "InvalidParameterValue") ||
+			strings.Contains(ee.Code, "MessageNotInflight")
+	}
+	return false
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// parseUUID reads the usual SQS message id form into 16 bytes, which keeps
+// the seen-set small.
+func parseUUID(s string) ([16]byte, bool) {
+	var u [16]byte
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return u, false
+	}
+	hexs := s[0:8] + s[9:13] + s[14:18] + s[19:23] + s[24:36]
+	if _, err := hex.Decode(u[:], []byte(hexs)); err != nil {
+		return u, false
+	}
+	// Only the canonical lower-case form maps one to one onto its bytes.
+	if strings.ToLower(s) != s {
+		return u, false
+	}
+	return u, true
+}

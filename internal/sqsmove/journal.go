@@ -1,0 +1,157 @@
+package sqsmove
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+)
+
+// Journal events, in the order a message meets them.
+const (
+	EvRun              = "run"               // a run starts: what it replays, from where
+	EvSend             = "send"              // a batch is about to be sent (written and synced first)
+	EvSent             = "sent"              // the target accepted the message
+	EvParked           = "parked"            // re-sent to the source queue with a delay
+	EvSendFailed       = "send_failed"       // the target refused it; it stays in the source
+	EvDeleted          = "deleted"           // removed from the source after it was sent or parked
+	EvDeleteFailed     = "delete_failed"     // sent, but still in the source: a resume deletes it
+	EvSkippedDuplicate = "skipped_duplicate" // a resume found it already sent; deleted, not re-sent
+	EvSummary          = "summary"           // the run's counts
+)
+
+// Event is one journal line.
+type Event struct {
+	Time   string   `json:"time"`
+	Event  string   `json:"event"`
+	Batch  int64    `json:"batch,omitempty"`
+	ID     string   `json:"id,omitempty"`
+	IDs    []string `json:"ids,omitempty"`
+	Target string   `json:"target,omitempty"`
+	NewID  string   `json:"new_id,omitempty"`
+	Error  string   `json:"error,omitempty"`
+	Info   any      `json:"info,omitempty"`
+}
+
+// Journal is the write-ahead log of a replay: every batch is recorded and
+// synced to disk before it is sent, and every outcome after. It holds
+// message ids and queue URLs, never bodies or receipt handles.
+type Journal struct {
+	mu   sync.Mutex
+	f    *os.File
+	w    *bufio.Writer
+	Path string
+	now  func() time.Time
+}
+
+// OpenJournal appends to path, creating it (mode 0600) when missing.
+func OpenJournal(path string) (*Journal, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	return &Journal{f: f, w: bufio.NewWriter(f), Path: path, now: time.Now}, nil
+}
+
+// Write buffers one event.
+func (j *Journal) Write(ev Event) error {
+	if j == nil {
+		return nil
+	}
+	ev.Time = j.now().UTC().Format(time.RFC3339Nano)
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	_, err = j.w.Write(append(b, '\n'))
+	return err
+}
+
+// Sync writes buffered events to disk.
+func (j *Journal) Sync() error {
+	if j == nil {
+		return nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.w.Flush(); err != nil {
+		return fmt.Errorf("write journal %s: %w", j.Path, err)
+	}
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("sync journal %s: %w", j.Path, err)
+	}
+	return nil
+}
+
+// Close syncs and closes the journal.
+func (j *Journal) Close() error {
+	if j == nil {
+		return nil
+	}
+	err := j.Sync()
+	if cerr := j.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Resume is what an earlier run's journal says.
+type Resume struct {
+	// Moved holds the ids the journal shows as sent or parked: a resume
+	// deletes them from the source if they are still there, and never sends
+	// them again.
+	Moved map[string]bool
+	// Uncertain holds ids of batches that were being sent when the run
+	// stopped, with no outcome recorded: they may be in the target already,
+	// and a resume sends them again (the only possible duplicates).
+	Uncertain map[string]bool
+}
+
+// ReadJournal reads a journal written by an earlier run. A torn last line
+// (the process was killed while writing it) is ignored.
+func ReadJournal(path string) (Resume, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Resume{}, fmt.Errorf("read journal: %w", err)
+	}
+	defer f.Close()
+	r := Resume{Moved: map[string]bool{}, Uncertain: map[string]bool{}}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	line := 0
+	var pendingErr error
+	for sc.Scan() {
+		line++
+		if pendingErr != nil {
+			return Resume{}, pendingErr // a bad line that was not the last one
+		}
+		var ev Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			pendingErr = fmt.Errorf("journal %s line %d is not a journal event: %w", path, line, err)
+			continue
+		}
+		switch ev.Event {
+		case EvSend:
+			for _, id := range ev.IDs {
+				if !r.Moved[id] {
+					r.Uncertain[id] = true
+				}
+			}
+		case EvSent, EvParked, EvSkippedDuplicate:
+			r.Moved[ev.ID] = true
+			delete(r.Uncertain, ev.ID)
+		case EvSendFailed:
+			delete(r.Uncertain, ev.ID)
+		}
+	}
+	if err := sc.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return Resume{}, fmt.Errorf("read journal %s: %w", path, err)
+	}
+	return r, nil
+}

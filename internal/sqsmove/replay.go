@@ -1,0 +1,473 @@
+package sqsmove
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"golang.org/x/time/rate"
+
+	"github.com/deadletter/deadletter/internal/awsconfig"
+)
+
+// DefaultMaxBatchBytes is the request size a batch is kept under: the
+// classic SQS limit of 256 KiB, which every region and emulator accepts.
+// A single larger message is sent alone.
+const DefaultMaxBatchBytes = 256 << 10
+
+// Route says what to do with one held message.
+type Route struct {
+	Target string // queue URL to move it to
+	Park   bool   // re-send it to the source queue with DelaySeconds
+	Delay  int32  // seconds, for Park
+	Key    string // caller's label, echoed in results (e.g. the code)
+}
+
+// Outcome of one message.
+type Outcome string
+
+const (
+	OutcomeSent             Outcome = "sent"
+	OutcomeParked           Outcome = "parked"
+	OutcomeFailed           Outcome = "failed"            // not moved; it stays in the source
+	OutcomeSkippedDuplicate Outcome = "skipped_duplicate" // already moved by an earlier run
+	OutcomeAbandoned        Outcome = "abandoned"         // interrupted before it was sent; stays in the source
+)
+
+// Result is the outcome of one message.
+type Result struct {
+	Ord          int
+	Msg          *Message
+	Route        Route
+	Outcome      Outcome
+	NewID        string // the id the target gave it
+	Err          error  // why it failed
+	DeleteFailed error  // sent, but the delete from the source failed
+}
+
+// Counts sums the results of a replay.
+type Counts struct {
+	Sent, Parked, Failed, SkippedDuplicates, Abandoned, DeleteFailed int
+	Batches                                                          int
+}
+
+// Replayer moves held messages to their routes: one canary message first
+// for each target, then batches by count (10) and by bytes, at most Rate
+// messages per second over Concurrency workers. A message is deleted from
+// the source only after its target accepted it, and every batch is in the
+// journal before it is sent.
+type Replayer struct {
+	API           API
+	Hold          *Hold
+	Source        string // the source queue URL
+	Journal       *Journal
+	Concurrency   int
+	Rate          float64 // messages per second; 0 is unlimited
+	MaxBatchBytes int
+	Moved         map[string]bool      // ids an earlier run moved (from ReadJournal)
+	OnResult      func(Result)         // called for every message, from any goroutine
+	Route         func(*Message) Route // called twice per message (canary pass, then batches)
+	Stop          func(ord int) bool   // optional: skip a message (e.g. beyond --max)
+	RunInfo       any                  // written in the journal's run event
+	batchSeq      atomic.Int64
+	limiter       *rate.Limiter
+	deadMu        sync.Mutex
+	dead          map[string]error // targets whose canary failed
+	counts        Counts
+	countsMu      sync.Mutex
+	fatal         error
+	fatalOnce     sync.Once
+}
+
+type entry struct {
+	Ref
+	route Route
+}
+
+type batch struct {
+	target  string
+	park    bool
+	entries []entry
+	bytes   int
+}
+
+// ErrTargetRejected marks a target whose canary failed with an error that
+// is not about that one message (no such queue, access denied).
+var ErrTargetRejected = errors.New("target queue rejected the canary message")
+
+// Run replays every held message that routes somewhere. Messages that
+// route nowhere, fail or are abandoned stay held; the caller releases them.
+// It returns an error only for what stops the whole run (the journal cannot
+// be written, the credentials are refused).
+func (r *Replayer) Run(ctx context.Context) (Counts, error) {
+	if r.Concurrency <= 0 {
+		r.Concurrency = 4
+	}
+	if r.MaxBatchBytes <= 0 {
+		r.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	r.dead = map[string]error{}
+	if r.Rate > 0 {
+		burst := max(10, int(r.Rate))
+		r.limiter = rate.NewLimiter(rate.Limit(r.Rate), burst)
+	}
+	if err := r.Journal.Write(Event{Event: EvRun, Target: r.Source, Info: r.RunInfo}); err != nil {
+		return r.counts, err
+	}
+
+	// Pass 1: one canary per target, sent alone, before anything else is
+	// sent to that target.
+	canary := map[string]bool{} // targets that had their canary
+	canaryOrd := map[int]bool{} // the canary messages, done in pass 1
+	err := r.Hold.Each(func(ord int, st State, m *Message) error {
+		if st != Held || ctx.Err() != nil || r.Moved[m.MessageID] {
+			return nil
+		}
+		rt := r.Route(m)
+		target := rt.Target
+		if rt.Park {
+			target = r.Source
+		}
+		if target == "" || canary[target] {
+			return nil
+		}
+		canary[target] = true
+		canaryOrd[ord] = true
+		res := r.send(ctx, &batch{target: target, park: rt.Park, entries: []entry{{Ref{ord, m}, rt}}, bytes: m.size()}, true)
+		return res
+	})
+	if err == nil {
+		err = r.fatalErr()
+	}
+	if err != nil || ctx.Err() != nil {
+		return r.counts, err
+	}
+
+	// Pass 2: everything else, batched per target, over the workers.
+	work := make(chan *batch, r.Concurrency)
+	var wg sync.WaitGroup
+	for range r.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range work {
+				if ctx.Err() != nil || r.fatalErr() != nil {
+					r.abandon(b)
+					continue
+				}
+				_ = r.send(ctx, b, false)
+			}
+		}()
+	}
+	pending := map[string]*batch{}
+	var dups []Ref
+	dispatch := func(b *batch) {
+		if len(b.entries) > 0 {
+			work <- b
+		}
+	}
+	err = r.Hold.Each(func(ord int, st State, m *Message) error {
+		if st != Held || canaryOrd[ord] {
+			return nil
+		}
+		if ctx.Err() != nil || r.fatalErr() != nil {
+			return nil // leave it held; the caller releases it
+		}
+		if r.Moved[m.MessageID] {
+			dups = append(dups, Ref{ord, m})
+			if len(dups) == 10 {
+				r.deleteDuplicates(ctx, dups)
+				dups = nil
+			}
+			return nil
+		}
+		rt := r.Route(m)
+		target := rt.Target
+		if rt.Park {
+			target = r.Source
+		}
+		if target == "" {
+			return nil
+		}
+		if err := r.deadTarget(target); err != nil {
+			r.emit(Result{Ord: ord, Msg: m, Route: rt, Outcome: OutcomeFailed, Err: err})
+			return nil
+		}
+		b := pending[target]
+		if b == nil {
+			b = &batch{target: target, park: rt.Park}
+			pending[target] = b
+		}
+		size := m.size()
+		if len(b.entries) == 10 || (len(b.entries) > 0 && b.bytes+size > r.MaxBatchBytes) {
+			dispatch(b)
+			b = &batch{target: target, park: rt.Park}
+			pending[target] = b
+		}
+		b.entries = append(b.entries, entry{Ref{ord, m}, rt})
+		b.bytes += size
+		return nil
+	})
+	for _, b := range pending {
+		dispatch(b)
+	}
+	close(work)
+	wg.Wait()
+	if len(dups) > 0 && ctx.Err() == nil {
+		r.deleteDuplicates(ctx, dups)
+	}
+	if err == nil {
+		err = r.fatalErr()
+	}
+	return r.counts, err
+}
+
+func (r *Replayer) deadTarget(target string) error {
+	r.deadMu.Lock()
+	defer r.deadMu.Unlock()
+	return r.dead[target]
+}
+
+func (r *Replayer) fatalErr() error {
+	r.deadMu.Lock()
+	defer r.deadMu.Unlock()
+	return r.fatal
+}
+
+func (r *Replayer) setFatal(err error) {
+	r.fatalOnce.Do(func() {
+		r.deadMu.Lock()
+		r.fatal = err
+		r.deadMu.Unlock()
+	})
+}
+
+func (r *Replayer) abandon(b *batch) {
+	for _, e := range b.entries {
+		r.emit(Result{Ord: e.Ord, Msg: e.Msg, Route: e.route, Outcome: OutcomeAbandoned})
+	}
+}
+
+func (r *Replayer) emit(res Result) {
+	r.countsMu.Lock()
+	switch res.Outcome {
+	case OutcomeSent:
+		r.counts.Sent++
+	case OutcomeParked:
+		r.counts.Parked++
+	case OutcomeFailed:
+		r.counts.Failed++
+	case OutcomeSkippedDuplicate:
+		r.counts.SkippedDuplicates++
+	case OutcomeAbandoned:
+		r.counts.Abandoned++
+	}
+	if res.DeleteFailed != nil {
+		r.counts.DeleteFailed++
+	}
+	r.countsMu.Unlock()
+	if r.OnResult != nil {
+		r.OnResult(res)
+	}
+}
+
+// send sends one batch and deletes from the source what the target
+// accepted. In-flight work is finished even when ctx is cancelled: a batch
+// that was sent is always deleted and journalled.
+func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
+	if r.limiter != nil {
+		if err := r.limiter.WaitN(ctx, len(b.entries)); err != nil {
+			r.abandon(b)
+			return nil
+		}
+	}
+	work := context.WithoutCancel(ctx)
+	seq := r.batchSeq.Add(1)
+	ids := make([]string, len(b.entries))
+	for i, e := range b.entries {
+		ids[i] = e.Msg.MessageID
+	}
+	if err := r.Journal.Write(Event{Event: EvSend, Batch: seq, Target: b.target, IDs: ids}); err == nil {
+		err = r.Journal.Sync()
+		if err != nil {
+			r.setFatal(err)
+			r.abandon(b)
+			return err
+		}
+	} else {
+		r.setFatal(err)
+		r.abandon(b)
+		return err
+	}
+	r.countsMu.Lock()
+	r.counts.Batches++
+	r.countsMu.Unlock()
+
+	accepted, failed, callErr := r.sendEntries(work, b)
+	if callErr != nil && isCanary {
+		// The whole call failed on the first message for this target: the
+		// target is missing or refuses us. Touch nothing else for it.
+		r.deadMu.Lock()
+		r.dead[b.target] = fmt.Errorf("%w: %v", ErrTargetRejected, callErr)
+		r.deadMu.Unlock()
+		if awsconfig.IsAuthError(callErr) {
+			r.setFatal(callErr)
+		}
+	}
+	outcome, event := OutcomeSent, EvSent
+	if b.park {
+		outcome, event = OutcomeParked, EvParked
+	}
+	var toDelete []Ref
+	newIDs := map[int]string{}
+	for _, e := range b.entries {
+		if id, ok := accepted[e.Ord]; ok {
+			_ = r.Journal.Write(Event{Event: event, Batch: seq, ID: e.Msg.MessageID, Target: b.target, NewID: id})
+			toDelete = append(toDelete, e.Ref)
+			newIDs[e.Ord] = id
+		}
+	}
+	for _, e := range b.entries {
+		if err, ok := failed[e.Ord]; ok {
+			if isCanary && callErr != nil {
+				err = r.deadTarget(b.target)
+			}
+			_ = r.Journal.Write(Event{Event: EvSendFailed, Batch: seq, ID: e.Msg.MessageID, Target: b.target, Error: err.Error()})
+			r.emit(Result{Ord: e.Ord, Msg: e.Msg, Route: e.route, Outcome: OutcomeFailed, Err: err})
+		}
+	}
+	if err := r.Journal.Sync(); err != nil {
+		r.setFatal(err)
+	}
+	delFailed := map[int]error{}
+	if len(toDelete) > 0 {
+		delFailed = r.Hold.Delete(work, toDelete)
+	}
+	for _, e := range b.entries {
+		id, ok := newIDs[e.Ord]
+		if !ok {
+			continue
+		}
+		res := Result{Ord: e.Ord, Msg: e.Msg, Route: e.route, Outcome: outcome, NewID: id}
+		if err, bad := delFailed[e.Ord]; bad {
+			res.DeleteFailed = err
+			_ = r.Journal.Write(Event{Event: EvDeleteFailed, Batch: seq, ID: e.Msg.MessageID, Error: err.Error()})
+		} else {
+			_ = r.Journal.Write(Event{Event: EvDeleted, Batch: seq, ID: e.Msg.MessageID})
+		}
+		r.emit(res)
+	}
+	return nil
+}
+
+// sendEntries calls SendMessageBatch, retrying entries that failed through
+// no fault of the sender. It returns the accepted entries (ordinal -> new
+// message id) and the failed ones; callErr is set when a whole call failed.
+func (r *Replayer) sendEntries(ctx context.Context, b *batch) (accepted map[int]string, failed map[int]error, callErr error) {
+	accepted, failed = map[int]string{}, map[int]error{}
+	pending := b.entries
+	for attempt := 0; len(pending) > 0; attempt++ {
+		input := &sqs.SendMessageBatchInput{QueueUrl: aws.String(b.target)}
+		byID := map[string]entry{}
+		for i, e := range pending {
+			id := strconv.Itoa(i)
+			byID[id] = e
+			input.Entries = append(input.Entries, r.sendEntry(id, b, e))
+		}
+		out, err := r.API.SendMessageBatch(ctx, input)
+		if err != nil {
+			for _, e := range pending {
+				failed[e.Ord] = fmt.Errorf("send to %s: %w", b.target, err)
+			}
+			return accepted, failed, err
+		}
+		for _, s := range out.Successful {
+			if e, ok := byID[aws.ToString(s.Id)]; ok {
+				accepted[e.Ord] = aws.ToString(s.MessageId)
+				delete(failed, e.Ord)
+			}
+		}
+		var retry []entry
+		for _, f := range out.Failed {
+			e, ok := byID[aws.ToString(f.Id)]
+			if !ok {
+				continue
+			}
+			// Listed as both sent and failed: not confirmed, so it is kept
+			// in the source (a possible duplicate, never a loss).
+			delete(accepted, e.Ord)
+			failed[e.Ord] = fmt.Errorf("send to %s: %w", b.target, &EntryError{Code: aws.ToString(f.Code), Message: aws.ToString(f.Message), SenderFault: f.SenderFault})
+			if !f.SenderFault {
+				retry = append(retry, e)
+			}
+		}
+		// An entry in neither list was not confirmed: treat it as failed (it
+		// stays in the source), never as sent.
+		for id, e := range byID {
+			if _, ok := accepted[e.Ord]; !ok {
+				if _, ok := failed[e.Ord]; !ok {
+					failed[e.Ord] = fmt.Errorf("send to %s: entry %s missing from the SendMessageBatch response", b.target, id)
+				}
+			}
+		}
+		if attempt == 2 || len(retry) == 0 {
+			break
+		}
+		pending = retry
+		sleep(ctx, time.Duration(200<<attempt)*time.Millisecond)
+	}
+	return accepted, failed, nil
+}
+
+func (r *Replayer) sendEntry(id string, b *batch, e entry) types.SendMessageBatchRequestEntry {
+	m := e.Msg
+	out := types.SendMessageBatchRequestEntry{
+		Id:                aws.String(id),
+		MessageBody:       aws.String(m.Body),
+		MessageAttributes: m.sendAttributes(),
+	}
+	if b.park && e.route.Delay > 0 {
+		out.DelaySeconds = e.route.Delay
+	}
+	if IsFIFO(b.target) {
+		group := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+		if group == "" {
+			group = m.MessageID // no group to keep: each message its own, never one shared group
+		}
+		out.MessageGroupId = aws.String(group)
+		out.MessageDeduplicationId = aws.String(DedupID(m.MessageID))
+	}
+	return out
+}
+
+// DedupID is the deterministic FIFO deduplication id of a replayed message:
+// a re-run within the five-minute deduplication interval is a no-op.
+func DedupID(messageID string) string {
+	sum := sha256.Sum256([]byte("deadletter-replay:" + messageID))
+	return hex.EncodeToString(sum[:20])
+}
+
+// deleteDuplicates removes from the source messages an earlier run already
+// moved (the journal says so).
+func (r *Replayer) deleteDuplicates(ctx context.Context, refs []Ref) {
+	failed := r.Hold.Delete(context.WithoutCancel(ctx), refs)
+	for _, ref := range refs {
+		res := Result{Ord: ref.Ord, Msg: ref.Msg, Outcome: OutcomeSkippedDuplicate}
+		if err, bad := failed[ref.Ord]; bad {
+			res.DeleteFailed = err
+			_ = r.Journal.Write(Event{Event: EvDeleteFailed, ID: ref.Msg.MessageID, Error: err.Error()})
+		} else {
+			_ = r.Journal.Write(Event{Event: EvSkippedDuplicate, ID: ref.Msg.MessageID})
+		}
+		r.emit(res)
+	}
+}

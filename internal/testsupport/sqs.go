@@ -1,0 +1,247 @@
+package testsupport
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/deadletter/deadletter/internal/awsconfig"
+)
+
+// EnvSQSEndpoint names the test SQS server (fauxqs).
+const EnvSQSEndpoint = "DEADLETTER_TEST_SQS_ENDPOINT"
+
+// SQSEndpoint returns the endpoint of the test SQS server.
+func SQSEndpoint(t testing.TB) string { return need(t, EnvSQSEndpoint, "SQS (fauxqs)") }
+
+// SQSClientAt returns a client for an SQS endpoint, built as the CLI builds
+// its own.
+func SQSClientAt(endpoint string) *sqs.Client {
+	return awsconfig.SQS(AWSConfig(), awsconfig.Settings{EndpointURL: endpoint})
+}
+
+// SQSClient returns a client for the test SQS server.
+func SQSClient(t testing.TB) *sqs.Client { return SQSClientAt(SQSEndpoint(t)) }
+
+// NewQueue creates a uniquely named queue (name prefix + random suffix,
+// ".fifo" when fifo) and deletes it after the test.
+func NewQueue(t testing.TB, c *sqs.Client, prefix string, fifo bool) string {
+	t.Helper()
+	name := prefix + RandomHex(4)
+	attrs := map[string]string{}
+	if fifo {
+		name += ".fifo"
+		attrs["FifoQueue"] = "true"
+	}
+	return CreateQueue(t, c, name, attrs)
+}
+
+// CreateQueue creates a queue with an exact name and deletes it after the
+// test.
+func CreateQueue(t testing.TB, c *sqs.Client, name string, attrs map[string]string) string {
+	t.Helper()
+	out, err := c.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+	if err != nil {
+		t.Fatalf("create queue %s: %v", name, err)
+	}
+	u := aws.ToString(out.QueueUrl)
+	t.Cleanup(func() { c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(u)}) })
+	return u
+}
+
+// SendBodies puts messages on a queue, ten at a time, each with the
+// attributes attr returns for it (nil for none).
+func SendBodies(t testing.TB, c *sqs.Client, queueURL string, bodies []string, attr func(i int) map[string]types.MessageAttributeValue) {
+	t.Helper()
+	for start := 0; start < len(bodies); start += 10 {
+		in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL)}
+		for i := start; i < min(start+10, len(bodies)); i++ {
+			e := types.SendMessageBatchRequestEntry{Id: aws.String(RandomHex(4)), MessageBody: aws.String(bodies[i])}
+			if attr != nil {
+				e.MessageAttributes = attr(i)
+			}
+			if strings.HasSuffix(queueURL, ".fifo") {
+				e.MessageGroupId = aws.String("g")
+				e.MessageDeduplicationId = aws.String(RandomHex(8))
+			}
+			in.Entries = append(in.Entries, e)
+		}
+		out, err := c.SendMessageBatch(context.Background(), in)
+		if err != nil || len(out.Failed) > 0 {
+			t.Fatalf("seed %s: %v %+v", queueURL, err, out)
+		}
+	}
+}
+
+// Drain receives every message of a queue (including in-flight and
+// delayed ones, once they are visible again within wait) and deletes them.
+// It is how tests see where each message ended up.
+func Drain(t testing.TB, c *sqs.Client, queueURL string, wait time.Duration) []types.Message {
+	t.Helper()
+	ctx := context.Background()
+	var all []types.Message
+	deadline := time.Now().Add(wait)
+	for {
+		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 60,
+			MessageAttributeNames:       []string{"All"},
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		})
+		if err != nil {
+			t.Fatalf("drain %s: %v", queueURL, err)
+		}
+		for _, m := range out.Messages {
+			all = append(all, m)
+			c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle})
+		}
+		if len(out.Messages) == 0 {
+			if time.Now().After(deadline) || QueueEmpty(t, c, queueURL) {
+				return all
+			}
+		}
+	}
+}
+
+// QueueEmpty reports whether a queue holds no message at all (visible,
+// in flight or delayed).
+func QueueEmpty(t testing.TB, c *sqs.Client, queueURL string) bool {
+	t.Helper()
+	out, err := c.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(queueURL), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
+	if err != nil {
+		t.Fatalf("attributes of %s: %v", queueURL, err)
+	}
+	a := out.Attributes
+	return a["ApproximateNumberOfMessages"] == "0" && a["ApproximateNumberOfMessagesNotVisible"] == "0" && a["ApproximateNumberOfMessagesDelayed"] == "0"
+}
+
+// Proxy sits between a client and a real server to count calls and inject
+// faults. Hook sees each request (its X-Amz-Target operation and body)
+// and may answer it itself, or let it through, possibly rewritten.
+type Proxy struct {
+	URL string
+
+	mu     sync.Mutex
+	calls  map[string]int
+	hook   func(op string, body []byte) (newBody []byte, reply *Reply)
+	after  func(op string, reqBody, respBody []byte) []byte
+	target *url.URL
+}
+
+// Reply is a canned answer.
+type Reply struct {
+	Status int
+	Body   string
+}
+
+// NewProxy starts a proxy in front of endpoint.
+func NewProxy(t testing.TB, endpoint string) *Proxy {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{calls: map[string]int{}, target: u}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = func(resp *http.Response) error {
+		p.mu.Lock()
+		after := p.after
+		p.mu.Unlock()
+		if after == nil {
+			return nil
+		}
+		op := opOf(resp.Request)
+		reqBody, _ := resp.Request.Context().Value(bodyKey{}).([]byte)
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		b = after(op, reqBody, b)
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+		resp.ContentLength = int64(len(b))
+		resp.Header.Del("Content-Length")
+		resp.Header.Del("X-Amz-Crc32")
+		return nil
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		original := body
+		op := opOf(r)
+		p.mu.Lock()
+		p.calls[op]++
+		hook := p.hook
+		p.mu.Unlock()
+		if hook != nil {
+			nb, reply := hook(op, body)
+			if reply != nil {
+				w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+				w.WriteHeader(reply.Status)
+				io.WriteString(w, reply.Body)
+				return
+			}
+			if nb != nil {
+				body = nb
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		r = r.WithContext(context.WithValue(r.Context(), bodyKey{}, original))
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	p.URL = srv.URL
+	return p
+}
+
+type bodyKey struct{}
+
+func opOf(r *http.Request) string {
+	op := r.Header.Get("X-Amz-Target")
+	if i := strings.LastIndexByte(op, '.'); i >= 0 {
+		op = op[i+1:]
+	}
+	return op
+}
+
+// SetHook replaces the request hook.
+func (p *Proxy) SetHook(h func(op string, body []byte) ([]byte, *Reply)) {
+	p.mu.Lock()
+	p.hook = h
+	p.mu.Unlock()
+}
+
+// SetAfter replaces the response rewriter; it sees the request body as
+// the client sent it (before any rewrite by the hook).
+func (p *Proxy) SetAfter(a func(op string, reqBody, respBody []byte) []byte) {
+	p.mu.Lock()
+	p.after = a
+	p.mu.Unlock()
+}
+
+// Calls returns the number of calls per operation so far.
+func (p *Proxy) Calls() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]int, len(p.calls))
+	for k, v := range p.calls {
+		out[k] = v
+	}
+	return out
+}
+
+// AWSJSONError is the body of an AWS JSON protocol error.
+func AWSJSONError(typ, msg string) string {
+	return `{"__type":"` + typ + `","message":"` + msg + `"}`
+}
