@@ -13,6 +13,7 @@ import (
 
 	dlacli "github.com/deadletter/deadletter/internal/cli/dla"
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
+	pushdlqcli "github.com/deadletter/deadletter/internal/cli/pushdlq"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated files")
@@ -21,7 +22,11 @@ const repoRoot = "../.."
 
 func roots() []*cobra.Command {
 	ios, _, _, _ := iostreams.Test()
-	return []*cobra.Command{dlacli.NewCmdRoot(dlacli.NewFactory(ios, func(string) string { return "" }))}
+	noenv := func(string) string { return "" }
+	return []*cobra.Command{
+		dlacli.NewCmdRoot(dlacli.NewFactory(ios, noenv)),
+		pushdlqcli.NewCmdRoot(pushdlqcli.NewFactory(ios, noenv)),
+	}
 }
 
 // TestGeneratedFilesAreUpToDate fails when docs/ or completions/ are out of

@@ -25,6 +25,9 @@ const (
 	Held     State = iota // received, invisible, not yet dealt with
 	Done                  // deleted from the queue (it is safely elsewhere)
 	Released              // made visible again
+	// Extra: received after the scan was told to stop (another message of
+	// the same receive). Never reported, sent or deleted; only released.
+	Extra
 )
 
 // Hold receives every message of a queue and keeps it invisible until it
@@ -59,7 +62,9 @@ type ReceiveOptions struct {
 	Receivers     int           // parallel receive loops (default 1)
 }
 
-// NewHold prepares a hold on a queue; Close removes the spool.
+// NewHold prepares a hold on a queue; Close removes the spool. With a nil
+// api the hold has no source queue (messages loaded from a file): deleting
+// only marks a message done, and releasing does nothing.
 func NewHold(api API, queueURL string, visibility time.Duration) (*Hold, error) {
 	f, err := os.CreateTemp("", "deadletter-spool-*.ndjson")
 	if err != nil {
@@ -112,22 +117,31 @@ func (h *Hold) Receive(ctx context.Context, opt ReceiveOptions, fn func(ord int,
 	}
 	h.mu.Unlock()
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// A receive in flight is never cancelled: its messages are already
+	// invisible on the server, and a response thrown away would hide them
+	// for the whole visibility timeout. Stopping (Max reached, fn said
+	// stop, ctx ended) only prevents the next receive.
 	var (
 		wg       sync.WaitGroup
-		errOnce  sync.Once
+		mu       sync.Mutex // serialises fn and guards the fields below
+		stopped  bool
 		firstErr error
-		fnMu     sync.Mutex
 		newCount int
 	)
+	stop := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return stopped || ctx.Err() != nil
+	}
+	call := context.WithoutCancel(ctx)
 	for range opt.Receivers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			empty := 0
-			for ctx.Err() == nil && empty < opt.EmptyReceives {
-				out, err := h.api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			for !stop() && empty < opt.EmptyReceives {
+				rctx, cancel := context.WithTimeout(call, opt.Wait+30*time.Second)
+				out, err := h.api.ReceiveMessage(rctx, &sqs.ReceiveMessageInput{
 					QueueUrl:                    aws.String(h.queueURL),
 					MaxNumberOfMessages:         10,
 					VisibilityTimeout:           int32(h.visibility / time.Second),
@@ -135,33 +149,47 @@ func (h *Hold) Receive(ctx context.Context, opt ReceiveOptions, fn func(ord int,
 					MessageAttributeNames:       []string{"All"},
 					MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 				})
+				cancel()
 				if err != nil {
-					if ctx.Err() == nil {
-						errOnce.Do(func() { firstErr = fmt.Errorf("receive from %s: %w", h.queueURL, err); cancel() })
+					mu.Lock()
+					if firstErr == nil && !stopped {
+						firstErr = fmt.Errorf("receive from %s: %w", h.queueURL, err)
 					}
+					stopped = true
+					mu.Unlock()
 					return
 				}
 				// A receive that brings nothing new counts as empty too: only
 				// messages seen before means the scan has gone round the queue.
 				fresh := 0
-				fnMu.Lock()
+				mu.Lock()
 				for _, raw := range out.Messages {
 					m := fromSQS(raw)
-					ord, isNew, err := h.add(&m)
+					st := Held
+					if stopped {
+						st = Extra
+					}
+					ord, isNew, err := h.add(&m, st)
 					if err != nil {
-						errOnce.Do(func() { firstErr = err; cancel() })
-						break
+						if firstErr == nil {
+							firstErr = err
+						}
+						stopped = true
+						continue // keep holding the rest so that they are released
 					}
 					if !isNew {
 						continue
 					}
 					fresh++
+					if st == Extra {
+						continue // held (and released later), but not reported
+					}
 					newCount++
 					if fn(ord, &m) || (opt.Max > 0 && newCount >= opt.Max) {
-						cancel()
+						stopped = true
 					}
 				}
-				fnMu.Unlock()
+				mu.Unlock()
 				if fresh == 0 {
 					empty++
 				} else {
@@ -177,9 +205,45 @@ func (h *Hold) Receive(ctx context.Context, opt ReceiveOptions, fn func(ord int,
 	return nil
 }
 
+// Load holds the messages of an export file (one JSON message per line,
+// as `pushdlq export` writes them) instead of receiving them. A line that
+// is not a message is an error naming the line; a message id seen before
+// is held once.
+func (h *Hold) Load(r io.Reader, name string, fn func(ord int, m *Message) (stop bool)) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if len(strings.TrimSpace(string(b))) == 0 {
+			continue
+		}
+		var m Message
+		if err := json.Unmarshal(b, &m); err != nil {
+			return fmt.Errorf("%s line %d: not a message: %w", name, line, err)
+		}
+		if m.MessageID == "" {
+			return fmt.Errorf("%s line %d: no message_id", name, line)
+		}
+		m.ReceiptHandle = ""
+		ord, fresh, err := h.add(&m, Held)
+		if err != nil {
+			return err
+		}
+		if fresh && fn(ord, &m) {
+			return nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read %s: %w", name, err)
+	}
+	return nil
+}
+
 // add records a received message: a new one is spooled, a known one only
 // gets its receipt handle refreshed.
-func (h *Hold) add(m *Message) (ord int, fresh bool, err error) {
+func (h *Hold) add(m *Message, st State) (ord int, fresh bool, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	uuid, isUUID := parseUUID(m.MessageID)
@@ -192,7 +256,7 @@ func (h *Hold) add(m *Message) (ord int, fresh bool, err error) {
 	}
 	if seen {
 		h.Redelivered++
-		if h.state[known] == Held {
+		if s := h.state[known]; s == Held || s == Extra {
 			h.rehandle[known] = m.ReceiptHandle
 		}
 		return int(known), false, nil
@@ -207,7 +271,7 @@ func (h *Hold) add(m *Message) (ord int, fresh bool, err error) {
 		return 0, false, fmt.Errorf("spool message %s: %w", m.MessageID, err)
 	}
 	h.written += int64(len(b))
-	h.state = append(h.state, Held)
+	h.state = append(h.state, st)
 	if isUUID {
 		h.uuidSeen[uuid] = o
 	} else {
@@ -281,6 +345,12 @@ type Ref struct {
 // (deleting again is harmless). It returns the messages it could not
 // delete, with the reason.
 func (h *Hold) Delete(ctx context.Context, msgs []Ref) map[int]error {
+	if h.api == nil {
+		for _, m := range msgs {
+			h.setState(m.Ord, Done)
+		}
+		return nil
+	}
 	failed := h.batchCall(ctx, msgs, func(ctx context.Context, ids, handles []string) (map[string]error, error) {
 		entries := make([]types.DeleteMessageBatchRequestEntry, len(ids))
 		for i := range ids {
@@ -302,6 +372,9 @@ func (h *Hold) Delete(ctx context.Context, msgs []Ref) map[int]error {
 
 // setVisibility changes the visibility of messages; 0 releases them.
 func (h *Hold) setVisibility(ctx context.Context, msgs []Ref, d time.Duration) map[int]error {
+	if h.api == nil {
+		return nil
+	}
 	return h.batchCall(ctx, msgs, func(ctx context.Context, ids, handles []string) (map[string]error, error) {
 		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(ids))
 		for i := range ids {
@@ -315,7 +388,7 @@ func (h *Hold) setVisibility(ctx context.Context, msgs []Ref, d time.Duration) m
 	})
 }
 
-// Release makes every message still held visible again, so that nothing
+// Release makes every message still held (or Extra) visible again, so that nothing
 // stays hidden for a visibility timeout after the run. It returns how many
 // it released and the errors of those it could not (they become visible by
 // themselves when their visibility timeout runs out).
@@ -336,7 +409,7 @@ func (h *Hold) Release(ctx context.Context) (int, map[int]error) {
 		batch = batch[:0]
 	}
 	err := h.Each(func(ord int, st State, m *Message) error {
-		if st != Held {
+		if st != Held && st != Extra {
 			return nil
 		}
 		batch = append(batch, Ref{ord, m})
@@ -371,7 +444,7 @@ func (h *Hold) Extend(ctx context.Context) error {
 		batch = batch[:0]
 	}
 	err := h.Each(func(ord int, st State, m *Message) error {
-		if st == Held {
+		if st == Held || st == Extra {
 			batch = append(batch, Ref{ord, m})
 			if len(batch) == 10 {
 				flush()

@@ -3,11 +3,13 @@ package testsupport
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -62,13 +64,15 @@ func CreateQueue(t testing.TB, c *sqs.Client, name string, attrs map[string]stri
 }
 
 // SendBodies puts messages on a queue, ten at a time, each with the
-// attributes attr returns for it (nil for none).
-func SendBodies(t testing.TB, c *sqs.Client, queueURL string, bodies []string, attr func(i int) map[string]types.MessageAttributeValue) {
+// attributes attr returns for it (nil for none), and returns their message
+// ids in the order of bodies.
+func SendBodies(t testing.TB, c *sqs.Client, queueURL string, bodies []string, attr func(i int) map[string]types.MessageAttributeValue) []string {
 	t.Helper()
+	ids := make([]string, len(bodies))
 	for start := 0; start < len(bodies); start += 10 {
 		in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL)}
 		for i := start; i < min(start+10, len(bodies)); i++ {
-			e := types.SendMessageBatchRequestEntry{Id: aws.String(RandomHex(4)), MessageBody: aws.String(bodies[i])}
+			e := types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), MessageBody: aws.String(bodies[i])}
 			if attr != nil {
 				e.MessageAttributes = attr(i)
 			}
@@ -82,7 +86,12 @@ func SendBodies(t testing.TB, c *sqs.Client, queueURL string, bodies []string, a
 		if err != nil || len(out.Failed) > 0 {
 			t.Fatalf("seed %s: %v %+v", queueURL, err, out)
 		}
+		for _, ok := range out.Successful {
+			i, _ := strconv.Atoi(aws.ToString(ok.Id))
+			ids[i] = aws.ToString(ok.MessageId)
+		}
 	}
+	return ids
 }
 
 // Drain receives every message of a queue (including in-flight and

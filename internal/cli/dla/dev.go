@@ -36,7 +36,7 @@ func newCmdGenArchive(f *Factory) *cobra.Command {
 object detail, every status, MODIS-like granules, real error texts, a few
 malformed objects) under STACK/dead-letter-archive/ in a directory or bucket.
 The same --seed always writes the same bytes.`,
-		Args: usageArgs(cobra.NoArgs),
+		Args: cmdutil.UsageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t, err := time.Parse(dla.DateLayout, start)
 			if err != nil {

@@ -2,16 +2,12 @@ package dla
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
-	"github.com/deadletter/deadletter/internal/buildinfo"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
 )
@@ -26,26 +22,7 @@ func Main() int {
 
 // Run executes one command line and reports errors on stderr.
 func Run(ctx context.Context, f *Factory, args []string) int {
-	root := NewCmdRoot(f)
-	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
-	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
-		err = &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err}
-	}
-	code := cmdutil.ExitCode(err)
-	if ctx.Err() != nil && code != cmdutil.ExitOK {
-		code = cmdutil.ExitInterrupted
-	}
-	var ee *cmdutil.ExitError
-	switch {
-	case err == nil:
-	case code == cmdutil.ExitInterrupted:
-		fmt.Fprintln(f.IO.ErrOut, "dla: interrupted")
-	case errors.As(err, &ee) && ee.Err == nil:
-	default:
-		fmt.Fprintf(f.IO.ErrOut, "dla: %v\n", err)
-	}
-	return code
+	return cmdutil.Execute(ctx, NewCmdRoot(f), args, f.IO.ErrOut)
 }
 
 // NewCmdRoot builds the command tree.
@@ -64,24 +41,14 @@ summaries go to stderr.`,
 		Example: `  dla search --archive s3://my-internal-bucket/my-stack --granule MOD09GQ.A2024018.h31v05.006.2024031032640
   dla search --archive testdata/archive/demo --date 2024-03-02 --status FAILED -o keys | dla show --archive testdata/archive/demo -
   dla stats --archive testdata/archive/demo --by error`,
-		SilenceErrors: true,
-		SilenceUsage:  true,
-		Version:       buildinfo.String("dla"),
 	}
-	root.SetVersionTemplate("{{.Version}}\n")
-	root.SetOut(f.IO.Out)
-	root.SetErr(f.IO.ErrOut)
-	root.SetFlagErrorFunc(cmdutil.FlagErrorFunc)
+	cmdutil.SetupRoot(root, f.IO.Out, f.IO.ErrOut)
 	cmdutil.AddAWSFlags(root, f.AWS)
 
-	root.AddCommand(NewCmdSearch(f, nil), NewCmdShow(f, nil), NewCmdStats(f, nil), newCmdVersion(f), newCmdDev(f))
-	root.AddCommand(helpTopic("exit-codes", "What dla's exit codes mean", cmdutil.ExitCodesHelp))
-	root.AddCommand(helpTopic("environment", "Environment variables dla reads", environmentHelp))
+	root.AddCommand(NewCmdSearch(f, nil), NewCmdShow(f, nil), NewCmdStats(f, nil), cmdutil.NewCmdVersion("dla", f.IO.Out), newCmdDev(f))
+	root.AddCommand(cmdutil.HelpTopic("exit-codes", "What dla's exit codes mean", cmdutil.ExitCodesHelp))
+	root.AddCommand(cmdutil.HelpTopic("environment", "Environment variables dla reads", environmentHelp))
 	return root
-}
-
-func helpTopic(name, short, long string) *cobra.Command {
-	return &cobra.Command{Use: name, Short: short, Long: long}
 }
 
 const environmentHelp = `Environment variables:
@@ -100,25 +67,3 @@ const environmentHelp = `Environment variables:
   CLICOLOR_FORCE         any non-empty value but 0 keeps colour when piped
   DEADLETTER_NO_PROMPT   never ask for confirmation (commands then need --yes)
   DEADLETTER_DEBUG       log AWS requests on stderr (as --debug-aws)`
-
-func newCmdVersion(f *Factory) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintln(f.IO.Out, buildinfo.String("dla"))
-			return err
-		},
-	}
-}
-
-// usageArgs turns a cobra positional-argument check into a usage error.
-func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := check(cmd, args); err != nil {
-			return cmdutil.FlagErrorFunc(cmd, err)
-		}
-		return nil
-	}
-}

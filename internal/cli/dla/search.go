@@ -38,7 +38,7 @@ exit code 3 unless --ignore-unreadable.`,
 		Example: `  dla search --archive s3://bucket/stack --granule MOD09GQ.A2024018.h31v05.006.2024031032640
   dla search --date 2024-03-02 --status FAILED --collection MOD09GQ -o ndjson
   dla search --from 2024-03-01 --to 2024-03-07 --error 'UnmetRequirementsError' -o keys`,
-		Args: usageArgs(cobra.NoArgs),
+		Args: cmdutil.UsageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := opts.Output.Validate(); err != nil {
 				return err

@@ -49,7 +49,7 @@ a local archive, the file's path. '-' reads keys from stdin, one per line, so
 parsed.`,
 		Example: `  dla show --archive s3://bucket/stack sqs/2024-03-02/0e1be317-0d83-453a-bf67-65c3826f4fc5-2c0b6b6e-8f7e-4b5c-9a40-5f4c1b8b9d11
   dla search --date 2024-03-02 --status FAILED -o keys | dla show -`,
-		Args: usageArgs(cobra.MinimumNArgs(1)),
+		Args: cmdutil.UsageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.Output.Validate(); err != nil {
 				return err

@@ -35,7 +35,7 @@ replaced by placeholders, so that the same failure on many granules is one row.
 Groups by date and generation are sorted by value; the others by count.`,
 		Example: `  dla stats --archive s3://bucket/stack --by error --from 2024-03-01
   dla stats --by status --collection MOD09GQ -o json`,
-		Args: usageArgs(cobra.NoArgs),
+		Args: cmdutil.UsageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := opts.Output.Validate(); err != nil {
 				return err

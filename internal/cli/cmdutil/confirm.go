@@ -1,0 +1,31 @@
+package cmdutil
+
+import (
+	"bufio"
+	"fmt"
+	"strings"
+
+	"github.com/deadletter/deadletter/internal/cli/iostreams"
+)
+
+// RequireYes fails with a usage error when a mutating command cannot ask
+// for confirmation and was not given --yes. Call it before touching
+// anything, so that a script without --yes changes nothing.
+func RequireYes(ios *iostreams.IOStreams, yes bool, what string) error {
+	if yes || ios.CanPrompt() {
+		return nil
+	}
+	return UsageErrorf("%s needs --yes when it cannot ask (stdin or stderr is not a terminal, or DEADLETTER_NO_PROMPT is set)", what)
+}
+
+// Confirm asks a question on stderr and reads the answer from stdin; only
+// the word typed exactly (for example "yes") confirms. The default is no.
+func Confirm(ios *iostreams.IOStreams, question, word string) (bool, error) {
+	fmt.Fprintf(ios.ErrOut, "%s Type %q to continue: ", question, word)
+	line, err := bufio.NewReader(ios.In).ReadString('\n')
+	if err != nil && line == "" {
+		fmt.Fprintln(ios.ErrOut)
+		return false, nil
+	}
+	return strings.TrimSpace(line) == word, nil
+}

@@ -1,0 +1,79 @@
+package cmdutil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deadletter/deadletter/internal/buildinfo"
+)
+
+// Execute runs a command tree on one command line, reports its error on
+// errOut prefixed with the program name, and returns the exit code. Both
+// binaries end here, so they agree on exit codes and error reporting.
+func Execute(ctx context.Context, root *cobra.Command, args []string, errOut io.Writer) int {
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
+		err = &ExitError{Code: ExitUsage, Err: err}
+	}
+	code := ExitCode(err)
+	if ctx.Err() != nil && code != ExitOK {
+		code = ExitInterrupted
+	}
+	var ee *ExitError
+	switch {
+	case err == nil:
+	case code == ExitInterrupted:
+		fmt.Fprintf(errOut, "%s: interrupted\n", root.Name())
+	case errors.As(err, &ee) && ee.Err == nil:
+	default:
+		fmt.Fprintf(errOut, "%s: %v\n", root.Name(), err)
+	}
+	return code
+}
+
+// UsageArgs turns a cobra positional-argument check into a usage error.
+func UsageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return FlagErrorFunc(cmd, err)
+		}
+		return nil
+	}
+}
+
+// HelpTopic is a help-only command (`X help exit-codes`).
+func HelpTopic(name, short, long string) *cobra.Command {
+	return &cobra.Command{Use: name, Short: short, Long: long}
+}
+
+// NewCmdVersion is the version command of a binary.
+func NewCmdVersion(program string, out io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  UsageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(out, buildinfo.String(program))
+			return err
+		},
+	}
+}
+
+// SetupRoot applies what every root command shares: silenced cobra errors
+// (Execute reports them), the version template, output streams, usage
+// errors for bad flags, and the AWS flags.
+func SetupRoot(root *cobra.Command, out, errOut io.Writer) {
+	root.SilenceErrors = true
+	root.SilenceUsage = true
+	root.Version = buildinfo.String(root.Name())
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetOut(out)
+	root.SetErr(errOut)
+	root.SetFlagErrorFunc(FlagErrorFunc)
+}

@@ -1,0 +1,52 @@
+// Package pushdlq is the cobra wiring of the pushdlq command: one file per
+// verb, each with an Options struct and a run function that tests can call.
+package pushdlq
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/deadletter/deadletter/internal/awsconfig"
+	"github.com/deadletter/deadletter/internal/cli/iostreams"
+	"github.com/deadletter/deadletter/internal/sqsmove"
+)
+
+// Factory holds what commands need, built lazily so that a command that
+// never touches AWS never loads AWS configuration.
+type Factory struct {
+	IO     *iostreams.IOStreams
+	AWS    *awsconfig.Settings
+	Now    func() time.Time
+	Getenv func(string) string
+	// SQS returns the client and a description of where it points
+	// (profile, region, endpoint; never a secret).
+	SQS func(ctx context.Context) (sqsmove.API, string, error)
+	// StateDir is where journals go by default.
+	StateDir func() (string, error)
+}
+
+// NewFactory returns the production factory.
+func NewFactory(ios *iostreams.IOStreams, getenv func(string) string) *Factory {
+	f := &Factory{IO: ios, AWS: &awsconfig.Settings{}, Now: time.Now, Getenv: getenv}
+	f.SQS = func(ctx context.Context) (sqsmove.API, string, error) {
+		cfg, err := awsconfig.Load(ctx, *f.AWS)
+		if err != nil {
+			return nil, "", err
+		}
+		return awsconfig.SQS(cfg, *f.AWS), awsconfig.Describe(cfg, *f.AWS), nil
+	}
+	f.StateDir = func() (string, error) {
+		dir := f.Getenv("XDG_STATE_HOME")
+		if dir == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", err
+			}
+			dir = filepath.Join(home, ".local", "state")
+		}
+		return filepath.Join(dir, "deadletter"), nil
+	}
+	return f
+}

@@ -1,0 +1,206 @@
+package pushdlq
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cli/output"
+	"github.com/deadletter/deadletter/internal/pushdlq"
+	"github.com/deadletter/deadletter/internal/sqsmove"
+)
+
+// InspectOptions are pushdlq inspect's inputs.
+type InspectOptions struct {
+	Factory *Factory
+	Queue   queueFlags
+	Sample  int
+	All     bool
+	Output  *cmdutil.Output
+}
+
+// NewCmdInspect builds `pushdlq inspect`.
+func NewCmdInspect(f *Factory, runF func(*cobra.Command, *InspectOptions) error) *cobra.Command {
+	opts := &InspectOptions{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "inspect --dlq URL|NAME [--sample N | --all]",
+		Short: "Summarise the DLQ without consuming it",
+		Long: `Read a sample of the DLQ (--sample, default 100) or all of it (--all) and
+summarise it: queue depth, counts by error code, priority and action, the
+createdAt range with an hourly histogram, messages without error metadata,
+malformed bodies, and a suggested --window and --codes for the dominant
+failure.
+
+Nothing is deleted. Messages are received with a visibility timeout that
+covers the scan and made visible again at the end; SQS has no peek, so
+reading raises each message's receive count.`,
+		Example: `  pushdlq inspect --dlq push-dlq
+  pushdlq inspect --dlq https://sqs.us-east-1.amazonaws.com/123456789012/push-dlq --all -o json`,
+		Args: cmdutil.UsageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.Output.Validate(); err != nil {
+				return err
+			}
+			if opts.Queue.DLQ == "" {
+				return cmdutil.UsageErrorf("--dlq is required")
+			}
+			if err := opts.Queue.validate(); err != nil {
+				return err
+			}
+			if opts.All && cmd.Flags().Changed("sample") {
+				return cmdutil.UsageErrorf("--sample and --all are mutually exclusive")
+			}
+			if opts.Sample < 1 {
+				return cmdutil.UsageErrorf("--sample %d: want at least 1", opts.Sample)
+			}
+			if runF != nil {
+				return runF(cmd, opts)
+			}
+			return runInspect(cmd, opts)
+		},
+	}
+	opts.Queue.register(cmd, true)
+	cmd.Flags().IntVar(&opts.Sample, "sample", 100, "read this many messages")
+	cmd.Flags().BoolVar(&opts.All, "all", false, "read every message")
+	opts.Output = cmdutil.AddOutputFlag(cmd, "table", "json")
+	return cmd
+}
+
+// InspectReport is the -o json form of pushdlq inspect.
+type InspectReport struct {
+	Queue           string      `json:"queue"`
+	Visible         int64       `json:"visible"`
+	InFlight        int64       `json:"in_flight"`
+	Delayed         int64       `json:"delayed"`
+	Scanned         int         `json:"scanned"`
+	Sample          bool        `json:"sample"`
+	ByCode          []count     `json:"by_code"`
+	ByPriority      []count     `json:"by_priority"`
+	ByAction        []count     `json:"by_action"`
+	CreatedAtForms  []count     `json:"created_at_forms"`
+	CreatedAtMin    *string     `json:"created_at_min"`
+	CreatedAtMax    *string     `json:"created_at_max"`
+	Hourly          []count     `json:"hourly"`
+	NoErrorMetadata int         `json:"no_error_metadata"`
+	Malformed       []count     `json:"malformed"`
+	Suggestion      *suggestion `json:"suggestion"`
+	SuggestedArgs   *string     `json:"suggested_args"`
+}
+
+func runInspect(cmd *cobra.Command, opts *InspectOptions) error {
+	ctx := cmd.Context()
+	f := opts.Factory
+	s, err := openSession(ctx, f, opts.Queue)
+	if err != nil {
+		return err
+	}
+	s.banner()
+	fmt.Fprintln(f.IO.ErrOut, receiveNote("inspect"))
+	t := newTally()
+	limit := opts.Sample
+	if opts.All {
+		limit = 0
+	}
+	scanErr := s.scan(ctx, limit, func(_ int, m *sqsmove.Message) bool {
+		t.add(pushdlq.ParseCommand(m.Body))
+		return false
+	})
+	s.close()
+	if scanErr != nil {
+		return scanErr
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	rep := inspectReport(s.queue, t, !opts.All)
+	if opts.Output.Value == "json" {
+		return output.WriteJSON(f.IO.Out, rep)
+	}
+	return printInspect(f.IO.Out, rep)
+}
+
+func inspectReport(q sqsmove.Queue, t *tally, sample bool) InspectReport {
+	rep := InspectReport{
+		Queue: q.URL, Visible: q.Visible, InFlight: q.InFlight, Delayed: q.Delayed,
+		Scanned: t.Scanned, Sample: sample,
+		ByCode:          byCount(t.ByCode, codeLabel),
+		ByPriority:      byCount(t.ByPriority, plainLabel[int]),
+		ByAction:        byCount(t.ByAction, plainLabel[string]),
+		CreatedAtForms:  byCount(t.ByForm, plainLabel[pushdlq.CreatedAtForm]),
+		NoErrorMetadata: t.NoErrorMetadata,
+		Malformed:       byCount(t.Problems, reasonLabel),
+		Suggestion:      t.suggest(),
+	}
+	if t.HasCreated {
+		lo, hi := isoMs(t.MinCreated), isoMs(t.MaxCreated)
+		rep.CreatedAtMin, rep.CreatedAtMax = &lo, &hi
+	}
+	hours := make([]int64, 0, len(t.Hourly))
+	for h := range t.Hourly {
+		hours = append(hours, h)
+	}
+	slices.Sort(hours)
+	for _, h := range hours {
+		rep.Hourly = append(rep.Hourly, count{Key: time.UnixMilli(h).UTC().Format("2006-01-02T15:04Z"), Count: t.Hourly[h]})
+	}
+	if rep.Suggestion != nil {
+		args := fmt.Sprintf("--window %s --codes %d", rep.Suggestion.Window, rep.Suggestion.Code)
+		rep.SuggestedArgs = &args
+	}
+	return rep
+}
+
+func printInspect(w io.Writer, r InspectReport) error {
+	var b strings.Builder
+	scope := "all"
+	if r.Sample {
+		scope = "a sample"
+	}
+	fmt.Fprintf(&b, "Queue       %s\n", r.Queue)
+	fmt.Fprintf(&b, "Depth       %d visible, %d in flight, %d delayed (approximate, before the scan)\n", r.Visible, r.InFlight, r.Delayed)
+	fmt.Fprintf(&b, "Scanned     %d messages (%s)\n", r.Scanned, scope)
+	if r.CreatedAtMin != nil {
+		fmt.Fprintf(&b, "createdAt   %s … %s\n", *r.CreatedAtMin, *r.CreatedAtMax)
+	}
+	fmt.Fprintf(&b, "No error metadata (manual redrive): %d\n", r.NoErrorMetadata)
+	section := func(title string, rows []count, named bool) {
+		if len(rows) == 0 {
+			return
+		}
+		fmt.Fprintf(&b, "\n%s\n", title)
+		for _, c := range rows {
+			if named {
+				fmt.Fprintf(&b, "  %-22s %-28s %d\n", c.Key, c.Name, c.Count)
+			} else {
+				fmt.Fprintf(&b, "  %-22s %d\n", c.Key, c.Count)
+			}
+		}
+	}
+	section("By error code", r.ByCode, true)
+	section("By priority", r.ByPriority, false)
+	section("By action", r.ByAction, false)
+	section("createdAt written as", r.CreatedAtForms, false)
+	section("Malformed (never replayed)", r.Malformed, true)
+	if len(r.Hourly) > 0 {
+		fmt.Fprintf(&b, "\ncreatedAt by hour (UTC)\n")
+		peak := 0
+		for _, h := range r.Hourly {
+			peak = max(peak, h.Count)
+		}
+		for _, h := range r.Hourly {
+			bar := strings.Repeat("█", max(1, h.Count*40/peak))
+			fmt.Fprintf(&b, "  %s  %-40s %s\n", h.Key, bar, strconv.Itoa(h.Count))
+		}
+	}
+	if r.Suggestion != nil {
+		fmt.Fprintf(&b, "\nDominant failure: %d %s (%d messages)\nSuggested:  %s\n", r.Suggestion.Code, r.Suggestion.Name, r.Suggestion.Count, *r.SuggestedArgs)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,615 @@
+package pushdlq
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cli/output"
+	"github.com/deadletter/deadletter/internal/pushdlq"
+	"github.com/deadletter/deadletter/internal/sqsmove"
+)
+
+// ReplayOptions are pushdlq replay's inputs.
+type ReplayOptions struct {
+	Factory         *Factory
+	Queue           queueFlags
+	BaseURL         string
+	Window          string
+	Codes           string
+	FromEnv         bool
+	FromFile        string
+	DryRun          bool
+	Yes             bool
+	Ineligible      string
+	Max             int
+	Rate            float64
+	Concurrency     int
+	Journal         string
+	Resume          string
+	AllowWideWindow bool
+	Output          *cmdutil.Output
+
+	policy pushdlq.Policy
+}
+
+// NewCmdReplay builds `pushdlq replay`.
+func NewCmdReplay(f *Factory, runF func(*cobra.Command, *ReplayOptions) error) *cobra.Command {
+	opts := &ReplayOptions{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "replay (--dlq URL|NAME | --from-file FILE) --queue-base-url URL --window START/END --codes LIST",
+		Short: "Replay a time-boxed, error-code-filtered slice of the DLQ to the priority queues",
+		Long: `Replay the DLQ messages whose errorCode is selected (--codes 1004,2003, or '*')
+and whose createdAt lies inside the inclusive window (--window START/END, each
+ISO-8601 or epoch milliseconds) to ${queue-base-url}P${priority}, exactly as
+the push-dlq processor decides. --from-env reads the processor's variables
+(PUSH_DLQ_QUEUE_URL, PUSH_QUEUE_BASE_URL, PROCESS_START_AT, PROCESS_END_AT,
+PROCESS_ERROR_CODES), so a runbook's env file works unchanged; flags given
+as well win over it.
+
+The window applies to the body's createdAt (epoch milliseconds, a numeric
+string or ISO-8601), never to the SQS SentTimestamp. A message without error
+metadata (a manual redrive) is eligible only under --codes '*'; a body that is
+not JSON or lacks priority or createdAt never is.
+
+Steps:
+  1. scan the DLQ, holding each message invisible, and print a plan on stderr:
+     eligible counts by code and priority with their target queues, ineligible
+     counts by reason, and the identity (account, region, profile, endpoint);
+  2. --dry-run stops there and releases every message; otherwise confirm, or
+     pass --yes when not on a terminal;
+  3. send one canary message to each target queue (a missing queue or a
+     refused permission stops that target before the rest are touched), then
+     the rest in batches of up to 10 messages and 256 KiB; delete from the DLQ
+     only what a target accepted;
+  4. ineligible messages are released untouched (--ineligible release), or
+     parked like the processor does: re-sent to the DLQ with DelaySeconds 900
+     and the original deleted (--ineligible park);
+  5. end with one summary record; exit 3 if anything failed.
+
+A write-ahead journal (--journal, default under $XDG_STATE_HOME/deadletter)
+records each batch before it is sent and each outcome after. --resume JOURNAL
+continues a run that was killed: messages the journal shows as sent are
+deleted from the DLQ instead of being sent again; only the batch that was in
+flight when the run died can be sent twice, and the journal lists it.`,
+		Example: `  pushdlq replay --dlq push-dlq --queue-base-url https://sqs.us-east-1.amazonaws.com/123456789012/push- \
+      --window 2025-11-14T08:30:00Z/2025-11-14T09:00:00Z --codes 1004,2003 --dry-run
+  env $(cat push-dlq.env) pushdlq replay --from-env --yes --rate 50
+  pushdlq replay --from-env --resume ~/.local/state/deadletter/replay-20251114T091500Z.ndjson --yes
+  pushdlq replay --from-file edited.ndjson --queue-base-url URL --window START/END --codes '*' --yes`,
+		Args: cmdutil.UsageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.validate(cmd); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd, opts)
+			}
+			return runReplay(cmd, opts)
+		},
+	}
+	opts.Queue.register(cmd, false)
+	fl := cmd.Flags()
+	fl.StringVar(&opts.BaseURL, "queue-base-url", "", "prefix of the priority queues; target = ${base}P${priority}")
+	fl.StringVar(&opts.Window, "window", "", "inclusive createdAt window START/END (ISO-8601 or epoch ms)")
+	fl.StringVar(&opts.Codes, "codes", "", "error codes to replay, comma-separated, or '*' for all")
+	fl.BoolVar(&opts.FromEnv, "from-env", false, "read the push-dlq processor's environment variables")
+	fl.StringVar(&opts.FromFile, "from-file", "", "replay the messages of an export file instead of the DLQ")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "print the plan, release every message and stop")
+	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
+	fl.StringVar(&opts.Ineligible, "ineligible", "release", "what to do with ineligible messages: release (untouched) or park (delay 900 s, as the processor)")
+	fl.IntVar(&opts.Max, "max", 0, "replay at most this many eligible messages (0: all)")
+	fl.Float64Var(&opts.Rate, "rate", 0, "send at most this many messages per second (0: no limit)")
+	fl.IntVar(&opts.Concurrency, "concurrency", 4, "batches in flight at once")
+	fl.StringVar(&opts.Journal, "journal", "", "write-ahead journal file (default: a new file under $XDG_STATE_HOME/deadletter)")
+	fl.StringVar(&opts.Resume, "resume", "", "continue the run this journal records (and append to it)")
+	fl.BoolVar(&opts.AllowWideWindow, "allow-wide-window", false, "allow --codes '*' with a window over 24 hours")
+	_ = cmd.RegisterFlagCompletionFunc("ineligible", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return []string{"release", "park"}, cobra.ShellCompDirectiveNoFileComp
+	})
+	opts.Output = cmdutil.AddOutputFlag(cmd, "table", "json", "ndjson")
+	return cmd
+}
+
+// validate resolves the configuration (flags over --from-env) and applies
+// every guardrail before anything is read from SQS.
+func (o *ReplayOptions) validate(cmd *cobra.Command) error {
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
+	if err := o.Queue.validate(); err != nil {
+		return err
+	}
+	if o.FromEnv {
+		c, err := pushdlq.LoadConfig(o.Factory.Getenv)
+		if err != nil {
+			return cmdutil.UsageErrorf("--from-env: %v", err)
+		}
+		if !cmd.Flags().Changed("dlq") && o.FromFile == "" {
+			o.Queue.DLQ = c.DLQURL
+		}
+		if !cmd.Flags().Changed("queue-base-url") {
+			o.BaseURL = c.BaseURL
+		}
+		o.policy = c.Policy
+	}
+	switch {
+	case o.FromFile != "" && o.Queue.DLQ != "" && cmd.Flags().Changed("dlq"):
+		return cmdutil.UsageErrorf("--from-file and --dlq are mutually exclusive")
+	case o.FromFile == "" && o.Queue.DLQ == "":
+		return cmdutil.UsageErrorf("--dlq (or --from-env, or --from-file) is required")
+	case o.BaseURL == "":
+		return cmdutil.UsageErrorf("--queue-base-url (or --from-env) is required")
+	}
+	if o.Window != "" {
+		s, e, err := pushdlq.ParseWindow(o.Window)
+		if err != nil {
+			return cmdutil.UsageErrorf("--window: %v", err)
+		}
+		o.policy.Start, o.policy.End = s, e
+	} else if !o.FromEnv {
+		return cmdutil.UsageErrorf("--window (or --from-env) is required")
+	}
+	if o.Codes != "" {
+		all, codes, err := pushdlq.ParseCodes(o.Codes)
+		if err != nil {
+			return cmdutil.UsageErrorf("--codes: %v", err)
+		}
+		o.policy.AllCodes, o.policy.Codes = all, codes
+	} else if !o.FromEnv {
+		return cmdutil.UsageErrorf("--codes (or --from-env) is required")
+	}
+	if err := o.policy.Validate(o.AllowWideWindow); err != nil {
+		return cmdutil.UsageErrorf("%v", err)
+	}
+	if o.Ineligible != "release" && o.Ineligible != "park" {
+		return cmdutil.UsageErrorf("--ineligible %q: want release or park", o.Ineligible)
+	}
+	if o.Ineligible == "park" && o.FromFile != "" {
+		return cmdutil.UsageErrorf("--ineligible park needs the DLQ; with --from-file ineligible messages are skipped")
+	}
+	if o.Max < 0 || o.Rate < 0 || o.Concurrency < 1 {
+		return cmdutil.UsageErrorf("--max and --rate want 0 or more, --concurrency 1 or more")
+	}
+	if o.Resume != "" {
+		if _, err := os.Stat(o.Resume); err != nil {
+			return cmdutil.UsageErrorf("--resume: %v", err)
+		}
+		if o.Journal != "" && o.Journal != o.Resume {
+			return cmdutil.UsageErrorf("--resume appends to its journal; do not pass a different --journal")
+		}
+	}
+	if !o.DryRun {
+		return cmdutil.RequireYes(o.Factory.IO, o.Yes, "replay")
+	}
+	return nil
+}
+
+// ReplaySummary is the summary record of pushdlq replay.
+type ReplaySummary struct {
+	Type              string  `json:"type"`
+	DryRun            bool    `json:"dry_run"`
+	Source            string  `json:"source"`
+	WindowStart       string  `json:"window_start"`
+	WindowEnd         string  `json:"window_end"`
+	Codes             string  `json:"codes"`
+	Scanned           int     `json:"scanned"`
+	Eligible          int     `json:"eligible"`
+	Ineligible        int     `json:"ineligible"`
+	Sent              int     `json:"sent"`
+	Parked            int     `json:"parked"`
+	Released          int     `json:"released"`
+	Failed            int     `json:"failed"`
+	DeleteFailed      int     `json:"delete_failed"`
+	SkippedDuplicates int     `json:"skipped_duplicates"`
+	Abandoned         int     `json:"abandoned"`
+	ReleaseFailed     int     `json:"release_failed"`
+	Journal           *string `json:"journal"`
+}
+
+// MessageResult is one -o ndjson line per message.
+type MessageResult struct {
+	Type      string  `json:"type"`
+	MessageID string  `json:"message_id"`
+	Outcome   string  `json:"outcome"`
+	ErrorCode *int    `json:"error_code"`
+	Priority  *int    `json:"priority"`
+	CreatedAt *string `json:"created_at"`
+	Target    *string `json:"target"`
+	NewID     *string `json:"new_message_id"`
+	Reason    *string `json:"reason"`
+	Error     *string `json:"error"`
+}
+
+func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
+	ctx := cmd.Context()
+	f := opts.Factory
+	r := &replayRun{opts: opts, f: f, tally: newTally(), summary: ReplaySummary{Type: "summary", DryRun: opts.DryRun, Codes: opts.policy.CodesString()}}
+	start, end := opts.policy.Window()
+	r.summary.WindowStart, r.summary.WindowEnd = start.Format(time.RFC3339Nano), end.Format(time.RFC3339Nano)
+	if opts.Output.Value == "ndjson" {
+		r.stream = output.NewJSONStream(f.IO.Out, true)
+	}
+	if opts.Resume != "" {
+		if r.resume, err = sqsmove.ReadJournal(opts.Resume); err != nil {
+			return err
+		}
+	}
+
+	// Scan: from the DLQ, or from an export file.
+	if opts.FromFile != "" {
+		err = r.load(ctx)
+	} else {
+		err = r.scan(ctx)
+	}
+	defer func() {
+		released, releaseFailed := r.finish()
+		r.summary.Released, r.summary.ReleaseFailed = released, releaseFailed
+		if werr := r.writeSummary(); werr != nil && err == nil {
+			err = werr
+		}
+		if err == nil && (r.summary.Failed > 0 || r.summary.DeleteFailed > 0 || r.summary.Abandoned > 0 || releaseFailed > 0) {
+			err = cmdutil.PartialError
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err := r.checkTargets(); err != nil {
+		return err
+	}
+	r.printPlan()
+	if opts.DryRun {
+		fmt.Fprintln(f.IO.ErrOut, "dry run: nothing sent; every message is released")
+		return nil
+	}
+	if r.tally.Eligible == 0 && opts.Ineligible != "park" && r.tally.AlreadySent == 0 {
+		fmt.Fprintln(f.IO.ErrOut, "nothing to replay")
+		return nil
+	}
+	if !opts.Yes {
+		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Replay %s?", plural(r.tally.Eligible, "message")), "yes")
+		if err != nil || !ok {
+			fmt.Fprintln(f.IO.ErrOut, "nothing sent; every message is released")
+			return err
+		}
+	}
+	return r.replay(ctx)
+}
+
+// replayRun is one replay's state.
+type replayRun struct {
+	opts    *ReplayOptions
+	f       *Factory
+	s       *session // the DLQ, when replaying from it
+	hold    *sqsmove.Hold
+	source  string // DLQ URL or file name
+	tally   *tally
+	resume  sqsmove.Resume
+	journal *sqsmove.Journal
+	stream  *output.JSONStream
+	mu      sync.Mutex
+	summary ReplaySummary
+}
+
+func (r *replayRun) scan(ctx context.Context) error {
+	s, err := openSession(ctx, r.f, r.opts.Queue)
+	if err != nil {
+		return err
+	}
+	r.s, r.hold, r.source = s, s.hold, s.queue.URL
+	r.summary.Source = s.queue.URL
+	if r.opts.Ineligible == "park" && s.queue.FIFO {
+		return cmdutil.UsageErrorf("--ineligible park: %s is a FIFO queue, which takes no per-message delay", sqsmove.Name(s.queue.URL))
+	}
+	s.banner()
+	fmt.Fprintln(r.f.IO.ErrOut, receiveNote("replay"))
+	return s.scan(ctx, 0, r.observe)
+}
+
+func (r *replayRun) load(ctx context.Context) error {
+	hold, err := sqsmove.NewHold(nil, "", time.Minute)
+	if err != nil {
+		return err
+	}
+	r.hold, r.source = hold, r.opts.FromFile
+	r.summary.Source = r.opts.FromFile
+	fh, err := os.Open(r.opts.FromFile)
+	if err != nil {
+		return fmt.Errorf("--from-file: %w", err)
+	}
+	defer fh.Close()
+	return hold.Load(fh, r.opts.FromFile, r.observe)
+}
+
+// observe decides one scanned message and counts it; it stops the scan
+// once --max eligible messages are held.
+func (r *replayRun) observe(_ int, m *sqsmove.Message) bool {
+	c := pushdlq.ParseCommand(m.Body)
+	r.tally.add(c)
+	if r.resume.Moved[m.MessageID] {
+		r.tally.AlreadySent++
+		return false
+	}
+	d := r.decide(c)
+	r.tally.decide(c, d)
+	return r.opts.Max > 0 && r.tally.Eligible >= r.opts.Max
+}
+
+func (r *replayRun) decide(c pushdlq.Command) pushdlq.Decision {
+	return pushdlq.Decide(c, r.opts.policy, r.opts.BaseURL)
+}
+
+// checkTargets refuses a plan that would send to the DLQ itself.
+func (r *replayRun) checkTargets() error {
+	if r.s == nil {
+		return nil
+	}
+	for k := range r.tally.ByTarget {
+		if sqsmove.SameQueue(k.Target, r.s.queue.URL) {
+			return cmdutil.UsageErrorf("priority %d would be replayed to %s, which is the DLQ itself; check --queue-base-url", k.Priority, k.Target)
+		}
+	}
+	return nil
+}
+
+func (r *replayRun) printPlan() {
+	w := r.f.IO.ErrOut
+	t := r.tally
+	start, end := r.opts.policy.Window()
+	fmt.Fprintf(w, "\nPlan for %s\n", r.source)
+	fmt.Fprintf(w, "  window   %s … %s (inclusive, on createdAt)\n", start.Format(time.RFC3339Nano), end.Format(time.RFC3339Nano))
+	fmt.Fprintf(w, "  codes    %s\n", r.opts.policy.CodesString())
+	fmt.Fprintf(w, "  scanned  %d\n", t.Scanned)
+	fmt.Fprintf(w, "  eligible %d\n", t.Eligible)
+	keys := make([]targetKey, 0, len(t.ByTarget))
+	for k := range t.ByTarget {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Code != keys[j].Code {
+			return keys[i].Code < keys[j].Code
+		}
+		return keys[i].Priority < keys[j].Priority
+	})
+	for _, k := range keys {
+		code, name := codeLabel(k.Code)
+		fmt.Fprintf(w, "    %6d  code %s %-24s priority %-3d -> %s\n", t.ByTarget[k], code, name, k.Priority, sqsmove.Name(k.Target))
+	}
+	ineligible := 0
+	for _, n := range t.Ineligible {
+		ineligible += n
+	}
+	action := "released untouched"
+	if r.opts.Ineligible == "park" {
+		action = "parked in the DLQ with DelaySeconds 900"
+	}
+	fmt.Fprintf(w, "  ineligible %d (%s)\n", ineligible, action)
+	for _, c := range byCount(t.Ineligible, reasonLabel) {
+		fmt.Fprintf(w, "    %6d  %s\n", c.Count, c.Name)
+	}
+	if t.AlreadySent > 0 {
+		fmt.Fprintf(w, "  already sent by the resumed run: %d (deleted from the DLQ, not sent again)\n", t.AlreadySent)
+	}
+	if n := len(r.resume.Uncertain); n > 0 {
+		fmt.Fprintf(w, "  in flight when the resumed run stopped: %d (sent again: the only possible duplicates)\n", n)
+	}
+	if r.opts.Rate > 0 && t.Eligible > 0 {
+		fmt.Fprintf(w, "  rate     %.0f msg/s (about %s)\n", r.opts.Rate, (time.Duration(float64(t.Eligible)/r.opts.Rate) * time.Second).Round(time.Second))
+	}
+	r.summary.Scanned, r.summary.Eligible, r.summary.Ineligible = t.Scanned, t.Eligible, ineligible
+}
+
+func (r *replayRun) route(m *sqsmove.Message) sqsmove.Route {
+	d := r.decide(pushdlq.ParseCommand(m.Body))
+	switch {
+	case d.Eligible:
+		return sqsmove.Route{Target: d.Target}
+	case r.opts.Ineligible == "park" && r.s != nil:
+		return sqsmove.Route{Park: true, Delay: pushdlq.ParkDelaySeconds}
+	}
+	return sqsmove.Route{}
+}
+
+func (r *replayRun) replay(ctx context.Context) error {
+	path, err := r.journalPath()
+	if err != nil {
+		return err
+	}
+	if r.journal, err = sqsmove.OpenJournal(path); err != nil {
+		return err
+	}
+	r.summary.Journal = &path
+	fmt.Fprintf(r.f.IO.ErrOut, "journal: %s\n", path)
+	var api sqsmove.API
+	if r.s != nil {
+		api = r.s.api
+	} else {
+		if api, _, err = r.f.SQS(ctx); err != nil {
+			return err
+		}
+	}
+	progress := cmdutil.NewProgress(r.f.IO.ErrOut, r.f.IO.ShowProgress())
+	defer progress.Clear()
+	done := 0
+	rp := &sqsmove.Replayer{
+		API: api, Hold: r.hold, Source: r.s.sourceURL(), Journal: r.journal,
+		Concurrency: r.opts.Concurrency, Rate: r.opts.Rate, Moved: r.resume.Moved, Route: r.route,
+		RunInfo: map[string]any{"source": r.source, "queue_base_url": r.opts.BaseURL, "window_start": r.summary.WindowStart,
+			"window_end": r.summary.WindowEnd, "codes": r.summary.Codes, "ineligible": r.opts.Ineligible},
+		OnResult: func(res sqsmove.Result) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			done++
+			progress.Update("replaying: %d of %d done", done, r.tally.Eligible+r.tally.AlreadySent)
+			r.emit(res)
+		},
+	}
+	counts, err := rp.Run(ctx)
+	r.summary.Sent, r.summary.Parked, r.summary.Failed = counts.Sent, counts.Parked, counts.Failed
+	r.summary.DeleteFailed, r.summary.SkippedDuplicates, r.summary.Abandoned = counts.DeleteFailed, counts.SkippedDuplicates, counts.Abandoned
+	if err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+func (s *session) sourceURL() string {
+	if s == nil {
+		return ""
+	}
+	return s.queue.URL
+}
+
+func (r *replayRun) journalPath() (string, error) {
+	switch {
+	case r.opts.Resume != "":
+		return r.opts.Resume, nil
+	case r.opts.Journal != "":
+		return r.opts.Journal, nil
+	}
+	dir, err := r.f.StateDir()
+	if err != nil {
+		return "", fmt.Errorf("no place for the journal (pass --journal): %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create the journal directory (or pass --journal): %w", err)
+	}
+	return filepath.Join(dir, "replay-"+r.f.Now().UTC().Format("20060102T150405Z")+"-"+fmt.Sprint(os.Getpid())+".ndjson"), nil
+}
+
+// emit writes one -o ndjson line.
+func (r *replayRun) emit(res sqsmove.Result) {
+	if r.stream == nil {
+		return
+	}
+	c := pushdlq.ParseCommand(res.Msg.Body)
+	line := messageLine(res.Msg.MessageID, string(res.Outcome), c)
+	if res.Route.Target != "" {
+		line.Target = &res.Route.Target
+	} else if res.Route.Park {
+		line.Target = &r.source
+	}
+	if res.NewID != "" {
+		line.NewID = &res.NewID
+	}
+	if res.Err != nil {
+		e := res.Err.Error()
+		line.Error = &e
+	}
+	if res.DeleteFailed != nil {
+		e := "sent, but not deleted from the DLQ: " + res.DeleteFailed.Error()
+		line.Error = &e
+	}
+	r.stream.Write(line)
+}
+
+func messageLine(id, outcome string, c pushdlq.Command) MessageResult {
+	line := MessageResult{Type: "message", MessageID: id, Outcome: outcome}
+	if c.HasErrorCode {
+		line.ErrorCode = &c.ErrorCode
+	}
+	if c.HasPriority {
+		line.Priority = &c.Priority
+	}
+	if c.HasCreatedAt {
+		s := isoMs(c.CreatedAt)
+		line.CreatedAt = &s
+	}
+	return line
+}
+
+// finish releases what is still held (reporting each ineligible or
+// unsent message on -o ndjson), and closes the journal.
+func (r *replayRun) finish() (released, failed int) {
+	if r.hold == nil {
+		return 0, 0
+	}
+	if r.stream != nil {
+		r.hold.Each(func(ord int, st sqsmove.State, m *sqsmove.Message) error {
+			if st != sqsmove.Held {
+				return nil
+			}
+			c := pushdlq.ParseCommand(m.Body)
+			d := r.decide(c)
+			if d.Eligible {
+				return nil // reported by the replayer (failed/abandoned) or, in a dry run, below
+			}
+			line := messageLine(m.MessageID, "released", c)
+			reason := string(d.Reason)
+			line.Reason = &reason
+			r.stream.Write(line)
+			return nil
+		})
+		if r.opts.DryRun {
+			r.hold.Each(func(ord int, st sqsmove.State, m *sqsmove.Message) error {
+				c := pushdlq.ParseCommand(m.Body)
+				if d := r.decide(c); d.Eligible {
+					line := messageLine(m.MessageID, "would_send", c)
+					line.Target = &d.Target
+					r.stream.Write(line)
+				}
+				return nil
+			})
+		}
+	}
+	if r.s != nil {
+		released, failed = r.s.close()
+	} else {
+		r.hold.Close()
+	}
+	if r.journal != nil {
+		r.journal.Write(sqsmove.Event{Event: sqsmove.EvSummary, Info: r.summary})
+		if err := r.journal.Close(); err != nil {
+			fmt.Fprintf(r.f.IO.ErrOut, "warning: %v\n", err)
+		}
+	}
+	return released, failed
+}
+
+func (r *replayRun) writeSummary() error {
+	s := r.summary
+	switch r.opts.Output.Value {
+	case "ndjson":
+		if err := r.stream.Write(s); err != nil {
+			return err
+		}
+		return r.stream.Close()
+	case "json":
+		return output.WriteJSON(r.f.IO.Out, s)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "scanned             %d\n", s.Scanned)
+	fmt.Fprintf(&b, "eligible            %d\n", s.Eligible)
+	fmt.Fprintf(&b, "sent                %d\n", s.Sent)
+	fmt.Fprintf(&b, "parked              %d\n", s.Parked)
+	fmt.Fprintf(&b, "released            %d\n", s.Released)
+	fmt.Fprintf(&b, "failed              %d\n", s.Failed)
+	fmt.Fprintf(&b, "delete failed       %d\n", s.DeleteFailed)
+	fmt.Fprintf(&b, "skipped duplicates  %d\n", s.SkippedDuplicates)
+	if s.Abandoned > 0 {
+		fmt.Fprintf(&b, "abandoned           %d\n", s.Abandoned)
+	}
+	if s.ReleaseFailed > 0 {
+		fmt.Fprintf(&b, "release failed      %d\n", s.ReleaseFailed)
+	}
+	if s.Journal != nil {
+		fmt.Fprintf(&b, "journal             %s\n", *s.Journal)
+	}
+	if s.DryRun {
+		b.WriteString("dry run             nothing was sent\n")
+	}
+	_, err := fmt.Fprint(r.f.IO.Out, b.String())
+	return err
+}

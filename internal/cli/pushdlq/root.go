@@ -1,0 +1,75 @@
+package pushdlq
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cli/iostreams"
+)
+
+// Main runs pushdlq with the process's arguments and returns its exit code.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, NewFactory(iostreams.System(), os.Getenv), os.Args[1:])
+}
+
+// Run executes one command line and reports errors on stderr.
+func Run(ctx context.Context, f *Factory, args []string) int {
+	return cmdutil.Execute(ctx, NewCmdRoot(f), args, f.IO.ErrOut)
+}
+
+// NewCmdRoot builds the command tree.
+func NewCmdRoot(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "pushdlq",
+		Short: "Inspect, export and replay the push-notification dead-letter queue",
+		Long: `pushdlq works on the push-notification SQS dead-letter queue: the
+FailedPushCommand messages (the original PushCommand plus errorCode and
+errorMessage) that the push Lambda leaves there after a second failure.
+
+It inspects the queue without consuming it, exports it to NDJSON, and replays
+a time-boxed, error-code-filtered slice of it to the priority queues
+${base}P${priority}, with the same eligibility rules as the push-dlq
+processor. Nothing is deleted from the DLQ before it is safely in its target
+queue or on disk. Data goes to stdout; plans, progress and warnings to stderr.`,
+		Example: `  pushdlq inspect --dlq push-dlq
+  pushdlq replay --dlq push-dlq --queue-base-url https://sqs.us-east-1.amazonaws.com/123456789012/push- \
+      --window 2025-11-14T08:30:00Z/2025-11-14T09:00:00Z --codes 1004 --dry-run
+  pushdlq export --dlq push-dlq --out push-dlq-2025-11-14.ndjson`,
+	}
+	cmdutil.SetupRoot(root, f.IO.Out, f.IO.ErrOut)
+	cmdutil.AddAWSFlags(root, f.AWS)
+	root.AddCommand(NewCmdCodes(f, nil), NewCmdInspect(f, nil), NewCmdExport(f, nil), NewCmdReplay(f, nil),
+		cmdutil.NewCmdVersion("pushdlq", f.IO.Out))
+	root.AddCommand(cmdutil.HelpTopic("exit-codes", "What pushdlq's exit codes mean", cmdutil.ExitCodesHelp))
+	root.AddCommand(cmdutil.HelpTopic("environment", "Environment variables pushdlq reads", environmentHelp))
+	return root
+}
+
+const environmentHelp = `Environment variables:
+
+  PUSH_DLQ_QUEUE_URL     the DLQ                        } read by
+  PUSH_QUEUE_BASE_URL    the priority queues' prefix    } 'replay --from-env',
+  PROCESS_START_AT       window start (ISO-8601)        } exactly as the
+  PROCESS_END_AT         window end (ISO-8601)          } push-dlq processor
+  PROCESS_ERROR_CODES    1004,2003 or *                 } reads them
+  AWS_PROFILE, AWS_REGION, AWS_DEFAULT_REGION
+                         AWS profile and region; --profile and --region win
+  AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_SQS
+                         send AWS requests elsewhere (a local SQS);
+                         --endpoint-url wins
+  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
+                         static credentials, as the AWS SDK reads them
+  XDG_STATE_HOME         journals go to $XDG_STATE_HOME/deadletter
+                         (default ~/.local/state/deadletter)
+  NO_COLOR               any non-empty value turns colour off
+  CLICOLOR=0             turns colour off
+  CLICOLOR_FORCE         any non-empty value but 0 keeps colour when piped
+  DEADLETTER_NO_PROMPT   never ask for confirmation (replay then needs --yes)
+  DEADLETTER_DEBUG       log AWS requests on stderr (as --debug-aws)`

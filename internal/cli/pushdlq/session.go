@@ -1,0 +1,153 @@
+package pushdlq
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/tidwall/gjson"
+
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/sqsmove"
+)
+
+// queueFlags are the flags of every command that reads the DLQ.
+type queueFlags struct {
+	DLQ        string
+	Visibility time.Duration
+	Wait       time.Duration
+}
+
+func (q *queueFlags) register(cmd *cobra.Command, required bool) {
+	fl := cmd.Flags()
+	usage := "the dead-letter queue: its URL or its name"
+	if !required {
+		usage += " (required unless --from-env or --from-file)"
+	}
+	fl.StringVar(&q.DLQ, "dlq", "", usage)
+	fl.DurationVar(&q.Visibility, "visibility-timeout", 2*time.Minute,
+		"how long received messages stay invisible; renewed while the run lasts, so a killed run frees them this soon")
+	fl.DurationVar(&q.Wait, "wait", time.Second, "long-poll wait per receive; the scan ends after two receives bring nothing new")
+	_ = fl.MarkHidden("wait")
+}
+
+func (q *queueFlags) validate() error {
+	if q.Visibility < time.Second || q.Visibility > 12*time.Hour {
+		return cmdutil.UsageErrorf("--visibility-timeout %s: want between 1s and 12h (the SQS limits)", q.Visibility)
+	}
+	if q.Wait < time.Second || q.Wait > 20*time.Second {
+		return cmdutil.UsageErrorf("--wait %s: want between 1s and 20s", q.Wait)
+	}
+	return nil
+}
+
+// session is an open DLQ with the messages received from it held
+// invisible until they are deleted or released.
+type session struct {
+	f         *Factory
+	api       sqsmove.API
+	where     string // profile, region, endpoint
+	queue     sqsmove.Queue
+	hold      *sqsmove.Hold
+	flags     queueFlags
+	stopAlive context.CancelFunc
+	aliveDone chan struct{}
+}
+
+// openSession resolves and describes the DLQ and prepares to hold its
+// messages. Nothing is received yet.
+func openSession(ctx context.Context, f *Factory, q queueFlags) (*session, error) {
+	api, where, err := f.SQS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	u, err := sqsmove.ResolveURL(ctx, api, q.DLQ)
+	if err != nil {
+		return nil, err
+	}
+	queue, err := sqsmove.Describe(ctx, api, u)
+	if err != nil {
+		return nil, err
+	}
+	hold, err := sqsmove.NewHold(api, u, q.Visibility)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{f: f, api: api, where: where, queue: queue, hold: hold, flags: q, aliveDone: make(chan struct{})}
+	aliveCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopAlive = cancel
+	go func() {
+		defer close(s.aliveDone)
+		hold.KeepAlive(aliveCtx, func(err error) {
+			fmt.Fprintf(f.IO.ErrOut, "warning: could not extend the visibility of held messages: %v\n", err)
+		})
+	}()
+	return s, nil
+}
+
+// banner names the queue and the identity on stderr.
+func (s *session) banner() {
+	acct := s.queue.Account()
+	if acct == "" {
+		acct = "unknown"
+	}
+	fmt.Fprintf(s.f.IO.ErrOut, "queue %s (account %s, %s)\n", sqsmove.Name(s.queue.URL), acct, s.where)
+	if s.queue.RedrivePolicy != "" {
+		fmt.Fprintf(s.f.IO.ErrOut, "warning: %s has its own redrive policy (maxReceiveCount %s, to %s): receiving its messages may move them there\n",
+			sqsmove.Name(s.queue.URL), gjson.Get(s.queue.RedrivePolicy, "maxReceiveCount").Raw,
+			gjson.Get(s.queue.RedrivePolicy, "deadLetterTargetArn").Str)
+	}
+}
+
+// scan receives messages until the queue is exhausted, max new messages
+// were seen or fn says stop; progress goes to stderr on a terminal.
+func (s *session) scan(ctx context.Context, max int, fn func(ord int, m *sqsmove.Message) bool) error {
+	progress := cmdutil.NewProgress(s.f.IO.ErrOut, s.f.IO.ShowProgress())
+	defer progress.Clear()
+	total := s.queue.Visible
+	n := 0
+	return s.hold.Receive(ctx, sqsmove.ReceiveOptions{Wait: s.flags.Wait, Max: max, Receivers: 2}, func(ord int, m *sqsmove.Message) bool {
+		n++
+		progress.Update("scanning %s: %d of ~%d messages", sqsmove.Name(s.queue.URL), n, total)
+		return fn(ord, m)
+	})
+}
+
+// close releases every message still held and removes the spool. It runs
+// even when the command was interrupted.
+func (s *session) close() (released int, failed int) {
+	s.stopAlive()
+	<-s.aliveDone
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	released, failures := s.hold.Release(ctx)
+	if len(failures) > 0 {
+		var first error
+		for _, err := range failures {
+			first = err
+			break
+		}
+		fmt.Fprintf(s.f.IO.ErrOut, "warning: %d messages could not be made visible again (%v); they reappear when their visibility timeout (%s) runs out\n",
+			len(failures), first, s.flags.Visibility)
+	}
+	s.hold.Close()
+	return released, len(failures)
+}
+
+// receiveNote says what reading does to the messages.
+func receiveNote(verb string) string {
+	return fmt.Sprintf("note: %s receives each message, which raises its receive count (ApproximateReceiveCount);\n"+
+		"      messages are held invisible meanwhile and made visible again at the end", verb)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	if strings.HasSuffix(word, "y") {
+		return fmt.Sprintf("%d %sies", n, word[:len(word)-1])
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

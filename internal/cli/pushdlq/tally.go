@@ -1,0 +1,186 @@
+package pushdlq
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/deadletter/deadletter/internal/pushdlq"
+)
+
+// tally counts what a scan saw; inspect prints it, replay's plan is made
+// from it.
+type tally struct {
+	Scanned         int
+	ByCode          map[int]int // -1: no errorCode
+	ByPriority      map[int]int
+	ByAction        map[string]int
+	ByForm          map[pushdlq.CreatedAtForm]int
+	Hourly          map[int64]int // hour start, epoch ms
+	Problems        map[pushdlq.Reason]int
+	NoErrorMetadata int
+	MinCreated      int64
+	MaxCreated      int64
+	HasCreated      bool
+	codeSpan        map[int][2]int64 // createdAt range per code
+
+	// replay only
+	Eligible    int
+	ByTarget    map[targetKey]int
+	Ineligible  map[pushdlq.Reason]int
+	AlreadySent int
+}
+
+type targetKey struct {
+	Code     int // -1: no errorCode
+	Priority int
+	Target   string
+}
+
+func newTally() *tally {
+	return &tally{
+		ByCode: map[int]int{}, ByPriority: map[int]int{}, ByAction: map[string]int{}, ByForm: map[pushdlq.CreatedAtForm]int{},
+		Hourly: map[int64]int{}, Problems: map[pushdlq.Reason]int{}, codeSpan: map[int][2]int64{},
+		ByTarget: map[targetKey]int{}, Ineligible: map[pushdlq.Reason]int{},
+	}
+}
+
+func codeOf(c pushdlq.Command) int {
+	if c.HasErrorCode {
+		return c.ErrorCode
+	}
+	return -1
+}
+
+// add counts one message's contents.
+func (t *tally) add(c pushdlq.Command) {
+	t.Scanned++
+	if c.Problem.Malformed() {
+		t.Problems[c.Problem]++
+	}
+	if !c.HasErrorMeta && c.Problem != pushdlq.ReasonBodyNotJSON && c.Problem != pushdlq.ReasonBodyNotObject {
+		t.NoErrorMetadata++
+	}
+	if c.Problem == pushdlq.ReasonBodyNotJSON || c.Problem == pushdlq.ReasonBodyNotObject {
+		return
+	}
+	code := codeOf(c)
+	t.ByCode[code]++
+	if c.HasPriority {
+		t.ByPriority[c.Priority]++
+	}
+	action := c.Action
+	if action == "" {
+		action = "(none)"
+	}
+	t.ByAction[action]++
+	if c.HasCreatedAt {
+		t.ByForm[c.CreatedAtForm]++
+		if !t.HasCreated {
+			t.MinCreated, t.MaxCreated, t.HasCreated = c.CreatedAt, c.CreatedAt, true
+		}
+		t.MinCreated, t.MaxCreated = min(t.MinCreated, c.CreatedAt), max(t.MaxCreated, c.CreatedAt)
+		t.Hourly[c.CreatedAt-mod(c.CreatedAt, 3600_000)]++
+		span, ok := t.codeSpan[code]
+		if !ok {
+			span = [2]int64{c.CreatedAt, c.CreatedAt}
+		}
+		span[0], span[1] = min(span[0], c.CreatedAt), max(span[1], c.CreatedAt)
+		t.codeSpan[code] = span
+	}
+}
+
+func mod(a, b int64) int64 {
+	m := a % b
+	if m < 0 {
+		m += b
+	}
+	return m
+}
+
+// decide counts one message's decision.
+func (t *tally) decide(c pushdlq.Command, d pushdlq.Decision) {
+	if d.Eligible {
+		t.Eligible++
+		t.ByTarget[targetKey{codeOf(c), c.Priority, d.Target}]++
+		return
+	}
+	t.Ineligible[d.Reason]++
+}
+
+// suggestion is the window and codes inspect suggests for the dominant
+// failure: the most frequent error code and the createdAt range it spans,
+// widened to whole minutes.
+type suggestion struct {
+	Code   int    `json:"code"`
+	Name   string `json:"name"`
+	Count  int    `json:"count"`
+	Window string `json:"window"`
+}
+
+func (t *tally) suggest() *suggestion {
+	best, bestN := 0, 0
+	for code, n := range t.ByCode {
+		if code < 0 {
+			continue
+		}
+		if _, ok := t.codeSpan[code]; ok && (n > bestN || (n == bestN && code < best)) {
+			best, bestN = code, n
+		}
+	}
+	if bestN == 0 {
+		return nil
+	}
+	span := t.codeSpan[best]
+	start := time.UnixMilli(span[0]).UTC().Truncate(time.Minute)
+	end := time.UnixMilli(span[1]).UTC().Truncate(time.Minute).Add(time.Minute)
+	return &suggestion{Code: best, Name: pushdlq.CodeName(best), Count: bestN,
+		Window: start.Format(time.RFC3339) + "/" + end.Format(time.RFC3339)}
+}
+
+// count is one row of a grouped count in JSON output.
+type count struct {
+	Key   string `json:"key"`
+	Name  string `json:"name,omitempty"`
+	Count int    `json:"count"`
+}
+
+func codeLabel(code int) (string, string) {
+	if code < 0 {
+		return "-", "(no errorCode)"
+	}
+	name := pushdlq.CodeName(code)
+	if name == "" {
+		name = "(not in the code table)"
+	}
+	return strconv.Itoa(code), name
+}
+
+func byCount[K cmp.Ordered](m map[K]int, label func(K) (string, string)) []count {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b K) int {
+		if c := cmp.Compare(m[b], m[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	out := make([]count, len(keys))
+	for i, k := range keys {
+		key, name := label(k)
+		out[i] = count{Key: key, Name: name, Count: m[k]}
+	}
+	return out
+}
+
+func plainLabel[K any](k K) (string, string) { return fmt.Sprint(k), "" }
+
+func reasonLabel(r pushdlq.Reason) (string, string) { return string(r), r.Text() }
+
+func isoMs(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
+}
