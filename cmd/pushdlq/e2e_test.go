@@ -411,7 +411,7 @@ func TestInspectExportAndReplayFromFile(t *testing.T) {
 		t.Fatalf("inspect: exit %d: %s", code, stderr)
 	}
 	if gjson.Get(stdout, "scanned").Int() != 24 || gjson.Get(stdout, "suggestion.code").Int() != 1004 ||
-		gjson.Get(stdout, "suggested_args").Str != "--window 2025-11-14T07:30:00Z/2025-11-14T08:46:00Z --codes 1004" || gjson.Get(stdout, "no_error_metadata").Int() == 0 {
+		gjson.Get(stdout, "suggested_args").Str != "--window 2025-11-14T08:40:00Z/2025-11-14T08:46:00Z --codes 1004" || gjson.Get(stdout, "no_error_metadata").Int() == 0 {
 		t.Errorf("inspect report %s", stdout)
 	}
 	if !strings.Contains(stderr, "receive count") {

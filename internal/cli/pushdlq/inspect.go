@@ -199,7 +199,8 @@ func printInspect(w io.Writer, r InspectReport) error {
 		}
 	}
 	if r.Suggestion != nil {
-		fmt.Fprintf(&b, "\nDominant failure: %d %s (%d messages)\nSuggested:  %s\n", r.Suggestion.Code, r.Suggestion.Name, r.Suggestion.Count, *r.SuggestedArgs)
+		sg := r.Suggestion
+		fmt.Fprintf(&b, "\nDominant failure: %d %s (%d messages; %d in its main burst)\nSuggested:  %s\n", sg.Code, sg.Name, sg.Count, sg.InWindow, *r.SuggestedArgs)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

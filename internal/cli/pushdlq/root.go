@@ -46,7 +46,7 @@ queue or on disk. Data goes to stdout; plans, progress and warnings to stderr.`,
 	cmdutil.SetupRoot(root, f.IO.Out, f.IO.ErrOut)
 	cmdutil.AddAWSFlags(root, f.AWS)
 	root.AddCommand(NewCmdCodes(f, nil), NewCmdInspect(f, nil), NewCmdExport(f, nil), NewCmdReplay(f, nil),
-		cmdutil.NewCmdVersion("pushdlq", f.IO.Out))
+		cmdutil.NewCmdVersion("pushdlq", f.IO.Out), newCmdDev(f))
 	root.AddCommand(cmdutil.HelpTopic("exit-codes", "What pushdlq's exit codes mean", cmdutil.ExitCodesHelp))
 	root.AddCommand(cmdutil.HelpTopic("environment", "Environment variables pushdlq reads", environmentHelp))
 	return root

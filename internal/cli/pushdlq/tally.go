@@ -24,7 +24,7 @@ type tally struct {
 	MinCreated      int64
 	MaxCreated      int64
 	HasCreated      bool
-	codeSpan        map[int][2]int64 // createdAt range per code
+	codeMinutes     map[int]map[int64]int // per code: messages per createdAt minute
 
 	// replay only
 	Eligible    int
@@ -42,7 +42,7 @@ type targetKey struct {
 func newTally() *tally {
 	return &tally{
 		ByCode: map[int]int{}, ByPriority: map[int]int{}, ByAction: map[string]int{}, ByForm: map[pushdlq.CreatedAtForm]int{},
-		Hourly: map[int64]int{}, Problems: map[pushdlq.Reason]int{}, codeSpan: map[int][2]int64{},
+		Hourly: map[int64]int{}, Problems: map[pushdlq.Reason]int{}, codeMinutes: map[int]map[int64]int{},
 		ByTarget: map[targetKey]int{}, Ineligible: map[pushdlq.Reason]int{},
 	}
 }
@@ -83,12 +83,10 @@ func (t *tally) add(c pushdlq.Command) {
 		}
 		t.MinCreated, t.MaxCreated = min(t.MinCreated, c.CreatedAt), max(t.MaxCreated, c.CreatedAt)
 		t.Hourly[c.CreatedAt-mod(c.CreatedAt, 3600_000)]++
-		span, ok := t.codeSpan[code]
-		if !ok {
-			span = [2]int64{c.CreatedAt, c.CreatedAt}
+		if t.codeMinutes[code] == nil {
+			t.codeMinutes[code] = map[int64]int{}
 		}
-		span[0], span[1] = min(span[0], c.CreatedAt), max(span[1], c.CreatedAt)
-		t.codeSpan[code] = span
+		t.codeMinutes[code][c.CreatedAt-mod(c.CreatedAt, 60_000)]++
 	}
 }
 
@@ -111,32 +109,54 @@ func (t *tally) decide(c pushdlq.Command, d pushdlq.Decision) {
 }
 
 // suggestion is the window and codes inspect suggests for the dominant
-// failure: the most frequent error code and the createdAt range it spans,
-// widened to whole minutes.
+// failure: the most frequent error code, and the busiest burst of it (its
+// createdAt minutes, split wherever 15 minutes pass without one), widened
+// to whole minutes. Stragglers outside the burst are counted, not
+// included: a narrow window is the runbook's first rule.
 type suggestion struct {
-	Code   int    `json:"code"`
-	Name   string `json:"name"`
-	Count  int    `json:"count"`
-	Window string `json:"window"`
+	Code     int    `json:"code"`
+	Name     string `json:"name"`
+	Count    int    `json:"count"`     // messages with the code
+	InWindow int    `json:"in_window"` // of those, inside the suggested window
+	Window   string `json:"window"`
 }
+
+// burstGap splits bursts of failures.
+const burstGap = 15 * 60_000
 
 func (t *tally) suggest() *suggestion {
 	best, bestN := 0, 0
 	for code, n := range t.ByCode {
-		if code < 0 {
+		if code < 0 || len(t.codeMinutes[code]) == 0 {
 			continue
 		}
-		if _, ok := t.codeSpan[code]; ok && (n > bestN || (n == bestN && code < best)) {
+		if n > bestN || (n == bestN && code < best) {
 			best, bestN = code, n
 		}
 	}
 	if bestN == 0 {
 		return nil
 	}
-	span := t.codeSpan[best]
-	start := time.UnixMilli(span[0]).UTC().Truncate(time.Minute)
-	end := time.UnixMilli(span[1]).UTC().Truncate(time.Minute).Add(time.Minute)
-	return &suggestion{Code: best, Name: pushdlq.CodeName(best), Count: bestN,
+	minutes := make([]int64, 0, len(t.codeMinutes[best]))
+	for m := range t.codeMinutes[best] {
+		minutes = append(minutes, m)
+	}
+	slices.Sort(minutes)
+	var from, to, bestFrom, bestTo int64
+	n, bestBurst := 0, -1
+	for i, m := range minutes {
+		if i == 0 || m-minutes[i-1] > burstGap {
+			from, n = m, 0
+		}
+		to = m
+		n += t.codeMinutes[best][m]
+		if n > bestBurst {
+			bestFrom, bestTo, bestBurst = from, to, n
+		}
+	}
+	start := time.UnixMilli(bestFrom).UTC()
+	end := time.UnixMilli(bestTo).UTC().Add(time.Minute)
+	return &suggestion{Code: best, Name: pushdlq.CodeName(best), Count: bestN, InWindow: bestBurst,
 		Window: start.Format(time.RFC3339) + "/" + end.Format(time.RFC3339)}
 }
 
