@@ -76,7 +76,6 @@ type Replayer struct {
 	Moved         map[string]bool      // ids an earlier run moved (from ReadJournal)
 	OnResult      func(Result)         // called for every message, from any goroutine
 	Route         func(*Message) Route // called twice per message (canary pass, then batches)
-	Stop          func(ord int) bool   // optional: skip a message (e.g. beyond --max)
 	RunInfo       any                  // written in the journal's run event
 	batchSeq      atomic.Int64
 	limiter       *rate.Limiter
@@ -296,14 +295,12 @@ func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
 	for i, e := range b.entries {
 		ids[i] = e.Msg.MessageID
 	}
-	if err := r.Journal.Write(Event{Event: EvSend, Batch: seq, Target: b.target, IDs: ids}); err == nil {
+	err := r.Journal.Write(Event{Event: EvSend, Batch: seq, Target: b.target, IDs: ids})
+	if err == nil {
 		err = r.Journal.Sync()
-		if err != nil {
-			r.setFatal(err)
-			r.abandon(b)
-			return err
-		}
-	} else {
+	}
+	if err != nil {
+		// Without the write-ahead record there is no sending.
 		r.setFatal(err)
 		r.abandon(b)
 		return err
@@ -319,9 +316,9 @@ func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
 		r.deadMu.Lock()
 		r.dead[b.target] = fmt.Errorf("%w: %v", ErrTargetRejected, callErr)
 		r.deadMu.Unlock()
-		if awsconfig.IsAuthError(callErr) {
-			r.setFatal(callErr)
-		}
+	}
+	if callErr != nil && awsconfig.IsAuthError(callErr) {
+		r.setFatal(callErr) // credentials refused or expired: stop sending anywhere
 	}
 	outcome, event := OutcomeSent, EvSent
 	if b.park {

@@ -465,3 +465,37 @@ func waitVisible(t *testing.T, c *sqs.Client, q string, n int64) bool {
 	}
 	return false
 }
+
+// Held messages stay invisible past their visibility timeout while the run
+// lasts, and come back at once when released.
+func TestKeepAliveExtendsVisibility(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 5, false)
+	hold, err := sqsmove.NewHold(f.api, f.dlq, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { hold.KeepAlive(ctx, func(err error) { t.Error(err) }); close(done) }()
+	if err := hold.Receive(ctx, sqsmove.ReceiveOptions{Wait: time.Second}, func(int, *sqsmove.Message) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * time.Second) // twice the visibility timeout
+	q, err := sqsmove.Describe(ctx, f.c, f.dlq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Visible != 0 || q.InFlight != 5 {
+		t.Errorf("after 2 visibility timeouts: %d visible, %d in flight; want 0 and 5", q.Visible, q.InFlight)
+	}
+	cancel()
+	<-done
+	if n, failures := hold.Release(context.Background()); n != 5 || len(failures) != 0 {
+		t.Fatalf("released %d, failures %v", n, failures)
+	}
+	if !waitVisible(t, f.c, f.dlq, 5) {
+		t.Error("released messages are not visible")
+	}
+}

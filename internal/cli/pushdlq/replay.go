@@ -223,10 +223,13 @@ type MessageResult struct {
 	ErrorCode *int    `json:"error_code"`
 	Priority  *int    `json:"priority"`
 	CreatedAt *string `json:"created_at"`
-	Target    *string `json:"target"`
-	NewID     *string `json:"new_message_id"`
-	Reason    *string `json:"reason"`
-	Error     *string `json:"error"`
+	// CreatedAtForm says how the body wrote createdAt: epoch_ms,
+	// numeric_string or iso8601.
+	CreatedAtForm *string `json:"created_at_form"`
+	Target        *string `json:"target"`
+	NewID         *string `json:"new_message_id"`
+	Reason        *string `json:"reason"`
+	Error         *string `json:"error"`
 }
 
 func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
@@ -524,8 +527,8 @@ func messageLine(id, outcome string, c pushdlq.Command) MessageResult {
 		line.Priority = &c.Priority
 	}
 	if c.HasCreatedAt {
-		s := isoMs(c.CreatedAt)
-		line.CreatedAt = &s
+		s, form := isoMs(c.CreatedAt), string(c.CreatedAtForm)
+		line.CreatedAt, line.CreatedAtForm = &s, &form
 	}
 	return line
 }
