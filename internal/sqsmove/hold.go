@@ -395,8 +395,7 @@ func (h *Hold) setVisibility(ctx context.Context, msgs []Ref, d time.Duration) m
 func (h *Hold) Release(ctx context.Context) (int, map[int]error) {
 	released := 0
 	failures := map[int]error{}
-	var batch []Ref
-	flush := func() {
+	err := h.EachBatch(100, true, func(batch []Ref) {
 		failed := h.setVisibility(ctx, batch, 0)
 		for _, m := range batch {
 			if err, bad := failed[m.Ord]; bad {
@@ -406,21 +405,7 @@ func (h *Hold) Release(ctx context.Context) (int, map[int]error) {
 			h.setState(m.Ord, Released)
 			released++
 		}
-		batch = batch[:0]
-	}
-	err := h.Each(func(ord int, st State, m *Message) error {
-		if st != Held && st != Extra {
-			return nil
-		}
-		batch = append(batch, Ref{ord, m})
-		if len(batch) == 10 {
-			flush()
-		}
-		return nil
 	})
-	if len(batch) > 0 {
-		flush()
-	}
 	if err != nil {
 		failures[-1] = err
 	}
@@ -432,33 +417,39 @@ func (h *Hold) Extend(ctx context.Context) error {
 	h.mu.Lock()
 	h.extended = time.Now()
 	h.mu.Unlock()
-	var batch []Ref
 	var firstErr error
-	flush := func() {
+	err := h.EachBatch(100, true, func(batch []Ref) {
 		for _, err := range h.setVisibility(ctx, batch, h.visibility) {
 			// A message deleted meanwhile has an invalid handle: not an error.
 			if firstErr == nil && !isGone(err) {
 				firstErr = err
 			}
 		}
-		batch = batch[:0]
+	})
+	if err != nil {
+		return err
 	}
+	return firstErr
+}
+
+// EachBatch streams the messages still held, n at a time; withExtra adds
+// the Extra ones (those that must be released but never acted on).
+func (h *Hold) EachBatch(n int, withExtra bool, fn func([]Ref)) error {
+	var batch []Ref
 	err := h.Each(func(ord int, st State, m *Message) error {
-		if st == Held || st == Extra {
+		if st == Held || (withExtra && st == Extra) {
 			batch = append(batch, Ref{ord, m})
-			if len(batch) == 10 {
-				flush()
+			if len(batch) == n {
+				fn(batch)
+				batch = nil
 			}
 		}
 		return nil
 	})
 	if len(batch) > 0 {
-		flush()
+		fn(batch)
 	}
-	if err != nil {
-		return err
-	}
-	return firstErr
+	return err
 }
 
 // KeepAlive extends the visibility of held messages whenever half of the

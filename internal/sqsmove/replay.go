@@ -132,17 +132,13 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 			return nil
 		}
 		rt := r.Route(m)
-		target := rt.Target
-		if rt.Park {
-			target = r.Source
-		}
+		target := r.queueOf(rt)
 		if target == "" || canary[target] {
 			return nil
 		}
 		canary[target] = true
 		canaryOrd[ord] = true
-		res := r.send(ctx, &batch{target: target, park: rt.Park, entries: []entry{{Ref{ord, m}, rt}}, bytes: m.size()}, true)
-		return res
+		return r.send(ctx, &batch{target: target, park: rt.Park, entries: []entry{{Ref{ord, m}, rt}}, bytes: m.size()}, true)
 	})
 	if err == nil {
 		err = r.fatalErr()
@@ -190,10 +186,7 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 			return nil
 		}
 		rt := r.Route(m)
-		target := rt.Target
-		if rt.Park {
-			target = r.Source
-		}
+		target := r.queueOf(rt)
 		if target == "" {
 			return nil
 		}
@@ -228,6 +221,14 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 		err = r.fatalErr()
 	}
 	return r.counts, err
+}
+
+// queueOf is the queue a route sends to: the source itself when parking.
+func (r *Replayer) queueOf(rt Route) string {
+	if rt.Park {
+		return r.Source
+	}
+	return rt.Target
 }
 
 func (r *Replayer) deadTarget(target string) error {

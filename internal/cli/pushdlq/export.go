@@ -240,28 +240,17 @@ func runExport(cmd *cobra.Command, opts *ExportOptions) (err error) {
 	return ctx.Err()
 }
 
-// deleteHeld deletes every message still held, 100 at a time.
+// deleteHeld deletes every message still held (Extra ones were never
+// written to the file and are not deleted), 100 at a time.
 func deleteHeld(ctx context.Context, hold *sqsmove.Hold) (deleted, failed int) {
-	var refs []sqsmove.Ref
-	flush := func() {
+	hold.EachBatch(100, false, func(refs []sqsmove.Ref) {
+		if ctx.Err() != nil {
+			return
+		}
 		bad := hold.Delete(ctx, refs)
 		failed += len(bad)
 		deleted += len(refs) - len(bad)
-		refs = refs[:0]
-	}
-	hold.Each(func(ord int, st sqsmove.State, m *sqsmove.Message) error {
-		if st != sqsmove.Held || ctx.Err() != nil {
-			return nil
-		}
-		refs = append(refs, sqsmove.Ref{Ord: ord, Msg: m})
-		if len(refs) == 100 {
-			flush()
-		}
-		return nil
 	})
-	if len(refs) > 0 {
-		flush()
-	}
 	return deleted, failed
 }
 

@@ -540,32 +540,27 @@ func (r *replayRun) finish() (released, failed int) {
 		return 0, 0
 	}
 	if r.stream != nil {
+		// One line per message still held, in receive order: the ones a dry
+		// run would send, and the ineligible ones being released. Eligible
+		// messages of a real run were reported by the replayer.
 		r.hold.Each(func(ord int, st sqsmove.State, m *sqsmove.Message) error {
 			if st != sqsmove.Held {
 				return nil
 			}
 			c := pushdlq.ParseCommand(m.Body)
-			d := r.decide(c)
-			if d.Eligible {
-				return nil // reported by the replayer (failed/abandoned) or, in a dry run, below
+			switch d := r.decide(c); {
+			case d.Eligible && r.opts.DryRun:
+				line := messageLine(m.MessageID, "would_send", c)
+				line.Target = &d.Target
+				r.stream.Write(line)
+			case !d.Eligible:
+				line := messageLine(m.MessageID, "released", c)
+				reason := string(d.Reason)
+				line.Reason = &reason
+				r.stream.Write(line)
 			}
-			line := messageLine(m.MessageID, "released", c)
-			reason := string(d.Reason)
-			line.Reason = &reason
-			r.stream.Write(line)
 			return nil
 		})
-		if r.opts.DryRun {
-			r.hold.Each(func(ord int, st sqsmove.State, m *sqsmove.Message) error {
-				c := pushdlq.ParseCommand(m.Body)
-				if d := r.decide(c); d.Eligible {
-					line := messageLine(m.MessageID, "would_send", c)
-					line.Target = &d.Target
-					r.stream.Write(line)
-				}
-				return nil
-			})
-		}
 	}
 	if r.s != nil {
 		released, failed = r.s.close()
