@@ -3,8 +3,9 @@
 #   scripts/services.sh start   # install if needed, start, write .cache/services/env
 #   scripts/services.sh stop    # stop what start started
 #   scripts/services.sh env     # print the env file (source it to run go test by hand)
-# Services: S3 (versitygw, built from the Go module proxy) and SQS (fauxqs,
-# from the npm registry; needs Node.js 20).
+# Services: S3 (versitygw, built from the Go module proxy), SQS (fauxqs,
+# from the npm registry; needs Node.js 20) and PostgreSQL 15 (a throwaway
+# cluster; the binaries come from Debian's postgresql package).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -78,6 +79,58 @@ start_sqs() {
   log "SQS (fauxqs) on 127.0.0.1:$port"
 }
 
+pg_bin() {
+  local d
+  for d in /usr/lib/postgresql/*/bin; do
+    [ -x "$d/initdb" ] && { echo "$d"; return 0; }
+  done
+  command -v initdb >/dev/null && { dirname "$(command -v initdb)"; return 0; }
+  return 1
+}
+
+start_pg() {
+  local bin
+  if ! bin=$(pg_bin); then
+    log "installing PostgreSQL from Debian's packages"
+    local sudo=()
+    [ "$(id -u)" = 0 ] || sudo=(sudo)
+    "${sudo[@]}" apt-get update -qq >"$STATE/pg-install.log" 2>&1 &&
+      DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq postgresql >>"$STATE/pg-install.log" 2>&1 ||
+      { cat "$STATE/pg-install.log" >&2; return 1; }
+    bin=$(pg_bin) || { log "PostgreSQL installed but initdb not found"; return 1; }
+  fi
+  local port data run=()
+  port=$(free_port 55432)
+  data=$(mktemp -d "${TMPDIR:-/tmp}/deadletter-pg.XXXXXX")
+  # initdb refuses to run as root.
+  if [ "$(id -u)" = 0 ]; then
+    run=(runuser -u postgres --)
+    chown postgres:postgres "$data"
+  fi
+  "${run[@]}" "$bin/initdb" -D "$data/data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 >"$STATE/pg-initdb.log" 2>&1 ||
+    { cat "$STATE/pg-initdb.log" >&2; return 1; }
+  "${run[@]}" "$bin/pg_ctl" -D "$data/data" -l "$data/server.log" -w -t 30 start \
+    -o "-c listen_addresses=127.0.0.1 -p $port -k $data -c fsync=off -c synchronous_commit=off -c max_connections=200" \
+    >"$STATE/pg-start.log" 2>&1 || { cat "$STATE/pg-start.log" "$data/server.log" >&2; return 1; }
+  echo "$data" >"$STATE/postgres.data"
+  printf '%s\n' "${run[*]:-}" >"$STATE/postgres.run"
+  echo "$bin" >"$STATE/postgres.bin"
+  echo "export DEADLETTER_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable" >>"$STATE/env"
+  echo "export DEADLETTER_TEST_PG_CTL='${run[*]:-} $bin/pg_ctl -D $data/data'" >>"$STATE/env"
+  log "PostgreSQL on 127.0.0.1:$port"
+}
+
+stop_pg() {
+  [ -f "$STATE/postgres.data" ] || return 0
+  local data bin run
+  data=$(cat "$STATE/postgres.data")
+  bin=$(cat "$STATE/postgres.bin")
+  read -r -a run <"$STATE/postgres.run" || true
+  "${run[@]}" "$bin/pg_ctl" -D "$data/data" -m immediate -w stop >/dev/null 2>&1 || true
+  rm -rf "$data"
+  rm -f "$STATE/postgres.data" "$STATE/postgres.bin" "$STATE/postgres.run"
+}
+
 stop_one() { # name
   local pidf="$STATE/$1.pid"
   [ -f "$pidf" ] || return 0
@@ -97,10 +150,12 @@ start)
   echo "export AWS_EC2_METADATA_DISABLED=true" >>"$STATE/env"
   start_s3
   start_sqs
+  start_pg
   ;;
 stop)
   stop_one versitygw
   stop_one fauxqs
+  stop_pg
   rm -f "$STATE/env"
   ;;
 env)

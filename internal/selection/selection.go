@@ -24,7 +24,10 @@ type Scope struct {
 	Filter        dla.Filter
 	IncludeLegacy bool     // also objects outside date folders
 	Keys          []string // explicit keys: no listing, no date-folder pruning
-	Limit         int      // stop after this many matches (0: no limit)
+	// KeyStream, when set, yields explicit keys one by one (from a spool
+	// file, so that a long list need not be held in memory).
+	KeyStream func(yield func(key string) error) error
+	Limit     int // stop after this many matches (0: no limit)
 }
 
 // Result is one object handed to the caller: a match, or an object that
@@ -90,7 +93,7 @@ func Run(ctx context.Context, store archive.Store, scope Scope, concurrency int,
 	}()
 
 	prefilter := scope.Filter.Prefilter()
-	if len(scope.Keys) > 0 {
+	if len(scope.Keys) > 0 || scope.KeyStream != nil {
 		prefilter = nil // asked for by name: always decode and show
 	}
 	for range concurrency {
@@ -208,6 +211,9 @@ func looksComplete(raw []byte) bool {
 
 // produce lists the objects in scope, in order.
 func produce(ctx context.Context, store archive.Store, scope Scope, yield func(archive.Entry) error) error {
+	if scope.KeyStream != nil {
+		return scope.KeyStream(func(k string) error { return yield(archive.Entry{Key: k}) })
+	}
 	if len(scope.Keys) > 0 {
 		for _, k := range scope.Keys {
 			if err := yield(archive.Entry{Key: k}); err != nil {

@@ -26,8 +26,20 @@ type runResult struct {
 	stdoutBytes []byte
 }
 
-// run executes dla in-process with the given terminal state and env.
+// run executes dla in-process with the given terminal state and env, at a
+// fixed time.
 func run(t *testing.T, tty bool, env map[string]string, stdin string, args ...string) runResult {
+	t.Helper()
+	return runWith(t, tty, func() time.Time { return time.Date(2024, 3, 3, 12, 0, 0, 0, time.UTC) }, env, stdin, args...)
+}
+
+// runAt executes dla without a terminal, with its clock.
+func runAt(t *testing.T, now func() time.Time, env map[string]string, stdin string, args ...string) runResult {
+	t.Helper()
+	return runWith(t, false, now, env, stdin, args...)
+}
+
+func runWith(t *testing.T, tty bool, now func() time.Time, env map[string]string, stdin string, args ...string) runResult {
 	t.Helper()
 	ios, in, out, errOut := iostreams.Test()
 	in.WriteString(stdin)
@@ -35,7 +47,7 @@ func run(t *testing.T, tty bool, env map[string]string, stdin string, args ...st
 	getenv := func(k string) string { return env[k] }
 	ios.SetEnv(getenv)
 	f := NewFactory(ios, getenv)
-	f.Now = func() time.Time { return time.Date(2024, 3, 3, 12, 0, 0, 0, time.UTC) }
+	f.Now = now
 	code := Run(context.Background(), f, args)
 	return runResult{code: code, stdout: out.String(), stderr: errOut.String(), stdoutBytes: out.Bytes()}
 }

@@ -6,10 +6,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cumulusdb"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/dla/gen"
 )
@@ -17,7 +19,7 @@ import (
 // newCmdDev groups developer tools; hidden from help.
 func newCmdDev(f *Factory) *cobra.Command {
 	dev := &cobra.Command{Use: "dev", Short: "Developer tools", Hidden: true}
-	dev.AddCommand(newCmdGenArchive(f))
+	dev.AddCommand(newCmdGenArchive(f), newCmdDBInit(f))
 	return dev
 }
 
@@ -124,4 +126,56 @@ func writeGenerated(cmd *cobra.Command, f *Factory, store archive.Store, opts ge
 	}
 	fmt.Fprintf(f.IO.ErrOut, "wrote %d objects (%s) to %s under %s/: %v\n", opts.Count, humanBytes(size), store, opts.Stack, kinds)
 	return nil
+}
+
+// newCmdDBInit creates the Cumulus v21 tables recover writes in a local
+// database, and optionally seeds the reference rows.
+func newCmdDBInit(f *Factory) *cobra.Command {
+	var dbURL, seedFile string
+	cmd := &cobra.Command{
+		Use:   "db-init [--database-url URL] [--seed FILE]",
+		Short: "Create the Cumulus v21 tables in a local database (tests, demos)",
+		Long: `Create the tables 'dla recover' writes (collections, providers,
+async_operations, executions, pdrs, granules, files, granules_executions) with
+Cumulus v21's keys, checks and foreign keys, in a database you created for
+testing. With --seed, insert the collections, providers, async operations and
+parent executions of a seed file (the shape of the fixtures' seed.json).`,
+		Args: cmdutil.UsageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if dbURL == "" {
+				dbURL = f.Getenv("DATABASE_URL")
+			}
+			cfg, err := cumulusdb.PoolConfig(dbURL, 2)
+			if err != nil {
+				return cmdutil.UsageErrorf("%v", err)
+			}
+			pool, err := pgxpool.NewWithConfig(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			if err := cumulusdb.InitSchema(ctx, pool); err != nil {
+				return fmt.Errorf("%s: %w", cumulusdb.Target(cfg), err)
+			}
+			if seedFile != "" {
+				b, err := os.ReadFile(seedFile)
+				if err != nil {
+					return err
+				}
+				seed, err := cumulusdb.ParseSeed(b)
+				if err != nil {
+					return err
+				}
+				if err := cumulusdb.ApplySeed(ctx, pool, seed, ""); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(f.IO.ErrOut, "tables ready in %s\n", cumulusdb.Target(cfg))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dbURL, "database-url", "", "PostgreSQL connection string (default $DATABASE_URL, else the PG* variables)")
+	cmd.Flags().StringVar(&seedFile, "seed", "", "seed file (JSON) to insert")
+	return cmd
 }

@@ -45,7 +45,7 @@ summaries go to stderr.`,
 	cmdutil.SetupRoot(root, f.IO.Out, f.IO.ErrOut)
 	cmdutil.AddAWSFlags(root, f.AWS)
 
-	root.AddCommand(NewCmdSearch(f, nil), NewCmdShow(f, nil), NewCmdStats(f, nil), cmdutil.NewCmdVersion("dla", f.IO.Out), newCmdDev(f))
+	root.AddCommand(NewCmdSearch(f, nil), NewCmdShow(f, nil), NewCmdStats(f, nil), NewCmdRecover(f, nil), cmdutil.NewCmdVersion("dla", f.IO.Out), newCmdDev(f))
 	root.AddCommand(cmdutil.HelpTopic("exit-codes", "What dla's exit codes mean", cmdutil.ExitCodesHelp))
 	root.AddCommand(cmdutil.HelpTopic("environment", "Environment variables dla reads", environmentHelp))
 	return root
@@ -55,6 +55,10 @@ const environmentHelp = `Environment variables:
 
   DLA_ARCHIVE            the archive when --archive is not given
                          (s3://BUCKET/STACK or PATH/TO/STACK)
+  DATABASE_URL           recover's database when --database-url and
+                         --db-secret are not given
+  PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, PGSSLMODE
+                         the database when DATABASE_URL is unset too
   AWS_PROFILE, AWS_REGION, AWS_DEFAULT_REGION
                          AWS profile and region; --profile and --region win
   AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_S3

@@ -1,0 +1,152 @@
+// Package awsread adapts the AWS SDK to the read interfaces of the write
+// core: Step Functions DescribeExecution and GetExecutionHistory, and S3
+// GetObject and HeadObject on any bucket.
+package awsread
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
+	"github.com/aws/smithy-go"
+	"github.com/deadletter/deadletter/internal/recovery"
+)
+
+// SFNAPI is the part of the Step Functions client used.
+type SFNAPI interface {
+	DescribeExecution(context.Context, *sfn.DescribeExecutionInput, ...func(*sfn.Options)) (*sfn.DescribeExecutionOutput, error)
+	GetExecutionHistory(context.Context, *sfn.GetExecutionHistoryInput, ...func(*sfn.Options)) (*sfn.GetExecutionHistoryOutput, error)
+}
+
+// StepFunctions implements recovery.StepFunctions.
+type StepFunctions struct{ Client SFNAPI }
+
+func notFound(err error) bool {
+	var enf *sfntypes.ExecutionDoesNotExist
+	if errors.As(err, &enf) {
+		return true
+	}
+	var ae smithy.APIError
+	return errors.As(err, &ae) && (ae.ErrorCode() == "ExecutionDoesNotExist" || ae.ErrorCode() == "NoSuchKey" || ae.ErrorCode() == "NotFound")
+}
+
+func (s StepFunctions) DescribeExecution(ctx context.Context, arn string) (recovery.ExecutionDescription, error) {
+	out, err := s.Client.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(arn)})
+	if err != nil {
+		if notFound(err) {
+			return recovery.ExecutionDescription{}, fmt.Errorf("%w: execution %s does not exist (history expired?)", recovery.ErrNotFound, arn)
+		}
+		return recovery.ExecutionDescription{}, err
+	}
+	var d recovery.ExecutionDescription
+	if out.StartDate != nil {
+		d.StartDate = *out.StartDate
+	}
+	if out.StopDate != nil {
+		d.StopDate = *out.StopDate
+	}
+	return d, nil
+}
+
+func (s StepFunctions) GetExecutionHistory(ctx context.Context, arn string) ([]recovery.HistoryEvent, error) {
+	var events []recovery.HistoryEvent
+	p := sfn.NewGetExecutionHistoryPaginator(s.Client, &sfn.GetExecutionHistoryInput{ExecutionArn: aws.String(arn), MaxResults: 1000})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			if notFound(err) {
+				return nil, fmt.Errorf("%w: execution %s does not exist (history expired?)", recovery.ErrNotFound, arn)
+			}
+			return nil, err
+		}
+		for _, e := range page.Events {
+			he := recovery.HistoryEvent{ID: e.Id, PreviousEventID: e.PreviousEventId, Type: string(e.Type)}
+			if d := e.StateEnteredEventDetails; d != nil {
+				he.StateName = aws.ToString(d.Name)
+			}
+			if d := e.StateExitedEventDetails; d != nil {
+				he.StateName = aws.ToString(d.Name)
+				he.Output = d.Output
+			}
+			if d := e.ActivityFailedEventDetails; d != nil {
+				he.FailedDetails = failedDetails(d.Error, d.Cause)
+			}
+			if d := e.LambdaFunctionFailedEventDetails; d != nil {
+				he.FailedDetails = failedDetails(d.Error, d.Cause)
+			}
+			events = append(events, he)
+		}
+	}
+	return events, nil
+}
+
+func failedDetails(errName, cause *string) string {
+	fields := ""
+	add := func(k string, v *string) {
+		if v == nil {
+			return
+		}
+		if fields != "" {
+			fields += ","
+		}
+		fields += quote(k) + ":" + quote(*v)
+	}
+	add("error", errName)
+	add("cause", cause)
+	return "{" + fields + "}"
+}
+
+// S3API is the part of the S3 client used.
+type S3API interface {
+	GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	HeadObject(context.Context, *s3.HeadObjectInput, ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+}
+
+// Objects implements recovery.Objects.
+type Objects struct{ Client S3API }
+
+func s3NotFound(err error) bool {
+	var nsk *s3types.NoSuchKey
+	var nf *s3types.NotFound
+	var nb *s3types.NoSuchBucket
+	if errors.As(err, &nsk) || errors.As(err, &nf) || errors.As(err, &nb) {
+		return true
+	}
+	var ae smithy.APIError
+	return errors.As(err, &ae) && (ae.ErrorCode() == "NoSuchKey" || ae.ErrorCode() == "NotFound" || ae.ErrorCode() == "NoSuchBucket")
+}
+
+func (o Objects) GetObject(ctx context.Context, bucket, key string) ([]byte, error) {
+	out, err := o.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		if s3NotFound(err) {
+			return nil, fmt.Errorf("%w: s3://%s/%s", recovery.ErrNotFound, bucket, key)
+		}
+		return nil, err
+	}
+	defer out.Body.Close()
+	return io.ReadAll(out.Body)
+}
+
+func (o Objects) ObjectSize(ctx context.Context, bucket, key string) (int64, error) {
+	out, err := o.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		if s3NotFound(err) {
+			return 0, fmt.Errorf("%w: s3://%s/%s", recovery.ErrNotFound, bucket, key)
+		}
+		return 0, err
+	}
+	return aws.ToInt64(out.ContentLength), nil
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -1,0 +1,808 @@
+package dla
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/awsconfig"
+	"github.com/deadletter/deadletter/internal/awsread"
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cli/output"
+	"github.com/deadletter/deadletter/internal/cumulusdb"
+	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/recovery"
+	"github.com/deadletter/deadletter/internal/selection"
+)
+
+// RecoverOptions are dla recover's inputs.
+type RecoverOptions struct {
+	Factory         *Factory
+	Select          selectFlags
+	Output          *cmdutil.Output
+	Args            []string
+	DatabaseURL     string
+	DBSecret        string
+	DBMaxPool       int
+	DryRun          bool
+	Keep            bool
+	Yes             bool
+	LeaveUnreadable bool
+	Offline         bool
+}
+
+// NewCmdRecover builds `dla recover`.
+func NewCmdRecover(f *Factory, runF func(*cobra.Command, *RecoverOptions) error) *cobra.Command {
+	opts := &RecoverOptions{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "recover [flags] [KEY... | -]",
+		Short: "Re-run Cumulus's database writes for archived messages, then delete or move them",
+		Long: `Recover archive objects into the Cumulus PostgreSQL database with the write
+rules of Cumulus v21's sfEventSqsToDbRecords (execution, PDR, granules, files,
+and every write constraint), then:
+
+  written or dropped   the object is deleted (a dropped write is a stale
+                       update the constraints refused, as in Cumulus)
+  failed               the object is copied to failed-sqs/<event date>/<name>
+                       and the original deleted once the copy exists
+  unreadable           not JSON at all: moved to failed-sqs like a failure,
+                       unless --leave-unreadable
+  database or AWS down the object stays where it is; the run stops
+
+Objects are selected like 'dla search' (dates, granule, collection, execution,
+status, error, --failed to retry failed-sqs/), or named as arguments or on
+stdin with '-'. A plan (counts by date, status and collection, the database
+it will write to, how many Step Functions calls it needs) comes first, then
+a confirmation unless --yes.
+
+--dry-run writes each object inside a transaction that is rolled back, so it
+reports exactly what would be written, dropped or fail, and changes nothing
+(in the database or the archive). --keep writes but never deletes or moves.
+
+The database is --database-url, else $DATABASE_URL, else the PG* variables
+(PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE), or --db-secret, a Secrets
+Manager secret holding host, port, username, password and database (how
+Cumulus stores its login). Passwords never appear in output.
+
+Step Functions (processing times, the failed step's output) and S3 (CMR
+files, file sizes, messages held in S3) are read with the AWS settings;
+--offline skips those reads. Where Cumulus v21 differs, see docs/recover.md:
+an execution whose history expired is written without processing times
+instead of failing, and unreadable objects are moved, not left behind.
+No SNS notifications are published.
+
+Interrupting (Ctrl-C, SIGTERM) lets the objects in flight finish, deletes
+what was written, and stops; a re-run picks up the rest (the writes are
+idempotent upserts).`,
+		Example: `  dla recover --archive s3://my-internal-bucket/my-stack --date 2024-03-02 --dry-run
+  dla recover --archive s3://my-internal-bucket/my-stack --error UnmetRequirementsError --yes -o ndjson
+  dla search --granule G1 -o keys | dla recover --yes -
+  dla recover --failed --from 2024-03-01 --db-secret my-stack-db-login --yes`,
+		Args: cmdutil.UsageArgs(cobra.ArbitraryArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.Output.Validate(); err != nil {
+				return err
+			}
+			opts.Args = args
+			if runF != nil {
+				return runF(cmd, opts)
+			}
+			return runRecover(cmd, opts)
+		},
+	}
+	opts.Select.register(cmd)
+	fl := cmd.Flags()
+	opts.Select.concurrency = 8
+	fl.Lookup("concurrency").DefValue = "8"
+	fl.Lookup("concurrency").Usage = "objects written at once"
+	fl.StringVar(&opts.DatabaseURL, "database-url", "", "PostgreSQL connection string (default $DATABASE_URL, else the PG* variables)")
+	fl.StringVar(&opts.DBSecret, "db-secret", "", "Secrets Manager secret (ARN or name) with the database login")
+	fl.IntVar(&opts.DBMaxPool, "db-max-pool", 0, "database connections at most (default: --concurrency + 2)")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "write inside rolled-back transactions and report; change nothing")
+	fl.BoolVar(&opts.Keep, "keep", false, "write, but never delete or move archive objects")
+	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
+	fl.BoolVar(&opts.LeaveUnreadable, "leave-unreadable", false, "leave objects that are not JSON where they are instead of moving them to failed-sqs")
+	fl.BoolVar(&opts.Offline, "offline", false, "no Step Functions or S3 reads: no processing times, failed-step output, CMR dates, file sizes or S3-held messages")
+	opts.Output = cmdutil.AddOutputFlag(cmd, "text", "json", "ndjson")
+	return cmd
+}
+
+// recoverPlan is what the selection holds, before anything is written.
+type recoverPlan struct {
+	Objects     int            `json:"objects"`
+	Unreadable  int            `json:"unreadable"`
+	ByDate      map[string]int `json:"by_date"`
+	ByStatus    map[string]int `json:"by_status"`
+	ByColl      map[string]int `json:"by_collection"`
+	Describe    int            `json:"describe_execution_calls"`
+	History     int            `json:"execution_history_reads"`
+	Database    string         `json:"database"`
+	Archive     string         `json:"archive"`
+	Area        string         `json:"area"`
+	spool       *os.File
+	spoolWriter *bufio.Writer
+}
+
+func (p *recoverPlan) add(key string, d *dla.Decoded) error {
+	p.Objects++
+	if _, err := p.spoolWriter.WriteString(key + "\n"); err != nil {
+		return fmt.Errorf("spooling keys: %w", err)
+	}
+	if d == nil {
+		p.Unreadable++
+		return nil
+	}
+	p.ByDate[d.Date()]++
+	p.ByStatus[orDash(d.Status)]++
+	p.ByColl[orDash(d.CollectionID)]++
+	if len(d.Granules) > 0 && d.ExecutionArn != "" {
+		p.Describe++
+	}
+	switch d.Status {
+	case "FAILED", "ABORTED", "TIMED_OUT", "":
+		if d.Detail != "" {
+			p.History++
+		}
+	}
+	return nil
+}
+
+// ObjectResult is one object's line in -o ndjson.
+type ObjectResult struct {
+	Type         string                    `json:"type"`
+	Key          string                    `json:"key"`
+	Result       string                    `json:"result"` // written, dropped, failed, unreadable, left
+	Action       string                    `json:"action"` // deleted, moved, kept, left, none
+	MovedTo      string                    `json:"moved_to,omitempty"`
+	Error        string                    `json:"error,omitempty"`
+	ErrorClass   string                    `json:"error_class,omitempty"`
+	ExecutionArn string                    `json:"execution_arn,omitempty"`
+	Status       string                    `json:"status,omitempty"`
+	Source       string                    `json:"message_source,omitempty"`
+	Execution    string                    `json:"execution,omitempty"`
+	Pdr          string                    `json:"pdr,omitempty"`
+	Granules     []recovery.GranuleOutcome `json:"granules,omitempty"`
+	Warnings     []string                  `json:"warnings,omitempty"`
+	DryRun       bool                      `json:"dry_run,omitempty"`
+	res          *recovery.Result
+}
+
+// RecoverSummary is the summary record.
+type RecoverSummary struct {
+	Type            string  `json:"type"`
+	DryRun          bool    `json:"dry_run"`
+	Keep            bool    `json:"keep"`
+	Database        string  `json:"database"`
+	Selected        int     `json:"selected"`
+	Processed       int     `json:"processed"`
+	Written         int     `json:"written"`
+	Dropped         int     `json:"dropped"`
+	Failed          int     `json:"failed"`
+	Unreadable      int     `json:"unreadable"`
+	Left            int     `json:"left"` // left in place (database/AWS unavailable, read errors)
+	NotProcessed    int     `json:"not_processed"`
+	Deleted         int     `json:"deleted"`
+	Moved           int     `json:"moved"`
+	Executions      int     `json:"executions_written"`
+	Pdrs            int     `json:"pdrs_written"`
+	PdrsDropped     int     `json:"pdrs_dropped"`
+	GranulesWritten int     `json:"granules_written"`
+	GranulesDropped int     `json:"granules_dropped"`
+	GranulesFailed  int     `json:"granules_failed"`
+	FilesFailed     int     `json:"granules_marked_failed_for_files"`
+	NoProcTimes     int     `json:"written_without_processing_times"`
+	SNS             string  `json:"sns"`
+	Interrupted     bool    `json:"interrupted"`
+	StoppedBy       string  `json:"stopped_by,omitempty"`
+	Seconds         float64 `json:"seconds"`
+}
+
+func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
+	f := opts.Factory
+	ctx := cmd.Context()
+	if opts.DryRun && opts.Keep {
+		return cmdutil.UsageErrorf("--dry-run and --keep cannot be combined (a dry run keeps everything)")
+	}
+	if opts.DatabaseURL != "" && opts.DBSecret != "" {
+		return cmdutil.UsageErrorf("--database-url and --db-secret cannot be combined")
+	}
+	scope, loc, err := opts.Select.scope(f)
+	if err != nil {
+		return err
+	}
+	if len(opts.Args) > 0 {
+		keys, err := readKeys(f.IO.In, opts.Args)
+		if err != nil {
+			return err
+		}
+		for i, k := range keys {
+			keys[i] = resolveKey(loc, scope.Layout, k)
+		}
+		scope.Keys = keys
+	}
+	if !opts.DryRun {
+		if err := cmdutil.RequireYes(f.IO, opts.Yes, "recover"); err != nil {
+			return err
+		}
+	}
+	if opts.DBMaxPool < 0 {
+		return cmdutil.UsageErrorf("--db-max-pool must not be negative")
+	}
+	store, err := f.OpenStore(ctx, loc)
+	if err != nil {
+		return err
+	}
+
+	// AWS: Step Functions and S3 reads, and the database secret.
+	var awsCfg *aws.Config
+	loadAWS := func() (aws.Config, error) {
+		if awsCfg == nil {
+			cfg, err := awsconfig.Load(ctx, *f.AWS)
+			if err != nil {
+				return cfg, err
+			}
+			awsCfg = &cfg
+		}
+		return *awsCfg, nil
+	}
+	maxPool := opts.DBMaxPool
+	if maxPool == 0 {
+		maxPool = opts.Select.concurrency + 2
+	}
+	dburl := opts.DatabaseURL
+	if dburl == "" && opts.DBSecret == "" {
+		dburl = f.Getenv("DATABASE_URL")
+	}
+	poolCfg, err := cumulusdb.PoolConfig(dburl, maxPool)
+	if err != nil {
+		return cmdutil.UsageErrorf("%v", err)
+	}
+	if opts.DBSecret != "" {
+		cfg, err := loadAWS()
+		if err != nil {
+			return err
+		}
+		out, err := awsconfig.SecretsManager(cfg, *f.AWS).GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(opts.DBSecret)})
+		if err != nil {
+			return fmt.Errorf("reading the database secret %s: %w", opts.DBSecret, err)
+		}
+		if err := cumulusdb.ApplySecret(poolCfg, []byte(aws.ToString(out.SecretString))); err != nil {
+			return fmt.Errorf("database secret %s: %w", opts.DBSecret, err)
+		}
+	}
+	w := &recovery.Writer{Now: f.Now, Region: "us-east-1"}
+	if !opts.Offline {
+		cfg, err := loadAWS()
+		if err != nil {
+			return fmt.Errorf("%w (recover reads Step Functions and S3; --offline runs without them)", err)
+		}
+		w.SFN = awsread.StepFunctions{Client: awsconfig.SFN(cfg, *f.AWS)}
+		w.Objects = awsread.Objects{Client: awsconfig.S3(cfg, *f.AWS)}
+		if cfg.Region != "" && !f.AWS.EndpointOverridden("SFN") {
+			w.Region = cfg.Region
+		}
+	}
+
+	// The plan: one pass over the selection, keys spooled to a file.
+	plan := &recoverPlan{ByDate: map[string]int{}, ByStatus: map[string]int{}, ByColl: map[string]int{},
+		Database: cumulusdb.Target(poolCfg), Archive: loc.String(), Area: string(scope.Area)}
+	plan.spool, err = os.CreateTemp("", "dla-recover-keys-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(plan.spool.Name())
+	defer plan.spool.Close()
+	plan.spoolWriter = bufio.NewWriterSize(plan.spool, 64<<10)
+	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
+	st, err := selection.Run(ctx, store, scope, 16, func(r selection.Result) error {
+		if err := stopOnAuth(r); err != nil {
+			return err
+		}
+		if r.Unreadable() && (r.Decoded == nil || len(r.Decoded.Layers) == 0) {
+			return plan.add(r.Entry.Key, nil)
+		}
+		progress.Update("planning: %d objects", plan.Objects+1)
+		return plan.add(r.Entry.Key, r.Decoded)
+	})
+	progress.Clear()
+	if err != nil {
+		return err
+	}
+	if err := plan.spoolWriter.Flush(); err != nil {
+		return err
+	}
+	_ = st
+	printPlan(f.IO.ErrOut, plan, opts)
+	if plan.Objects == 0 {
+		fmt.Fprintln(f.IO.ErrOut, "nothing to recover")
+		return writeSummary(opts, &RecoverSummary{Type: "summary", DryRun: opts.DryRun, Keep: opts.Keep, Database: plan.Database, SNS: snsNote})
+	}
+	if !opts.DryRun && !opts.Yes {
+		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Write %d objects to %s?", plan.Objects, plan.Database), "yes")
+		if err != nil || !ok {
+			fmt.Fprintln(f.IO.ErrOut, "nothing written")
+			return err
+		}
+	}
+
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return fmt.Errorf("connecting to %s: %w", plan.Database, err)
+	}
+	defer pool.Close()
+	if err := checkTables(ctx, pool); err != nil {
+		return fmt.Errorf("%s: %w", plan.Database, err)
+	}
+	db := cumulusdb.New(pool)
+	r := &recoverRun{opts: opts, store: store, layout: scope.Layout, db: db, pool: pool, writer: w, plan: plan,
+		progress: progress, sum: &RecoverSummary{Type: "summary", DryRun: opts.DryRun, Keep: opts.Keep,
+			Database: plan.Database, Selected: plan.Objects, SNS: snsNote}}
+	return r.run(ctx, scope)
+}
+
+const snsNote = "no SNS notifications were sent (dla recover does not publish them)"
+
+func checkTables(ctx context.Context, pool *pgxpool.Pool) error {
+	var missing []string
+	for _, t := range cumulusdb.Tables {
+		var ok bool
+		if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, t).Scan(&ok); err != nil {
+			return err
+		}
+		if !ok {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the database has no table %s: is it a Cumulus database? (dla never creates tables in one it did not create)", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+func printPlan(w io.Writer, p *recoverPlan, opts *RecoverOptions) {
+	mode := "recover"
+	switch {
+	case opts.DryRun:
+		mode = "dry run (nothing is changed)"
+	case opts.Keep:
+		mode = "recover, keeping every archive object (--keep)"
+	}
+	fmt.Fprintf(w, "plan: %s\n  archive   %s (%s)\n  database  %s\n  objects   %d", mode, p.Archive, p.Area, p.Database, p.Objects)
+	if p.Unreadable > 0 {
+		fmt.Fprintf(w, " (%d unreadable)", p.Unreadable)
+	}
+	fmt.Fprintln(w)
+	for _, g := range []struct {
+		name string
+		m    map[string]int
+	}{{"date", p.ByDate}, {"status", p.ByStatus}, {"collection", p.ByColl}} {
+		if len(g.m) == 0 {
+			continue
+		}
+		keys := make([]string, 0, len(g.m))
+		for k := range g.m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, 0, len(keys))
+		for i, k := range keys {
+			if i == 12 {
+				parts = append(parts, fmt.Sprintf("... %d more", len(keys)-12))
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s %d", k, g.m[k]))
+		}
+		fmt.Fprintf(w, "  by %-9s %s\n", g.name, strings.Join(parts, ", "))
+	}
+	if opts.Offline {
+		fmt.Fprintln(w, "  AWS reads off (--offline): no processing times, failed-step output, CMR dates or file sizes")
+	} else {
+		fmt.Fprintf(w, "  Step Functions: about %d DescribeExecution calls, %d execution histories\n", p.Describe, p.History)
+	}
+}
+
+type recoverRun struct {
+	opts     *RecoverOptions
+	store    archive.Store
+	layout   dla.Layout
+	db       *cumulusdb.DB
+	pool     *pgxpool.Pool
+	writer   *recovery.Writer
+	plan     *recoverPlan
+	progress *cmdutil.Progress
+	sum      *RecoverSummary
+
+	mu       sync.Mutex
+	toDelete []string
+	stopErr  error
+	out      func(ObjectResult) error
+	closeOut func() error
+}
+
+type workItem struct {
+	key string
+	d   *dla.Decoded
+	err error // fetch/decode error
+}
+
+func (r *recoverRun) run(ctx context.Context, scope selection.Scope) error {
+	f := r.opts.Factory
+	start := time.Now()
+	switch r.opts.Output.Value {
+	case "json", "ndjson":
+		js := output.NewJSONStream(f.IO.Out, r.opts.Output.Value == "ndjson")
+		r.out = func(o ObjectResult) error { return js.Write(o) }
+		r.closeOut = js.Close
+	default:
+		r.out = func(o ObjectResult) error { return printObjectText(f.IO.Out, o) }
+		r.closeOut = func() error { return nil }
+	}
+
+	// Writes and archive actions run on a context that an interrupt does
+	// not cancel: objects in flight finish; nothing new starts.
+	workCtx := context.WithoutCancel(ctx)
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	spool, err := os.Open(r.plan.spool.Name())
+	if err != nil {
+		return err
+	}
+	defer spool.Close()
+	scope.Keys = nil
+	scope.KeyStream = func(yield func(string) error) error {
+		sc := bufio.NewScanner(spool)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			if err := yield(sc.Text()); err != nil {
+				return err
+			}
+		}
+		return sc.Err()
+	}
+	scope.Limit = 0
+
+	items := make(chan workItem)
+	results := make(chan ObjectResult, r.opts.Select.concurrency)
+	var wg sync.WaitGroup
+	for range r.opts.Select.concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range items {
+				res := r.process(workCtx, it)
+				if res.Result == "left" && res.ErrorClass == "Transient" {
+					r.mu.Lock()
+					if r.stopErr == nil {
+						r.stopErr = errors.New(res.Error)
+					}
+					r.mu.Unlock()
+					stop()
+				}
+				results <- res
+			}
+		}()
+	}
+	var outErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for res := range results {
+			r.count(res)
+			r.progress.Update("recovering: %d/%d objects, %d written, %d failed", r.sum.Processed, r.plan.Objects, r.sum.Written+r.sum.Dropped, r.sum.Failed)
+			if outErr == nil {
+				r.progress.Clear()
+				outErr = r.out(res)
+			}
+		}
+	}()
+	_, selErr := selection.Run(runCtx, r.store, scope, min(r.opts.Select.concurrency*2, 64), func(sr selection.Result) error {
+		select {
+		case items <- workItem{key: sr.Entry.Key, d: sr.Decoded, err: sr.Err}:
+			return nil
+		case <-runCtx.Done():
+			return runCtx.Err()
+		}
+	})
+	close(items)
+	wg.Wait()
+	close(results)
+	<-done
+	delErr := r.flushDeletes(workCtx)
+	r.progress.Clear()
+	r.sum.NotProcessed = r.sum.Selected - r.sum.Processed
+	r.sum.Seconds = time.Since(start).Seconds()
+	if ctx.Err() != nil {
+		r.sum.Interrupted = true
+	}
+	if r.stopErr != nil {
+		r.sum.StoppedBy = r.stopErr.Error()
+	}
+	if err := r.closeOut(); err != nil && outErr == nil {
+		outErr = err
+	}
+	if err := writeSummary(r.opts, r.sum); err != nil && outErr == nil {
+		outErr = err
+	}
+	switch {
+	case outErr != nil:
+		return outErr
+	case delErr != nil:
+		return delErr
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case r.stopErr != nil:
+		return &cmdutil.ExitError{Code: cmdutil.ExitPartial, Err: fmt.Errorf("stopped: %v; %d objects not processed were left in place: re-run to continue", r.stopErr, r.sum.NotProcessed+r.sum.Left)}
+	case selErr != nil && !errors.Is(selErr, context.Canceled):
+		return selErr
+	case r.sum.Failed > 0 || r.sum.Unreadable > 0 || r.sum.Left > 0:
+		return cmdutil.PartialError
+	}
+	return nil
+}
+
+// process writes one object and acts on the archive.
+func (r *recoverRun) process(ctx context.Context, it workItem) ObjectResult {
+	o := ObjectResult{Type: "object", Key: it.key, DryRun: r.opts.DryRun}
+	if it.err != nil && !dla.IsDecodeError(it.err) {
+		// The object could not be fetched: nothing is known of it.
+		o.Result, o.Action, o.Error, o.ErrorClass = "left", "left", it.err.Error(), "ReadError"
+		return o
+	}
+	d := it.d
+	if it.err != nil && (d == nil || len(d.Layers) == 0) {
+		o.Result, o.Error, o.ErrorClass = "unreadable", it.err.Error(), "Unreadable"
+		if r.opts.LeaveUnreadable {
+			o.Action = "left"
+			return o
+		}
+		r.move(ctx, &o, d)
+		return o
+	}
+	o.ExecutionArn, o.Status = d.ExecutionArn, d.Status
+	var werr error
+	if it.err != nil {
+		werr = &recovery.UnwrapError{Reason: it.err.Error()}
+	} else {
+		werr = r.write(ctx, d, &o)
+	}
+	switch {
+	case werr == nil:
+		o.Result = o.res.Outcome()
+		r.remove(ctx, &o)
+	case recovery.IsTransient(werr):
+		o.Result, o.Action, o.Error, o.ErrorClass = "left", "left", werr.Error(), "Transient"
+	default:
+		o.Result, o.Error, o.ErrorClass = "failed", werr.Error(), recovery.Class(werr)
+		r.move(ctx, &o, d)
+	}
+	return o
+}
+
+func (r *recoverRun) write(ctx context.Context, d *dla.Decoded, o *ObjectResult) error {
+	msg, err := recovery.Unwrap(ctx, d, r.writer.SFN, r.writer.Objects)
+	if err != nil {
+		return err
+	}
+	o.Source, o.Warnings = msg.Source, msg.Warnings
+	w := *r.writer
+	var tx interface{ Rollback(context.Context) error }
+	if r.opts.DryRun {
+		t, err := r.pool.Begin(ctx)
+		if err != nil {
+			return cumulusdb.Classify(err)
+		}
+		defer t.Rollback(ctx)
+		tx = t
+		w.DB = r.db.InTx(t)
+	} else {
+		w.DB = r.db
+	}
+	res, err := w.Write(ctx, msg.JSON)
+	o.res = res
+	if res != nil {
+		o.Execution, o.Pdr, o.Granules = res.Execution, res.Pdr, res.Granules
+		o.Warnings = append(o.Warnings, res.Warnings...)
+		if o.ExecutionArn == "" {
+			o.ExecutionArn = res.ExecutionArn
+		}
+	}
+	if tx != nil {
+		_ = tx.Rollback(ctx)
+	}
+	return err
+}
+
+// remove deletes a written object (batched), unless --keep or --dry-run.
+func (r *recoverRun) remove(ctx context.Context, o *ObjectResult) {
+	switch {
+	case r.opts.DryRun:
+		o.Action = "would delete"
+	case r.opts.Keep:
+		o.Action = "kept"
+	default:
+		o.Action = "deleted"
+		r.mu.Lock()
+		r.toDelete = append(r.toDelete, o.Key)
+		full := len(r.toDelete) >= 1000
+		r.mu.Unlock()
+		if full {
+			_ = r.flushDeletes(ctx)
+		}
+	}
+}
+
+// flushDeletes deletes the written objects gathered so far.
+func (r *recoverRun) flushDeletes(ctx context.Context) error {
+	r.mu.Lock()
+	keys := r.toDelete
+	r.toDelete = nil
+	r.mu.Unlock()
+	if len(keys) == 0 {
+		return nil
+	}
+	failed, err := r.store.DeleteMany(ctx, keys)
+	if err != nil {
+		return fmt.Errorf("deleting %d written objects (they stay in place; a re-run rewrites them harmlessly): %w", len(keys), err)
+	}
+	r.mu.Lock()
+	r.sum.Deleted += len(keys) - len(failed)
+	r.mu.Unlock()
+	if len(failed) > 0 {
+		for k, e := range failed {
+			fmt.Fprintf(r.opts.Factory.IO.ErrOut, "dla: written but not deleted %s: %v\n", k, e)
+		}
+		return fmt.Errorf("%d written objects could not be deleted (a re-run rewrites them harmlessly)", len(failed))
+	}
+	return nil
+}
+
+// move copies a failed object to failed-sqs/<date>/<name>, then deletes the
+// original only once the copy exists.
+func (r *recoverRun) move(ctx context.Context, o *ObjectResult, d *dla.Decoded) {
+	eventTime := ""
+	if d != nil {
+		eventTime = d.Time
+	}
+	dst := r.layout.FailedKey(o.Key, eventTime, r.opts.Factory.Now())
+	switch {
+	case r.opts.DryRun:
+		o.Action, o.MovedTo = "would move", dst
+		return
+	case r.opts.Keep:
+		o.Action = "kept"
+		return
+	}
+	err := r.store.Copy(ctx, o.Key, dst)
+	if errors.Is(err, archive.ErrSelfCopy) {
+		o.Action = "left" // already in failed-sqs under its date
+		o.MovedTo = dst
+		return
+	}
+	if err != nil {
+		o.Action = "left"
+		o.Error += fmt.Sprintf(" (and the move to %s failed, so it stays in place: %v)", dst, err)
+		return
+	}
+	if err := r.store.Delete(ctx, o.Key); err != nil {
+		o.Action, o.MovedTo = "copied", dst
+		o.Error += fmt.Sprintf(" (copied to %s, but the original could not be deleted: %v)", dst, err)
+		return
+	}
+	o.Action, o.MovedTo = "moved", dst
+	r.mu.Lock()
+	r.sum.Moved++
+	r.mu.Unlock()
+}
+
+func (r *recoverRun) count(o ObjectResult) {
+	s := r.sum
+	s.Processed++
+	switch o.Result {
+	case recovery.Written:
+		s.Written++
+	case recovery.Dropped:
+		s.Dropped++
+	case recovery.Failed:
+		s.Failed++
+	case "unreadable":
+		s.Unreadable++
+	case "left":
+		s.Left++
+		s.Processed--
+	}
+	if o.Execution == recovery.Written {
+		s.Executions++
+	}
+	switch o.Pdr {
+	case recovery.Written:
+		s.Pdrs++
+	case recovery.Dropped:
+		s.PdrsDropped++
+	}
+	for _, g := range o.Granules {
+		switch g.Outcome {
+		case recovery.Written:
+			s.GranulesWritten++
+		case recovery.Dropped:
+			s.GranulesDropped++
+		case recovery.Failed:
+			s.GranulesFailed++
+		}
+		if g.FilesError != "" {
+			s.FilesFailed++
+		}
+	}
+	if o.res != nil && o.res.DescribeCalled && !o.res.ProcessingTimes && (o.Result == recovery.Written || o.Result == recovery.Dropped) {
+		s.NoProcTimes++
+	}
+}
+
+func printObjectText(w io.Writer, o ObjectResult) error {
+	line := fmt.Sprintf("%-10s %-12s %s", o.Result, o.Action, o.Key)
+	if o.MovedTo != "" {
+		line += " -> " + o.MovedTo
+	}
+	if o.Error != "" {
+		line += "\n    " + strings.ReplaceAll(firstLine(o.Error), "\n", " ")
+	}
+	for _, g := range o.Granules {
+		if g.Outcome != recovery.Written {
+			line += fmt.Sprintf("\n    granule %s %s", g.GranuleID, g.Outcome)
+		}
+	}
+	for _, wn := range o.Warnings {
+		line += "\n    warning: " + wn
+	}
+	_, err := fmt.Fprintln(w, line)
+	return err
+}
+
+func firstLine(s string) string {
+	if len(s) > 400 {
+		s = s[:400] + "..."
+	}
+	return s
+}
+
+func writeSummary(opts *RecoverOptions, s *RecoverSummary) error {
+	f := opts.Factory
+	if opts.Output.Value == "ndjson" || opts.Output.Value == "json" {
+		js := output.NewJSONStream(f.IO.Out, true)
+		if err := js.Write(s); err != nil {
+			return err
+		}
+		if err := js.Close(); err != nil {
+			return err
+		}
+	}
+	verb := "recovered"
+	if s.DryRun {
+		verb = "dry run"
+	}
+	fmt.Fprintf(f.IO.ErrOut, "%s: %d of %d objects: %d written, %d dropped, %d failed, %d unreadable, %d left in place, %d not processed\n",
+		verb, s.Processed, s.Selected, s.Written, s.Dropped, s.Failed, s.Unreadable, s.Left, s.NotProcessed)
+	fmt.Fprintf(f.IO.ErrOut, "  archive: %d deleted, %d moved to failed-sqs\n", s.Deleted, s.Moved)
+	fmt.Fprintf(f.IO.ErrOut, "  database: %d executions, %d PDRs (%d dropped), granules %d written, %d dropped, %d failed, %d marked failed for their files\n",
+		s.Executions, s.Pdrs, s.PdrsDropped, s.GranulesWritten, s.GranulesDropped, s.GranulesFailed, s.FilesFailed)
+	if s.NoProcTimes > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "  %d objects written without processing times (DescribeExecution failed; v21 would have failed them)\n", s.NoProcTimes)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "  SNS: %s\n", s.SNS)
+	if s.StoppedBy != "" {
+		fmt.Fprintf(f.IO.ErrOut, "  stopped: %s\n", s.StoppedBy)
+	}
+	return nil
+}

@@ -1,0 +1,73 @@
+package cumulusdb
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// PoolConfig parses a connection string (a postgres:// URL or key=value
+// pairs; "" reads the standard PG* environment variables) into a pool
+// configuration of at most maxConns connections. Errors never repeat the
+// string, which may hold a password.
+func PoolConfig(connString string, maxConns int) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(connString)
+	if err != nil {
+		return nil, errors.New("the database connection string cannot be parsed (it is not repeated here, as it may hold a password)")
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = int32(maxConns)
+	}
+	return cfg, nil
+}
+
+// Secret is a database login as Cumulus stores it in Secrets Manager.
+type Secret struct {
+	Host     string          `json:"host"`
+	Port     json.RawMessage `json:"port"` // a number or a string
+	Username string          `json:"username"`
+	Password string          `json:"password"`
+	Database string          `json:"database"`
+}
+
+// ApplySecret sets host, port, user, password and database from a secret's
+// JSON text on cfg.
+func ApplySecret(cfg *pgxpool.Config, secretJSON []byte) error {
+	var s Secret
+	if err := json.Unmarshal(secretJSON, &s); err != nil {
+		return errors.New("the database secret is not a JSON object with host, port, username, password and database")
+	}
+	if s.Host == "" || s.Username == "" || s.Database == "" {
+		return errors.New("the database secret lacks host, username or database")
+	}
+	port := uint16(5432)
+	if len(s.Port) > 0 && string(s.Port) != "null" {
+		var n json.Number
+		raw := s.Port
+		if raw[0] == '"' {
+			var str string
+			_ = json.Unmarshal(raw, &str)
+			raw = []byte(str)
+		}
+		n = json.Number(raw)
+		v, err := strconv.ParseUint(n.String(), 10, 16)
+		if err != nil {
+			return fmt.Errorf("the database secret's port %s is not a port number", string(s.Port))
+		}
+		port = uint16(v)
+	}
+	cc := cfg.ConnConfig
+	cc.Host, cc.Port, cc.User, cc.Password, cc.Database = s.Host, port, s.Username, s.Password, s.Database
+	cc.Fallbacks = nil
+	return nil
+}
+
+// Target names the database a configuration connects to, for the plan:
+// host, port and database name; never the password.
+func Target(cfg *pgxpool.Config) string {
+	cc := cfg.ConnConfig
+	return fmt.Sprintf("postgres://%s@%s:%d/%s", cc.User, cc.Host, cc.Port, cc.Database)
+}

@@ -1,0 +1,112 @@
+package recovery
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// Small order-preserving edits of JSON object texts. Cumulus stringifies
+// some of these objects into error fields, so key order is part of the
+// output; editing the text keeps it, where a map would not.
+
+type kv struct{ key, raw string }
+
+func fieldsOf(raw string) []kv {
+	var out []kv
+	gjson.Parse(raw).ForEach(func(k, v gjson.Result) bool {
+		out = append(out, kv{k.String(), v.Raw})
+		return true
+	})
+	return out
+}
+
+func buildObject(fields []kv) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, f := range fields {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(f.key)
+		b.Write(k)
+		b.WriteByte(':')
+		b.WriteString(f.raw)
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// objMerge is JavaScript's {...a, ...b}: keys keep the place of their first
+// appearance and take the value of their last. Non-objects add nothing.
+func objMerge(raws ...string) string {
+	var fields []kv
+	index := map[string]int{}
+	for _, raw := range raws {
+		if !gjson.Parse(raw).IsObject() {
+			continue
+		}
+		for _, f := range fieldsOf(raw) {
+			if i, ok := index[f.key]; ok {
+				fields[i].raw = f.raw
+				continue
+			}
+			index[f.key] = len(fields)
+			fields = append(fields, f)
+		}
+	}
+	return buildObject(fields)
+}
+
+// objSet sets key to the JSON text val ("" deletes it).
+func objSet(raw, key, val string) string {
+	fields := fieldsOf(raw)
+	for i, f := range fields {
+		if f.key == key {
+			if val == "" {
+				return buildObject(append(fields[:i], fields[i+1:]...))
+			}
+			fields[i].raw = val
+			return buildObject(fields)
+		}
+	}
+	if val == "" {
+		return buildObject(fields)
+	}
+	return buildObject(append(fields, kv{key, val}))
+}
+
+// objDelete removes keys.
+func objDelete(raw string, keys ...string) string {
+	fields := fieldsOf(raw)
+	out := fields[:0]
+	for _, f := range fields {
+		keep := true
+		for _, k := range keys {
+			if f.key == k {
+				keep = false
+			}
+		}
+		if keep {
+			out = append(out, f)
+		}
+	}
+	return buildObject(out)
+}
+
+// compact is JSON.stringify of an already-parsed value: the text without
+// insignificant white space.
+func compact(raw string) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(raw)); err != nil {
+		return raw
+	}
+	return b.String()
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

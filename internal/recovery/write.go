@@ -1,0 +1,470 @@
+package recovery
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// Lookups are the cumulus_ids the requirements gate found.
+type Lookups struct {
+	Collection, AsyncOperation, Parent *int64
+}
+
+// GranuleResult is what the guarded granule upsert did.
+type GranuleResult struct {
+	CumulusID int64
+	Dropped   bool // the write constraints blocked the update
+}
+
+// DB is the database side of the writes. Lookups return nil when the row
+// does not exist. Every method is one transaction or less; errors of the
+// database itself (not of the data) are wrapped in *TransientError.
+type DB interface {
+	CollectionID(ctx context.Context, name, version string) (*int64, error)
+	AsyncOperationID(ctx context.Context, id string) (*int64, error)
+	ExecutionID(ctx context.Context, arn string) (*int64, error)
+	ProviderID(ctx context.Context, name string) (*int64, error)
+	PdrID(ctx context.Context, name string) (*int64, error)
+	// UpsertExecution writes the execution (running: only created_at,
+	// updated_at, timestamp, original_payload on conflict).
+	UpsertExecution(ctx context.Context, r *ExecutionRow) (int64, error)
+	// UpsertPdr writes the PDR behind its created_at/progress guard; false
+	// when the guard kept the existing row.
+	UpsertPdr(ctx context.Context, r *PdrRow) (bool, error)
+	// OtherCollection names the collection (name___version) of a granule
+	// with this granule_id in another collection, or "".
+	OtherCollection(ctx context.Context, granuleID string, collectionID int64) (string, error)
+	// WriteGranule runs the guarded upsert and the granules_executions link
+	// in one transaction.
+	WriteGranule(ctx context.Context, g *GranuleWrite) (GranuleResult, error)
+	// MarkGranuleFailed sets status failed and error on an existing granule;
+	// false when there is none.
+	MarkGranuleFailed(ctx context.Context, granuleID string, collectionID int64, errJSON string) (bool, error)
+	// WriteFiles upserts the files on (bucket, key) and removes the
+	// granule's other files; on failure the files already written stay.
+	WriteFiles(ctx context.Context, granuleCumulusID int64, files []FileRow) error
+	// LinkGranules links every granule with one of these granule_ids, in
+	// any collection, to the execution.
+	LinkGranules(ctx context.Context, granuleIDs []string, executionID int64) error
+}
+
+// Writer is writeRecords with its collaborators.
+type Writer struct {
+	DB      DB
+	SFN     StepFunctions // nil: no processing times, no history
+	Objects Objects       // nil: no CMR files, sizes or replace payloads
+	Region  string        // for execution URLs; us-east-1 when empty
+	Now     func() time.Time
+}
+
+// Outcome of one record.
+const (
+	Written = "written"
+	Dropped = "dropped"
+	Failed  = "failed"
+	Skipped = "skipped" // disabled by sf_event_sqs_to_db_records_types
+)
+
+// GranuleOutcome is one granule's result.
+type GranuleOutcome struct {
+	GranuleID string `json:"granule_id"`
+	Status    string `json:"status,omitempty"`
+	Outcome   string `json:"outcome"`
+	Error     string `json:"error,omitempty"`
+	// FilesError: the files could not be written; the granule was marked
+	// failed and the message still counts as written, as in v21.
+	FilesError string `json:"files_error,omitempty"`
+}
+
+// Result is what writing one message did.
+type Result struct {
+	ExecutionArn     string           `json:"execution_arn,omitempty"`
+	Status           string           `json:"status,omitempty"`
+	Execution        string           `json:"execution"`
+	Pdr              string           `json:"pdr,omitempty"`
+	PdrName          string           `json:"pdr_name,omitempty"`
+	Granules         []GranuleOutcome `json:"granules,omitempty"`
+	ProcessingTimes  bool             `json:"processing_times"`
+	DescribeCalled   bool             `json:"-"`
+	Warnings         []string         `json:"warnings,omitempty"`
+	GranuleLinksOnly bool             `json:"granule_links_only,omitempty"`
+}
+
+// Outcome sums the result up: dropped when every write was dropped.
+func (r *Result) Outcome() string {
+	if r.Execution == Written || r.Pdr == Written {
+		return Written
+	}
+	dropped := false
+	for _, g := range r.Granules {
+		switch g.Outcome {
+		case Written:
+			return Written
+		case Dropped:
+			dropped = true
+		}
+	}
+	if dropped {
+		return Dropped
+	}
+	return Written
+}
+
+// writeFlags reads which record types to write.
+func writeFlags(msg gjson.Result) (execution, pdr, granule bool) {
+	if truthy(msg.Get("meta.reportMessageSource")) {
+		return true, true, true
+	}
+	wf, st := msg.Get("meta.workflow_name"), msg.Get("meta.status")
+	if isNil(wf) || isNil(st) {
+		return true, true, true
+	}
+	types := msg.Get("cumulus_meta.sf_event_sqs_to_db_records_types").Get(gjsonEscape(jsString(wf))).Get(gjsonEscape(jsString(st)))
+	if !types.IsArray() {
+		return true, true, true
+	}
+	types.ForEach(func(_, t gjson.Result) bool {
+		switch t.String() {
+		case "execution":
+			execution = true
+		case "pdr":
+			pdr = true
+		case "granule":
+			granule = true
+		}
+		return true
+	})
+	return
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+func (w *Writer) now() time.Time {
+	if w.Now != nil {
+		return w.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// Write is writeRecords: the write flags, the lookups and the requirements
+// gate, the execution, the provider, the PDR, then the granules (or only
+// the granule-execution links). Writes are not one transaction: what was
+// written stays when a later step fails, as in v21; the upserts make a
+// re-run safe.
+func (w *Writer) Write(ctx context.Context, msg gjson.Result) (*Result, error) {
+	res := &Result{ExecutionArn: executionArn(msg), Status: msg.Get("meta.status").String(), Execution: Skipped}
+	if !msg.IsObject() {
+		return res, &UnwrapError{Reason: "the message is not a JSON object"}
+	}
+	doExec, doPdr, doGranules := writeFlags(msg)
+
+	coll := msg.Get("meta.collection")
+	cname, cversion := coll.Get("name"), coll.Get("version")
+	hasColl := truthy(cname) && truthy(cversion)
+	asyncID := msg.Get("cumulus_meta.asyncOperationId")
+	parentArn := msg.Get("cumulus_meta.parentExecutionArn")
+
+	var ids Lookups
+	var missing []string
+	var err error
+	if hasColl {
+		if ids.Collection, err = w.DB.CollectionID(ctx, jsString(cname), jsString(cversion)); err != nil {
+			return res, err
+		}
+		if ids.Collection == nil {
+			missing = append(missing, "collection "+jsString(cname)+"___"+jsString(cversion))
+		}
+	}
+	if !isNil(asyncID) {
+		if !uuidRE.MatchString(jsString(asyncID)) {
+			return res, &MessageError{Reason: fmt.Sprintf("cumulus_meta.asyncOperationId %s is not a UUID", asyncID.Raw)}
+		}
+		if ids.AsyncOperation, err = w.DB.AsyncOperationID(ctx, jsString(asyncID)); err != nil {
+			return res, err
+		}
+		if ids.AsyncOperation == nil {
+			missing = append(missing, "async operation "+jsString(asyncID))
+		}
+	}
+	if !isNil(parentArn) {
+		if ids.Parent, err = w.DB.ExecutionID(ctx, jsString(parentArn)); err != nil {
+			return res, err
+		}
+		if ids.Parent == nil {
+			missing = append(missing, "parent execution "+jsString(parentArn))
+		}
+	}
+	if len(missing) > 0 {
+		return res, &UnmetRequirementsError{Missing: missing}
+	}
+
+	now := w.now()
+	var executionID *int64
+	if doExec {
+		row, err := BuildExecution(msg, now, w.Region, ids)
+		if err != nil {
+			return res, err
+		}
+		id, err := w.DB.UpsertExecution(ctx, row)
+		if err != nil {
+			return res, err
+		}
+		executionID = &id
+		res.Execution = Written
+	}
+
+	var providerID *int64
+	if pid := msg.Get("meta.provider.id"); !isNil(pid) {
+		if providerID, err = w.DB.ProviderID(ctx, jsString(pid)); err != nil {
+			return res, err
+		}
+	}
+
+	if doPdr {
+		row, err := BuildPdr(msg, now, ids.Collection, providerID, executionID)
+		if err != nil {
+			return res, err
+		}
+		if row != nil {
+			res.PdrName = row.Name
+			ok, err := w.DB.UpsertPdr(ctx, row)
+			if err != nil {
+				return res, err
+			}
+			res.Pdr = Dropped
+			if ok {
+				res.Pdr = Written
+			}
+		}
+	} else if truthy(msg.Get("payload.pdr")) {
+		res.Pdr = Skipped
+	}
+
+	granules := msg.Get("payload.granules")
+	if doGranules {
+		return res, w.writeGranules(ctx, msg, granules, executionID, now, res)
+	}
+	if executionID != nil && granules.IsArray() {
+		var gids []string
+		granules.ForEach(func(_, g gjson.Result) bool {
+			if v := g.Get("granuleId"); v.Type == gjson.String {
+				gids = append(gids, v.Str)
+			}
+			return true
+		})
+		res.GranuleLinksOnly = true
+		if len(gids) > 0 {
+			if err := w.DB.LinkGranules(ctx, gids, *executionID); err != nil {
+				return res, err
+			}
+		}
+	}
+	return res, nil
+}
+
+// writeGranules is writeGranulesFromMessage.
+func (w *Writer) writeGranules(ctx context.Context, msg, granules gjson.Result, executionID *int64, now time.Time, res *Result) error {
+	if !granules.IsArray() || granules.Get("#").Int() == 0 {
+		return nil
+	}
+	arn := executionArn(msg)
+	mc := &messageContext{
+		provider:      msg.Get("meta.provider"),
+		workflowError: parseException(msg.Get("exception")),
+		status:        msg.Get("meta.status"),
+		pdrName:       msg.Get("payload.pdr.name"),
+		queryFields:   msg.Get("meta.granule.queryFields"),
+		executionURL:  executionURL(arn, w.Region),
+		now:           now,
+	}
+	if mc.provider.IsObject() {
+		mc.providerURL, mc.providerURLErr = buildURL(mc.provider)
+	}
+	coll := msg.Get("meta.collection")
+	if n, v := coll.Get("name"), coll.Get("version"); truthy(n) && truthy(v) {
+		mc.collectionID = jsString(n) + "___" + jsString(v)
+	}
+	if w.SFN != nil && arn != "" {
+		res.DescribeCalled = true
+		desc, err := w.SFN.DescribeExecution(ctx, arn)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return &TransientError{Err: ctx.Err()}
+		case err != nil:
+			// v21 fails the whole message here with a TypeError; an expired
+			// execution (older than the Step Functions retention) would then
+			// never be recoverable.
+			res.Warnings = append(res.Warnings, fmt.Sprintf("DescribeExecution %s failed (%v): granules written without processing times", arn, err))
+		case !desc.StartDate.IsZero():
+			start := desc.StartDate.UTC().Truncate(time.Millisecond)
+			end := now
+			if !desc.StopDate.IsZero() {
+				end = desc.StopDate.UTC().Truncate(time.Millisecond)
+			}
+			mc.processingStart, mc.processingEnd = &start, &end
+			res.ProcessingTimes = true
+		}
+	}
+	start, err := workflowStartTime(msg)
+	if err != nil {
+		return err
+	}
+	mc.startMs = start
+
+	var errs []error
+	cache := map[string]*int64{}
+	granules.ForEach(func(_, g gjson.Result) bool {
+		out := GranuleOutcome{GranuleID: jsString(g.Get("granuleId")), Status: mc.status.String()}
+		if err := w.writeGranule(ctx, g, mc, executionID, cache, &out); err != nil {
+			out.Outcome, out.Error = Failed, err.Error()
+			errs = append(errs, &GranuleError{GranuleID: out.GranuleID, Err: err})
+		}
+		res.Granules = append(res.Granules, out)
+		return ctx.Err() == nil
+	})
+	if len(errs) == 0 {
+		return nil
+	}
+	agg := &AggregateError{Errors: errs}
+	for _, e := range errs {
+		if IsTransient(e) {
+			return &TransientError{Err: agg}
+		}
+	}
+	return agg
+}
+
+func (w *Writer) cachedLookup(ctx context.Context, cache map[string]*int64, kind, key string, look func(context.Context, string) (*int64, error)) (*int64, error) {
+	if id, ok := cache[kind+"\x00"+key]; ok {
+		return id, nil
+	}
+	id, err := look(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	cache[kind+"\x00"+key] = id
+	return id, nil
+}
+
+func (w *Writer) writeGranule(ctx context.Context, g gjson.Result, mc *messageContext, executionID *int64, cache map[string]*int64, out *GranuleOutcome) error {
+	rec, gw, err := buildGranule(ctx, g, mc, w.Objects)
+	if err != nil {
+		return err
+	}
+	out.Status = gw.Row.Status
+	gw.ExecutionID = executionID
+	// translateApiGranuleToPostgresGranule: the lookups by natural key.
+	name, version := splitCollectionID(mc.collectionID)
+	cid, err := w.cachedLookup(ctx, cache, "collection", mc.collectionID, func(ctx context.Context, _ string) (*int64, error) {
+		return w.DB.CollectionID(ctx, name, version)
+	})
+	if err != nil {
+		return err
+	}
+	if cid == nil {
+		return &RecordDoesNotExist{Table: "collections", Key: fmt.Sprintf(`{"name":%s,"version":%s}`, jsonString(name), jsonString(version))}
+	}
+	gw.Row.CollectionID = *cid
+	if pdr := mc.pdrName; truthy(pdr) {
+		id, err := w.cachedLookup(ctx, cache, "pdr", jsString(pdr), w.DB.PdrID)
+		if err != nil {
+			return err
+		}
+		if id == nil {
+			return &RecordDoesNotExist{Table: "pdrs", Key: fmt.Sprintf(`{"name":%s}`, jsonString(jsString(pdr)))}
+		}
+		gw.Row.PdrID = id
+	}
+	if p := mc.provider.Get("id"); truthy(p) {
+		id, err := w.cachedLookup(ctx, cache, "provider", jsString(p), w.DB.ProviderID)
+		if err != nil {
+			return err
+		}
+		if id == nil {
+			return &RecordDoesNotExist{Table: "providers", Key: fmt.Sprintf(`{"name":%s}`, jsonString(jsString(p)))}
+		}
+		gw.Row.ProviderID = id
+	}
+	final := gw.Row.Status == "completed" || gw.Row.Status == "failed"
+	if verr := validateGranule(rec); verr != nil {
+		// v21 checks another collection's granule_id first; WriteGranule
+		// does that check itself for valid records.
+		other, err := w.DB.OtherCollection(ctx, gw.Row.GranuleID, *cid)
+		if err != nil {
+			return err
+		}
+		if other != "" {
+			return fmt.Errorf("Error: A granule already exists for granuleId: %s with collectionId: %s (it is in collection %s)", gw.Row.GranuleID, mc.collectionID, other)
+		}
+		if !final {
+			return verr
+		}
+		errJSON := failureError(mc.workflowError, "Failed writing granule record due to SchemaValdationError.", verr.Error())
+		ok, err := w.DB.MarkGranuleFailed(ctx, gw.Row.GranuleID, *cid, errJSON)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w (and the granule could not be marked failed: %v)", verr, &RecordDoesNotExist{
+				Table: "granules", Key: fmt.Sprintf(`{"granule_id":%s,"collection_cumulus_id":%d}`, jsonString(gw.Row.GranuleID), *cid)})
+		}
+		return verr
+	}
+	r, err := w.DB.WriteGranule(ctx, gw)
+	if err != nil {
+		return err
+	}
+	if r.Dropped {
+		out.Outcome = Dropped
+		return nil
+	}
+	out.Outcome = Written
+	if final && gw.WriteFiles {
+		if ferr := w.DB.WriteFiles(ctx, r.CumulusID, gw.Files); ferr != nil {
+			if IsTransient(ferr) {
+				return ferr
+			}
+			errJSON := failureError(mc.workflowError, "Failed writing files to PostgreSQL.", ferr.Error())
+			if _, err := w.DB.MarkGranuleFailed(ctx, gw.Row.GranuleID, *cid, errJSON); err != nil {
+				return err
+			}
+			out.FilesError = ferr.Error()
+		}
+	}
+	return nil
+}
+
+// failureError is the error Cumulus writes on a granule it marks failed:
+// {errors: JSON string of [workflow error (if any), {Error, Cause}]}.
+func failureError(workflowError, headline, cause string) string {
+	var items []string
+	if workflowError != "" && workflowError != "{}" && workflowError != "[]" {
+		items = append(items, compact(workflowError))
+	}
+	items = append(items, buildObject([]kv{{"Error", jsonString(headline)}, {"Cause", jsonString(cause)}}))
+	return buildObject([]kv{{"errors", jsonString("[" + joinComma(items) + "]")}})
+}
+
+func joinComma(items []string) string {
+	out := ""
+	for i, s := range items {
+		if i > 0 {
+			out += ","
+		}
+		out += s
+	}
+	return out
+}
+
+func splitCollectionID(id string) (name, version string) {
+	for i := len(id) - 3; i >= 0; i-- {
+		if id[i:i+3] == "___" {
+			return id[:i], id[i+3:]
+		}
+	}
+	return id, ""
+}
