@@ -217,6 +217,9 @@ func NewProxy(t testing.TB, endpoint string) *Proxy {
 type bodyKey struct{}
 
 func opOf(r *http.Request) string {
+	if r.Header.Get("X-Amz-Target") == "" {
+		return s3Op(r)
+	}
 	op := r.Header.Get("X-Amz-Target")
 	if i := strings.LastIndexByte(op, '.'); i >= 0 {
 		op = op[i+1:]
@@ -253,4 +256,25 @@ func (p *Proxy) Calls() map[string]int {
 // AWSJSONError is the body of an AWS JSON protocol error.
 func AWSJSONError(typ, msg string) string {
 	return `{"__type":"` + typ + `","message":"` + msg + `"}`
+}
+
+// s3Op names the S3 REST operations the fault tests inject into.
+func s3Op(r *http.Request) string {
+	switch {
+	case r.Header.Get("X-Amz-Copy-Source") != "":
+		return "CopyObject"
+	case r.Method == http.MethodPost && r.URL.Query().Has("delete"):
+		return "DeleteObjects"
+	case r.Method == http.MethodDelete:
+		return "DeleteObject"
+	case r.Method == http.MethodGet && r.URL.Query().Has("list-type"):
+		return "ListObjectsV2"
+	case r.Method == http.MethodGet:
+		return "GetObject"
+	case r.Method == http.MethodHead:
+		return "HeadObject"
+	case r.Method == http.MethodPut:
+		return "PutObject"
+	}
+	return r.Method
 }
