@@ -317,7 +317,7 @@ func (d *DB) WriteGranule(ctx context.Context, gw *recovery.GranuleWrite) (recov
 			return err
 		}
 		if other != nil {
-			return &otherCollectionError{granuleID: r.GranuleID, collectionID: gw.CollectionID, other: *other}
+			return &otherCollection{recovery.OtherCollectionError(r.GranuleID, gw.CollectionID, *other)}
 		}
 		if id == nil {
 			res.Dropped = true
@@ -326,19 +326,17 @@ func (d *DB) WriteGranule(ctx context.Context, gw *recovery.GranuleWrite) (recov
 		res.CumulusID = *id
 		return nil
 	})
-	var oce *otherCollectionError
-	if errors.As(err, &oce) {
-		return res, oce
+	var oc *otherCollection
+	if errors.As(err, &oc) {
+		return res, oc.err // a refusal of the data, not a database failure
 	}
 	return res, err
 }
 
-type otherCollectionError struct{ granuleID, collectionID, other string }
+// otherCollection carries the refusal through d.one's Classify unchanged.
+type otherCollection struct{ err error }
 
-func (e *otherCollectionError) Error() string {
-	return fmt.Sprintf("Error: A granule already exists for granuleId: %s with collectionId: %s (it is in collection %s)",
-		e.granuleID, e.collectionID, e.other)
-}
+func (e *otherCollection) Error() string { return e.err.Error() }
 
 func (d *DB) MarkGranuleFailed(ctx context.Context, granuleID string, collectionID int64, errJSON string) (bool, error) {
 	var n int64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -398,7 +399,7 @@ func (w *Writer) writeGranule(ctx context.Context, g gjson.Result, mc *messageCo
 			return err
 		}
 		if other != "" {
-			return fmt.Errorf("Error: A granule already exists for granuleId: %s with collectionId: %s (it is in collection %s)", gw.Row.GranuleID, mc.collectionID, other)
+			return OtherCollectionError(gw.Row.GranuleID, mc.collectionID, other)
 		}
 		if !final {
 			return verr
@@ -446,18 +447,13 @@ func failureError(workflowError, headline, cause string) string {
 		items = append(items, compact(workflowError))
 	}
 	items = append(items, buildObject([]kv{{"Error", jsonString(headline)}, {"Cause", jsonString(cause)}}))
-	return buildObject([]kv{{"errors", jsonString("[" + joinComma(items) + "]")}})
+	return buildObject([]kv{{"errors", jsonString("[" + strings.Join(items, ",") + "]")}})
 }
 
-func joinComma(items []string) string {
-	out := ""
-	for i, s := range items {
-		if i > 0 {
-			out += ","
-		}
-		out += s
-	}
-	return out
+// OtherCollectionError is v21's cross-collection granule_id refusal.
+func OtherCollectionError(granuleID, collectionID, other string) error {
+	return fmt.Errorf("Error: A granule already exists for granuleId: %s with collectionId: %s (it is in collection %s)",
+		granuleID, collectionID, other)
 }
 
 func splitCollectionID(id string) (name, version string) {
