@@ -307,7 +307,7 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	defer plan.spool.Close()
 	plan.spoolWriter = bufio.NewWriterSize(plan.spool, 64<<10)
 	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
-	st, err := selection.Run(ctx, store, scope, 16, func(r selection.Result) error {
+	_, err = selection.Run(ctx, store, scope, 16, func(r selection.Result) error {
 		if err := stopOnAuth(r); err != nil {
 			return err
 		}
@@ -324,7 +324,6 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	if err := plan.spoolWriter.Flush(); err != nil {
 		return err
 	}
-	_ = st
 	printPlan(f.IO.ErrOut, plan, opts)
 	if plan.Objects == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "nothing to recover")
