@@ -1,10 +1,12 @@
 package testsupport
 
 import (
+	"encoding/binary"
 	"io"
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -18,6 +20,7 @@ type TCPProxy struct {
 	mu     sync.Mutex
 	conns  []net.Conn
 	down   bool
+	trips  atomic.Int64
 }
 
 // NewTCPProxy listens on a free local port and forwards to target (host:port).
@@ -48,7 +51,7 @@ func NewTCPProxy(t testing.TB, target string) *TCPProxy {
 			}
 			p.conns = append(p.conns, c, s)
 			p.mu.Unlock()
-			go func() { _, _ = io.Copy(s, c); s.Close() }()
+			go func() { _, _ = io.Copy(s, io.TeeReader(c, &pgFrontend{trips: &p.trips})); s.Close() }()
 			go func() { _, _ = io.Copy(c, s); c.Close() }()
 		}
 	}()
@@ -81,4 +84,51 @@ func (p *TCPProxy) ViaProxy(t testing.TB, dbURL string) string {
 	}
 	u.Host = p.Addr
 	return u.String()
+}
+
+// RoundTrips is the number of PostgreSQL round trips clients made through
+// the proxy: the simple-protocol queries and the extended-protocol Syncs
+// they sent, each of which waits for the server's ReadyForQuery.
+func (p *TCPProxy) RoundTrips() int64 { return p.trips.Load() }
+
+// pgFrontend follows the messages a PostgreSQL client sends (the untyped
+// startup and SSL/GSS requests, then type byte + length) and counts the
+// ones that end a round trip.
+type pgFrontend struct {
+	trips   *atomic.Int64
+	started bool   // past the startup message
+	head    []byte // the header being read
+	skip    int    // body bytes still to skip
+}
+
+func (f *pgFrontend) Write(b []byte) (int, error) {
+	n := len(b)
+	for len(b) > 0 {
+		if f.skip > 0 {
+			k := min(f.skip, len(b))
+			f.skip, b = f.skip-k, b[k:]
+			continue
+		}
+		want := 5 // type byte + length
+		if !f.started {
+			want = 8 // length + protocol code
+		}
+		k := min(want-len(f.head), len(b))
+		f.head, b = append(f.head, b[:k]...), b[k:]
+		if len(f.head) < want {
+			continue
+		}
+		if f.started {
+			if f.head[0] == 'Q' || f.head[0] == 'S' {
+				f.trips.Add(1)
+			}
+			f.skip = int(binary.BigEndian.Uint32(f.head[1:5])) - 4
+		} else {
+			code := binary.BigEndian.Uint32(f.head[4:8])
+			f.skip = int(binary.BigEndian.Uint32(f.head[0:4])) - 8
+			f.started = code != 80877103 && code != 80877104 // SSLRequest, GSSENCRequest come before the startup
+		}
+		f.head = f.head[:0]
+	}
+	return n, nil
 }

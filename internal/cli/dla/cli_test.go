@@ -28,18 +28,18 @@ type runResult struct {
 
 // run executes dla in-process with the given terminal state and env, at a
 // fixed time.
-func run(t *testing.T, tty bool, env map[string]string, stdin string, args ...string) runResult {
+func run(t testing.TB, tty bool, env map[string]string, stdin string, args ...string) runResult {
 	t.Helper()
 	return runWith(t, tty, func() time.Time { return time.Date(2024, 3, 3, 12, 0, 0, 0, time.UTC) }, env, stdin, args...)
 }
 
 // runAt executes dla without a terminal, with its clock.
-func runAt(t *testing.T, now func() time.Time, env map[string]string, stdin string, args ...string) runResult {
+func runAt(t testing.TB, now func() time.Time, env map[string]string, stdin string, args ...string) runResult {
 	t.Helper()
 	return runWith(t, false, now, env, stdin, args...)
 }
 
-func runWith(t *testing.T, tty bool, now func() time.Time, env map[string]string, stdin string, args ...string) runResult {
+func runWith(t testing.TB, tty bool, now func() time.Time, env map[string]string, stdin string, args ...string) runResult {
 	t.Helper()
 	ios, in, out, errOut := iostreams.Test()
 	in.WriteString(stdin)

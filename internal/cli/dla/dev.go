@@ -79,6 +79,8 @@ The same --seed always writes the same bytes.`,
 	cmd.Flags().StringVar(&start, "start", "2024-03-01", "first event date")
 	cmd.Flags().IntVar(&opts.Days, "days", 5, "days the events spread over")
 	cmd.Flags().BoolVar(&noMalformed, "no-malformed", false, "write no malformed objects")
+	cmd.Flags().IntVar(&opts.MinGranules, "min-granules", 0, "fewest granules per message (with --max-granules)")
+	cmd.Flags().IntVar(&opts.MaxGranules, "max-granules", 0, "most granules per message (default: 0 to 10 by workflow)")
 	cmd.Flags().IntVar(&concurrency, "concurrency", 16, "objects written at once")
 	_ = cmd.MarkFlagRequired("out")
 	return cmd
@@ -131,7 +133,10 @@ func writeGenerated(cmd *cobra.Command, f *Factory, store archive.Store, opts ge
 // newCmdDBInit creates the Cumulus v21 tables recover writes in a local
 // database, and optionally seeds the reference rows.
 func newCmdDBInit(f *Factory) *cobra.Command {
-	var dbURL, seedFile string
+	var (
+		dbURL, seedFile string
+		seedGenerated   bool
+	)
 	cmd := &cobra.Command{
 		Use:   "db-init [--database-url URL] [--seed FILE]",
 		Short: "Create the Cumulus v21 tables in a local database (tests, demos)",
@@ -158,10 +163,12 @@ parent executions of a seed file (the shape of the fixtures' seed.json).`,
 			if err := cumulusdb.InitSchema(ctx, pool); err != nil {
 				return fmt.Errorf("%s: %w", cumulusdb.Target(cfg), err)
 			}
-			if seedFile != "" {
-				b, err := os.ReadFile(seedFile)
-				if err != nil {
-					return err
+			if seedFile != "" || seedGenerated {
+				b := gen.ReferenceSeed()
+				if seedFile != "" {
+					if b, err = os.ReadFile(seedFile); err != nil {
+						return err
+					}
 				}
 				seed, err := cumulusdb.ParseSeed(b)
 				if err != nil {
@@ -177,5 +184,7 @@ parent executions of a seed file (the shape of the fixtures' seed.json).`,
 	}
 	cmd.Flags().StringVar(&dbURL, "database-url", "", "PostgreSQL connection string (default $DATABASE_URL, else the PG* variables)")
 	cmd.Flags().StringVar(&seedFile, "seed", "", "seed file (JSON) to insert")
+	cmd.Flags().BoolVar(&seedGenerated, "seed-generated", false, "insert the collections and providers of 'dev gen-archive' messages")
+	cmd.MarkFlagsMutuallyExclusive("seed", "seed-generated")
 	return cmd
 }

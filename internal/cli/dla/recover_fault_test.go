@@ -17,7 +17,7 @@ import (
 // faultArchive uploads the seed3 archive to a fresh bucket and returns the
 // environment, the bucket and an S3 proxy in front of the server.
 func faultArchive(t *testing.T) (*recoverEnv, string, *testsupport.Proxy) {
-	e := newRecoverEnv(t, seed3+"/archive/_fixtures/seed.json", nil)
+	e := newRecoverEnv(t, seed3Seed(t), nil)
 	bucket := testsupport.NewBucket(t, e.s3)
 	uploadTree(t, e.s3, bucket, seed3+"/archive/demo", "demo/")
 	proxy := testsupport.NewProxy(t, testsupport.S3Endpoint(t))

@@ -32,32 +32,10 @@ type recoverEnv struct {
 	env   map[string]string
 }
 
-func newRecoverEnv(t *testing.T, seedFile string, executions map[string]testsupport.SFNExecution) *recoverEnv {
+func newRecoverEnv(t testing.TB, seed []byte, executions map[string]testsupport.SFNExecution) *recoverEnv {
 	t.Helper()
-	e := &recoverEnv{dbURL: testsupport.NewDatabase(t), s3: testsupport.S3Client(t)}
+	e := &recoverEnv{dbURL: newSeededDatabase(t, seed), s3: testsupport.S3Client(t)}
 	e.sfn = testsupport.NewSFNFake(t, executions)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, e.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if err := cumulusdb.InitSchema(ctx, conn); err != nil {
-		t.Fatal(err)
-	}
-	if seedFile != "" {
-		b, err := os.ReadFile(seedFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := cumulusdb.ParseSeed(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cumulusdb.ApplySeed(ctx, conn, s, ""); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for k, v := range map[string]string{
 		"AWS_ENDPOINT_URL_S3": testsupport.S3Endpoint(t), "AWS_ENDPOINT_URL_SFN": e.sfn.URL,
 		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": testsupport.AccessKey, "AWS_SECRET_ACCESS_KEY": testsupport.SecretKey,
@@ -67,6 +45,41 @@ func newRecoverEnv(t *testing.T, seedFile string, executions map[string]testsupp
 	}
 	e.env = map[string]string{"DEADLETTER_NO_PROMPT": "1"}
 	return e
+}
+
+// seed3Seed is the seed3 fixture's reference rows.
+func seed3Seed(t testing.TB) []byte {
+	b, err := os.ReadFile(seed3 + "/archive/_fixtures/seed.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// newSeededDatabase creates a database with the Cumulus tables and, unless
+// seed is nil, the reference rows of a seed file's JSON.
+func newSeededDatabase(t testing.TB, seed []byte) string {
+	t.Helper()
+	dbURL := testsupport.NewDatabase(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := cumulusdb.InitSchema(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	if seed != nil {
+		s, err := cumulusdb.ParseSeed(seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cumulusdb.ApplySeed(ctx, conn, s, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dbURL
 }
 
 // ensureBucket creates a fixed-name bucket, emptied and removed afterwards.
@@ -170,7 +183,7 @@ type manifest struct {
 // v21 wrote and compares every outcome and every database row with what
 // Cumulus v21's own recovery did (recovery-oracle.json).
 func TestRecoverParityWithCumulusV21(t *testing.T) {
-	e := newRecoverEnv(t, seed3+"/archive/_fixtures/seed.json", loadSFN(t, seed3+"/archive/_fixtures/sfn.json"))
+	e := newRecoverEnv(t, seed3Seed(t), loadSFN(t, seed3+"/archive/_fixtures/sfn.json"))
 	entries, _ := os.ReadDir(seed3 + "/archive/_fixtures/s3")
 	for _, b := range entries {
 		ensureBucket(t, e.s3, b.Name())

@@ -26,6 +26,10 @@ type Options struct {
 	// Malformed is the share of malformed objects (truncated, body not
 	// JSON, empty); 0.03 by default, negative for none.
 	Malformed float64
+	// MinGranules and MaxGranules, when MaxGranules > 0, bound the granules
+	// per message (recover benchmarks use 1 to 5); by default 0 to 10, and 0
+	// to 2 for PDR and discovery workflows.
+	MinGranules, MaxGranules int
 }
 
 // Object is one generated archive object.
@@ -50,6 +54,20 @@ var workflows = []string{"IngestGranule", "IngestAndPublishGranule", "PublishGra
 
 var providers = []struct{ id, protocol, host string }{
 	{"LPCLOUD_S3", "s3", "lp-prod-protected"}, {"LPDAAC_HTTPS", "https", "e4ftl01.cr.usgs.gov"}, {"LANCE_NRT", "https", "nrt3.modaps.eosdis.nasa.gov"},
+}
+
+// ReferenceSeed is the reference data a Cumulus database needs before the
+// generated messages can be written: their collections and providers, in
+// the shape of the fixtures' _fixtures/seed.json (for `dla dev db-init`).
+func ReferenceSeed() []byte {
+	var cs, ps []any
+	for _, c := range collections {
+		cs = append(cs, obj{"name": c.name, "version": c.version})
+	}
+	for _, p := range providers {
+		ps = append(ps, obj{"name": p.id, "protocol": p.protocol, "host": p.host})
+	}
+	return []byte(mustJSON(obj{"collections": cs, "providers": ps, "asyncOperations": []any{}, "parentExecutions": []any{}}))
 }
 
 type g struct {
@@ -121,6 +139,10 @@ func (g *g) object(i int) Object {
 	nGranules := g.pick(11)
 	if wf == "ParsePdr" || wf == "DiscoverGranules" {
 		nGranules = g.pick(3)
+	}
+	if hi := g.opts.MaxGranules; hi > 0 {
+		lo := min(max(g.opts.MinGranules, 0), hi)
+		nGranules = lo + g.pick(hi-lo+1)
 	}
 	granuleObjs := make([]any, 0, nGranules)
 	for range nGranules {

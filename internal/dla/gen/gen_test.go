@@ -84,3 +84,34 @@ func TestGeneratedObjectsDecode(t *testing.T) {
 	}
 	t.Logf("kinds %v; generations %v; sizes %d..%d", kinds, gens, minSize, maxSize)
 }
+
+func TestGranuleBounds(t *testing.T) {
+	seen := map[int]int{}
+	for _, o := range all(t, Options{Count: 300, Seed: 3, MinGranules: 1, MaxGranules: 5, Malformed: -1}) {
+		n := len(o.Granules)
+		if n < 1 || n > 5 {
+			t.Fatalf("%s: %d granules, want 1 to 5", o.Key, n)
+		}
+		seen[n]++
+	}
+	if len(seen) != 5 {
+		t.Errorf("granule counts seen: %v, want all of 1..5", seen)
+	}
+}
+
+func TestReferenceSeedNamesEveryCollectionAndProvider(t *testing.T) {
+	seed := string(ReferenceSeed())
+	for _, o := range all(t, Options{Count: 200, Seed: 4, Malformed: -1}) {
+		d, err := dla.Decode(o.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, version, _ := strings.Cut(d.CollectionID, "___")
+		if d.CollectionID != "" && !strings.Contains(seed, `{"name":"`+name+`","version":"`+version+`"}`) {
+			t.Errorf("%s: collection %s missing from the seed %s", o.Key, d.CollectionID, seed)
+		}
+		if d.ProviderID != "" && !strings.Contains(seed, `"name":"`+d.ProviderID+`"`) {
+			t.Errorf("%s: provider %s missing from the seed", o.Key, d.ProviderID)
+		}
+	}
+}
