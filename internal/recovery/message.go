@@ -252,7 +252,14 @@ func setPath(raw string, path []string, val string) string {
 	return objSet(orEmpty(raw), path[0], setPath(orEmpty(child), path[1:], val))
 }
 
+// gjsonEscape escapes a key for use as one gjson path component.
 func gjsonEscape(s string) string {
-	r := strings.NewReplacer(".", `\.`, "*", `\*`, "?", `\?`, "|", `\|`, "#", `\#`, "@", `\@`)
-	return r.Replace(s)
+	if !strings.ContainsAny(s, ".*?|#@\\") {
+		return s
+	}
+	return gjsonKeyEscaper.Replace(s)
 }
+
+// gjsonKeyEscaper is built once: building a Replacer costs far more than
+// using one, and keys are escaped for every field of every file.
+var gjsonKeyEscaper = strings.NewReplacer(".", `\.`, "*", `\*`, "?", `\?`, "|", `\|`, "#", `\#`, "@", `\@`, `\`, `\\`)
