@@ -39,19 +39,55 @@ type querier interface {
 type DB struct {
 	q    querier
 	inTx bool
-	// ids caches positive lookups of rows recovery never deletes
-	// (collections, providers, async operations, executions).
+	// ids caches positive lookups of the reference rows recovery never
+	// deletes (collections, providers, async operations): a few per run.
 	ids *sync.Map
+	// parents caches parent execution lookups. Executions are one per
+	// message, so this cache is bounded: it starts over when full, and
+	// memory stays flat however many messages a run writes.
+	parents *boundedIDs
 }
+
+// boundedIDs is a cache of at most max ids, emptied when full.
+type boundedIDs struct {
+	mu  sync.Mutex
+	m   map[string]int64
+	max int
+}
+
+func newBoundedIDs(max int) *boundedIDs { return &boundedIDs{m: map[string]int64{}, max: max} }
+
+func (b *boundedIDs) get(k string) (int64, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	id, ok := b.m[k]
+	return id, ok
+}
+
+func (b *boundedIDs) put(k string, id int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.m) >= b.max {
+		clear(b.m)
+	}
+	b.m[k] = id
+}
+
+// parentCacheSize bounds the parent execution cache (about 1 MB).
+const parentCacheSize = 4096
 
 var _ recovery.DB = (*DB)(nil)
 
 // New wraps a pool.
-func New(pool *pgxpool.Pool) *DB { return &DB{q: pool, ids: &sync.Map{}} }
+func New(pool *pgxpool.Pool) *DB {
+	return &DB{q: pool, ids: &sync.Map{}, parents: newBoundedIDs(parentCacheSize)}
+}
 
 // InTx returns a DB whose writes all go into tx; each write is a savepoint,
 // so a failed statement does not end the transaction.
-func (d *DB) InTx(tx pgx.Tx) *DB { return &DB{q: tx, inTx: true, ids: &sync.Map{}} }
+func (d *DB) InTx(tx pgx.Tx) *DB {
+	return &DB{q: tx, inTx: true, ids: &sync.Map{}, parents: newBoundedIDs(parentCacheSize)}
+}
 
 // InitSchema creates the tables (for databases the project creates).
 func InitSchema(ctx context.Context, q interface {
@@ -124,7 +160,14 @@ func (d *DB) AsyncOperationID(ctx context.Context, id string) (*int64, error) {
 }
 
 func (d *DB) ExecutionID(ctx context.Context, arn string) (*int64, error) {
-	return d.lookup(ctx, "e\x00"+arn, `SELECT cumulus_id FROM executions WHERE arn = $1`, arn)
+	if id, ok := d.parents.get(arn); ok {
+		return &id, nil
+	}
+	id, err := d.lookup(ctx, "", `SELECT cumulus_id FROM executions WHERE arn = $1`, arn)
+	if id != nil {
+		d.parents.put(arn, *id)
+	}
+	return id, err
 }
 
 func (d *DB) ProviderID(ctx context.Context, name string) (*int64, error) {
@@ -183,9 +226,6 @@ func (d *DB) UpsertExecution(ctx context.Context, r *recovery.ExecutionRow) (int
 			r.CreatedAt, r.Timestamp, r.UpdatedAt, nullJSON(r.Error), nullJSON(r.OriginalPayload), nullJSON(r.FinalPayload),
 			r.Duration, r.AsyncOperationID, r.CollectionID, r.ParentID).Scan(&id)
 	})
-	if err == nil {
-		d.ids.Store("e\x00"+r.Arn, id)
-	}
 	return id, err
 }
 
