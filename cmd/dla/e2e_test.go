@@ -102,6 +102,27 @@ func TestBinaryAgainstS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Legacy objects are dated by their modification time: give a local copy
+	// the times S3 gave the uploads, or the two differ across midnight.
+	copyDir := t.TempDir()
+	copyStore, err := archive.NewLocal(copyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = remote.List(ctx, "demo/", false, func(e archive.Entry) error {
+		b, err := local.Get(ctx, e.Key)
+		if err != nil {
+			return err
+		}
+		if err := copyStore.Put(ctx, e.Key, b); err != nil {
+			return err
+		}
+		return os.Chtimes(filepath.Join(copyDir, filepath.FromSlash(e.Key)), e.LastModified, e.LastModified)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	localCopy := filepath.Join(copyDir, "demo")
 	env := []string{"AWS_ACCESS_KEY_ID=" + testsupport.AccessKey, "AWS_SECRET_ACCESS_KEY=" + testsupport.SecretKey,
 		"AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true", "AWS_PROFILE=", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"}
 	for _, args := range [][]string{
@@ -109,7 +130,7 @@ func TestBinaryAgainstS3(t *testing.T) {
 		{"search", "--from", "2024-03-02", "--to", "2024-03-03", "--status", "FAILED,TIMED_OUT", "-o", "json"},
 		{"stats", "--by", "error", "-o", "json"},
 	} {
-		want, _, wantCode := dla(t, nil, "", append(args, "--archive", sample)...)
+		want, _, wantCode := dla(t, nil, "", append(args, "--archive", localCopy)...)
 		got, stderr, code := dla(t, env, "", append(args, "--archive", "s3://"+bucket+"/demo", "--endpoint-url", endpoint, "--concurrency", "32")...)
 		if code != wantCode {
 			t.Fatalf("%v: exit %d over S3, %d locally: %s", args, code, wantCode, stderr)
