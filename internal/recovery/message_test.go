@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/deadletter/deadletter/internal/dla"
 )
 
@@ -160,5 +162,14 @@ func TestUnwrapStringDetail(t *testing.T) {
 	m, err := Unwrap(context.Background(), d, nil, nil)
 	if err != nil || m.JSON.Get("payload.granules.0.granuleId").String() != "g1" || m.JSON.Get("meta.status").String() != "running" {
 		t.Errorf("string detail: %v %v", m, err)
+	}
+}
+
+func TestGJSONEscapeReadsAnyKey(t *testing.T) {
+	obj := `{"a.b":1,"w*":2,"q?":3,"p|":4,"h#":5,"@at":6,"back\\slash":7,"plain":8}`
+	for i, k := range []string{"a.b", "w*", "q?", "p|", "h#", "@at", `back\slash`, "plain"} {
+		if got := gjson.Get(obj, gjsonEscape(k)).Int(); got != int64(i+1) {
+			t.Errorf("key %q: %d, want %d", k, got, i+1)
+		}
 	}
 }
