@@ -1,0 +1,128 @@
+package main_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/cumulusdb"
+	"github.com/deadletter/deadletter/internal/dla/gen"
+	"github.com/deadletter/deadletter/internal/testsupport"
+)
+
+// TestRecoverSIGTERMThenResume stops the real binary with SIGTERM part way
+// through a recovery: it exits 130 with the in-flight objects finished,
+// every object that left the archive has its execution in the database,
+// and a second run recovers the rest.
+func TestRecoverSIGTERMThenResume(t *testing.T) {
+	dbURL := testsupport.NewDatabase(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	seed, err := cumulusdb.ParseSeed(gen.ReferenceSeed())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cumulusdb.InitSchema(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	if err := cumulusdb.ApplySeed(ctx, conn, seed, ""); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	store, err := archive.NewLocal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 400
+	var keys []string
+	err = gen.Generate(gen.Options{Stack: "demo", Count: n, Seed: 11, MinGranules: 1, MaxGranules: 5, Malformed: -1}, func(o gen.Object) error {
+		keys = append(keys, o.Key)
+		return store.Put(ctx, o.Key, o.Body)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"recover", "--archive", filepath.Join(root, "demo"), "--include-legacy", "--database-url", dbURL,
+		"--offline", "--yes", "--concurrency", "2", "-o", "ndjson"}
+
+	cmd := exec.Command(dlaBin, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	results := map[string]map[string]any{}
+	var summary map[string]any
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var o map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
+			t.Fatalf("bad ndjson line %q", sc.Text())
+		}
+		if o["type"] == "summary" {
+			summary = o
+			continue
+		}
+		results[o["key"].(string)] = o
+		if len(results) == 40 {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Fatalf("after SIGTERM: %v, want exit 130", err)
+	}
+	if summary == nil || summary["interrupted"] != true {
+		t.Fatalf("summary %v, want interrupted", summary)
+	}
+	gone := 0
+	for _, k := range keys {
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(k))); err == nil {
+			continue
+		}
+		gone++
+		o := results[k]
+		if o == nil || (o["result"] != "written" && o["result"] != "dropped") {
+			t.Errorf("%s left the archive without being written: %v", k, o)
+			continue
+		}
+		var c int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM executions WHERE arn = $1`, o["execution_arn"]).Scan(&c); err != nil || c != 1 {
+			t.Errorf("%s deleted, but its execution %v is not in the database", k, o["execution_arn"])
+		}
+	}
+	if gone == 0 || gone == n {
+		t.Fatalf("%d of %d objects gone after SIGTERM: the signal did not land mid-run", gone, n)
+	}
+	t.Logf("SIGTERM after %d results: %d objects recovered, %d left for the re-run", len(results), gone, n-gone)
+
+	// The re-run picks up the rest.
+	out, stderr, code := dla(t, nil, "", args...)
+	if code != 0 {
+		t.Fatalf("re-run exit %d: %s", code, stderr)
+	}
+	for _, k := range keys {
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(k))); err == nil {
+			t.Errorf("%s still in the archive after the re-run", k)
+		}
+	}
+	var execs int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM executions`).Scan(&execs); err != nil || execs != n {
+		t.Errorf("%d executions in the database, want %d (%v); re-run output %d bytes", execs, n, err, len(out))
+	}
+}
