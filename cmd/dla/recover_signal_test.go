@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/deadletter/deadletter/internal/archive"
-	"github.com/deadletter/deadletter/internal/cumulusdb"
 	"github.com/deadletter/deadletter/internal/dla/gen"
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
@@ -23,23 +22,13 @@ import (
 // every object that left the archive has its execution in the database,
 // and a second run recovers the rest.
 func TestRecoverSIGTERMThenResume(t *testing.T) {
-	dbURL := testsupport.NewDatabase(t)
+	dbURL := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	seed, err := cumulusdb.ParseSeed(gen.ReferenceSeed())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cumulusdb.InitSchema(ctx, conn); err != nil {
-		t.Fatal(err)
-	}
-	if err := cumulusdb.ApplySeed(ctx, conn, seed, ""); err != nil {
-		t.Fatal(err)
-	}
 	root := t.TempDir()
 	store, err := archive.NewLocal(root)
 	if err != nil {

@@ -20,21 +20,13 @@ import (
 
 func newDB(t *testing.T) (*pgxpool.Pool, *recovery.Writer) {
 	t.Helper()
-	url := testsupport.NewDatabase(t)
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, url)
+	url := testsupport.NewCumulusDatabase(t, []byte(`{"collections":[{"name":"C","version":"1"},{"name":"D","version":"2"}],
+ "providers":[{"name":"P","protocol":"s3","host":"src-bucket"}]}`))
+	pool, err := pgxpool.New(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if err := cumulusdb.InitSchema(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	seed, _ := cumulusdb.ParseSeed([]byte(`{"collections":[{"name":"C","version":"1"},{"name":"D","version":"2"}],
- "providers":[{"name":"P","protocol":"s3","host":"src-bucket"}]}`))
-	if err := cumulusdb.ApplySeed(ctx, pool, seed, ""); err != nil {
-		t.Fatal(err)
-	}
 	now := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
 	return pool, &recovery.Writer{DB: cumulusdb.New(pool), Now: func() time.Time { return now }}
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/deadletter/deadletter/internal/cumulusdb"
 )
 
 // EnvDatabaseURL names the test PostgreSQL server (an admin connection to
@@ -49,4 +51,31 @@ func NewDatabase(t testing.TB) string {
 	}
 	u.Path = "/" + name
 	return u.String()
+}
+
+// NewCumulusDatabase creates a database for one test with the Cumulus v21
+// tables and, unless seed is nil, the reference rows of a seed file's JSON
+// (collections, providers, async operations, parent executions).
+func NewCumulusDatabase(t testing.TB, seed []byte) string {
+	t.Helper()
+	dbURL := NewDatabase(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := cumulusdb.InitSchema(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	if seed != nil {
+		s, err := cumulusdb.ParseSeed(seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cumulusdb.ApplySeed(ctx, conn, s, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dbURL
 }

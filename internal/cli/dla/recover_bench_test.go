@@ -72,7 +72,7 @@ func BenchmarkRecover(b *testing.B) {
 // of granules.
 func benchRecoverSetup(b *testing.B, n int) (string, string, int64) {
 	ctx := context.Background()
-	dbURL := newSeededDatabase(b, gen.ReferenceSeed())
+	dbURL := testsupport.NewCumulusDatabase(b, gen.ReferenceSeed())
 	root := b.TempDir()
 	store, err := archive.NewLocal(root)
 	if err != nil {

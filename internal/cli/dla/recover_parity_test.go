@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/deadletter/deadletter/internal/cumulusdb"
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
@@ -34,7 +33,7 @@ type recoverEnv struct {
 
 func newRecoverEnv(t testing.TB, seed []byte, executions map[string]testsupport.SFNExecution) *recoverEnv {
 	t.Helper()
-	e := &recoverEnv{dbURL: newSeededDatabase(t, seed), s3: testsupport.S3Client(t)}
+	e := &recoverEnv{dbURL: testsupport.NewCumulusDatabase(t, seed), s3: testsupport.S3Client(t)}
 	e.sfn = testsupport.NewSFNFake(t, executions)
 	for k, v := range map[string]string{
 		"AWS_ENDPOINT_URL_S3": testsupport.S3Endpoint(t), "AWS_ENDPOINT_URL_SFN": e.sfn.URL,
@@ -54,32 +53,6 @@ func seed3Seed(t testing.TB) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// newSeededDatabase creates a database with the Cumulus tables and, unless
-// seed is nil, the reference rows of a seed file's JSON.
-func newSeededDatabase(t testing.TB, seed []byte) string {
-	t.Helper()
-	dbURL := testsupport.NewDatabase(t)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if err := cumulusdb.InitSchema(ctx, conn); err != nil {
-		t.Fatal(err)
-	}
-	if seed != nil {
-		s, err := cumulusdb.ParseSeed(seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cumulusdb.ApplySeed(ctx, conn, s, ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dbURL
 }
 
 // ensureBucket creates a fixed-name bucket, emptied and removed afterwards.
