@@ -2,6 +2,7 @@ package dla
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"path"
@@ -223,4 +224,82 @@ func TestRecoverNeverShowsThePassword(t *testing.T) {
 	if sm.Calls() < 5 {
 		t.Errorf("%d Secrets Manager calls, want one per --db-secret case", sm.Calls())
 	}
+}
+
+// TestRecoverRetryFailed moves the messages of a collection the database
+// lacks to failed-sqs/, adds the collection, and retries with --failed:
+// those are written and leave failed-sqs/; the ones that still fail stay
+// where they are (never copied onto themselves, never deleted).
+func TestRecoverRetryFailed(t *testing.T) {
+	var seed map[string][]map[string]any
+	if err := json.Unmarshal(gen.ReferenceSeed(), &seed); err != nil {
+		t.Fatal(err)
+	}
+	missing := seed["collections"][0]
+	seed["collections"] = seed["collections"][1:]
+	b, _ := json.Marshal(seed)
+	e := newRecoverEnv(t, b, nil)
+	bucket := testsupport.NewBucket(t, e.s3)
+	store := archive.NewS3(e.s3, bucket)
+	ctx := context.Background()
+	err := gen.Generate(gen.Options{Stack: "demo", Count: 60, Seed: 21, Days: 2, Start: time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)},
+		func(o gen.Object) error { return store.Put(ctx, o.Key, o.Body) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := func() time.Time { return time.Date(2024, 3, 20, 12, 0, 0, 0, time.UTC) }
+	args := []string{"recover", "--archive", "s3://" + bucket + "/demo", "--include-legacy", "--database-url", e.dbURL,
+		"--yes", "--offline", "-o", "ndjson"}
+	if r := runAt(t, now, e.env, "", args...); r.code != 3 {
+		t.Fatalf("first run: exit %d, want 3: %s", r.code, r.stderr)
+	}
+	layout := dla.Layout{Stack: "demo"}
+	failedBefore := listKeys(t, e.s3, bucket, layout.AreaPrefix(dla.AreaFailed))
+	collection := fmt.Sprintf("%s___%s", missing["name"], missing["version"])
+
+	conn, err := pgx.Connect(ctx, e.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `INSERT INTO collections (name, version, sample_file_name, granule_id_validation_regex,
+  granule_id_extraction_regex, files) VALUES ($1, $2, 'sample', '^.*$', '(.*)', '[]')`, missing["name"], missing["version"]); err != nil {
+		t.Fatal(err)
+	}
+	r := runAt(t, now, e.env, "", append(args, "--failed")...)
+	if r.code != 3 { // the malformed objects fail again
+		t.Fatalf("retry: exit %d, want 3: %s", r.code, r.stderr)
+	}
+	failedAfter := map[string]bool{}
+	for _, k := range listKeys(t, e.s3, bucket, layout.AreaPrefix(dla.AreaFailed)) {
+		failedAfter[k] = true
+	}
+	written, stayed := 0, 0
+	for _, o := range results(t, r.stdout) {
+		if o["type"] != "object" {
+			continue
+		}
+		key := o["key"].(string)
+		switch o["result"] {
+		case "written", "dropped":
+			written++
+			if failedAfter[key] {
+				t.Errorf("%s written on retry but still in failed-sqs/", key)
+			}
+		default:
+			stayed++
+			if o["action"] != "left" || !failedAfter[key] {
+				t.Errorf("%s failed again: action %v, present %v (want left in place)", key, o["action"], failedAfter[key])
+			}
+		}
+	}
+	if written == 0 || stayed == 0 || written+stayed != len(failedBefore) || len(failedAfter) != stayed {
+		t.Fatalf("retry of %d failed objects: %d written, %d stayed, %d left in failed-sqs/", len(failedBefore), written, stayed, len(failedAfter))
+	}
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM executions e JOIN collections c ON c.cumulus_id = e.collection_cumulus_id
+  WHERE c.name || '___' || c.version = $1`, collection).Scan(&n); err != nil || n == 0 {
+		t.Errorf("no executions of %s after the retry (%v)", collection, err)
+	}
+	t.Logf("retry: %d of %d failed objects written (collection %s added), %d stayed in place", written, len(failedBefore), collection, stayed)
 }
