@@ -79,14 +79,14 @@ const parentCacheSize = 4096
 var _ recovery.DB = (*DB)(nil)
 
 // New wraps a pool.
-func New(pool *pgxpool.Pool) *DB {
-	return &DB{q: pool, ids: &sync.Map{}, parents: newBoundedIDs(parentCacheSize)}
-}
+func New(pool *pgxpool.Pool) *DB { return newDB(pool, false) }
 
 // InTx returns a DB whose writes all go into tx; each write is a savepoint,
 // so a failed statement does not end the transaction.
-func (d *DB) InTx(tx pgx.Tx) *DB {
-	return &DB{q: tx, inTx: true, ids: &sync.Map{}, parents: newBoundedIDs(parentCacheSize)}
+func (d *DB) InTx(tx pgx.Tx) *DB { return newDB(tx, true) }
+
+func newDB(q querier, inTx bool) *DB {
+	return &DB{q: q, inTx: inTx, ids: &sync.Map{}, parents: newBoundedIDs(parentCacheSize)}
 }
 
 // InitSchema creates the tables (for databases the project creates).

@@ -50,10 +50,7 @@ func TestRecoverGeneratedArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	left := map[string]bool{}
-	for _, k := range listKeys(t, e.s3, bucket, "demo/dead-letter-archive/") {
-		left[k] = true
-	}
+	left := keySet(t, e.s3, bucket, "demo/dead-letter-archive/")
 	layout := dla.Layout{Stack: "demo"}
 	counts := map[string]int{}
 	for _, o := range results(t, r.stdout) {
@@ -270,10 +267,7 @@ func TestRecoverRetryFailed(t *testing.T) {
 	if r.code != 3 { // the malformed objects fail again
 		t.Fatalf("retry: exit %d, want 3: %s", r.code, r.stderr)
 	}
-	failedAfter := map[string]bool{}
-	for _, k := range listKeys(t, e.s3, bucket, layout.AreaPrefix(dla.AreaFailed)) {
-		failedAfter[k] = true
-	}
+	failedAfter := keySet(t, e.s3, bucket, layout.AreaPrefix(dla.AreaFailed))
 	written, stayed := 0, 0
 	for _, o := range results(t, r.stdout) {
 		if o["type"] != "object" {

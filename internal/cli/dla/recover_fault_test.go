@@ -55,10 +55,7 @@ func TestRecoverCopyFailureKeepsOriginal(t *testing.T) {
 	if r.code != 3 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	left := map[string]bool{}
-	for _, k := range listKeys(t, e.s3, bucket, "demo/dead-letter-archive/") {
-		left[k] = true
-	}
+	left := keySet(t, e.s3, bucket, "demo/dead-letter-archive/")
 	failed := 0
 	for _, o := range results(t, r.stdout) {
 		if o["type"] != "object" {
@@ -108,10 +105,7 @@ func TestRecoverDatabaseLostMidRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	present := map[string]bool{}
-	for _, k := range listKeys(t, e.s3, bucket, "demo/dead-letter-archive/sqs/") {
-		present[k] = true
-	}
+	present := keySet(t, e.s3, bucket, "demo/dead-letter-archive/sqs/")
 	var summary map[string]any
 	processed := 0
 	for _, o := range results(t, r.stdout) {

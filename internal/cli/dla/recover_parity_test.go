@@ -99,6 +99,16 @@ func uploadTree(t *testing.T, c *s3.Client, bucket, dir, prefix string) int {
 	return n
 }
 
+// keySet is listKeys as a set.
+func keySet(t *testing.T, c *s3.Client, bucket, prefix string) map[string]bool {
+	t.Helper()
+	set := map[string]bool{}
+	for _, k := range listKeys(t, c, bucket, prefix) {
+		set[k] = true
+	}
+	return set
+}
+
 func listKeys(t *testing.T, c *s3.Client, bucket, prefix string) []string {
 	t.Helper()
 	var keys []string
