@@ -41,6 +41,11 @@ func ParseLocation(spec string) (Location, error) {
 		return Location{}, fmt.Errorf("archive %q: only s3:// URLs and local paths are supported", spec)
 	}
 	dir := filepath.Clean(spec)
+	// The folder named is the operator's choice, links and all; below it,
+	// the local store follows no link.
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
 	if base := filepath.Base(dir); base == "dead-letter-archive" {
 		dir = filepath.Dir(dir)
 	}

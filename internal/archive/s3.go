@@ -118,17 +118,28 @@ func (s *S3) Put(ctx context.Context, key string, body []byte) error {
 	return nil
 }
 
-// Copy uses CopyObject with a URL-encoded source (Cumulus v21 does not
-// encode it, so keys with special characters fail there).
-func (s *S3) Copy(ctx context.Context, src, dst string) error {
+// CopyNew uses CopyObject with a URL-encoded source (Cumulus v21 does not
+// encode it, so keys with special characters fail there). It never
+// replaces an object: it looks first, and sends If-None-Match: * so that S3
+// refuses the copy (412) should the name be taken in between.
+func (s *S3) CopyNew(ctx context.Context, src, dst string) error {
 	if src == dst {
 		return fmt.Errorf("copy s3://%s/%s: %w", s.bucket, src, ErrSelfCopy)
+	}
+	if _, err := s.Stat(ctx, dst); err == nil {
+		return fmt.Errorf("copy to s3://%s/%s: %w", s.bucket, dst, ErrExists)
+	} else if !errors.Is(err, ErrNotFound) {
+		return err
 	}
 	_, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
 		Bucket: aws.String(s.bucket), Key: aws.String(dst),
 		CopySource:       aws.String(copySource(s.bucket, src)),
 		TaggingDirective: types.TaggingDirectiveCopy,
+		IfNoneMatch:      aws.String("*"),
 	})
+	if isCode(err, "PreconditionFailed") || isCode(err, "ConditionalRequestConflict") {
+		return fmt.Errorf("copy to s3://%s/%s: %w", s.bucket, dst, ErrExists)
+	}
 	if err != nil {
 		return fmt.Errorf("copy s3://%s/%s to %s: %w", s.bucket, src, dst, err)
 	}

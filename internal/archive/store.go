@@ -37,8 +37,10 @@ type Store interface {
 	// Stat returns one object's size and last-modified time.
 	Stat(ctx context.Context, key string) (Entry, error)
 	Put(ctx context.Context, key string, body []byte) error
-	// Copy copies src to dst within the store; dst must differ from src.
-	Copy(ctx context.Context, src, dst string) error
+	// CopyNew copies src to dst within the store, only when dst does not
+	// exist yet: it never replaces an object (ErrExists then). dst must
+	// differ from src (ErrSelfCopy).
+	CopyNew(ctx context.Context, src, dst string) error
 	Delete(ctx context.Context, key string) error
 	// DeleteMany deletes keys and returns the keys it could not delete, with
 	// why. A non-nil error means the call itself failed (nothing is known).
@@ -47,8 +49,11 @@ type Store interface {
 	String() string
 }
 
-// ErrSelfCopy is returned by Copy when source and destination are the same.
+// ErrSelfCopy is returned by CopyNew when source and destination are the same.
 var ErrSelfCopy = errors.New("source and destination are the same key")
+
+// ErrExists is returned (wrapped) by CopyNew when the destination is taken.
+var ErrExists = errors.New("the destination already exists")
 
 // readAll reads r to the end into buf, sized for the expected length.
 func readAll(r io.Reader, buf []byte, size int64) ([]byte, error) {

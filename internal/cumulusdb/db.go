@@ -115,21 +115,48 @@ func Classify(err error) error {
 	return &recovery.TransientError{Err: fmt.Errorf("database: %w", err)}
 }
 
+// conflictRetries is how many times a unit is re-run after a unique
+// violation. Another writer (a second recover, Cumulus itself) can insert
+// the same execution, PDR or granule between a statement's ON CONFLICT
+// check and its insert; the violation then comes from another unique index
+// (executions_url_unique, say). Re-run, the statement finds the committed
+// row and takes its ON CONFLICT path: a race, not a property of the message.
+const conflictRetries = 3
+
 // one runs fn as one unit: directly on a pool (a single statement is its
-// own transaction), or in a savepoint inside the dry run's transaction.
+// own transaction), or in a savepoint inside the dry run's transaction. A
+// unique violation is retried (conflictRetries); one that persists is the
+// message's, as in Cumulus.
 func (d *DB) one(ctx context.Context, fn func(q querier) error) error {
+	for attempt := 0; ; attempt++ {
+		err := d.once(ctx, fn)
+		if attempt == conflictRetries || !IsUniqueViolation(err) || ctx.Err() != nil {
+			return Classify(err)
+		}
+		time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
+	}
+}
+
+func (d *DB) once(ctx context.Context, fn func(q querier) error) error {
 	if !d.inTx {
-		return Classify(fn(d.q))
+		return fn(d.q)
 	}
 	sp, err := d.q.Begin(ctx)
 	if err != nil {
-		return Classify(err)
+		return err
 	}
 	if err := fn(sp); err != nil {
 		_ = sp.Rollback(ctx)
-		return Classify(err)
+		return err
 	}
-	return Classify(sp.Commit(ctx))
+	return sp.Commit(ctx)
+}
+
+// IsUniqueViolation reports whether err is PostgreSQL's unique_violation
+// (SQLSTATE 23505).
+func IsUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }
 
 func (d *DB) lookup(ctx context.Context, cacheKey, sql string, args ...any) (*int64, error) {

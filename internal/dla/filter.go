@@ -144,3 +144,11 @@ func matchAny(values []string, ok func(string) bool) bool {
 	}
 	return false
 }
+
+// ByContent reports whether the filter looks inside objects (anything but
+// the date bounds), so that an object that cannot be decoded cannot be said
+// to match it.
+func (f *Filter) ByContent() bool {
+	return len(f.Granules) > 0 || len(f.Collections) > 0 || len(f.Executions) > 0 || len(f.Statuses) > 0 ||
+		len(f.StateMachines) > 0 || f.Error != nil
+}

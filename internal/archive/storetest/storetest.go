@@ -108,23 +108,67 @@ func Run(t *testing.T, newStore func(t *testing.T) archive.Store) {
 		}
 	})
 
-	t.Run("copy with special characters and refuse self copy", func(t *testing.T) {
+	t.Run("copy with special characters, never over an object, refuse self copy", func(t *testing.T) {
 		s := newStore(t)
 		src := "st/dead-letter-archive/sqs/2024-01-01/exec a+b:ü=1&x-uuid"
 		dst := "st/dead-letter-archive/failed-sqs/2024-01-01/exec a+b:ü=1&x-uuid"
 		put(t, s, src)
-		if err := s.Copy(ctx, src, dst); err != nil {
+		if err := s.CopyNew(ctx, src, dst); err != nil {
 			t.Fatalf("copy: %v", err)
 		}
 		b, err := s.Get(ctx, dst)
 		if err != nil || string(b) != `{"key":"`+src+`"}` {
 			t.Fatalf("copied object = %q, %v", b, err)
 		}
-		if err := s.Copy(ctx, src, src); !errors.Is(err, archive.ErrSelfCopy) {
+		if err := s.CopyNew(ctx, src, src); !errors.Is(err, archive.ErrSelfCopy) {
 			t.Fatalf("self copy: err = %v", err)
 		}
 		if _, err := s.Get(ctx, src); err != nil {
 			t.Fatalf("source gone after copy: %v", err)
+		}
+		other := "st/dead-letter-archive/sqs/2024-01-02/other"
+		put(t, s, other)
+		if err := s.CopyNew(ctx, other, dst); !errors.Is(err, archive.ErrExists) {
+			t.Fatalf("copy over an object: err = %v, want ErrExists", err)
+		}
+		if b, _ := s.Get(ctx, dst); string(b) != `{"key":"`+src+`"}` {
+			t.Fatalf("the object at the destination was replaced: %q", b)
+		}
+	})
+
+	t.Run("move never overwrites: same name from two dates", func(t *testing.T) {
+		s := newStore(t)
+		a := "st/dead-letter-archive/sqs/2024-03-01/dup.json"
+		b := "st/dead-letter-archive/sqs/2024-03-02/dup.json"
+		dst := "st/dead-letter-archive/failed-sqs/2024-03-01/dup.json"
+		put(t, s, a, b)
+		gotA, err := archive.Move(ctx, s, a, dst)
+		if err != nil || gotA != dst {
+			t.Fatalf("move a = %q, %v", gotA, err)
+		}
+		gotB, err := archive.Move(ctx, s, b, dst)
+		if err != nil || gotB != dst+".1" {
+			t.Fatalf("move b = %q, %v; want %s.1", gotB, err, dst)
+		}
+		for key, want := range map[string]string{gotA: a, gotB: b} {
+			if got, err := s.Get(ctx, key); err != nil || string(got) != `{"key":"`+want+`"}` {
+				t.Errorf("%s = %q, %v; want the bytes of %s", key, got, err, want)
+			}
+		}
+		for _, k := range []string{a, b} {
+			if _, err := s.Get(ctx, k); !errors.Is(err, archive.ErrNotFound) {
+				t.Errorf("source %s still there after its move: %v", k, err)
+			}
+		}
+		// A retry after a lost reply finds its own copy and only deletes.
+		c := "st/dead-letter-archive/sqs/2024-03-03/again.json"
+		put(t, s, c)
+		if err := s.CopyNew(ctx, c, "st/dead-letter-archive/failed-sqs/2024-03-03/again.json"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := archive.Move(ctx, s, c, "st/dead-letter-archive/failed-sqs/2024-03-03/again.json")
+		if err != nil || got != "st/dead-letter-archive/failed-sqs/2024-03-03/again.json" {
+			t.Fatalf("retried move = %q, %v; want the first copy, no suffix", got, err)
 		}
 	})
 

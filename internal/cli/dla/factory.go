@@ -4,27 +4,33 @@ package dla
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/awsconfig"
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
+	"github.com/deadletter/deadletter/internal/dla"
 )
 
 // Factory holds what commands need, built lazily so that a command that
 // never touches AWS never loads AWS configuration.
 type Factory struct {
-	IO        *iostreams.IOStreams
-	AWS       *awsconfig.Settings
-	Now       func() time.Time
-	Getenv    func(string) string
-	OpenStore func(ctx context.Context, loc archive.Location) (archive.Store, error)
+	IO     *iostreams.IOStreams
+	AWS    *awsconfig.Settings
+	Now    func() time.Time
+	Getenv func(string) string
+	// OpenBucket opens the whole bucket or directory an archive lives in.
+	// Commands never use it directly: they go through OpenStore, which
+	// limits every key to the archive.
+	OpenBucket func(ctx context.Context, loc archive.Location) (archive.Store, error)
 }
 
 // NewFactory returns the production factory.
 func NewFactory(ios *iostreams.IOStreams, getenv func(string) string) *Factory {
 	f := &Factory{IO: ios, AWS: &awsconfig.Settings{}, Now: time.Now, Getenv: getenv}
-	f.OpenStore = func(ctx context.Context, loc archive.Location) (archive.Store, error) {
+	f.OpenBucket = func(ctx context.Context, loc archive.Location) (archive.Store, error) {
 		if loc.Bucket == "" {
 			return archive.NewLocal(loc.Dir)
 		}
@@ -35,4 +41,36 @@ func NewFactory(ios *iostreams.IOStreams, getenv func(string) string) *Factory {
 		return archive.NewS3(awsconfig.S3(cfg, *f.AWS), loc.Bucket), nil
 	}
 	return f
+}
+
+// OpenStore opens the archive at loc, contained: every key any command
+// reads, writes, copies or deletes through it must lie under
+// "<stack>/dead-letter-archive/" (archive.CheckKey). This is the one place
+// that check is made.
+func (f *Factory) OpenStore(ctx context.Context, loc archive.Location) (archive.Store, error) {
+	s, err := f.OpenBucket(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	return archive.Contain(s, dla.Layout{Stack: loc.Stack}.Root()), nil
+}
+
+// OpenArchive is OpenStore for commands that read an existing archive: an
+// S3 stack with nothing under its dead-letter-archive/ is a usage error
+// naming the stacks of the bucket that have one (a local one is checked
+// when --archive is parsed).
+func (f *Factory) OpenArchive(ctx context.Context, loc archive.Location) (archive.Store, error) {
+	s, err := f.OpenBucket(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	if loc.Bucket != "" {
+		var none *archive.NoArchiveError
+		if err := archive.RequireArchive(ctx, s, loc.Stack); errors.As(err, &none) {
+			return nil, cmdutil.UsageErrorf("%v", err)
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	return archive.Contain(s, dla.Layout{Stack: loc.Stack}.Root()), nil
 }

@@ -37,12 +37,34 @@ func TestResolveKey(t *testing.T) {
 }
 
 func TestReadKeys(t *testing.T) {
-	keys, err := readKeys(strings.NewReader("a\n\n# a comment\n  b  \n"), []string{"x", "-", "y"})
+	keys, err := readKeys(strings.NewReader("a\n\n# a comment\n  b  \n"), []string{"x", "-", "y"}, false)
 	if err != nil || !slices.Equal(keys, []string{"x", "a", "b", "y"}) {
 		t.Errorf("keys = %q, %v", keys, err)
 	}
-	if _, err := readKeys(strings.NewReader(""), []string{"-"}); err == nil {
+	if _, err := readKeys(strings.NewReader(""), []string{"-"}, false); err == nil {
 		t.Error("empty stdin must be a usage error")
+	}
+	// -0: any byte but NUL, taken exactly as it came.
+	hostile := "demo/dead-letter-archive/sqs/2024-03-01/x\nbackups/db-dump.sql"
+	keys, err = readKeys(strings.NewReader(hostile+"\x00 # not a comment \x00\x00last"), []string{"-"}, true)
+	if err != nil || !slices.Equal(keys, []string{hostile, " # not a comment ", "last"}) {
+		t.Errorf("-0 keys = %q, %v", keys, err)
+	}
+}
+
+func TestLineSafeKey(t *testing.T) {
+	for key, want := range map[string]bool{
+		"demo/dead-letter-archive/sqs/2024-03-01/exec a+b:ü=1&x-uuid":    true,
+		"demo/dead-letter-archive/sqs/2024-03-01/x\nbackups/db-dump.sql": false,
+		"demo/dead-letter-archive/sqs/2024-03-01/x\r":                    false,
+		"demo/dead-letter-archive/sqs/2024-03-01/x ":                     false,
+		" demo/dead-letter-archive/sqs/2024-03-01/x":                     false,
+		"#demo/dead-letter-archive/sqs/2024-03-01/x":                     false,
+		"demo/dead-letter-archive/sqs/2024-03-01/\xff":                   false,
+	} {
+		if got := lineSafeKey(key); got != want {
+			t.Errorf("lineSafeKey(%q) = %v, want %v", key, got, want)
+		}
 	}
 }
 

@@ -1,12 +1,10 @@
 package dla
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -41,7 +39,11 @@ type RecoverOptions struct {
 	Keep            bool
 	Yes             bool
 	LeaveUnreadable bool
-	Offline         bool
+	// IncludeUnreadable moves unreadable objects to failed-sqs even when a
+	// content filter is given (which cannot tell whether they match).
+	IncludeUnreadable bool
+	Null              bool // keys on stdin are NUL-separated
+	Offline           bool
 }
 
 // NewCmdRecover builds `dla recover`.
@@ -57,14 +59,22 @@ and every write constraint), then:
   written or dropped   the object is deleted (a dropped write is a stale
                        update the constraints refused, as in Cumulus)
   failed               the object is copied to failed-sqs/<event date>/<name>
-                       and the original deleted once the copy exists
+                       (<name>.1, .2 ... when another object has that name:
+                       nothing is ever replaced) and the original deleted
+                       once the copy is read back holding the same bytes
   unreadable           not JSON at all: moved to failed-sqs like a failure,
-                       unless --leave-unreadable
+                       unless --leave-unreadable; with a content filter
+                       (--granule, --collection, --execution, --status,
+                       --state-machine, --error) they are left alone, since
+                       nobody can say whether they match, unless
+                       --include-unreadable
   database or AWS down the object stays where it is; the run stops
 
 Objects are selected like 'dla search' (dates, granule, collection, execution,
 status, error, --failed to retry failed-sqs/), or named as arguments or on
-stdin with '-'. A plan (counts by date, status and collection, the database
+stdin with '-' (one per line, or NUL-separated with -0, as 'dla search -o keys
+-0' prints them). Only keys under <stack>/dead-letter-archive/ are ever read,
+moved or deleted; a local archive's symbolic links are never followed. A plan (counts by date, status and collection, the database
 it will write to, how many Step Functions calls it needs) comes first, then
 a confirmation unless --yes.
 
@@ -83,6 +93,10 @@ files, file sizes, messages held in S3) are read with the AWS settings;
 an execution whose history expired is written without processing times
 instead of failing, and unreadable objects are moved, not left behind.
 No SNS notifications are published.
+
+Only one recover of an archive runs at a time against a database: a second
+one exits 1 at once (a PostgreSQL advisory lock keyed by the archive; a dry
+run takes none).
 
 Interrupting (Ctrl-C, SIGTERM) lets the objects in flight finish, deletes
 what was written, and stops; a re-run picks up the rest (the writes are
@@ -115,31 +129,35 @@ idempotent upserts).`,
 	fl.BoolVar(&opts.Keep, "keep", false, "write, but never delete or move archive objects")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
 	fl.BoolVar(&opts.LeaveUnreadable, "leave-unreadable", false, "leave objects that are not JSON where they are instead of moving them to failed-sqs")
+	fl.BoolVar(&opts.IncludeUnreadable, "include-unreadable", false, "with a content filter (--granule, --collection, --execution, --status, --state-machine, --error), also move the unreadable objects of the dates listed to failed-sqs (by default they are left alone)")
 	fl.BoolVar(&opts.Offline, "offline", false, "no Step Functions or S3 reads: no processing times, failed-step output, CMR dates, file sizes or S3-held messages")
+	addNullFlag(cmd, &opts.Null)
 	opts.Output = cmdutil.AddOutputFlag(cmd, "text", "json", "ndjson")
 	return cmd
 }
 
 // recoverPlan is what the selection holds, before anything is written.
 type recoverPlan struct {
-	Objects     int            `json:"objects"`
-	Unreadable  int            `json:"unreadable"`
-	ByDate      map[string]int `json:"by_date"`
-	ByStatus    map[string]int `json:"by_status"`
-	ByColl      map[string]int `json:"by_collection"`
-	Describe    int            `json:"describe_execution_calls"`
-	History     int            `json:"execution_history_reads"`
-	Database    string         `json:"database"`
-	Archive     string         `json:"archive"`
-	Area        string         `json:"area"`
-	spool       *os.File
-	spoolWriter *bufio.Writer
+	Objects    int `json:"objects"`
+	Unreadable int `json:"unreadable"`
+	// LeftAlone counts unreadable objects not selected: a content filter
+	// cannot tell whether they match, so recover does not touch them.
+	LeftAlone int            `json:"unreadable_left_alone"`
+	ByDate    map[string]int `json:"by_date"`
+	ByStatus  map[string]int `json:"by_status"`
+	ByColl    map[string]int `json:"by_collection"`
+	Describe  int            `json:"describe_execution_calls"`
+	History   int            `json:"execution_history_reads"`
+	Database  string         `json:"database"`
+	Archive   string         `json:"archive"`
+	Area      string         `json:"area"`
+	spool     *selection.Spool
 }
 
 func (p *recoverPlan) add(key string, d *dla.Decoded) error {
 	p.Objects++
-	if _, err := p.spoolWriter.WriteString(key + "\n"); err != nil {
-		return fmt.Errorf("spooling keys: %w", err)
+	if err := p.spool.Add(key); err != nil {
+		return err
 	}
 	if d == nil {
 		p.Unreadable++
@@ -192,8 +210,9 @@ type RecoverSummary struct {
 	Dropped         int     `json:"dropped"`
 	Failed          int     `json:"failed"`
 	Unreadable      int     `json:"unreadable"`
-	Left            int     `json:"left"` // left in place (database/AWS unavailable, read errors)
-	NotProcessed    int     `json:"not_processed"`
+	Left            int     `json:"left"`          // left in place (database/AWS unavailable, read errors)
+	NotProcessed    int     `json:"not_processed"` // selected but never reached (a stop or an interrupt)
+	LeftAlone       int     `json:"unreadable_left_alone"`
 	Deleted         int     `json:"deleted"`
 	Moved           int     `json:"moved"`
 	Executions      int     `json:"executions_written"`
@@ -224,7 +243,7 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 		return err
 	}
 	if len(opts.Args) > 0 {
-		keys, err := readKeys(f.IO.In, opts.Args)
+		keys, err := readKeys(f.IO.In, opts.Args, opts.Null)
 		if err != nil {
 			return err
 		}
@@ -241,7 +260,7 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	if opts.DBMaxPool < 0 {
 		return cmdutil.UsageErrorf("--db-max-pool must not be negative")
 	}
-	store, err := f.OpenStore(ctx, loc)
+	store, err := f.OpenArchive(ctx, loc)
 	if err != nil {
 		return err
 	}
@@ -299,17 +318,18 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	// The plan: one pass over the selection, keys spooled to a file.
 	plan := &recoverPlan{ByDate: map[string]int{}, ByStatus: map[string]int{}, ByColl: map[string]int{},
 		Database: cumulusdb.Target(poolCfg), Archive: loc.String(), Area: string(scope.Area)}
-	plan.spool, err = os.CreateTemp("", "dla-recover-keys-*")
-	if err != nil {
+	if plan.spool, err = selection.NewSpool(); err != nil {
 		return err
 	}
-	defer os.Remove(plan.spool.Name())
 	defer plan.spool.Close()
-	plan.spoolWriter = bufio.NewWriterSize(plan.spool, 64<<10)
 	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
 	_, err = selection.Run(ctx, store, scope, 16, func(r selection.Result) error {
 		if err := stopOnAuth(r); err != nil {
 			return err
+		}
+		if r.Unreadable() && scope.Filter.ByContent() && !opts.IncludeUnreadable {
+			plan.LeftAlone++
+			return nil
 		}
 		if r.Unreadable() && (r.Decoded == nil || len(r.Decoded.Layers) == 0) {
 			return plan.add(r.Entry.Key, nil)
@@ -321,13 +341,10 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := plan.spoolWriter.Flush(); err != nil {
-		return err
-	}
 	printPlan(f.IO.ErrOut, plan, opts)
 	if plan.Objects == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "nothing to recover")
-		return writeSummary(opts, &RecoverSummary{Type: "summary", DryRun: opts.DryRun, Keep: opts.Keep, Database: plan.Database, SNS: snsNote})
+		return writeSummary(opts, &RecoverSummary{Type: "summary", DryRun: opts.DryRun, Keep: opts.Keep, Database: plan.Database, SNS: snsNote, LeftAlone: plan.LeftAlone})
 	}
 	if !opts.DryRun && !opts.Yes {
 		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Write %d objects to %s?", plan.Objects, plan.Database), "yes")
@@ -345,10 +362,17 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	if err := checkTables(ctx, pool); err != nil {
 		return fmt.Errorf("%s: %w", plan.Database, err)
 	}
+	if !opts.DryRun {
+		release, err := cumulusdb.LockArchive(ctx, pool, loc.String())
+		if err != nil {
+			return fmt.Errorf("%s into %s: %w", loc, plan.Database, err)
+		}
+		defer release()
+	}
 	db := cumulusdb.New(pool)
 	r := &recoverRun{opts: opts, store: store, layout: scope.Layout, db: db, pool: pool, writer: w, plan: plan,
 		progress: progress, sum: &RecoverSummary{Type: "summary", DryRun: opts.DryRun, Keep: opts.Keep,
-			Database: plan.Database, Selected: plan.Objects, SNS: snsNote}}
+			Database: plan.Database, Selected: plan.Objects, SNS: snsNote, LeftAlone: plan.LeftAlone}}
 	return r.run(ctx, scope)
 }
 
@@ -384,6 +408,10 @@ func printPlan(w io.Writer, p *recoverPlan, opts *RecoverOptions) {
 		fmt.Fprintf(w, " (%d unreadable)", p.Unreadable)
 	}
 	fmt.Fprintln(w)
+	if p.LeftAlone > 0 {
+		fmt.Fprintf(w, "  left alone: %d unreadable objects of the dates listed (a content filter cannot tell\n"+
+			"    whether they match; --include-unreadable moves them to failed-sqs, dla search names them)\n", p.LeftAlone)
+	}
 	for _, g := range []struct {
 		name string
 		m    map[string]int
@@ -455,22 +483,8 @@ func (r *recoverRun) run(ctx context.Context, scope selection.Scope) error {
 	workCtx := context.WithoutCancel(ctx)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	spool, err := os.Open(r.plan.spool.Name())
-	if err != nil {
-		return err
-	}
-	defer spool.Close()
 	scope.Keys = nil
-	scope.KeyStream = func(yield func(string) error) error {
-		sc := bufio.NewScanner(spool)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			if err := yield(sc.Text()); err != nil {
-				return err
-			}
-		}
-		return sc.Err()
-	}
+	scope.KeyStream = r.plan.spool.Keys
 	scope.Limit = 0
 
 	items := make(chan workItem)
@@ -521,7 +535,9 @@ func (r *recoverRun) run(ctx context.Context, scope selection.Scope) error {
 	<-done
 	delErr := r.flushDeletes(workCtx)
 	r.progress.Clear()
-	r.sum.NotProcessed = r.sum.Selected - r.sum.Processed
+	// Processed leaves out the objects left in place, which were reached:
+	// not processed is what was never reached, so the two never overlap.
+	r.sum.NotProcessed = r.sum.Selected - r.sum.Processed - r.sum.Left
 	r.sum.Seconds = time.Since(start).Seconds()
 	if ctx.Err() != nil {
 		r.sum.Interrupted = true
@@ -668,8 +684,9 @@ func (r *recoverRun) flushDeletes(ctx context.Context) error {
 	return nil
 }
 
-// move copies a failed object to failed-sqs/<date>/<name>, then deletes the
-// original only once the copy exists.
+// move copies a failed object to failed-sqs/<date>/<name> (or <name>.1 ...
+// when that name is taken by another object), then deletes the original
+// only once the copy is confirmed to hold the same bytes.
 func (r *recoverRun) move(ctx context.Context, o *ObjectResult, d *dla.Decoded) {
 	eventTime := ""
 	if d != nil {
@@ -684,22 +701,22 @@ func (r *recoverRun) move(ctx context.Context, o *ObjectResult, d *dla.Decoded) 
 		o.Action = "kept"
 		return
 	}
-	err := r.store.Copy(ctx, o.Key, dst)
-	if errors.Is(err, archive.ErrSelfCopy) {
+	moved, err := archive.Move(ctx, r.store, o.Key, dst)
+	switch {
+	case errors.Is(err, archive.ErrSelfCopy):
 		o.Action = "left" // already in failed-sqs under its date
 		o.MovedTo = dst
 		return
-	}
-	if err != nil {
+	case err != nil && moved != "":
+		o.Action, o.MovedTo = "copied", moved
+		o.Error += fmt.Sprintf(" (%v)", err)
+		return
+	case err != nil:
 		o.Action = "left"
 		o.Error += fmt.Sprintf(" (and the move to %s failed, so it stays in place: %v)", dst, err)
 		return
 	}
-	if err := r.store.Delete(ctx, o.Key); err != nil {
-		o.Action, o.MovedTo = "copied", dst
-		o.Error += fmt.Sprintf(" (copied to %s, but the original could not be deleted: %v)", dst, err)
-		return
-	}
+	dst = moved
 	o.Action, o.MovedTo = "moved", dst
 	r.mu.Lock()
 	r.sum.Moved++

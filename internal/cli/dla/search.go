@@ -16,6 +16,7 @@ type SearchOptions struct {
 	Factory *Factory
 	Select  selectFlags
 	Output  *cmdutil.Output
+	Null    bool // -o keys: NUL-terminated
 }
 
 // NewCmdSearch builds `dla search`; runF replaces the run function in tests.
@@ -31,7 +32,11 @@ filter are alternatives.
 
 Output formats: table (aligned with a header on a terminal; tab-separated
 without one when piped), json (one array), ndjson (one object per line), and
-keys (one object key per line, to pipe into 'dla show -').
+keys (one object key per line, to pipe into 'dla show -'; with -0, each key
+ends with a NUL byte instead, for 'dla show -0 -', 'dla recover -0 -' or
+xargs -0: then a key may hold any byte). A key that would not read back as
+itself one per line (a line break or a space at either end in it) is not
+printed without -0: it is named on stderr and the exit code is 3.
 
 Objects that cannot be read or decoded are reported on stderr and make the
 exit code 3 unless --ignore-unreadable.`,
@@ -51,6 +56,7 @@ exit code 3 unless --ignore-unreadable.`,
 	}
 	opts.Select.register(cmd)
 	opts.Output = cmdutil.AddOutputFlag(cmd, "table", "json", "ndjson", "keys")
+	cmd.Flags().BoolVarP(&opts.Null, "null", "0", false, "with -o keys, end each key with a NUL byte instead of a newline")
 	return cmd
 }
 
@@ -60,8 +66,12 @@ func runSearch(cmd *cobra.Command, opts *SearchOptions) error {
 	if err != nil {
 		return err
 	}
+	if opts.Null && opts.Output.Value != "keys" {
+		return cmdutil.UsageErrorf("-0/--null goes with -o keys")
+	}
 	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
 	var print func(*dla.Decoded) error
+	unsafeKeys := 0
 	var closeOut func() error
 	switch opts.Output.Value {
 	case "json", "ndjson":
@@ -69,7 +79,20 @@ func runSearch(cmd *cobra.Command, opts *SearchOptions) error {
 		print = func(d *dla.Decoded) error { return js.Write(d.View()) }
 		closeOut = js.Close
 	case "keys":
-		print = func(d *dla.Decoded) error { _, err := fmt.Fprintln(f.IO.Out, d.Key); return err }
+		print = func(d *dla.Decoded) error {
+			if opts.Null {
+				_, err := fmt.Fprint(f.IO.Out, d.Key+"\x00")
+				return err
+			}
+			if !lineSafeKey(d.Key) {
+				unsafeKeys++
+				progress.Clear()
+				fmt.Fprintf(f.IO.ErrOut, "dla: not printed: key %q would not read back as itself one per line; use -o keys -0\n", d.Key)
+				return nil
+			}
+			_, err := fmt.Fprintln(f.IO.Out, d.Key)
+			return err
+		}
 		closeOut = func() error { return nil }
 	default:
 		t := output.NewTable(f.IO, "KEY", "DATE", "STATUS", "COLLECTION", "GRANULES", "ERROR")
@@ -96,8 +119,14 @@ func runSearch(cmd *cobra.Command, opts *SearchOptions) error {
 	if st.Truncated {
 		summary += fmt.Sprintf("; stopped at --limit %d", scope.Limit)
 	}
+	if unsafeKeys > 0 {
+		summary += fmt.Sprintf(", %d keys not printed (use -0)", unsafeKeys)
+	}
 	fmt.Fprintln(f.IO.ErrOut, summary)
-	return finish(runErr, st, opts.Select.ignoreUnreadable)
+	if err := finish(runErr, st, opts.Select.ignoreUnreadable); err != nil || unsafeKeys == 0 {
+		return err
+	}
+	return cmdutil.PartialError
 }
 
 func orDash(s string) string {

@@ -138,7 +138,7 @@ func (s *selectFlags) open(cmd *cobra.Command, f *Factory) (selection.Scope, arc
 	if err != nil {
 		return scope, loc, nil, err
 	}
-	store, err := f.OpenStore(cmd.Context(), loc)
+	store, err := f.OpenArchive(cmd.Context(), loc)
 	return scope, loc, store, err
 }
 

@@ -1,7 +1,6 @@
 package dla
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -28,6 +27,7 @@ type ShowOptions struct {
 	Keys             []string
 	Output           *cmdutil.Output
 	IgnoreUnreadable bool
+	Null             bool // keys on stdin are NUL-separated
 }
 
 // NewCmdShow builds `dla show`.
@@ -63,6 +63,7 @@ parsed.`,
 	}
 	opts.Archive.register(cmd)
 	cmd.Flags().BoolVar(&opts.IgnoreUnreadable, "ignore-unreadable", false, "do not exit 3 when an object cannot be read or decoded")
+	addNullFlag(cmd, &opts.Null)
 	opts.Output = cmdutil.AddOutputFlag(cmd, "text", "json")
 	return cmd
 }
@@ -73,7 +74,7 @@ func runShow(cmd *cobra.Command, opts *ShowOptions) error {
 	if err != nil {
 		return err
 	}
-	keys, err := readKeys(f.IO.In, opts.Keys)
+	keys, err := readKeys(f.IO.In, opts.Keys, opts.Null)
 	if err != nil {
 		return err
 	}
@@ -81,7 +82,7 @@ func runShow(cmd *cobra.Command, opts *ShowOptions) error {
 	for i, k := range keys {
 		keys[i] = resolveKey(loc, layout, k)
 	}
-	store, err := f.OpenStore(cmd.Context(), loc)
+	store, err := f.OpenArchive(cmd.Context(), loc)
 	if err != nil {
 		return err
 	}
@@ -116,31 +117,6 @@ func runShow(cmd *cobra.Command, opts *ShowOptions) error {
 		}
 	}
 	return finish(runErr, st, opts.IgnoreUnreadable)
-}
-
-// readKeys expands "-" into the keys on stdin (blank lines and #comments skipped).
-func readKeys(in io.Reader, args []string) ([]string, error) {
-	var keys []string
-	for _, a := range args {
-		if a != "-" {
-			keys = append(keys, a)
-			continue
-		}
-		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 64*1024), 1<<20)
-		for sc.Scan() {
-			if line := strings.TrimSpace(sc.Text()); line != "" && !strings.HasPrefix(line, "#") {
-				keys = append(keys, line)
-			}
-		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("reading keys from stdin: %w", err)
-		}
-	}
-	if len(keys) == 0 {
-		return nil, cmdutil.UsageErrorf("no keys given (stdin was empty)")
-	}
-	return keys, nil
 }
 
 // resolveKey accepts the ways an operator may name an object.

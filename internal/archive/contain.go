@@ -1,0 +1,128 @@
+package archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrOutside is returned (wrapped) for a key a command must not touch: one
+// outside the archive's root, or one a server could resolve elsewhere.
+var ErrOutside = errors.New("refused")
+
+// CheckKey reports why key may not be touched by a command working on the
+// archive under root ("<stack>/dead-letter-archive/"), or nil. A key must
+// start with root and have no empty, "." or ".." segment (S3 servers and
+// file systems may resolve those outside the root) and no NUL byte. Any
+// other byte, a newline included, is a valid key.
+func CheckKey(root, key string) error {
+	rest, ok := strings.CutPrefix(key, root)
+	if !ok || rest == "" {
+		return fmt.Errorf("key %q: %w: it is outside %s", key, ErrOutside, root)
+	}
+	if strings.IndexByte(key, 0) >= 0 {
+		return fmt.Errorf("key %q: %w: it holds a NUL byte", key, ErrOutside)
+	}
+	for _, seg := range strings.FieldsFunc(rest, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if seg == "." || seg == ".." {
+			return fmt.Errorf("key %q: %w: it has a %q segment, which a server may resolve outside %s", key, ErrOutside, seg, root)
+		}
+	}
+	if strings.Contains(rest, "//") || strings.HasPrefix(rest, "/") {
+		return fmt.Errorf("key %q: %w: it has an empty segment, which a server may resolve elsewhere", key, ErrOutside)
+	}
+	return nil
+}
+
+// Contain returns store limited to the keys under root: every key a call
+// names (to read, write, copy from or to, delete, or list under) is checked
+// with CheckKey first, so that no command can reach outside the archive it
+// was given, whether the key was listed, typed, piped or built by code.
+// Listed entries are passed on as they are, so that a hostile key is still
+// seen (and named when it is refused).
+func Contain(store Store, root string) Store {
+	if c, ok := store.(*contained); ok && c.root == root {
+		return c
+	}
+	return &contained{Store: store, root: root}
+}
+
+type contained struct {
+	Store
+	root string
+}
+
+func (c *contained) List(ctx context.Context, prefix string, delimited bool, fn func(Entry) error) error {
+	if !strings.HasPrefix(prefix, c.root) {
+		return fmt.Errorf("list %q: %w: it is outside %s", prefix, ErrOutside, c.root)
+	}
+	return c.Store.List(ctx, prefix, delimited, fn)
+}
+
+func (c *contained) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := CheckKey(c.root, key); err != nil {
+		return nil, err
+	}
+	return c.Store.Get(ctx, key)
+}
+
+func (c *contained) GetInto(ctx context.Context, key string, buf []byte) ([]byte, error) {
+	if err := CheckKey(c.root, key); err != nil {
+		return nil, err
+	}
+	return c.Store.GetInto(ctx, key, buf)
+}
+
+func (c *contained) Stat(ctx context.Context, key string) (Entry, error) {
+	if err := CheckKey(c.root, key); err != nil {
+		return Entry{}, err
+	}
+	return c.Store.Stat(ctx, key)
+}
+
+func (c *contained) Put(ctx context.Context, key string, body []byte) error {
+	if err := CheckKey(c.root, key); err != nil {
+		return err
+	}
+	return c.Store.Put(ctx, key, body)
+}
+
+func (c *contained) CopyNew(ctx context.Context, src, dst string) error {
+	if err := CheckKey(c.root, src); err != nil {
+		return err
+	}
+	if err := CheckKey(c.root, dst); err != nil {
+		return err
+	}
+	return c.Store.CopyNew(ctx, src, dst)
+}
+
+func (c *contained) Delete(ctx context.Context, key string) error {
+	if err := CheckKey(c.root, key); err != nil {
+		return err
+	}
+	return c.Store.Delete(ctx, key)
+}
+
+// DeleteMany deletes the keys that pass the check and reports the others as
+// failed, so that one hostile key does not keep the rest from being deleted.
+func (c *contained) DeleteMany(ctx context.Context, keys []string) (map[string]error, error) {
+	ok := make([]string, 0, len(keys))
+	refused := map[string]error{}
+	for _, k := range keys {
+		if err := CheckKey(c.root, k); err != nil {
+			refused[k] = err
+			continue
+		}
+		ok = append(ok, k)
+	}
+	failed, err := c.Store.DeleteMany(ctx, ok)
+	if failed == nil {
+		failed = map[string]error{}
+	}
+	for k, e := range refused {
+		failed[k] = e
+	}
+	return failed, err
+}
