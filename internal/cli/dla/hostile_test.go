@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -459,6 +460,48 @@ func TestS3MistypedStack(t *testing.T) {
 		if r.code != 2 || !strings.Contains(r.stderr, "no archive at") || !strings.Contains(r.stderr, "demo, other-stack") ||
 			strings.Contains(r.stderr, "matching") {
 			t.Errorf("%s on a mistyped stack: exit %d, stderr %s", verb[0], r.code, r.stderr)
+		}
+	}
+}
+
+// TestRecoverRacingWritersDoNotFailMessages: two recovers of two copies of
+// one archive (two locks: the archive names differ) write the same rows at
+// once. A unique violation between them is a race, retried, never a
+// message failure moved to failed-sqs.
+func TestRecoverRacingWritersDoNotFailMessages(t *testing.T) {
+	db := hostileDB(t)
+	var specs []string
+	for range 2 {
+		dir := t.TempDir()
+		store, err := archive.NewLocal(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = gen.Generate(gen.Options{Stack: "demo", Count: 300, Seed: 77, Days: 1, Malformed: -1, MinGranules: 1, MaxGranules: 3,
+			Start: time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)}, func(o gen.Object) error {
+			return store.Put(context.Background(), o.Key, o.Body)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		specs = append(specs, filepath.Join(dir, "demo"))
+	}
+	outs := make([]runResult, len(specs))
+	done := make(chan int)
+	for i, spec := range specs {
+		go func() {
+			outs[i] = run(t, false, noPrompt, "", "recover", "--archive", spec, "--database-url", db, "--offline", "--yes",
+				"--concurrency", "8", "-o", "ndjson")
+			done <- i
+		}()
+	}
+	<-done
+	<-done
+	for i, r := range outs {
+		for _, o := range results(t, r.stdout) {
+			if o["type"] == "object" && strings.Contains(fmt.Sprint(o["error"]), "23505") {
+				t.Errorf("run %d: %s failed on a race: %s", i, o["key"], o["error"])
+			}
 		}
 	}
 }

@@ -3,6 +3,7 @@ package dla
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -137,6 +138,16 @@ func TestRecoverDatabaseLostMidRun(t *testing.T) {
 	}
 	if len(present) == 0 || processed == 0 {
 		t.Fatalf("present %d, processed %d", len(present), processed)
+	}
+	// The counts add up, and the stop message names exactly what remains in
+	// sqs/ (it used to count the objects left in place twice).
+	sel, proc := int(summary["selected"].(float64)), int(summary["processed"].(float64))
+	left, notProc := int(summary["left"].(float64)), int(summary["not_processed"].(float64))
+	if proc+left+notProc != sel {
+		t.Errorf("processed %d + left %d + not processed %d != selected %d", proc, left, notProc, sel)
+	}
+	if want := fmt.Sprintf("%d objects not processed were left in place", len(present)); !strings.Contains(r.stderr, want) {
+		t.Errorf("the stop message does not say %q (%d objects are in sqs/): %s", want, len(present), r.stderr)
 	}
 
 	// The database is back: the re-run picks up the rest.
