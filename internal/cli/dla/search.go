@@ -89,6 +89,10 @@ func runSearch(cmd *cobra.Command, opts *SearchOptions) error {
 		runErr = err
 	}
 	progress.Clear()
+	if runErr != nil {
+		// No summary: "0 matching" above a fatal error reads as a result.
+		return runErr
+	}
 	summary := fmt.Sprintf("%d matching, %d objects read (%s) from %s", st.Matched, st.Listed, humanBytes(st.Bytes), loc)
 	if st.Unreadable > 0 {
 		summary += fmt.Sprintf(", %d unreadable", st.Unreadable)
@@ -97,7 +101,7 @@ func runSearch(cmd *cobra.Command, opts *SearchOptions) error {
 		summary += fmt.Sprintf("; stopped at --limit %d", scope.Limit)
 	}
 	fmt.Fprintln(f.IO.ErrOut, summary)
-	return finish(runErr, st, opts.Select.ignoreUnreadable)
+	return finish(nil, st, opts.Select.ignoreUnreadable)
 }
 
 func orDash(s string) string {
