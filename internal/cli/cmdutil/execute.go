@@ -11,6 +11,7 @@ import (
 
 	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/buildinfo"
+	"github.com/deadletter/deadletter/internal/cli/output"
 )
 
 // Execute runs a command tree on one command line, reports its error on
@@ -33,7 +34,9 @@ func Execute(ctx context.Context, root *cobra.Command, args []string, errOut io.
 		fmt.Fprintf(errOut, "%s: interrupted\n", root.Name())
 	case errors.As(err, &ee) && ee.Err == nil:
 	default:
-		fmt.Fprintf(errOut, "%s: %s\n", root.Name(), ErrorLine(err))
+		// Errors may quote keys and texts from the archive or a queue:
+		// stderr is for people, so control characters are always escaped.
+		fmt.Fprintf(errOut, "%s: %s\n", root.Name(), output.Escape(ErrorLine(err)))
 	}
 	return code
 }
