@@ -40,7 +40,7 @@ func oneLineError(t *testing.T, r runResult, wantCode int, wants ...string) {
 	if strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "dla: ") {
 		t.Errorf("stderr is not one line:\n%s", r.stderr)
 	}
-	for _, bad := range []string{"matching", "operation error", "RequestID", "https response error"} {
+	for _, bad := range []string{"matching", "0 match", " read (", "operation error", "RequestID", "https response error"} {
 		if strings.Contains(r.stderr, bad) {
 			t.Errorf("stderr holds %q:\n%s", bad, r.stderr)
 		}

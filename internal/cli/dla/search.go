@@ -16,6 +16,7 @@ type SearchOptions struct {
 	Factory *Factory
 	Select  selectFlags
 	Output  *cmdutil.Output
+	Verbose bool
 }
 
 // NewCmdSearch builds `dla search`; runF replaces the run function in tests.
@@ -34,7 +35,8 @@ without one when piped), json (one array), ndjson (one object per line), and
 keys (one object key per line, to pipe into 'dla show -').
 
 Objects that cannot be read or decoded are reported on stderr and make the
-exit code 3 unless --ignore-unreadable.`,
+exit code 3 unless --ignore-unreadable; with it they are counted and the
+first 5 listed (-v lists every one).`,
 		Example: `  dla search --archive s3://bucket/stack --granule MOD09GQ.A2024018.h31v05.006.2024031032640
   dla search --date 2024-03-02 --status FAILED --collection MOD09GQ -o ndjson
   dla search --from 2024-03-01 --to 2024-03-07 --error 'UnmetRequirementsError' -o keys`,
@@ -50,6 +52,7 @@ exit code 3 unless --ignore-unreadable.`,
 		},
 	}
 	opts.Select.register(cmd)
+	cmd.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "with --ignore-unreadable, list every unreadable object, not only the first 5")
 	opts.Output = cmdutil.AddOutputFlag(cmd, "table", "json", "ndjson", "keys")
 	return cmd
 }
@@ -74,15 +77,19 @@ func runSearch(cmd *cobra.Command, opts *SearchOptions) error {
 	default:
 		t := output.NewTable(f.IO, "KEY", "DATE", "STATUS", "COLLECTION", "GRANULES", "ERROR")
 		tty := f.IO.IsStdoutTTY()
+		root := scope.Layout.Root()
 		print = func(d *dla.Decoded) error {
-			return t.Row(d.Key, d.Date(), orDash(d.Status), orDash(d.CollectionID), granuleCell(d.Granules, tty), errorCell(d.ErrorHeadline(), tty))
+			// Every key starts with <stack>/dead-letter-archive/; the rest
+			// is what 'dla show' needs (-o keys and JSON keep full keys).
+			return t.Row(strings.TrimPrefix(d.Key, root), d.Date(), orDash(d.Status), orDash(d.CollectionID), granuleCell(d.Granules, tty), errorCell(d.ErrorHeadline(), tty))
 		}
 		closeOut = func() error { progress.Clear(); return t.Flush() }
 	}
 	matched := 0
-	st, runErr := scan(cmd, f, store, scope, opts.Select.concurrency, progress, func(d *dla.Decoded) error {
+	ul := newUnreadableLog(f, progress, opts.Select.ignoreUnreadable, opts.Verbose)
+	st, runErr := scan(cmd, store, scope, opts.Select.concurrency, ul, func(d *dla.Decoded) error {
 		matched++
-		progress.Update("%d matches", matched)
+		progress.Update("%s", output.Plural(matched, "match"))
 		return print(d)
 	})
 	if err := closeOut(); err != nil && runErr == nil {
@@ -93,7 +100,8 @@ func runSearch(cmd *cobra.Command, opts *SearchOptions) error {
 		// No summary: "0 matching" above a fatal error reads as a result.
 		return runErr
 	}
-	summary := fmt.Sprintf("%d matching, %d objects read (%s) from %s", st.Matched, st.Listed, humanBytes(st.Bytes), loc)
+	ul.done()
+	summary := fmt.Sprintf("%s, %s read (%s) from %s", output.Plural(st.Matched, "match"), output.Plural(st.Listed, "object"), humanBytes(st.Bytes), loc)
 	if st.Unreadable > 0 {
 		summary += fmt.Sprintf(", %d unreadable", st.Unreadable)
 	}
