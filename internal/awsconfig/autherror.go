@@ -16,8 +16,13 @@ var authCodes = map[string]bool{
 	"InvalidSecurity": true, "NotAuthorized": true,
 }
 
-// IsAuthError reports whether err is about credentials or permissions.
+// IsAuthError reports whether err is about credentials or permissions:
+// no credentials, an unknown profile, credentials rejected or expired,
+// access denied.
 func IsAuthError(err error) bool {
+	if e, ok := Explain(err); ok {
+		return e.Auth
+	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) && authCodes[ae.ErrorCode()] {
 		return true

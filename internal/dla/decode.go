@@ -1,6 +1,7 @@
 package dla
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,6 +58,9 @@ func decodeErrorf(format string, args ...any) error {
 	return &DecodeError{Reason: fmt.Sprintf(format, args...)}
 }
 
+// utf8BOM is the UTF-8 byte-order mark, accepted at the start of an object.
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
 // hoistedKeys are the fields Cumulus's DLA writer adds to every record.
 var hoistedKeys = []string{"executionArn", "stateMachineArn", "status", "time", "collectionId", "providerId", "granules", "error"}
 
@@ -69,6 +73,11 @@ var hoistedKeys = []string{"executionArn", "stateMachineArn", "status", "time", 
 func Decode(raw []byte) (*Decoded, error) {
 	d := &Decoded{}
 	d.Size = int64(len(raw))
+	if rest, ok := bytes.CutPrefix(raw, utf8BOM); ok {
+		// Editors on Windows write one; JSON parsers reject it.
+		raw = rest
+		d.problem("starts with a UTF-8 byte-order mark (ignored)")
+	}
 	if !gjson.ValidBytes(raw) {
 		return d, decodeErrorf("object is not valid JSON: %s", jsonSyntaxReason(raw))
 	}

@@ -9,7 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/buildinfo"
+	"github.com/deadletter/deadletter/internal/cli/output"
 )
 
 // Execute runs a command tree on one command line, reports its error on
@@ -32,9 +34,22 @@ func Execute(ctx context.Context, root *cobra.Command, args []string, errOut io.
 		fmt.Fprintf(errOut, "%s: interrupted\n", root.Name())
 	case errors.As(err, &ee) && ee.Err == nil:
 	default:
-		fmt.Fprintf(errOut, "%s: %v\n", root.Name(), err)
+		// Errors may quote keys and texts from the archive or a queue:
+		// stderr is for people, so control characters are always escaped.
+		fmt.Fprintf(errOut, "%s: %s\n", root.Name(), output.Escape(ErrorLine(err)))
 	}
 	return code
+}
+
+// ErrorLine is how an error is shown to an operator: a common AWS failure
+// (missing bucket, access denied, no or expired credentials, unknown
+// profile, unreachable endpoint) as one line that says what to check,
+// anything else as it is.
+func ErrorLine(err error) string {
+	if e, ok := awsconfig.Explain(err); ok {
+		return e.Message
+	}
+	return err.Error()
 }
 
 // UsageArgs turns a cobra positional-argument check into a usage error.

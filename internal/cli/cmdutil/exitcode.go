@@ -29,8 +29,8 @@ const ExitCodesHelp = `Exit codes:
   3    partial: the command ran, but some items failed or could not be read
        (for example an archive object that is not valid JSON); they are
        listed on stderr and counted in the summary
-  4    AWS credentials or permissions: no credentials, expired credentials,
-       or access denied
+  4    AWS credentials or permissions: no credentials, an unknown profile,
+       credentials rejected or expired, or access denied
   130  interrupted (Ctrl-C or SIGTERM); work in flight was finished or
        abandoned cleanly
 

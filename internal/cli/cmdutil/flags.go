@@ -18,7 +18,7 @@ func AddAWSFlags(cmd *cobra.Command, s *awsconfig.Settings) {
 	f.StringVar(&s.Profile, "profile", "", "AWS shared-config profile (beats AWS_PROFILE)")
 	f.StringVar(&s.Region, "region", "", "AWS region (beats AWS_REGION and the profile)")
 	f.StringVar(&s.EndpointURL, "endpoint-url", "", "send AWS requests to this URL, e.g. a local S3 (beats AWS_ENDPOINT_URL)")
-	f.BoolVar(&s.Debug, "debug-aws", false, "log AWS requests and responses on stderr (also DEADLETTER_DEBUG=1)")
+	f.BoolVar(&s.Debug, "debug-aws", false, "log AWS requests and responses on stderr, with signatures and tokens redacted (also DEADLETTER_DEBUG=1)")
 }
 
 // Output is an -o/--output flag restricted to a set of formats.

@@ -17,6 +17,7 @@ type SearchOptions struct {
 	Select  selectFlags
 	Output  *cmdutil.Output
 	Null    bool // -o keys: NUL-terminated
+	Verbose bool
 }
 
 // NewCmdSearch builds `dla search`; runF replaces the run function in tests.
@@ -39,7 +40,8 @@ itself one per line (a line break or a space at either end in it) is not
 printed without -0: it is named on stderr and the exit code is 3.
 
 Objects that cannot be read or decoded are reported on stderr and make the
-exit code 3 unless --ignore-unreadable.`,
+exit code 3 unless --ignore-unreadable; with it they are counted and the
+first 5 listed (-v lists every one).`,
 		Example: `  dla search --archive s3://bucket/stack --granule MOD09GQ.A2024018.h31v05.006.2024031032640
   dla search --date 2024-03-02 --status FAILED --collection MOD09GQ -o ndjson
   dla search --from 2024-03-01 --to 2024-03-07 --error 'UnmetRequirementsError' -o keys`,
@@ -55,6 +57,7 @@ exit code 3 unless --ignore-unreadable.`,
 		},
 	}
 	opts.Select.register(cmd)
+	cmd.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "with --ignore-unreadable, list every unreadable object, not only the first 5")
 	opts.Output = cmdutil.AddOutputFlag(cmd, "table", "json", "ndjson", "keys")
 	cmd.Flags().BoolVarP(&opts.Null, "null", "0", false, "with -o keys, end each key with a NUL byte instead of a newline")
 	return cmd
@@ -97,22 +100,31 @@ func runSearch(cmd *cobra.Command, opts *SearchOptions) error {
 	default:
 		t := output.NewTable(f.IO, "KEY", "DATE", "STATUS", "COLLECTION", "GRANULES", "ERROR")
 		tty := f.IO.IsStdoutTTY()
+		root := scope.Layout.Root()
 		print = func(d *dla.Decoded) error {
-			return t.Row(d.Key, d.Date(), orDash(d.Status), orDash(d.CollectionID), granuleCell(d.Granules, tty), errorCell(d.ErrorHeadline(), tty))
+			// Every key starts with <stack>/dead-letter-archive/; the rest
+			// is what 'dla show' needs (-o keys and JSON keep full keys).
+			return t.Row(strings.TrimPrefix(d.Key, root), d.Date(), orDash(d.Status), orDash(d.CollectionID), granuleCell(d.Granules, tty), errorCell(d.ErrorHeadline(), tty))
 		}
 		closeOut = func() error { progress.Clear(); return t.Flush() }
 	}
 	matched := 0
-	st, runErr := scan(cmd, f, store, scope, opts.Select.concurrency, progress, func(d *dla.Decoded) error {
+	ul := newUnreadableLog(f, progress, opts.Select.ignoreUnreadable, opts.Verbose)
+	st, runErr := scan(cmd, store, scope, opts.Select.concurrency, ul, func(d *dla.Decoded) error {
 		matched++
-		progress.Update("%d matches", matched)
+		progress.Update("%s", output.Plural(matched, "match"))
 		return print(d)
 	})
 	if err := closeOut(); err != nil && runErr == nil {
 		runErr = err
 	}
 	progress.Clear()
-	summary := fmt.Sprintf("%d matching, %d objects read (%s) from %s", st.Matched, st.Listed, humanBytes(st.Bytes), loc)
+	if runErr != nil {
+		// No summary: "0 matching" above a fatal error reads as a result.
+		return runErr
+	}
+	ul.done()
+	summary := fmt.Sprintf("%s, %s read (%s) from %s", output.Plural(st.Matched, "match"), output.Plural(st.Listed, "object"), humanBytes(st.Bytes), loc)
 	if st.Unreadable > 0 {
 		summary += fmt.Sprintf(", %d unreadable", st.Unreadable)
 	}
@@ -123,7 +135,7 @@ func runSearch(cmd *cobra.Command, opts *SearchOptions) error {
 		summary += fmt.Sprintf(", %d keys not printed (use -0)", unsafeKeys)
 	}
 	fmt.Fprintln(f.IO.ErrOut, summary)
-	if err := finish(runErr, st, opts.Select.ignoreUnreadable); err != nil || unsafeKeys == 0 {
+	if err := finish(nil, st, opts.Select.ignoreUnreadable); err != nil || unsafeKeys == 0 {
 		return err
 	}
 	return cmdutil.PartialError

@@ -10,6 +10,7 @@ import (
 
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/selection"
 )
@@ -157,10 +158,10 @@ func parseDate(flag, v string, now time.Time) (string, error) {
 }
 
 // scan runs a selection, hands each decoded match to onMatch, and reports
-// each unreadable object on stderr (stopping at once on an AWS credentials
-// or permission error, which every other object would hit too).
-func scan(cmd *cobra.Command, f *Factory, store archive.Store, scope selection.Scope, concurrency int,
-	progress *cmdutil.Progress, onMatch func(*dla.Decoded) error) (selection.Stats, error) {
+// unreadable objects on stderr through ul (stopping at once on an AWS
+// credentials or permission error, which every other object would hit too).
+func scan(cmd *cobra.Command, store archive.Store, scope selection.Scope, concurrency int,
+	ul *unreadableLog, onMatch func(*dla.Decoded) error) (selection.Stats, error) {
 	return selection.Run(cmd.Context(), store, scope, concurrency, func(r selection.Result) error {
 		if !r.Unreadable() {
 			return onMatch(r.Decoded)
@@ -168,15 +169,53 @@ func scan(cmd *cobra.Command, f *Factory, store archive.Store, scope selection.S
 		if err := stopOnAuth(r); err != nil {
 			return err
 		}
-		reportUnreadable(f, progress, r)
+		ul.report(r)
 		return nil
 	})
 }
 
-// reportUnreadable names an object that could not be read and why, on stderr.
+// unreadableShown is how many unreadable objects --ignore-unreadable lists
+// (-v lists every one).
+const unreadableShown = 5
+
+// unreadableLog reports the unreadable objects of a scan on stderr: every
+// one, or with --ignore-unreadable the first few and then how many more
+// there were, so that a known-bad archive does not bury the results.
+type unreadableLog struct {
+	f        *Factory
+	progress *cmdutil.Progress
+	limit    int // -1: no limit
+	n        int
+}
+
+func newUnreadableLog(f *Factory, progress *cmdutil.Progress, ignoreUnreadable, verbose bool) *unreadableLog {
+	ul := &unreadableLog{f: f, progress: progress, limit: -1}
+	if ignoreUnreadable && !verbose {
+		ul.limit = unreadableShown
+	}
+	return ul
+}
+
+func (ul *unreadableLog) report(r selection.Result) {
+	ul.n++
+	if ul.limit < 0 || ul.n <= ul.limit {
+		reportUnreadable(ul.f, ul.progress, r)
+	}
+}
+
+// done says how many unreadable objects were not listed.
+func (ul *unreadableLog) done() {
+	if hidden := ul.n - ul.limit; ul.limit >= 0 && hidden > 0 {
+		ul.progress.Clear()
+		fmt.Fprintf(ul.f.IO.ErrOut, "dla: %s not listed (-v lists every one)\n", output.Plural(hidden, "more unreadable object"))
+	}
+}
+
+// reportUnreadable names an object that could not be read and why, on
+// stderr (the key and reason escaped: they come from the archive).
 func reportUnreadable(f *Factory, progress *cmdutil.Progress, r selection.Result) {
 	progress.Clear()
-	fmt.Fprintf(f.IO.ErrOut, "dla: unreadable %s: %v\n", r.Entry.Key, r.Err)
+	fmt.Fprintf(f.IO.ErrOut, "dla: unreadable %s: %s\n", output.Escape(r.Entry.Key), output.Escape(cmdutil.ErrorLine(r.Err)))
 }
 
 // finish turns the run's outcome into the command's error: the run error

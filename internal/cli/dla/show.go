@@ -109,7 +109,7 @@ func runShow(cmd *cobra.Command, opts *ShowOptions) error {
 		if n > 1 {
 			fmt.Fprintln(f.IO.Out)
 		}
-		return renderShow(f.IO.Out, renderer, color, r)
+		return renderShow(f.IO.Out, renderer, color, output.EscapeFor(f.IO.IsStdoutTTY()), r)
 	})
 	if js != nil {
 		if err := js.Close(); err != nil && runErr == nil {
@@ -251,8 +251,9 @@ func rewriteObject(raw string, fn func(k, val gjson.Result) (string, bool)) stri
 }
 
 // renderShow prints one object for people: sections with styled headings
-// on a terminal, the same text without escapes when piped.
-func renderShow(w io.Writer, r *lipgloss.Renderer, color bool, res selection.Result) error {
+// on a terminal, the same text without escapes when piped. clean makes
+// values from the archive safe for a terminal (output.EscapeFor).
+func renderShow(w io.Writer, r *lipgloss.Renderer, color bool, clean func(string) string, res selection.Result) error {
 	d := res.Decoded
 	title := r.NewStyle().Bold(true).Foreground(lipgloss.Color("12"))
 	head := r.NewStyle().Bold(true).Foreground(lipgloss.Color("3"))
@@ -264,6 +265,7 @@ func renderShow(w io.Writer, r *lipgloss.Renderer, color bool, res selection.Res
 		if v == "" {
 			v = "null"
 		}
+		k, v = clean(k), clean(v)
 		fmt.Fprintf(&b, "  %s %s\n", label.Render(fmt.Sprintf("%-18s", k)), v)
 	}
 	js := func(raw string) {
@@ -272,15 +274,16 @@ func renderShow(w io.Writer, r *lipgloss.Renderer, color bool, res selection.Res
 			return
 		}
 		out := pretty.PrettyOptions([]byte(raw), &pretty.Options{Width: 100, Prefix: "  ", Indent: "  ", SortKeys: false})
+		out = []byte(clean(string(out)))
 		if color {
 			out = pretty.Color(out, nil)
 		}
 		b.Write(out)
 	}
 
-	fmt.Fprintln(&b, title.Render(res.Entry.Key))
+	fmt.Fprintln(&b, title.Render(clean(res.Entry.Key)))
 	if res.Err != nil {
-		fmt.Fprintf(&b, "  %s %v\n", bad.Render("unreadable:"), res.Err)
+		fmt.Fprintf(&b, "  %s %s\n", bad.Render("unreadable:"), clean(res.Err.Error()))
 	}
 	section("Summary")
 	row("generation", string(d.Generation))
@@ -297,7 +300,7 @@ func renderShow(w io.Writer, r *lipgloss.Renderer, color bool, res selection.Res
 	if d.HasGranules {
 		row("granules", fmt.Sprintf("%d", len(d.Granules)))
 		for _, g := range d.Granules {
-			fmt.Fprintf(&b, "  %18s   %s\n", "", orNull(g))
+			fmt.Fprintf(&b, "  %18s   %s\n", "", clean(orNull(g)))
 		}
 	} else {
 		row("granules", "")
@@ -308,13 +311,13 @@ func renderShow(w io.Writer, r *lipgloss.Renderer, color bool, res selection.Res
 	if len(d.Problems) > 0 {
 		section("Problems")
 		for _, p := range d.Problems {
-			fmt.Fprintf(&b, "  - %s\n", p)
+			fmt.Fprintf(&b, "  - %s\n", clean(p))
 		}
 	}
 	if d.HasError {
 		section("Error")
 		for line := range strings.SplitSeq(strings.TrimRight(d.Error, "\n"), "\n") {
-			fmt.Fprintf(&b, "  %s\n", line)
+			fmt.Fprintf(&b, "  %s\n", clean(line))
 		}
 	}
 	if len(d.Metadata) > 0 {

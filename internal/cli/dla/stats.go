@@ -18,6 +18,7 @@ type StatsOptions struct {
 	Select  selectFlags
 	By      string
 	Output  *cmdutil.Output
+	Verbose bool
 }
 
 var statsDimensions = []string{"date", "status", "collection", "error", "generation"}
@@ -54,6 +55,7 @@ Groups by date and generation are sorted by value; the others by count.`,
 	_ = cmd.RegisterFlagCompletionFunc("by", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return statsDimensions, cobra.ShellCompDirectiveNoFileComp
 	})
+	cmd.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "with --ignore-unreadable, list every unreadable object, not only the first 5")
 	opts.Output = cmdutil.AddOutputFlag(cmd, "table", "json")
 	return cmd
 }
@@ -96,16 +98,18 @@ func runStats(cmd *cobra.Command, opts *StatsOptions) error {
 	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
 	counts := map[string]int{}
 	counted := 0
-	st, runErr := scan(cmd, f, store, scope, opts.Select.concurrency, progress, func(d *dla.Decoded) error {
+	ul := newUnreadableLog(f, progress, opts.Select.ignoreUnreadable, opts.Verbose)
+	st, runErr := scan(cmd, store, scope, opts.Select.concurrency, ul, func(d *dla.Decoded) error {
 		counts[groupValue(opts.By, d)]++
 		counted++
-		progress.Update("%d objects counted", counted)
+		progress.Update("%s counted", output.Plural(counted, "object"))
 		return nil
 	})
 	progress.Clear()
 	if runErr != nil {
 		return runErr
 	}
+	ul.done()
 	report := StatsReport{By: opts.By, Total: st.Matched, Unreadable: st.Unreadable, Scanned: st.Listed}
 	for v, n := range counts {
 		g := StatsGroup{Count: n}
@@ -137,7 +141,7 @@ func runStats(cmd *cobra.Command, opts *StatsOptions) error {
 		if err := t.Flush(); err != nil {
 			return err
 		}
-		fmt.Fprintf(f.IO.ErrOut, "%d objects in %d groups, %d read from %s", report.Total, len(report.Groups), st.Listed, loc)
+		fmt.Fprintf(f.IO.ErrOut, "%s in %s, %d read from %s", output.Plural(report.Total, "object"), output.Plural(len(report.Groups), "group"), st.Listed, loc)
 		if st.Unreadable > 0 {
 			fmt.Fprintf(f.IO.ErrOut, ", %d unreadable", st.Unreadable)
 		}

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
@@ -22,6 +23,7 @@ type IOStreams struct {
 
 	inTTY, outTTY, errTTY bool
 	getenv                func(string) string
+	width                 int // stdout's columns when set by SetWidth
 }
 
 // System returns the real streams, with terminal detection.
@@ -43,6 +45,34 @@ func Test() (s *IOStreams, in, out, errOut *bytes.Buffer) {
 
 // SetTTY marks the streams as terminals or not (tests).
 func (s *IOStreams) SetTTY(in, out, errOut bool) { s.inTTY, s.outTTY, s.errTTY = in, out, errOut }
+
+// SetWidth sets the terminal width of stdout (tests).
+func (s *IOStreams) SetWidth(columns int) { s.width = columns }
+
+// TerminalWidth is the number of columns of stdout when it is a terminal:
+// the terminal's own size, else $COLUMNS, else 80. It is 0 when stdout is
+// not a terminal, and for test streams without SetWidth or COLUMNS, where
+// tables are not fitted.
+func (s *IOStreams) TerminalWidth() int {
+	if s.width > 0 {
+		return s.width
+	}
+	if !s.outTTY {
+		return 0
+	}
+	if f, ok := s.Out.(*os.File); ok {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+			return w
+		}
+	}
+	if n, err := strconv.Atoi(s.getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	if _, ok := s.Out.(*os.File); ok {
+		return 80
+	}
+	return 0
+}
 
 // SetEnv replaces the environment lookup (tests).
 func (s *IOStreams) SetEnv(getenv func(string) string) { s.getenv = getenv }

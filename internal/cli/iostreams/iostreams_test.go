@@ -48,3 +48,19 @@ func TestCanPrompt(t *testing.T) {
 		t.Error("stdin is not a terminal: must not prompt")
 	}
 }
+
+func TestTerminalWidth(t *testing.T) {
+	s, _, _, _ := Test()
+	s.SetEnv(func(k string) string { return map[string]string{"COLUMNS": "120"}[k] })
+	if w := s.TerminalWidth(); w != 0 {
+		t.Errorf("piped stdout: width %d, want 0 (not fitted)", w)
+	}
+	s.SetTTY(false, true, false)
+	if w := s.TerminalWidth(); w != 120 {
+		t.Errorf("terminal with COLUMNS=120: width %d", w)
+	}
+	s.SetWidth(90)
+	if w := s.TerminalWidth(); w != 90 {
+		t.Errorf("SetWidth(90): width %d", w)
+	}
+}

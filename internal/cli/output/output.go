@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/mattn/go-runewidth"
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
@@ -18,11 +20,14 @@ import (
 )
 
 // Table prints rows. On a terminal it buffers them and renders an aligned
-// table with a styled header; piped, it writes each row at once as
-// tab-separated values with no header, for cut and awk.
+// table with a styled header, fitted to the terminal's width (the widest
+// columns are cut with "…"), with control characters escaped (see Escape);
+// piped, it writes each row at once as tab-separated values with no header,
+// for cut and awk.
 type Table struct {
 	w      io.Writer
 	tty    bool
+	width  int // terminal columns; 0: do not fit
 	header []string
 	rows   [][]string
 	style  lipgloss.Style
@@ -30,13 +35,17 @@ type Table struct {
 
 // NewTable returns a table for the streams' stdout.
 func NewTable(s *iostreams.IOStreams, header ...string) *Table {
-	return &Table{w: s.Out, tty: s.IsStdoutTTY(), header: header, style: s.Renderer().NewStyle().Bold(true)}
+	return &Table{w: s.Out, tty: s.IsStdoutTTY(), width: s.TerminalWidth(), header: header, style: s.Renderer().NewStyle().Bold(true)}
 }
 
 // Row adds a row.
 func (t *Table) Row(cells ...string) error {
 	if t.tty {
-		t.rows = append(t.rows, cells)
+		row := make([]string, len(cells))
+		for i, c := range cells {
+			row[i] = Escape(flattenCell.Replace(c))
+		}
+		t.rows = append(t.rows, row)
 		return nil
 	}
 	for i, c := range cells {
@@ -54,6 +63,7 @@ func (t *Table) Flush() error {
 	if !t.tty || len(t.rows) == 0 {
 		return nil
 	}
+	fitColumns(t.width, t.header, t.rows)
 	header := make([]string, len(t.header))
 	for i, h := range t.header {
 		header[i] = t.style.Render(h)
@@ -132,4 +142,63 @@ func WriteJSON(w io.Writer, v any) error {
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err
+}
+
+// cellPadding is the blank the rendered table puts on each side of a cell.
+const cellPadding = 2
+
+// minCut is the narrowest a column is cut to; a table that does not fit
+// even then runs past the edge rather than becoming unreadable.
+const minCut = 6
+
+// fitColumns cuts cells (with "…") so that the table fits in width
+// columns: every column narrower than some limit stays whole, the wider
+// ones are cut to that limit. Width 0 leaves the table as it is.
+func fitColumns(width int, header []string, rows [][]string) {
+	n := len(header)
+	if width <= 0 || n == 0 {
+		return
+	}
+	widths := make([]int, n)
+	for i, h := range header {
+		widths[i] = runewidth.StringWidth(h)
+	}
+	for _, r := range rows {
+		for i := 0; i < n && i < len(r); i++ {
+			widths[i] = max(widths[i], runewidth.StringWidth(r[i]))
+		}
+	}
+	budget := width - cellPadding*n
+	total := 0
+	for _, w := range widths {
+		total += w
+	}
+	if total <= budget {
+		return
+	}
+	sorted := slices.Clone(widths)
+	slices.Sort(sorted)
+	limit, left := 0, budget
+	for i, w := range sorted {
+		if w*(n-i) > left {
+			limit = left / (n - i)
+			break
+		}
+		left -= w
+	}
+	limit = max(limit, minCut)
+	cut := func(s string) string {
+		if runewidth.StringWidth(s) <= limit {
+			return s
+		}
+		return runewidth.Truncate(s, limit, "…")
+	}
+	for i := range header {
+		header[i] = cut(header[i])
+	}
+	for _, r := range rows {
+		for i := range r {
+			r[i] = cut(r[i])
+		}
+	}
 }

@@ -122,7 +122,7 @@ func runInspect(cmd *cobra.Command, opts *InspectOptions) error {
 	if opts.Output.Value == "json" {
 		return output.WriteJSON(f.IO.Out, rep)
 	}
-	return printInspect(f.IO.Out, rep)
+	return printInspect(output.TerminalOut(f.IO), rep)
 }
 
 func inspectReport(q sqsmove.Queue, t *tally, sample bool) InspectReport {

@@ -1,0 +1,262 @@
+package awsconfig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"syscall"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials/ssocreds"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// CredentialsError is a failure of the credential chain to produce
+// credentials (none configured, an instance role that cannot be reached,
+// an SSO session that expired, an assume-role call that was refused).
+type CredentialsError struct {
+	Profile string // the profile in use ("" for the default chain)
+	Err     error
+}
+
+func (e *CredentialsError) Error() string { return "get AWS credentials: " + e.Err.Error() }
+func (e *CredentialsError) Unwrap() error { return e.Err }
+
+// credentialsErrors marks the errors of a credentials provider as
+// *CredentialsError, so that they can be told apart from a request's own
+// failure without reading the SDK's message texts.
+type credentialsErrors struct {
+	next    aws.CredentialsProvider
+	profile string
+}
+
+func (c credentialsErrors) Retrieve(ctx context.Context) (aws.Credentials, error) {
+	creds, err := c.next.Retrieve(ctx)
+	if err != nil && ctx.Err() == nil {
+		return creds, &CredentialsError{Profile: c.profile, Err: err}
+	}
+	return creds, err
+}
+
+// Kinds of AWS failure that Explain recognises.
+const (
+	KindNoBucket       = "bucket missing"
+	KindAccessDenied   = "access denied"
+	KindRejected       = "credentials rejected"
+	KindExpired        = "credentials expired"
+	KindNoCredentials  = "no credentials"
+	KindUnknownProfile = "unknown profile"
+	KindUnreachable    = "endpoint unreachable"
+)
+
+// Explanation is the one-line form of a common AWS failure.
+type Explanation struct {
+	Kind    string
+	Message string // one line, without the SDK's operation and request ids
+	Auth    bool   // about credentials or permissions (exit 4)
+}
+
+var (
+	noBucketCodes     = map[string]bool{"NoSuchBucket": true}
+	accessDeniedCodes = map[string]bool{"AccessDenied": true, "AccessDeniedException": true, "AllAccessDisabled": true, "AuthorizationError": true, "NotAuthorized": true}
+	expiredCodes      = map[string]bool{"ExpiredToken": true, "ExpiredTokenException": true, "RequestExpired": true, "TokenRefreshRequired": true}
+	rejectedCodes     = map[string]bool{
+		"InvalidAccessKeyId": true, "SignatureDoesNotMatch": true, "InvalidClientTokenId": true,
+		"UnrecognizedClientException": true, "InvalidToken": true, "AuthFailure": true,
+		"MissingAuthenticationToken": true, "InvalidSecurity": true, "IncompleteSignature": true,
+		"XAdminUserNotFound": true, // versitygw's answer to an unknown access key id
+	}
+)
+
+// Explain maps the common AWS failures to one line each: a missing bucket,
+// access denied, credentials rejected or expired, no credentials, an
+// unknown profile, and an endpoint that cannot be reached. The line keeps
+// the context this program added (such as "list s3://bucket/prefix") and
+// drops the SDK's operation chain and request ids. ok is false for any
+// other error, which is then best shown as it is.
+func Explain(err error) (Explanation, bool) {
+	if err == nil {
+		return Explanation{}, false
+	}
+	if pe, ok := profileNotExist(err); ok {
+		files := ""
+		if len(pe.Filename) > 0 {
+			files = " (" + strings.Join(pe.Filename, ", ") + ")"
+		}
+		return Explanation{Kind: KindUnknownProfile, Auth: true, Message: fmt.Sprintf(
+			"AWS profile %q is not in the shared config or credentials files%s; check --profile and AWS_PROFILE, or run 'aws configure list-profiles'",
+			pe.Profile, files)}, true
+	}
+	prefix := contextOf(err)
+	var ce *CredentialsError
+	inChain := errors.As(err, &ce)
+	if code, ok := apiCode(err); ok {
+		msg := ""
+		e := Explanation{Auth: true}
+		switch {
+		case noBucketCodes[code]:
+			e = Explanation{Kind: KindNoBucket, Message: "the bucket does not exist (NoSuchBucket); check the bucket name in --archive"}
+		case accessDeniedCodes[code] || (code == "" && httpStatus(err) == 403):
+			e.Kind, msg = KindAccessDenied, "access denied"
+			if code != "" {
+				msg += " (" + code + ")"
+			}
+			e.Message = msg + ": the credentials in use" + profileNote(ce) + " are not allowed to do this; check the profile, the role's policy and the bucket policy"
+		case expiredCodes[code]:
+			e.Kind = KindExpired
+			e.Message = "the AWS credentials have expired (" + code + "); refresh them (for example 'aws sso login'" + profileFlag(ce) + ", or new session credentials) and check the system clock"
+		case rejectedCodes[code]:
+			e.Kind = KindRejected
+			e.Message = "the AWS credentials were rejected (" + code + "); check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN or the profile" + profileNote(ce)
+		default:
+			return Explanation{}, false
+		}
+		e.Message = prefix + e.Message
+		return e, true
+	}
+	var ite *ssocreds.InvalidTokenError
+	if errors.As(err, &ite) {
+		return Explanation{Kind: KindExpired, Auth: true, Message: prefix +
+			"the AWS SSO session has expired or is invalid; run 'aws sso login" + profileFlag(ce) + "'"}, true
+	}
+	if inChain {
+		return Explanation{Kind: KindNoCredentials, Auth: true, Message: prefix + "no AWS credentials found" + profileNote(ce) +
+			": pass --profile or set AWS_PROFILE, set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or run where an instance or task role is available (last tried: " + lastTried(ce.Err) + ")"}, true
+	}
+	if host, why, ok := unreachable(err); ok {
+		if host != "" {
+			host = " " + host
+		}
+		return Explanation{Kind: KindUnreachable, Message: prefix + "cannot reach the AWS endpoint" + host + ": " + why + "; check --endpoint-url, AWS_ENDPOINT_URL and the network"}, true
+	}
+	return Explanation{}, false
+}
+
+// profileNotExist finds the SDK's unknown-profile error, which it returns
+// as a value.
+func profileNotExist(err error) (config.SharedConfigProfileNotExistError, bool) {
+	var v config.SharedConfigProfileNotExistError
+	if errors.As(err, &v) {
+		return v, true
+	}
+	var p *config.SharedConfigProfileNotExistError
+	if errors.As(err, &p) && p != nil {
+		return *p, true
+	}
+	return v, false
+}
+
+// apiCode is the error code of the service's answer, or "" with ok for a
+// bare HTTP 403 that carried no code.
+func apiCode(err error) (string, bool) {
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorCode() != "" {
+		return ae.ErrorCode(), true
+	}
+	if httpStatus(err) == 403 {
+		return "", true
+	}
+	return "", false
+}
+
+func httpStatus(err error) int {
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
+}
+
+// contextOf returns what this program wrapped around the SDK's operation
+// error ("list s3://b/p: "), or "" when it added nothing.
+func contextOf(err error) string {
+	for _, target := range []error{asOp(err), asCreds(err)} {
+		if target == nil {
+			continue
+		}
+		full, inner := err.Error(), target.Error()
+		if prefix, ok := strings.CutSuffix(full, inner); ok && prefix != "" {
+			return prefix
+		}
+	}
+	return ""
+}
+
+func asOp(err error) error {
+	var oe *smithy.OperationError
+	if errors.As(err, &oe) {
+		return oe
+	}
+	return nil
+}
+
+func asCreds(err error) error {
+	var ce *CredentialsError
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return nil
+}
+
+func profileNote(ce *CredentialsError) string {
+	if ce == nil || ce.Profile == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (profile %s)", ce.Profile)
+}
+
+func profileFlag(ce *CredentialsError) string {
+	if ce == nil || ce.Profile == "" {
+		return ""
+	}
+	return " --profile " + ce.Profile
+}
+
+// lastTried says why the last link of the credential chain (usually the
+// EC2 instance metadata service) gave nothing.
+func lastTried(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Sprintf("the EC2 instance metadata service did not answer within %s", IMDSTimeout)
+	}
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
+}
+
+// unreachable recognises a request that never got an answer: the host
+// refused the connection, its name did not resolve, or it did not answer.
+func unreachable(err error) (host, why string, ok bool) {
+	var se *smithyhttp.RequestSendError
+	var dns *net.DNSError
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			host = u.Scheme + "://" + u.Host
+		}
+	}
+	var ne net.Error
+	switch {
+	case errors.As(err, &dns):
+		if host == "" {
+			host = dns.Name
+		}
+		return host, "the host name " + dns.Name + " does not resolve", true
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return host, "connection refused", true
+	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH):
+		return host, "no route to the host", true
+	case errors.As(err, &se) && errors.As(err, &ne) && ne.Timeout():
+		return host, "no answer (timed out)", true
+	}
+	return "", "", false
+}

@@ -1,0 +1,96 @@
+package awsconfig_test
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/deadletter/deadletter/internal/awsconfig"
+)
+
+// opErr builds the error chain the SDK returns for a service's answer.
+func opErr(status int, api error) error {
+	return &smithy.OperationError{ServiceID: "S3", OperationName: "ListObjectsV2", Err: &awshttp.ResponseError{
+		RequestID: "REQ123",
+		ResponseError: &smithyhttp.ResponseError{
+			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: status}},
+			Err:      api,
+		},
+	}}
+}
+
+// sendErr builds the chain of a request that never got an answer.
+func sendErr(rawURL string, cause error) error {
+	return &smithy.OperationError{ServiceID: "S3", OperationName: "ListObjectsV2", Err: &smithyhttp.RequestSendError{
+		Err: &url.Error{Op: "Get", URL: rawURL, Err: cause},
+	}}
+}
+
+func TestExplain(t *testing.T) {
+	listCtx := func(err error) error { return fmt.Errorf("list s3://b/demo/dead-letter-archive/sqs/: %w", err) }
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}
+	noCreds := &awsconfig.CredentialsError{Err: fmt.Errorf("failed to refresh cached credentials, no EC2 IMDS role found, %w",
+		errors.New("access disabled to EC2 IMDS via client option"))}
+	for _, c := range []struct {
+		name  string
+		err   error
+		kind  string
+		auth  bool
+		wants []string
+	}{
+		{"no such bucket", listCtx(opErr(404, &types.NoSuchBucket{Message: aws.String("The specified bucket does not exist")})),
+			awsconfig.KindNoBucket, false, []string{"list s3://b/demo/dead-letter-archive/sqs/: ", "bucket does not exist"}},
+		{"access denied", listCtx(opErr(403, &smithy.GenericAPIError{Code: "AccessDenied", Message: "Access Denied"})),
+			awsconfig.KindAccessDenied, true, []string{"access denied (AccessDenied)"}},
+		{"bare 403", listCtx(opErr(403, errors.New("forbidden"))), awsconfig.KindAccessDenied, true, []string{"access denied:"}},
+		{"expired token", opErr(400, &smithy.GenericAPIError{Code: "ExpiredToken", Message: "The provided token has expired."}),
+			awsconfig.KindExpired, true, []string{"expired (ExpiredToken)"}},
+		{"request expired", opErr(403, &smithy.GenericAPIError{Code: "RequestExpired"}), awsconfig.KindExpired, true, []string{"RequestExpired", "clock"}},
+		{"bad key", opErr(403, &smithy.GenericAPIError{Code: "InvalidAccessKeyId"}), awsconfig.KindRejected, true, []string{"rejected (InvalidAccessKeyId)"}},
+		{"bad secret", opErr(403, &smithy.GenericAPIError{Code: "SignatureDoesNotMatch"}), awsconfig.KindRejected, true, []string{"SignatureDoesNotMatch"}},
+		{"no credentials", listCtx(&smithy.OperationError{ServiceID: "S3", OperationName: "ListObjectsV2", Err: fmt.Errorf("get identity: get credentials: %w", noCreds)}),
+			awsconfig.KindNoCredentials, true, []string{"list s3://b/", "no AWS credentials found", "access disabled to EC2 IMDS"}},
+		{"unknown profile", fmt.Errorf("load AWS configuration: %w", config.SharedConfigProfileNotExistError{Profile: "ops", Filename: []string{"/home/u/.aws/config"}}),
+			awsconfig.KindUnknownProfile, true, []string{`AWS profile "ops"`, "/home/u/.aws/config"}},
+		{"connection refused", listCtx(sendErr("http://127.0.0.1:1/b?list-type=2", refused)), awsconfig.KindUnreachable, false,
+			[]string{"cannot reach the AWS endpoint http://127.0.0.1:1: connection refused"}},
+		{"dns", sendErr("https://s3.nowhere.invalid/b", &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Name: "s3.nowhere.invalid", Err: "no such host", IsNotFound: true}}),
+			awsconfig.KindUnreachable, false, []string{"https://s3.nowhere.invalid", "does not resolve"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, ok := awsconfig.Explain(c.err)
+			if !ok || e.Kind != c.kind || e.Auth != c.auth {
+				t.Fatalf("Explain = %+v, %v; want kind %q auth %v", e, ok, c.kind, c.auth)
+			}
+			if strings.Contains(e.Message, "\n") || strings.Contains(e.Message, "operation error") || strings.Contains(e.Message, "REQ123") {
+				t.Errorf("not one plain line: %q", e.Message)
+			}
+			for _, w := range c.wants {
+				if !strings.Contains(e.Message, w) {
+					t.Errorf("message %q lacks %q", e.Message, w)
+				}
+			}
+			if got := awsconfig.IsAuthError(c.err); got != c.auth {
+				t.Errorf("IsAuthError = %v, want %v", got, c.auth)
+			}
+		})
+	}
+	for _, err := range []error{errors.New("something else"), opErr(500, &smithy.GenericAPIError{Code: "InternalError"})} {
+		if e, ok := awsconfig.Explain(err); ok {
+			t.Errorf("Explain(%v) = %+v: only the common failures are rewritten", err, e)
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package output
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/deadletter/deadletter/internal/cli/iostreams"
+)
+
+// Escape makes text that came from the archive or a queue safe to show on a
+// terminal: C0 control characters (other than tab and newline), DEL and
+// bytes that are not UTF-8 become \xNN, and C1 control characters (U+0080
+// to U+009F, which terminals may read as ESC [ and the like) become \u00NN.
+// An error text holding "\x1b]0;title\x07" or "\x1b[2J" can then neither
+// retitle the window nor clear the screen. Text without such characters is
+// returned as it is.
+func Escape(s string) string {
+	i := firstUnsafe(s)
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	b.WriteString(s[:i])
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\t' || r == '\n':
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r >= 0x80 && r <= 0x9f:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// firstUnsafe is the index of the first byte Escape changes, or -1.
+func firstUnsafe(s string) int {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if (c < 0x20 && c != '\t' && c != '\n') || c == 0x7f {
+				return i
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && size <= 1) || (r >= 0x80 && r <= 0x9f) {
+			return i
+		}
+		i += size
+	}
+	return -1
+}
+
+// EscapeFor returns Escape when the stream is a terminal, and the identity
+// otherwise: piped output stays byte-exact.
+func EscapeFor(tty bool) func(string) string {
+	if tty {
+		return Escape
+	}
+	return func(s string) string { return s }
+}
+
+// TerminalOut is the streams' stdout for text built from archive or queue
+// values: on a terminal every write is escaped (see Escape), piped it is
+// stdout itself. Each write is escaped on its own, so write whole lines.
+func TerminalOut(s *iostreams.IOStreams) io.Writer {
+	if !s.IsStdoutTTY() {
+		return s.Out
+	}
+	return escapingWriter{s.Out}
+}
+
+type escapingWriter struct{ w io.Writer }
+
+func (e escapingWriter) Write(p []byte) (int, error) {
+	if firstUnsafe(string(p)) < 0 {
+		return e.w.Write(p)
+	}
+	if _, err := io.WriteString(e.w, Escape(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}

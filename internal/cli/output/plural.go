@@ -1,0 +1,23 @@
+package output
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Plural counts in words: "1 match", "2 matches", "1 object", "0 objects",
+// "3 entries". Only regular English plurals are formed.
+func Plural(n int, word string) string {
+	s := strconv.Itoa(n) + " "
+	if n == 1 {
+		return s + word
+	}
+	switch {
+	case strings.HasSuffix(word, "y") && len(word) > 1 && !strings.ContainsRune("aeiou", rune(word[len(word)-2])):
+		return s + word[:len(word)-1] + "ies"
+	case strings.HasSuffix(word, "ch"), strings.HasSuffix(word, "sh"), strings.HasSuffix(word, "s"),
+		strings.HasSuffix(word, "x"), strings.HasSuffix(word, "z"):
+		return s + word + "es"
+	}
+	return s + word + "s"
+}
