@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -474,7 +475,8 @@ func (r *recoverRun) run(ctx context.Context, scope selection.Scope) error {
 		r.out = func(o ObjectResult) error { return js.Write(o) }
 		r.closeOut = js.Close
 	default:
-		r.out = func(o ObjectResult) error { return printObjectText(f.IO.Out, o) }
+		w := output.TerminalOut(f.IO) // archive text is escaped on a terminal
+		r.out = func(o ObjectResult) error { return printObjectText(w, o) }
 		r.closeOut = func() error { return nil }
 	}
 
@@ -677,7 +679,7 @@ func (r *recoverRun) flushDeletes(ctx context.Context) error {
 	r.mu.Unlock()
 	if len(failed) > 0 {
 		for k, e := range failed {
-			fmt.Fprintf(r.opts.Factory.IO.ErrOut, "dla: written but not deleted %s: %v\n", k, e)
+			fmt.Fprintf(r.opts.Factory.IO.ErrOut, "dla: written but not deleted %s: %v\n", textKey(k), output.Escape(e.Error()))
 		}
 		return fmt.Errorf("%d written objects could not be deleted (a re-run rewrites them harmlessly)", len(failed))
 	}
@@ -767,9 +769,9 @@ func (r *recoverRun) count(o ObjectResult) {
 }
 
 func printObjectText(w io.Writer, o ObjectResult) error {
-	line := fmt.Sprintf("%-10s %-12s %s", o.Result, o.Action, o.Key)
+	line := fmt.Sprintf("%-10s %-12s %s", o.Result, o.Action, textKey(o.Key))
 	if o.MovedTo != "" {
-		line += " -> " + o.MovedTo
+		line += " -> " + textKey(o.MovedTo)
 	}
 	if o.Error != "" {
 		line += "\n    " + strings.ReplaceAll(firstLine(o.Error), "\n", " ")
@@ -784,6 +786,15 @@ func printObjectText(w io.Writer, o ObjectResult) error {
 	}
 	_, err := fmt.Fprintln(w, line)
 	return err
+}
+
+// textKey is a key as one line of text: quoted when it holds a line break
+// or anything else that would not read back as itself.
+func textKey(k string) string {
+	if lineSafeKey(k) {
+		return k
+	}
+	return strconv.Quote(k)
 }
 
 func firstLine(s string) string {
