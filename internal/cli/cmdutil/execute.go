@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -48,6 +49,9 @@ func Execute(ctx context.Context, root *cobra.Command, args []string, errOut io.
 func ErrorLine(err error) string {
 	if e, ok := awsconfig.Explain(err); ok {
 		return e.Message
+	}
+	if errors.Is(err, syscall.EPIPE) {
+		return "stdout was closed before the output ended (the reader of the pipe exited); output stopped"
 	}
 	return err.Error()
 }

@@ -519,7 +519,9 @@ func (r *recoverRun) run(ctx context.Context, scope selection.Scope) error {
 			r.progress.Update("recovering: %d/%d objects, %d written, %d failed", r.sum.Processed, r.plan.Objects, r.sum.Written+r.sum.Dropped, r.sum.Failed)
 			if outErr == nil {
 				r.progress.Clear()
-				outErr = r.out(res)
+				if outErr = r.out(res); outErr != nil {
+					stop() // stdout is gone: start nothing new, finish what is in flight
+				}
 			}
 		}
 	}()
@@ -546,6 +548,8 @@ func (r *recoverRun) run(ctx context.Context, scope selection.Scope) error {
 	}
 	if r.stopErr != nil {
 		r.sum.StoppedBy = r.stopErr.Error()
+	} else if outErr != nil {
+		r.sum.StoppedBy = "stdout was closed; the objects in flight were finished"
 	}
 	if err := r.closeOut(); err != nil && outErr == nil {
 		outErr = err

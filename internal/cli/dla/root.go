@@ -16,6 +16,11 @@ import (
 func Main() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// A closed stdout (dla ... | head -1) must stop the printing, not kill
+	// the process between a write and the delete that follows it: with
+	// SIGPIPE ignored, the write fails with EPIPE and the command stops
+	// starting new work, finishes what is in flight and exits non-zero.
+	signal.Ignore(syscall.SIGPIPE)
 	ios := iostreams.System()
 	return Run(ctx, NewFactory(ios, os.Getenv), os.Args[1:])
 }

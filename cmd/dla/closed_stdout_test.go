@@ -1,0 +1,96 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/dla/gen"
+	"github.com/deadletter/deadletter/internal/testsupport"
+)
+
+// TestClosedStdoutStopsPrintingNotSafety: `dla recover -o ndjson | head -1`.
+// The reader goes away after one line; dla is not killed by SIGPIPE (exit
+// 141, between a write and its delete): it stops starting objects, finishes
+// those in flight, says so on stderr and exits 1. Every object that left the
+// archive was written; the rest are where they were.
+func TestClosedStdoutStopsPrintingNotSafety(t *testing.T) {
+	dbURL := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	root := t.TempDir()
+	store, err := archive.NewLocal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	var keys []string
+	err = gen.Generate(gen.Options{Stack: "demo", Count: n, Seed: 5, MinGranules: 1, MaxGranules: 3, Malformed: -1}, func(o gen.Object) error {
+		keys = append(keys, o.Key)
+		return store.Put(ctx, o.Key, o.Body)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(dlaBin, "recover", "--archive", filepath.Join(root, "demo"), "--include-legacy", "--database-url", dbURL,
+		"--offline", "--yes", "--concurrency", "2", "-o", "ndjson")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no first line: %v (%s)", err, stderr.String())
+	}
+	var first map[string]any
+	if err := json.Unmarshal([]byte(line), &first); err != nil {
+		t.Fatalf("first line %q: %v", line, err)
+	}
+	stdout.Close() // head -1 exits
+	err = cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 1 {
+		t.Fatalf("after stdout closed: %v (exit code %d, -1 means killed by a signal), want exit 1; stderr:\n%s", err, ee.ExitCode(), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "stdout was closed") {
+		t.Errorf("stderr does not say stdout was closed:\n%s", stderr.String())
+	}
+	gone := 0
+	for _, k := range keys {
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(k))); err == nil {
+			continue
+		}
+		gone++
+	}
+	var execs int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM executions`).Scan(&execs); err != nil {
+		t.Fatal(err)
+	}
+	if gone == 0 || gone == n {
+		t.Fatalf("%d of %d objects gone: the closed stdout did not stop the run part way (or nothing ran)", gone, n)
+	}
+	// Every object gone from the archive was written (each message is one
+	// execution, so the executions count at least the objects deleted).
+	if execs < gone {
+		t.Errorf("%d objects deleted but only %d executions written", gone, execs)
+	}
+	t.Logf("stdout closed after one line: %d objects recovered and deleted, %d executions, %d left in place", gone, execs, n-gone)
+}
