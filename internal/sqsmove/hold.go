@@ -50,7 +50,7 @@ type Hold struct {
 	extended time.Time // when visibility was last set for every held message
 	// Redelivered counts messages received more than once during the run
 	// (a visibility timeout that ran out, or a retried receive).
-	Redelivered int
+	Redelivered  int
 	beforeExtend func(until time.Time)
 }
 

@@ -221,23 +221,23 @@ func (o *ReplayOptions) validate(cmd *cobra.Command) error {
 
 // ReplaySummary is the summary record of pushdlq replay.
 type ReplaySummary struct {
-	Type              string  `json:"type"`
-	DryRun            bool    `json:"dry_run"`
-	Source            string  `json:"source"`
-	WindowStart       string  `json:"window_start"`
-	WindowEnd         string  `json:"window_end"`
-	Codes             string  `json:"codes"`
-	Scanned           int     `json:"scanned"`
-	Eligible          int     `json:"eligible"`
-	Ineligible        int     `json:"ineligible"`
-	Sent              int     `json:"sent"`
-	Parked            int     `json:"parked"`
-	Released          int     `json:"released"`
-	Failed            int     `json:"failed"`
-	DeleteFailed      int     `json:"delete_failed"`
-	SkippedDuplicates int     `json:"skipped_duplicates"`
-	Abandoned         int     `json:"abandoned"`
-	ReleaseFailed     int     `json:"release_failed"`
+	Type              string `json:"type"`
+	DryRun            bool   `json:"dry_run"`
+	Source            string `json:"source"`
+	WindowStart       string `json:"window_start"`
+	WindowEnd         string `json:"window_end"`
+	Codes             string `json:"codes"`
+	Scanned           int    `json:"scanned"`
+	Eligible          int    `json:"eligible"`
+	Ineligible        int    `json:"ineligible"`
+	Sent              int    `json:"sent"`
+	Parked            int    `json:"parked"`
+	Released          int    `json:"released"`
+	Failed            int    `json:"failed"`
+	DeleteFailed      int    `json:"delete_failed"`
+	SkippedDuplicates int    `json:"skipped_duplicates"`
+	Abandoned         int    `json:"abandoned"`
+	ReleaseFailed     int    `json:"release_failed"`
 	// Uncertain counts this run's sends that got no reply: each of those
 	// messages is still in the DLQ and may be in its target too.
 	Uncertain int `json:"uncertain"`
