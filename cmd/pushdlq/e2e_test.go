@@ -30,7 +30,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	bin = filepath.Join(dir, "pushdlq")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if b := os.Getenv("PUSHDLQ_E2E_BIN"); b != "" {
+		bin = b // another build, e.g. to show a test fails without a fix
+	} else if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		os.Stderr.Write(out)
 		panic(err)
 	}
