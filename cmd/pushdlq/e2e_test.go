@@ -411,6 +411,17 @@ func TestReplayKilledMidRunThenResumed(t *testing.T) {
 			if tc.op == "DeleteMessageBatch" && (len(uncertain) != 0 || skipped == 0 || skipped > 10) {
 				t.Errorf("%d in flight per the journal (want 0), %d skipped (want the batch)", len(uncertain), skipped)
 			}
+			// The summary lists the messages sent again: the possible duplicates.
+			var listed []string
+			for _, id := range gjson.Get(stdout, "possible_duplicate_ids").Array() {
+				listed = append(listed, id.Str)
+				if !uncertain[id.Str] {
+					t.Errorf("%s listed as a possible duplicate, but the journal did not have it in flight", id.Str)
+				}
+			}
+			if len(listed) != len(uncertain) || gjson.Get(stdout, "possible_duplicates").Int() != int64(len(uncertain)) {
+				t.Errorf("summary lists %d possible duplicates, the journal had %d in flight: %s", len(listed), len(uncertain), stdout)
+			}
 			dupOK := map[string]bool{}
 			for i, b := range w.bodies {
 				dupOK[b] = uncertain[w.ids[i]]

@@ -258,3 +258,56 @@ func TestInFlightMessagesAreReported(t *testing.T) {
 		t.Errorf("inspect: exit %d:\n%s\n%s", code, table, stderr)
 	}
 }
+
+// The reply to a batch is lost after SQS took it: the run journals those
+// messages as uncertain (not failed), lists them in its summary and on
+// stderr as possible duplicates, keeps them in the DLQ and exits 3. The
+// resume sends them again and lists them again: every duplicate is one the
+// summaries named.
+func TestLostReplyIsListedAsPossibleDuplicates(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1, 2)
+	w.seed(48)
+	drop := testsupport.NewDropReplyProxy(t, w.endpoint, func(op string, nth int, _ []byte) bool {
+		return op == "SendMessageBatch" && nth == 3 // after the two canaries
+	})
+	journal := filepath.Join(t.TempDir(), "journal.ndjson")
+	stdout, stderr, code := w.run(nil, "", append(w.replayArgs("--yes", "--journal", journal, "--concurrency", "1", "-o", "json"), "--endpoint-url", drop.URL)...)
+	if code != 3 || drop.Dropped("SendMessageBatch") != 1 {
+		t.Fatalf("exit %d (want 3), %d replies dropped: %s", code, drop.Dropped("SendMessageBatch"), stderr)
+	}
+	n := gjson.Get(stdout, "uncertain").Int()
+	ids := gjson.Get(stdout, "possible_duplicate_ids").Array()
+	if n == 0 || gjson.Get(stdout, "failed").Int() != 0 || gjson.Get(stdout, "possible_duplicates").Int() != n || int64(len(ids)) != n {
+		t.Fatalf("summary %s", stdout)
+	}
+	if !strings.Contains(stderr, fmt.Sprintf("possible duplicates %d", n)) || !strings.Contains(stderr, ids[0].Str) {
+		t.Errorf("stderr does not list the possible duplicates: %s", stderr)
+	}
+	listed := map[string]bool{}
+	for _, id := range ids {
+		listed[id.Str] = true
+	}
+	if got := journalUncertain(t, journal); len(got) != len(listed) {
+		t.Errorf("journal has %d uncertain, summary %d", len(got), len(listed))
+	}
+	// The resume sends them again, and says so.
+	stdout, stderr, code = w.run(nil, "", w.replayArgs("--yes", "--resume", journal, "-o", "json")...)
+	if code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, stderr)
+	}
+	for _, id := range gjson.Get(stdout, "possible_duplicate_ids").Array() {
+		if !listed[id.Str] {
+			t.Errorf("resume lists %s, which was not uncertain", id.Str)
+		}
+		delete(listed, id.Str)
+	}
+	if len(listed) != 0 {
+		t.Errorf("resume did not list %d of the uncertain messages it sent again", len(listed))
+	}
+	dupOK := map[string]bool{}
+	for i, b := range w.bodies {
+		dupOK[b] = gjson.Get(stdout, `possible_duplicate_ids.#(=="`+w.ids[i]+`")`).Exists()
+	}
+	w.exactlyOnce(w.places(1, 2), eligible, dupOK)
+}

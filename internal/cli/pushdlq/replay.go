@@ -618,9 +618,11 @@ func (r *replayRun) inFlightElsewhere(ctx context.Context) {
 	if r.s == nil {
 		return
 	}
-	for id := range r.resume.Held {
-		if !r.resume.Moved[id] {
-			r.summary.StillHeld++
+	if r.opts.Max == 0 { // a scan stopped by --max did not look for them all
+		for id := range r.resume.Held {
+			if !r.resume.Moved[id] {
+				r.summary.StillHeld++
+			}
 		}
 	}
 	// Before the scan, nothing in flight was ours; after it, ours are held.
