@@ -338,7 +338,8 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 	}
 	if r.tally.Eligible == 0 && opts.Ineligible != "park" && r.tally.AlreadySent == 0 {
 		if n := r.summary.InFlightElsewhere + r.summary.StillHeld; n > 0 {
-			fmt.Fprintf(f.IO.ErrOut, "nothing visible to replay, but %s in flight: another consumer or an interrupted run holds them; run again once they are visible\n", plural(n, "message is"))
+			verb := map[bool]string{true: "is", false: "are"}[n == 1]
+			fmt.Fprintf(f.IO.ErrOut, "nothing visible to replay, but %s %s in flight: another consumer or an interrupted run holds them; run again once they are visible\n", plural(n, "message"), verb)
 			return cmdutil.PartialError
 		}
 		fmt.Fprintln(f.IO.ErrOut, "nothing to replay")
