@@ -310,7 +310,11 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 		s := r.summary
 		switch {
 		case r.out.Closed():
-			err = stoppedError(fmt.Sprintf("%s sent, %s released, journal complete", plural(s.Sent, "message"), plural(s.Released, "message")))
+			what := fmt.Sprintf("%s sent, %s released", plural(s.Sent, "message"), plural(s.Released, "message"))
+			if s.Journal != nil {
+				what += ", journal complete: " + *s.Journal
+			}
+			err = stoppedError(what)
 		case err == nil && (s.Failed > 0 || s.DeleteFailed > 0 || s.Abandoned > 0 || s.ReleaseFailed > 0 || s.Uncertain > 0 || s.StillHeld > 0):
 			err = cmdutil.PartialError
 		}
