@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -30,7 +31,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	bin = filepath.Join(dir, "pushdlq")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if b := os.Getenv("PUSHDLQ_E2E_BIN"); b != "" {
+		bin = b // another build, e.g. to show a test fails without a fix
+	} else if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		os.Stderr.Write(out)
 		panic(err)
 	}
@@ -244,6 +247,14 @@ func TestReplayMovesTheSliceAndNothingElse(t *testing.T) {
 	if !strings.HasPrefix(journal, w.stateDir) {
 		t.Errorf("journal %q not under XDG_STATE_HOME", journal)
 	}
+	// The journal's summary is the one printed, released count included.
+	jl := readLines(t, journal)
+	js := gjson.Get(jl[len(jl)-1], "info")
+	for _, k := range []string{"sent", "released", "failed", "uncertain", "possible_duplicates"} {
+		if js.Get(k).Raw != gjson.Get(summary, k).Raw {
+			t.Errorf("%s: %s in the journal's summary, %s on stdout", k, js.Get(k).Raw, gjson.Get(summary, k).Raw)
+		}
+	}
 }
 
 func TestReplayParksLikeTheProcessor(t *testing.T) {
@@ -269,9 +280,26 @@ func TestReplayMissingTargetQueue(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 1)
 	w.seed(32)
+	p2 := sqsmove.Name(w.base) + "P2"
+	// The dry run checks every target queue: it names the missing one, and
+	// exits 3 since a replay would fail its messages.
+	_, stderr, code := w.run(nil, "", w.replayArgs("--dry-run")...)
+	if code != 3 || !regexp.MustCompile(`-> `+p2+`\s+MISSING: \S*NonExistentQueue`).MatchString(stderr) {
+		t.Errorf("dry run: exit %d, want 3 with %s MISSING: NonExistentQueue in the plan: %s", code, p2, stderr)
+	}
+	if strings.Contains(stderr, sqsmove.Name(w.base)+"P1  MISSING") {
+		t.Errorf("P1 exists: %s", stderr)
+	}
 	stdout, stderr, code := w.run(nil, "", w.replayArgs("--yes", "-o", "json")...)
 	if code != 3 {
 		t.Fatalf("exit %d, want 3: %s", code, stderr)
+	}
+	// Why, per target, on stderr (not only in the journal).
+	if !regexp.MustCompile(`  ` + p2 + `: \d+ messages failed: \S*NonExistentQueue`).MatchString(stderr) {
+		t.Errorf("stderr does not give the reason for %s: %s", p2, stderr)
+	}
+	if gjson.Get(stdout, "failures.0.target").Str != w.base+"P2" || !strings.Contains(gjson.Get(stdout, "failures.0.reason").Str, "NonExistentQueue") {
+		t.Errorf("summary failures %s", gjson.Get(stdout, "failures").Raw)
 	}
 	failed := gjson.Get(stdout, "failed").Int()
 	sentP1 := gjson.Get(stdout, "sent").Int()
@@ -383,6 +411,17 @@ func TestReplayKilledMidRunThenResumed(t *testing.T) {
 			if tc.op == "DeleteMessageBatch" && (len(uncertain) != 0 || skipped == 0 || skipped > 10) {
 				t.Errorf("%d in flight per the journal (want 0), %d skipped (want the batch)", len(uncertain), skipped)
 			}
+			// The summary lists the messages sent again: the possible duplicates.
+			var listed []string
+			for _, id := range gjson.Get(stdout, "possible_duplicate_ids").Array() {
+				listed = append(listed, id.Str)
+				if !uncertain[id.Str] {
+					t.Errorf("%s listed as a possible duplicate, but the journal did not have it in flight", id.Str)
+				}
+			}
+			if len(listed) != len(uncertain) || gjson.Get(stdout, "possible_duplicates").Int() != int64(len(uncertain)) {
+				t.Errorf("summary lists %d possible duplicates, the journal had %d in flight: %s", len(listed), len(uncertain), stdout)
+			}
 			dupOK := map[string]bool{}
 			for i, b := range w.bodies {
 				dupOK[b] = uncertain[w.ids[i]]
@@ -462,6 +501,12 @@ func TestReplayFromEnvAndGuardrails(t *testing.T) {
 	stdout, stderr, code := w.run(env, "", "replay", "--from-env", "--dry-run", "-o", "json")
 	if code != 0 || gjson.Get(stdout, "eligible").Int() != 4 || gjson.Get(stdout, "codes").Str != "1004,2003" {
 		t.Fatalf("--from-env: exit %d %s %s", code, stdout, stderr)
+	}
+	// A date-only end is midnight at the start of that day: the plan shows
+	// the resolved instants and says so.
+	_, stderr, code = w.run(nil, "", "replay", "--dlq", w.dlq, "--queue-base-url", w.base, "--window", "2025-11-14/2025-11-15", "--codes", "1004", "--dry-run")
+	if code != 0 || !strings.Contains(stderr, "window   2025-11-14T00:00:00.000Z … 2025-11-15T00:00:00.000Z") || !strings.Contains(stderr, "a date alone means midnight UTC at the start of that day") {
+		t.Errorf("date-only window: exit %d: %s", code, stderr)
 	}
 	usage := []struct {
 		env  []string

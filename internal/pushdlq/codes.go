@@ -34,3 +34,14 @@ func CodeName(code int) string {
 	}
 	return Codes[i].Name
 }
+
+// UnknownCodes returns the codes that are not in the table, in order.
+func UnknownCodes(codes []int) []int {
+	var out []int
+	for _, c := range codes {
+		if CodeName(c) == "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -159,6 +159,9 @@ func ParseCodes(s string) (all bool, codes []int, err error) {
 	}
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
+		if part == "*" {
+			return false, nil, fmt.Errorf(`"*" means all codes and cannot be combined with others: pass '*' alone, or list the codes (e.g. 1004,2003)`)
+		}
 		n, err := strconv.Atoi(part)
 		if err != nil || n < 0 {
 			return false, nil, fmt.Errorf("%q is not an error code: want a comma-separated list of codes (e.g. 1004,2003), or '*'", part)
@@ -183,7 +186,16 @@ func ParseInstant(s string) (int64, error) {
 	return t.UnixMilli(), nil
 }
 
-// ParseWindow reads START/END, each ISO-8601 or epoch milliseconds.
+// IsDateOnly reports a window end written as a date alone (2025-11-15),
+// which means midnight UTC at the start of that day.
+func IsDateOnly(s string) bool {
+	_, err := time.Parse("2006-01-02", strings.TrimSpace(s))
+	return err == nil
+}
+
+// ParseWindow reads START/END, each ISO-8601 or epoch milliseconds. A date
+// alone is midnight UTC at the start of that day, at either end: the
+// window 2025-11-14/2025-11-15 ends at 2025-11-15T00:00:00.000Z.
 func ParseWindow(s string) (start, end int64, err error) {
 	a, b, ok := strings.Cut(s, "/")
 	if !ok || strings.TrimSpace(a) == "" || strings.TrimSpace(b) == "" {

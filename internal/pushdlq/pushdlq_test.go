@@ -2,8 +2,10 @@ package pushdlq
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 const t0 = int64(1763109000000) // 2025-11-14T08:30:00Z
@@ -197,4 +199,30 @@ func FuzzParseCommand(f *testing.F) {
 			t.Fatalf("ineligible without a reason: %+v", c)
 		}
 	})
+}
+
+func TestCodesStarCannotBeCombined(t *testing.T) {
+	for _, s := range []string{"*,1004", "1004, *", "*,*"} {
+		_, _, err := ParseCodes(s)
+		if err == nil || !strings.Contains(err.Error(), `"*" means all codes and cannot be combined`) {
+			t.Errorf("ParseCodes(%q) = %v", s, err)
+		}
+	}
+	if got := UnknownCodes([]int{1004, 99999, 2003, 7}); !slices.Equal(got, []int{99999, 7}) {
+		t.Errorf("UnknownCodes = %v", got)
+	}
+}
+
+// A date alone is midnight UTC at the start of that day, at both ends.
+func TestDateOnlyWindowEnd(t *testing.T) {
+	s, e, err := ParseWindow("2025-11-14/2025-11-15")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := time.UnixMilli(e).UTC().Format(time.RFC3339Nano); got != "2025-11-15T00:00:00Z" || time.UnixMilli(s).UTC().Format(time.RFC3339) != "2025-11-14T00:00:00Z" {
+		t.Errorf("window ends at %s", got)
+	}
+	if !IsDateOnly("2025-11-15") || IsDateOnly("2025-11-15T00:00:00Z") || IsDateOnly("1763164800000") {
+		t.Error("IsDateOnly")
+	}
 }

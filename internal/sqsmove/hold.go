@@ -50,7 +50,17 @@ type Hold struct {
 	extended time.Time // when visibility was last set for every held message
 	// Redelivered counts messages received more than once during the run
 	// (a visibility timeout that ran out, or a retried receive).
-	Redelivered int
+	Redelivered  int
+	beforeExtend func(until time.Time)
+}
+
+// BeforeExtend sets a function told the new deadline before the held
+// messages' visibility is extended to it: the journal records it first,
+// so that a resume knows how long they may stay invisible.
+func (h *Hold) BeforeExtend(fn func(until time.Time)) {
+	h.mu.Lock()
+	h.beforeExtend = fn
+	h.mu.Unlock()
 }
 
 // ReceiveOptions tune the scan.
@@ -62,13 +72,20 @@ type ReceiveOptions struct {
 	Receivers     int           // parallel receive loops (default 1)
 }
 
-// NewHold prepares a hold on a queue; Close removes the spool. With a nil
+// NewHold prepares a hold on a queue; Close frees the spool. With a nil
 // api the hold has no source queue (messages loaded from a file): deleting
 // only marks a message done, and releasing does nothing.
+//
+// The spool holds message bodies. It is unlinked as soon as it is open, so
+// it never outlives the process, even one killed with SIGKILL.
 func NewHold(api API, queueURL string, visibility time.Duration) (*Hold, error) {
 	f, err := os.CreateTemp("", "deadletter-spool-*.ndjson")
 	if err != nil {
 		return nil, fmt.Errorf("create the spool file: %w", err)
+	}
+	if err := os.Remove(f.Name()); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("unlink the spool file: %w", err)
 	}
 	return &Hold{
 		api: api, queueURL: queueURL, visibility: visibility,
@@ -77,11 +94,15 @@ func NewHold(api API, queueURL string, visibility time.Duration) (*Hold, error) 
 	}, nil
 }
 
-// Close removes the spool file. Call Release first.
+// Close frees the spool file (already unlinked). Call Release first.
 func (h *Hold) Close() error {
-	name := h.spool.Name()
-	h.spool.Close()
-	return os.Remove(name)
+	return h.spool.Close()
+}
+
+// Deadline is a time by which every message held so far is visible again
+// unless the hold is extended: each was received or extended before now.
+func (h *Hold) Deadline() string {
+	return time.Now().Add(h.visibility).UTC().Format(time.RFC3339Nano)
 }
 
 // Len is the number of distinct messages held so far.
@@ -416,7 +437,11 @@ func (h *Hold) Release(ctx context.Context) (int, map[int]error) {
 func (h *Hold) Extend(ctx context.Context) error {
 	h.mu.Lock()
 	h.extended = time.Now()
+	before, until := h.beforeExtend, h.extended.Add(h.visibility)
 	h.mu.Unlock()
+	if before != nil {
+		before(until)
+	}
 	var firstErr error
 	err := h.EachBatch(100, true, func(batch []Ref) {
 		for _, err := range h.setVisibility(ctx, batch, h.visibility) {

@@ -14,10 +14,13 @@ import (
 // Journal events, in the order a message meets them.
 const (
 	EvRun              = "run"               // a run starts: what it replays, from where
+	EvHeld             = "held"              // ids the run holds invisible, and until when (before any send)
+	EvHoldUntil        = "hold_until"        // the run is about to keep its messages invisible until then
 	EvSend             = "send"              // a batch is about to be sent (written and synced first)
 	EvSent             = "sent"              // the target accepted the message
 	EvParked           = "parked"            // re-sent to the source queue with a delay
 	EvSendFailed       = "send_failed"       // the target refused it; it stays in the source
+	EvUncertain        = "uncertain"         // sent, but no reply came: it may be in the target; it stays in the source
 	EvDeleted          = "deleted"           // removed from the source after it was sent or parked
 	EvDeleteFailed     = "delete_failed"     // sent, but still in the source: a resume deletes it
 	EvSkippedDuplicate = "skipped_duplicate" // a resume found it already sent; deleted, not re-sent
@@ -33,6 +36,7 @@ type Event struct {
 	IDs    []string `json:"ids,omitempty"`
 	Target string   `json:"target,omitempty"`
 	NewID  string   `json:"new_id,omitempty"`
+	Until  string   `json:"until,omitempty"` // RFC 3339: held and hold_until events
 	Error  string   `json:"error,omitempty"`
 	Info   any      `json:"info,omitempty"`
 }
@@ -107,10 +111,18 @@ type Resume struct {
 	// deletes them from the source if they are still there, and never sends
 	// them again.
 	Moved map[string]bool
-	// Uncertain holds ids of batches that were being sent when the run
-	// stopped, with no outcome recorded: they may be in the target already,
-	// and a resume sends them again (the only possible duplicates).
+	// Uncertain holds the ids whose send has no known outcome: a batch that
+	// was being sent when the run stopped, or a send whose reply was lost
+	// (journalled as uncertain). They may be in the target already; a
+	// resume sends them again, and they are the only possible duplicates.
 	Uncertain map[string]bool
+	// Held holds the ids an interrupted run (one without a summary) held
+	// invisible and did not delete: they come back to the source by
+	// HeldUntil, and a resume must not scan before then.
+	Held      map[string]bool
+	HeldUntil time.Time
+	// Interrupted counts the runs of the journal that have no summary.
+	Interrupted int
 }
 
 // ReadJournal reads a journal written by an earlier run. A torn last line
@@ -121,7 +133,27 @@ func ReadJournal(path string) (Resume, error) {
 		return Resume{}, fmt.Errorf("read journal: %w", err)
 	}
 	defer f.Close()
-	r := Resume{Moved: map[string]bool{}, Uncertain: map[string]bool{}}
+	r := Resume{Moved: map[string]bool{}, Uncertain: map[string]bool{}, Held: map[string]bool{}}
+	// The messages the current run holds, and until when; a run that ends
+	// with a summary released what it still held.
+	cur, curUntil, open := map[string]bool{}, time.Time{}, false
+	endRun := func(completed bool) {
+		if open && !completed {
+			r.Interrupted++
+			for id := range cur {
+				r.Held[id] = true
+			}
+			if len(cur) > 0 && curUntil.After(r.HeldUntil) {
+				r.HeldUntil = curUntil
+			}
+		}
+		cur, curUntil, open = map[string]bool{}, time.Time{}, false
+	}
+	later := func(s string) {
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil && t.After(curUntil) {
+			curUntil = t
+		}
+	}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	line := 0
@@ -137,21 +169,43 @@ func ReadJournal(path string) (Resume, error) {
 			continue
 		}
 		switch ev.Event {
+		case EvRun:
+			endRun(false)
+			open = true
+		case EvHeld:
+			for _, id := range ev.IDs {
+				cur[id] = true
+				delete(r.Held, id) // this run saw it: an earlier hold on it is over
+			}
+			later(ev.Until)
+		case EvHoldUntil:
+			later(ev.Until)
 		case EvSend:
 			for _, id := range ev.IDs {
 				if !r.Moved[id] {
 					r.Uncertain[id] = true
 				}
 			}
-		case EvSent, EvParked, EvSkippedDuplicate:
+		case EvSent, EvParked:
 			r.Moved[ev.ID] = true
 			delete(r.Uncertain, ev.ID)
+		case EvSkippedDuplicate:
+			r.Moved[ev.ID] = true
+			delete(r.Uncertain, ev.ID)
+			delete(cur, ev.ID)
+			delete(r.Held, ev.ID)
+		case EvDeleted:
+			delete(cur, ev.ID)
+			delete(r.Held, ev.ID)
 		case EvSendFailed:
 			delete(r.Uncertain, ev.ID)
+		case EvSummary:
+			endRun(true)
 		}
 	}
 	if err := sc.Err(); err != nil && !errors.Is(err, io.EOF) {
 		return Resume{}, fmt.Errorf("read journal %s: %w", path, err)
 	}
+	endRun(false)
 	return r, nil
 }

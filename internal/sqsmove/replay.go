@@ -6,15 +6,19 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"golang.org/x/time/rate"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/deadletter/deadletter/internal/awsconfig"
 )
@@ -41,6 +45,11 @@ const (
 	OutcomeFailed           Outcome = "failed"            // not moved; it stays in the source
 	OutcomeSkippedDuplicate Outcome = "skipped_duplicate" // already moved by an earlier run
 	OutcomeAbandoned        Outcome = "abandoned"         // interrupted before it was sent; stays in the source
+	// OutcomeUncertain: the send went out but no reply came back (the
+	// connection was cut, the reply was unreadable, the server failed with
+	// a 5xx). The message may be in the target already; it is not deleted
+	// from the source, so it is a possible duplicate, never a loss.
+	OutcomeUncertain Outcome = "uncertain"
 )
 
 // Result is the outcome of one message.
@@ -56,8 +65,8 @@ type Result struct {
 
 // Counts sums the results of a replay.
 type Counts struct {
-	Sent, Parked, Failed, SkippedDuplicates, Abandoned, DeleteFailed int
-	Batches                                                          int
+	Sent, Parked, Failed, SkippedDuplicates, Abandoned, DeleteFailed, Uncertain int
+	Batches                                                                     int
 }
 
 // Replayer moves held messages to their routes: one canary message first
@@ -78,7 +87,7 @@ type Replayer struct {
 	Route         func(*Message) Route // called twice per message (canary pass, then batches)
 	RunInfo       any                  // written in the journal's run event
 	batchSeq      atomic.Int64
-	limiter       *rate.Limiter
+	limiter       *limiter
 	deadMu        sync.Mutex
 	dead          map[string]error // targets whose canary failed
 	counts        Counts
@@ -115,11 +124,15 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 		r.MaxBatchBytes = DefaultMaxBatchBytes
 	}
 	r.dead = map[string]error{}
+	maxEntries := 10
 	if r.Rate > 0 {
-		burst := max(10, int(r.Rate))
-		r.limiter = rate.NewLimiter(rate.Limit(r.Rate), burst)
+		r.limiter = newLimiter(r.Rate)
+		maxEntries = min(maxEntries, r.limiter.maxBatch())
 	}
 	if err := r.Journal.Write(Event{Event: EvRun, Target: r.Source, Info: r.RunInfo}); err != nil {
+		return r.counts, err
+	}
+	if err := r.journalHeld(); err != nil {
 		return r.counts, err
 	}
 
@@ -200,7 +213,7 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 			pending[target] = b
 		}
 		size := m.size()
-		if len(b.entries) == 10 || (len(b.entries) > 0 && b.bytes+size > r.MaxBatchBytes) {
+		if len(b.entries) == maxEntries || (len(b.entries) > 0 && b.bytes+size > r.MaxBatchBytes) {
 			dispatch(b)
 			b = &batch{target: target, park: rt.Park}
 			pending[target] = b
@@ -221,6 +234,38 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 		err = r.fatalErr()
 	}
 	return r.counts, err
+}
+
+// journalHeld records, before anything is sent, which messages this run
+// holds invisible and until when: a resume started too early learns from
+// it what to wait for. Messages loaded from a file are held by no queue.
+func (r *Replayer) journalHeld() error {
+	if r.Hold.api == nil {
+		return nil
+	}
+	until := r.Hold.Deadline()
+	var ids []string
+	var werr error
+	flush := func() {
+		if len(ids) > 0 && werr == nil {
+			werr = r.Journal.Write(Event{Event: EvHeld, IDs: ids, Until: until})
+		}
+		ids = nil
+	}
+	err := r.Hold.Each(func(_ int, st State, m *Message) error {
+		if st == Held || st == Extra {
+			ids = append(ids, m.MessageID)
+			if len(ids) == 500 {
+				flush()
+			}
+		}
+		return nil
+	})
+	flush()
+	if err = errors.Join(err, werr); err != nil {
+		return err
+	}
+	return r.Journal.Sync()
 }
 
 // queueOf is the queue a route sends to: the source itself when parking.
@@ -270,6 +315,8 @@ func (r *Replayer) emit(res Result) {
 		r.counts.SkippedDuplicates++
 	case OutcomeAbandoned:
 		r.counts.Abandoned++
+	case OutcomeUncertain:
+		r.counts.Uncertain++
 	}
 	if res.DeleteFailed != nil {
 		r.counts.DeleteFailed++
@@ -285,7 +332,7 @@ func (r *Replayer) emit(res Result) {
 // that was sent is always deleted and journalled.
 func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
 	if r.limiter != nil {
-		if err := r.limiter.WaitN(ctx, len(b.entries)); err != nil {
+		if err := r.limiter.wait(ctx, len(b.entries)); err != nil {
 			r.abandon(b)
 			return nil
 		}
@@ -310,37 +357,46 @@ func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
 	r.counts.Batches++
 	r.countsMu.Unlock()
 
-	accepted, failed, callErr := r.sendEntries(work, b)
-	if callErr != nil && isCanary {
+	res := r.sendEntries(work, b)
+	if isCanary && res.callErr != nil {
 		// The whole call failed on the first message for this target: the
 		// target is missing or refuses us. Touch nothing else for it.
 		r.deadMu.Lock()
-		r.dead[b.target] = fmt.Errorf("%w: %v", ErrTargetRejected, callErr)
+		r.dead[b.target] = fmt.Errorf("%w: %w", ErrTargetRejected, res.callErr)
 		r.deadMu.Unlock()
 	}
-	if callErr != nil && awsconfig.IsAuthError(callErr) {
-		r.setFatal(callErr) // credentials refused or expired: stop sending anywhere
+	if isCanary && len(res.uncertain) > 0 {
+		// The canary may or may not have arrived: the target is not proven,
+		// so nothing else goes there in this run.
+		r.deadMu.Lock()
+		r.dead[b.target] = fmt.Errorf("%w: %w", ErrCanaryUncertain, res.uncertain[b.entries[0].Ord])
+		r.deadMu.Unlock()
+	}
+	if res.callErr != nil && awsconfig.IsAuthError(res.callErr) {
+		r.setFatal(res.callErr) // credentials refused or expired: stop sending anywhere
 	}
 	outcome, event := OutcomeSent, EvSent
 	if b.park {
 		outcome, event = OutcomeParked, EvParked
 	}
 	var toDelete []Ref
-	newIDs := map[int]string{}
 	for _, e := range b.entries {
-		if id, ok := accepted[e.Ord]; ok {
+		if id, ok := res.accepted[e.Ord]; ok {
 			_ = r.Journal.Write(Event{Event: event, Batch: seq, ID: e.Msg.MessageID, Target: b.target, NewID: id})
 			toDelete = append(toDelete, e.Ref)
-			newIDs[e.Ord] = id
 		}
 	}
 	for _, e := range b.entries {
-		if err, ok := failed[e.Ord]; ok {
-			if isCanary && callErr != nil {
+		if err, ok := res.failed[e.Ord]; ok {
+			if isCanary && res.callErr != nil {
 				err = r.deadTarget(b.target)
 			}
 			_ = r.Journal.Write(Event{Event: EvSendFailed, Batch: seq, ID: e.Msg.MessageID, Target: b.target, Error: err.Error()})
 			r.emit(Result{Ord: e.Ord, Msg: e.Msg, Route: e.route, Outcome: OutcomeFailed, Err: err})
+		}
+		if err, ok := res.uncertain[e.Ord]; ok {
+			_ = r.Journal.Write(Event{Event: EvUncertain, Batch: seq, ID: e.Msg.MessageID, Target: b.target, Error: err.Error()})
+			r.emit(Result{Ord: e.Ord, Msg: e.Msg, Route: e.route, Outcome: OutcomeUncertain, Err: err})
 		}
 	}
 	if err := r.Journal.Sync(); err != nil {
@@ -351,27 +407,82 @@ func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
 		delFailed = r.Hold.Delete(work, toDelete)
 	}
 	for _, e := range b.entries {
-		id, ok := newIDs[e.Ord]
+		id, ok := res.accepted[e.Ord]
 		if !ok {
 			continue
 		}
-		res := Result{Ord: e.Ord, Msg: e.Msg, Route: e.route, Outcome: outcome, NewID: id}
+		out := Result{Ord: e.Ord, Msg: e.Msg, Route: e.route, Outcome: outcome, NewID: id}
 		if err, bad := delFailed[e.Ord]; bad {
-			res.DeleteFailed = err
+			out.DeleteFailed = err
 			_ = r.Journal.Write(Event{Event: EvDeleteFailed, Batch: seq, ID: e.Msg.MessageID, Error: err.Error()})
 		} else {
 			_ = r.Journal.Write(Event{Event: EvDeleted, Batch: seq, ID: e.Msg.MessageID})
 		}
-		r.emit(res)
+		r.emit(out)
 	}
 	return nil
 }
 
-// sendEntries calls SendMessageBatch, retrying entries that failed through
-// no fault of the sender. It returns the accepted entries (ordinal -> new
-// message id) and the failed ones; callErr is set when a whole call failed.
-func (r *Replayer) sendEntries(ctx context.Context, b *batch) (accepted map[int]string, failed map[int]error, callErr error) {
-	accepted, failed = map[int]string{}, map[int]error{}
+// ErrCanaryUncertain marks a target whose canary got no reply.
+var ErrCanaryUncertain = errors.New("the canary message got no reply, so the target queue is not proven; nothing else was sent to it")
+
+// sendResult is what one batch's SendMessageBatch calls came to: each
+// entry is accepted (with the id the target gave it), failed (the target
+// said no; it is safe to send again) or uncertain (no reply: it may be in
+// the target already). callErr is set when a whole call was refused.
+type sendResult struct {
+	accepted  map[int]string
+	failed    map[int]error
+	uncertain map[int]error
+	callErr   error
+}
+
+// sendOnce turns the SDK's own retries off for a send: the SDK retries a
+// request whose reply was lost, which can deliver a message twice with
+// nothing to say so. sendEntries retries only what the server refused.
+func sendOnce(o *sqs.Options) {
+	if o.Retryer != nil {
+		o.Retryer = retry.AddWithMaxAttempts(o.Retryer, 1)
+	}
+}
+
+// OutcomeUnknown reports whether a failed call may still have taken
+// effect: the request may have reached the server but its reply did not
+// come back (a cut connection, a timeout, an unreadable reply, or a 5xx).
+// A refusal (4xx) or a connection never made is a definite failure.
+func OutcomeUnknown(err error) bool {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil {
+		s := re.HTTPStatusCode()
+		return s < 400 || s >= 500
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return false
+	}
+	var se *smithyhttp.RequestSendError
+	if errors.As(err, &se) {
+		return true
+	}
+	var de *smithy.DeserializationError
+	return errors.As(err, &de) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// isThrottle reports a whole call the server refused because of its rate:
+// nothing was sent, so it is retried.
+func isThrottle(err error) bool {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	_, ok := retry.DefaultThrottleErrorCodes[ae.ErrorCode()]
+	return ok
+}
+
+// sendEntries calls SendMessageBatch, retrying entries (and whole calls)
+// that failed through no fault of the sender.
+func (r *Replayer) sendEntries(ctx context.Context, b *batch) sendResult {
+	res := sendResult{accepted: map[int]string{}, failed: map[int]error{}, uncertain: map[int]error{}}
 	pending := b.entries
 	for attempt := 0; len(pending) > 0; attempt++ {
 		input := &sqs.SendMessageBatchInput{QueueUrl: aws.String(b.target)}
@@ -381,17 +492,30 @@ func (r *Replayer) sendEntries(ctx context.Context, b *batch) (accepted map[int]
 			byID[id] = e
 			input.Entries = append(input.Entries, r.sendEntry(id, b, e))
 		}
-		out, err := r.API.SendMessageBatch(ctx, input)
+		out, err := r.API.SendMessageBatch(ctx, input, sendOnce)
 		if err != nil {
-			for _, e := range pending {
-				failed[e.Ord] = fmt.Errorf("send to %s: %w", b.target, err)
+			wrapped := fmt.Errorf("send to %s: %w", b.target, err)
+			if OutcomeUnknown(err) {
+				for _, e := range pending {
+					delete(res.failed, e.Ord)
+					res.uncertain[e.Ord] = fmt.Errorf("no reply, the message may be in the target already: %w", wrapped)
+				}
+				return res
 			}
-			return accepted, failed, err
+			for _, e := range pending {
+				res.failed[e.Ord] = wrapped
+			}
+			if attempt < 2 && isThrottle(err) {
+				sleep(ctx, time.Duration(200<<attempt)*time.Millisecond)
+				continue
+			}
+			res.callErr = err
+			return res
 		}
 		for _, s := range out.Successful {
 			if e, ok := byID[aws.ToString(s.Id)]; ok {
-				accepted[e.Ord] = aws.ToString(s.MessageId)
-				delete(failed, e.Ord)
+				res.accepted[e.Ord] = aws.ToString(s.MessageId)
+				delete(res.failed, e.Ord)
 			}
 		}
 		var retry []entry
@@ -400,21 +524,27 @@ func (r *Replayer) sendEntries(ctx context.Context, b *batch) (accepted map[int]
 			if !ok {
 				continue
 			}
-			// Listed as both sent and failed: not confirmed, so it is kept
-			// in the source (a possible duplicate, never a loss).
-			delete(accepted, e.Ord)
-			failed[e.Ord] = fmt.Errorf("send to %s: %w", b.target, &EntryError{Code: aws.ToString(f.Code), Message: aws.ToString(f.Message), SenderFault: f.SenderFault})
+			ferr := fmt.Errorf("send to %s: %w", b.target, &EntryError{Code: aws.ToString(f.Code), Message: aws.ToString(f.Message), SenderFault: f.SenderFault})
+			if _, both := res.accepted[e.Ord]; both {
+				// Listed as both sent and failed: not confirmed, so it is
+				// kept in the source, and may be in the target too.
+				delete(res.accepted, e.Ord)
+				res.uncertain[e.Ord] = fmt.Errorf("listed as both sent and failed: %w", ferr)
+				continue
+			}
+			res.failed[e.Ord] = ferr
 			if !f.SenderFault {
 				retry = append(retry, e)
 			}
 		}
-		// An entry in neither list was not confirmed: treat it as failed (it
-		// stays in the source), never as sent.
+		// An entry in neither list was not confirmed: it stays in the
+		// source, and may be in the target too.
 		for id, e := range byID {
-			if _, ok := accepted[e.Ord]; !ok {
-				if _, ok := failed[e.Ord]; !ok {
-					failed[e.Ord] = fmt.Errorf("send to %s: entry %s missing from the SendMessageBatch response", b.target, id)
-				}
+			_, ok := res.accepted[e.Ord]
+			_, bad := res.failed[e.Ord]
+			_, unsure := res.uncertain[e.Ord]
+			if !ok && !bad && !unsure {
+				res.uncertain[e.Ord] = fmt.Errorf("send to %s: entry %s missing from the SendMessageBatch response", b.target, id)
 			}
 		}
 		if attempt == 2 || len(retry) == 0 {
@@ -423,7 +553,7 @@ func (r *Replayer) sendEntries(ctx context.Context, b *batch) (accepted map[int]
 		pending = retry
 		sleep(ctx, time.Duration(200<<attempt)*time.Millisecond)
 	}
-	return accepted, failed, nil
+	return res
 }
 
 func (r *Replayer) sendEntry(id string, b *batch, e entry) types.SendMessageBatchRequestEntry {

@@ -32,6 +32,9 @@ func TestReplayGuardrailsTouchNothing(t *testing.T) {
 		{[]string{"inspect"}, nil, "--dlq is required"},
 		{[]string{"inspect", "--dlq", "q", "--all", "--sample", "3"}, nil, "mutually exclusive"},
 		{[]string{"export", "--dlq", "q", "--out", "-", "--delete", "--yes"}, nil, "--delete needs --out FILE"},
+		{append(append(base, win...), "--codes", "*,1004", "--yes"), nil, `"*" means all codes and cannot be combined with others`},
+		{[]string{"replay", "--from-env", "--yes"}, map[string]string{"PUSH_DLQ_QUEUE_URL": "q", "PUSH_QUEUE_BASE_URL": "b", "PROCESS_START_AT": "2025-11-14T08:30:00Z",
+			"PROCESS_END_AT": "2025-11-14T09:00:00Z", "PROCESS_ERROR_CODES": "1004,*"}, `"*" means all codes`},
 	}
 	for _, tc := range cases {
 		ios, _, _, errOut := iostreams.Test()
@@ -80,3 +83,44 @@ func TestInspectSuggestsTheMainBurst(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// An error code that is not in the table is most likely a typo: say so,
+// naming the known ones, before anything is read.
+func TestUnknownCodeWarns(t *testing.T) {
+	ios, _, _, errOut := iostreams.Test()
+	f := NewFactory(ios, func(string) string { return "" })
+	f.SQS = func(context.Context) (sqsmove.API, string, error) { return nil, "", context.Canceled }
+	Run(context.Background(), f, []string{"replay", "--dlq", "q", "--queue-base-url", "b", "--window", "2025-11-14/2025-11-15", "--codes", "1004,99999"})
+	want := "warning: error code 99999: not in the push error code table (known: 1001 PublishFailed, 1004 PushFailed, 2001 ProcessRecordFailed,"
+	if !strings.Contains(errOut.String(), want) || strings.Contains(errOut.String(), "code 1004:") {
+		t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
+	}
+}
+
+// pushdlq's help speaks of queues and messages, not of dla's archive.
+func TestHelpIsPushdlqs(t *testing.T) {
+	ios, _, out, _ := iostreams.Test()
+	f := NewFactory(ios, func(string) string { return "" })
+	if code := Run(context.Background(), f, []string{"help", "exit-codes"}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	text := out.String()
+	for _, bad := range []string{"archive", "JSON"} {
+		if strings.Contains(text, bad) {
+			t.Errorf("exit-codes help mentions %q:\n%s", bad, text)
+		}
+	}
+	for _, want := range []string{"uncertain", "in flight", "stdout was closed", "target queue"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("exit-codes help lacks %q:\n%s", want, text)
+		}
+	}
+	out.Reset()
+	Run(context.Background(), f, []string{"replay", "--help"})
+	if u := NewCmdRoot(f).PersistentFlags().Lookup("endpoint-url").Usage; strings.Contains(u, "S3") || !strings.Contains(u, "local SQS") {
+		t.Errorf("--endpoint-url: %q", u)
+	}
+	if !strings.Contains(out.String(), "a date alone is midnight UTC at the start of that day") {
+		t.Errorf("replay --help does not say what a date-only window end means:\n%s", out.String())
+	}
+}

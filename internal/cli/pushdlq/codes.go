@@ -2,6 +2,7 @@ package pushdlq
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -38,4 +39,21 @@ func NewCmdCodes(f *Factory, runF func(*cobra.Command) error) *cobra.Command {
 	}
 	out = cmdutil.AddOutputFlag(cmd, "table", "json")
 	return cmd
+}
+
+// knownCodes lists the code table in one line: "1001 PublishFailed, ...".
+func knownCodes() string {
+	parts := make([]string, len(pushdlq.Codes))
+	for i, c := range pushdlq.Codes {
+		parts[i] = strconv.Itoa(c.Code) + " " + c.Name
+	}
+	return strings.Join(parts, ", ")
+}
+
+func joinInts(ns []int) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ", ")
 }

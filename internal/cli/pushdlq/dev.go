@@ -22,7 +22,11 @@ type queueCreator interface {
 }
 
 func newCmdDev(f *Factory) *cobra.Command {
-	dev := &cobra.Command{Use: "dev", Short: "Tools for local development and benchmarks", Hidden: true}
+	dev := &cobra.Command{Use: "dev", Short: "Tools for trying pushdlq on a local SQS (see the README)",
+		Long: `Tools for local development, trying pushdlq out and benchmarks. 'dev seed' creates a
+DLQ and priority queues on a local SQS (pass --endpoint-url or set
+AWS_ENDPOINT_URL) and fills the DLQ with generated failed pushes.`,
+		Example: `  pushdlq dev seed --endpoint-url http://localhost:4566 --queue-prefix demo- --count 500`}
 	var prefix, start string
 	var count, priorities int
 	var seed uint64

@@ -209,6 +209,15 @@ func runExport(cmd *cobra.Command, opts *ExportOptions) (err error) {
 	})
 	if err := errors.Join(scanErr, writeErr, ctx.Err()); err != nil {
 		out.abort()
+		if opts.Out == "-" {
+			// A reader that went away (`export --out - | head -1`): stop
+			// printing; the deferred close releases every message.
+			if writeErr != nil {
+				return stoppedError("nothing was deleted; every message is released")
+			}
+			fmt.Fprintln(f.IO.ErrOut, "export stopped: nothing was deleted; every message is released")
+			return err
+		}
 		fmt.Fprintf(f.IO.ErrOut, "export stopped: nothing was deleted; the messages read so far are in %s\n", out.partial)
 		return err
 	}

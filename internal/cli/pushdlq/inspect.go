@@ -102,6 +102,9 @@ func runInspect(cmd *cobra.Command, opts *InspectOptions) error {
 	}
 	s.banner()
 	fmt.Fprintln(f.IO.ErrOut, receiveNote("inspect"))
+	if s.queue.InFlight > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "note: %s; they are not in this report\n", inFlightNote(s.queue.Visible, s.queue.InFlight))
+	}
 	t := newTally()
 	limit := opts.Sample
 	if opts.All {
@@ -164,6 +167,9 @@ func printInspect(w io.Writer, r InspectReport) error {
 	}
 	fmt.Fprintf(&b, "Queue       %s\n", r.Queue)
 	fmt.Fprintf(&b, "Depth       %d visible, %d in flight, %d delayed (approximate, before the scan)\n", r.Visible, r.InFlight, r.Delayed)
+	if r.InFlight > 0 {
+		fmt.Fprintf(&b, "            %s\n", inFlightNote(r.Visible, r.InFlight))
+	}
 	fmt.Fprintf(&b, "Scanned     %d messages (%s)\n", r.Scanned, scope)
 	if r.CreatedAtMin != nil {
 		fmt.Fprintf(&b, "createdAt   %s … %s\n", *r.CreatedAtMin, *r.CreatedAtMax)
@@ -204,4 +210,9 @@ func printInspect(w io.Writer, r InspectReport) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// inFlightNote says who holds the messages a scan cannot see.
+func inFlightNote(visible, inFlight int64) string {
+	return fmt.Sprintf("%d visible, %d in flight: another consumer or an interrupted run holds them", visible, inFlight)
 }

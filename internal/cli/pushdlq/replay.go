@@ -36,6 +36,7 @@ type ReplayOptions struct {
 	Journal         string
 	Resume          string
 	AllowWideWindow bool
+	WaitHeld        time.Duration
 	Output          *cmdutil.Output
 
 	policy pushdlq.Policy
@@ -47,9 +48,12 @@ func NewCmdReplay(f *Factory, runF func(*cobra.Command, *ReplayOptions) error) *
 	cmd := &cobra.Command{
 		Use:   "replay (--dlq URL|NAME | --from-file FILE) --queue-base-url URL --window START/END --codes LIST",
 		Short: "Replay a time-boxed, error-code-filtered slice of the DLQ to the priority queues",
-		Long: `Replay the DLQ messages whose errorCode is selected (--codes 1004,2003, or '*')
-and whose createdAt lies inside the inclusive window (--window START/END, each
-ISO-8601 or epoch milliseconds) to ${queue-base-url}P${priority}, exactly as
+		Long: `Replay the DLQ messages whose errorCode is selected (--codes 1004,2003, or '*'
+alone) and whose createdAt lies inside the inclusive window (--window
+START/END, each ISO-8601 or epoch milliseconds; a time without a zone is UTC,
+and a date alone is midnight UTC at the start of that day, so
+2025-11-14/2025-11-15 covers the 14th and ends at 2025-11-15T00:00:00.000Z)
+to ${queue-base-url}P${priority}, exactly as
 the push-dlq processor decides. --from-env reads the processor's variables
 (PUSH_DLQ_QUEUE_URL, PUSH_QUEUE_BASE_URL, PROCESS_START_AT, PROCESS_END_AT,
 PROCESS_ERROR_CODES), so a runbook's env file works unchanged; flags given
@@ -62,10 +66,13 @@ not JSON or lacks priority or createdAt never is.
 
 Steps:
   1. scan the DLQ, holding each message invisible, and print a plan on stderr:
-     eligible counts by code and priority with their target queues, ineligible
-     counts by reason, and the identity (account, region, profile, endpoint);
-  2. --dry-run stops there and releases every message; otherwise confirm, or
-     pass --yes when not on a terminal;
+     the window as resolved instants, eligible counts by code and priority
+     with their target queues (each checked: a missing queue is named),
+     ineligible counts by reason, messages in flight elsewhere, and the
+     identity (account, region, profile, endpoint);
+  2. --dry-run stops there and releases every message (exit 3 if a target
+     queue is missing); otherwise confirm, or pass --yes when not on a
+     terminal;
   3. send one canary message to each target queue (a missing queue or a
      refused permission stops that target before the rest are touched), then
      the rest in batches of up to 10 messages and 256 KiB; delete from the DLQ
@@ -73,13 +80,24 @@ Steps:
   4. ineligible messages are released untouched (--ineligible release), or
      parked like the processor does: re-sent to the DLQ with DelaySeconds 900
      and the original deleted (--ineligible park);
-  5. end with one summary record; exit 3 if anything failed.
+  5. end with one summary record, and on stderr the reason for each target
+     queue that failed; exit 3 if anything failed or is uncertain.
+
+A send whose reply never came (a cut connection, a timeout, a 5xx) is
+"uncertain": the message may be in its target, so it is not deleted from the
+DLQ. It is journalled as uncertain, counted in the summary and listed there
+(possible_duplicate_ids) with the messages a resume sends again.
 
 A write-ahead journal (--journal, default under $XDG_STATE_HOME/deadletter)
-records each batch before it is sent and each outcome after. --resume JOURNAL
-continues a run that was killed: messages the journal shows as sent are
-deleted from the DLQ instead of being sent again; only the batch that was in
-flight when the run died can be sent twice, and the journal lists it.`,
+records which messages the run holds and until when, each batch before it is
+sent, and each outcome after. --resume JOURNAL continues a run that was
+killed: it first waits until the messages the interrupted run held are
+visible again (at most --wait-held; longer, it exits 1 saying until when);
+messages the journal shows as sent are deleted from the DLQ instead of being
+sent again; uncertain ones (the batch in flight when the run died, and sends
+whose reply was lost) are sent again, and are the only possible duplicates.
+A scan that finds messages in flight elsewhere says so, and never ends with
+"nothing to replay" and exit 0.`,
 		Example: `  pushdlq replay --dlq push-dlq --queue-base-url https://sqs.us-east-1.amazonaws.com/123456789012/push- \
       --window 2025-11-14T08:30:00Z/2025-11-14T09:00:00Z --codes 1004,2003 --dry-run
   env $(cat push-dlq.env) pushdlq replay --from-env --yes --rate 50
@@ -112,6 +130,7 @@ flight when the run died can be sent twice, and the journal lists it.`,
 	fl.StringVar(&opts.Journal, "journal", "", "write-ahead journal file (default: a new file under $XDG_STATE_HOME/deadletter)")
 	fl.StringVar(&opts.Resume, "resume", "", "continue the run this journal records (and append to it)")
 	fl.BoolVar(&opts.AllowWideWindow, "allow-wide-window", false, "allow --codes '*' with a window over 24 hours")
+	fl.DurationVar(&opts.WaitHeld, "wait-held", 15*time.Minute, "with --resume: how long to wait for messages the interrupted run still holds invisible (longer: exit 1, saying until when)")
 	_ = cmd.RegisterFlagCompletionFunc("ineligible", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"release", "park"}, cobra.ShellCompDirectiveNoFileComp
 	})
@@ -167,6 +186,10 @@ func (o *ReplayOptions) validate(cmd *cobra.Command) error {
 	} else if !o.FromEnv {
 		return cmdutil.UsageErrorf("--codes (or --from-env) is required")
 	}
+	if unknown := pushdlq.UnknownCodes(o.policy.Codes); len(unknown) > 0 {
+		fmt.Fprintf(o.Factory.IO.ErrOut, "warning: error code %s: not in the push error code table (known: %s); check for a typo\n",
+			joinInts(unknown), knownCodes())
+	}
 	if err := o.policy.Validate(o.AllowWideWindow); err != nil {
 		return cmdutil.UsageErrorf("%v", err)
 	}
@@ -175,6 +198,9 @@ func (o *ReplayOptions) validate(cmd *cobra.Command) error {
 	}
 	if o.Ineligible == "park" && o.FromFile != "" {
 		return cmdutil.UsageErrorf("--ineligible park needs the DLQ; with --from-file ineligible messages are skipped")
+	}
+	if o.WaitHeld < 0 {
+		return cmdutil.UsageErrorf("--wait-held %s: want 0 or more", o.WaitHeld)
 	}
 	if o.Max < 0 || o.Rate < 0 || o.Concurrency < 1 {
 		return cmdutil.UsageErrorf("--max and --rate want 0 or more, --concurrency 1 or more")
@@ -195,24 +221,39 @@ func (o *ReplayOptions) validate(cmd *cobra.Command) error {
 
 // ReplaySummary is the summary record of pushdlq replay.
 type ReplaySummary struct {
-	Type              string  `json:"type"`
-	DryRun            bool    `json:"dry_run"`
-	Source            string  `json:"source"`
-	WindowStart       string  `json:"window_start"`
-	WindowEnd         string  `json:"window_end"`
-	Codes             string  `json:"codes"`
-	Scanned           int     `json:"scanned"`
-	Eligible          int     `json:"eligible"`
-	Ineligible        int     `json:"ineligible"`
-	Sent              int     `json:"sent"`
-	Parked            int     `json:"parked"`
-	Released          int     `json:"released"`
-	Failed            int     `json:"failed"`
-	DeleteFailed      int     `json:"delete_failed"`
-	SkippedDuplicates int     `json:"skipped_duplicates"`
-	Abandoned         int     `json:"abandoned"`
-	ReleaseFailed     int     `json:"release_failed"`
-	Journal           *string `json:"journal"`
+	Type              string `json:"type"`
+	DryRun            bool   `json:"dry_run"`
+	Source            string `json:"source"`
+	WindowStart       string `json:"window_start"`
+	WindowEnd         string `json:"window_end"`
+	Codes             string `json:"codes"`
+	Scanned           int    `json:"scanned"`
+	Eligible          int    `json:"eligible"`
+	Ineligible        int    `json:"ineligible"`
+	Sent              int    `json:"sent"`
+	Parked            int    `json:"parked"`
+	Released          int    `json:"released"`
+	Failed            int    `json:"failed"`
+	DeleteFailed      int    `json:"delete_failed"`
+	SkippedDuplicates int    `json:"skipped_duplicates"`
+	Abandoned         int    `json:"abandoned"`
+	ReleaseFailed     int    `json:"release_failed"`
+	// Uncertain counts this run's sends that got no reply: each of those
+	// messages is still in the DLQ and may be in its target too.
+	Uncertain int `json:"uncertain"`
+	// PossibleDuplicates lists every message this run may have delivered
+	// twice: its uncertain sends, and the messages it sent again because an
+	// earlier run's send of them was uncertain.
+	PossibleDuplicates   int      `json:"possible_duplicates"`
+	PossibleDuplicateIDs []string `json:"possible_duplicate_ids"`
+	// InFlightElsewhere is the DLQ's in-flight count that is not this run's:
+	// messages another consumer or an interrupted run holds invisible.
+	InFlightElsewhere int `json:"in_flight_elsewhere"`
+	// StillHeld counts messages an interrupted run held that a resume did
+	// not find in the DLQ.
+	StillHeld int             `json:"still_held"`
+	Failures  []TargetFailure `json:"failures"`
+	Journal   *string         `json:"journal"`
 }
 
 // MessageResult is one -o ndjson line per message.
@@ -233,16 +274,24 @@ type MessageResult struct {
 }
 
 func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
-	ctx := cmd.Context()
+	// A closed stdout stops the run like an interrupt: what is in flight
+	// is finished, the rest released, the journal completed.
+	ctx, cancel := context.WithCancel(cmd.Context())
+	defer cancel()
 	f := opts.Factory
-	r := &replayRun{opts: opts, f: f, tally: newTally(), summary: ReplaySummary{Type: "summary", DryRun: opts.DryRun, Codes: opts.policy.CodesString()}}
+	r := &replayRun{opts: opts, f: f, tally: newTally(), failures: failureTally{},
+		summary: ReplaySummary{Type: "summary", DryRun: opts.DryRun, Codes: opts.policy.CodesString(), PossibleDuplicateIDs: []string{}, Failures: []TargetFailure{}}}
+	r.out = newStdoutGuard(f.IO.Out, cancel)
 	start, end := opts.policy.Window()
 	r.summary.WindowStart, r.summary.WindowEnd = start.Format(time.RFC3339Nano), end.Format(time.RFC3339Nano)
 	if opts.Output.Value == "ndjson" {
-		r.stream = output.NewJSONStream(f.IO.Out, true)
+		r.stream = output.NewJSONStream(r.out, true)
 	}
 	if opts.Resume != "" {
 		if r.resume, err = sqsmove.ReadJournal(opts.Resume); err != nil {
+			return err
+		}
+		if err := r.waitForHeld(ctx); err != nil {
 			return err
 		}
 	}
@@ -254,12 +303,19 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 		err = r.scan(ctx)
 	}
 	defer func() {
-		released, releaseFailed := r.finish()
-		r.summary.Released, r.summary.ReleaseFailed = released, releaseFailed
-		if werr := r.writeSummary(); werr != nil && err == nil {
+		r.finish()
+		if werr := r.writeSummary(); werr != nil && err == nil && !r.out.Closed() {
 			err = werr
 		}
-		if err == nil && (r.summary.Failed > 0 || r.summary.DeleteFailed > 0 || r.summary.Abandoned > 0 || releaseFailed > 0) {
+		s := r.summary
+		switch {
+		case r.out.Closed():
+			what := fmt.Sprintf("%s sent, %s released", plural(s.Sent, "message"), plural(s.Released, "message"))
+			if s.Journal != nil {
+				what += ", journal complete: " + *s.Journal
+			}
+			err = stoppedError(what)
+		case err == nil && (s.Failed > 0 || s.DeleteFailed > 0 || s.Abandoned > 0 || s.ReleaseFailed > 0 || s.Uncertain > 0 || s.StillHeld > 0):
 			err = cmdutil.PartialError
 		}
 	}()
@@ -272,12 +328,24 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 	if err := r.checkTargets(); err != nil {
 		return err
 	}
+	r.inFlightElsewhere(ctx)
+	missing := r.checkTargetQueues(ctx)
 	r.printPlan()
 	if opts.DryRun {
 		fmt.Fprintln(f.IO.ErrOut, "dry run: nothing sent; every message is released")
+		if missing > 0 {
+			fmt.Fprintf(f.IO.ErrOut, "dry run: %s of the plan %s not exist; a replay would fail their messages\n",
+				plural(missing, "target queue"), map[bool]string{true: "does", false: "do"}[missing == 1])
+			return cmdutil.PartialError
+		}
 		return nil
 	}
 	if r.tally.Eligible == 0 && opts.Ineligible != "park" && r.tally.AlreadySent == 0 {
+		if n := r.summary.InFlightElsewhere + r.summary.StillHeld; n > 0 {
+			verb := map[bool]string{true: "is", false: "are"}[n == 1]
+			fmt.Fprintf(f.IO.ErrOut, "nothing visible to replay, but %s %s in flight: another consumer or an interrupted run holds them; run again once they are visible\n", plural(n, "message"), verb)
+			return cmdutil.PartialError
+		}
 		fmt.Fprintln(f.IO.ErrOut, "nothing to replay")
 		return nil
 	}
@@ -301,9 +369,14 @@ type replayRun struct {
 	tally   *tally
 	resume  sqsmove.Resume
 	journal *sqsmove.Journal
+	out     *stdoutGuard
 	stream  *output.JSONStream
 	mu      sync.Mutex
 	summary ReplaySummary
+	// failures groups failed messages by target and reason; targets holds
+	// what checking the plan's target queues found.
+	failures failureTally
+	targets  map[string]targetCheck
 }
 
 func (r *replayRun) scan(ctx context.Context) error {
@@ -341,6 +414,7 @@ func (r *replayRun) load(ctx context.Context) error {
 func (r *replayRun) observe(_ int, m *sqsmove.Message) bool {
 	c := pushdlq.ParseCommand(m.Body)
 	r.tally.add(c)
+	delete(r.resume.Held, m.MessageID) // it came back: the interrupted run no longer holds it
 	if r.resume.Moved[m.MessageID] {
 		r.tally.AlreadySent++
 		return false
@@ -370,9 +444,14 @@ func (r *replayRun) checkTargets() error {
 func (r *replayRun) printPlan() {
 	w := r.f.IO.ErrOut
 	t := r.tally
-	start, end := r.opts.policy.Window()
 	fmt.Fprintf(w, "\nPlan for %s\n", r.source)
-	fmt.Fprintf(w, "  window   %s … %s (inclusive, on createdAt)\n", start.Format(time.RFC3339Nano), end.Format(time.RFC3339Nano))
+	fmt.Fprintf(w, "  window   %s … %s (inclusive, on createdAt; epoch ms %d … %d)\n", isoMs(r.opts.policy.Start), isoMs(r.opts.policy.End), r.opts.policy.Start, r.opts.policy.End)
+	if r.opts.Window != "" {
+		if a, b, _ := strings.Cut(r.opts.Window, "/"); pushdlq.IsDateOnly(a) || pushdlq.IsDateOnly(b) {
+			fmt.Fprintf(w, "           a date alone means midnight UTC at the start of that day: the window ends at %s\n", isoMs(r.opts.policy.End))
+		}
+	}
+
 	fmt.Fprintf(w, "  codes    %s\n", r.opts.policy.CodesString())
 	fmt.Fprintf(w, "  scanned  %d\n", t.Scanned)
 	fmt.Fprintf(w, "  eligible %d\n", t.Eligible)
@@ -388,7 +467,13 @@ func (r *replayRun) printPlan() {
 	})
 	for _, k := range keys {
 		code, name := codeLabel(k.Code)
-		fmt.Fprintf(w, "    %6d  code %s %-24s priority %-3d -> %s\n", t.ByTarget[k], code, name, k.Priority, sqsmove.Name(k.Target))
+		note := ""
+		if c, bad := r.targets[k.Target]; bad && c.missing {
+			note = "  MISSING: " + reason(c.err)
+		} else if bad {
+			note = "  (could not check it: " + reason(c.err) + ")"
+		}
+		fmt.Fprintf(w, "    %6d  code %s %-24s priority %-3d -> %s%s\n", t.ByTarget[k], code, name, k.Priority, sqsmove.Name(k.Target), note)
 	}
 	ineligible := 0
 	for _, n := range t.Ineligible {
@@ -406,7 +491,13 @@ func (r *replayRun) printPlan() {
 		fmt.Fprintf(w, "  already sent by the resumed run: %d (deleted from the DLQ, not sent again)\n", t.AlreadySent)
 	}
 	if n := len(r.resume.Uncertain); n > 0 {
-		fmt.Fprintf(w, "  in flight when the resumed run stopped: %d (sent again: the only possible duplicates)\n", n)
+		fmt.Fprintf(w, "  uncertain in the resumed run: %d (sent, no reply known; sent again if still here: possible duplicates, listed in the summary)\n", n)
+	}
+	if n := r.summary.InFlightElsewhere; n > 0 {
+		fmt.Fprintf(w, "  in flight %d: another consumer or an interrupted run holds them; they are not in this plan\n", n)
+	}
+	if n := r.summary.StillHeld; n > 0 {
+		fmt.Fprintf(w, "  still held %d: the interrupted run held them and they are not back in the DLQ; they are not in this plan\n", n)
 	}
 	if r.opts.Rate > 0 && t.Eligible > 0 {
 		fmt.Fprintf(w, "  rate     %.0f msg/s (about %s)\n", r.opts.Rate, (time.Duration(float64(t.Eligible)/r.opts.Rate) * time.Second).Round(time.Second))
@@ -435,6 +526,15 @@ func (r *replayRun) replay(ctx context.Context) error {
 	}
 	r.summary.Journal = &path
 	fmt.Fprintf(r.f.IO.ErrOut, "journal: %s\n", path)
+	// Write-ahead: the journal knows how long the held messages may stay
+	// invisible before their visibility is extended to then.
+	journal := r.journal
+	r.hold.BeforeExtend(func(until time.Time) {
+		journal.Write(sqsmove.Event{Event: sqsmove.EvHoldUntil, Until: until.UTC().Format(time.RFC3339Nano)})
+		if err := journal.Sync(); err != nil {
+			fmt.Fprintf(r.f.IO.ErrOut, "warning: %v\n", err)
+		}
+	})
 	var api sqsmove.API
 	if r.s != nil {
 		api = r.s.api
@@ -456,16 +556,123 @@ func (r *replayRun) replay(ctx context.Context) error {
 			defer r.mu.Unlock()
 			done++
 			progress.Update("replaying: %d of %d done", done, r.tally.Eligible+r.tally.AlreadySent)
+			r.record(res)
 			r.emit(res)
 		},
 	}
 	counts, err := rp.Run(ctx)
 	r.summary.Sent, r.summary.Parked, r.summary.Failed = counts.Sent, counts.Parked, counts.Failed
 	r.summary.DeleteFailed, r.summary.SkippedDuplicates, r.summary.Abandoned = counts.DeleteFailed, counts.SkippedDuplicates, counts.Abandoned
+	r.summary.Uncertain = counts.Uncertain
 	if err != nil {
 		return err
 	}
 	return ctx.Err()
+}
+
+// record notes what the summary lists: failures by target and reason, and
+// the messages that may now be in their target twice.
+func (r *replayRun) record(res sqsmove.Result) {
+	target := res.Route.Target
+	if res.Route.Park {
+		target = r.source
+	}
+	switch {
+	case res.Outcome == sqsmove.OutcomeFailed && res.Err != nil:
+		r.failures.add(target, res.Err)
+	case res.Outcome == sqsmove.OutcomeUncertain,
+		(res.Outcome == sqsmove.OutcomeSent || res.Outcome == sqsmove.OutcomeParked) && r.resume.Uncertain[res.Msg.MessageID]:
+		r.summary.PossibleDuplicateIDs = append(r.summary.PossibleDuplicateIDs, res.Msg.MessageID)
+	}
+}
+
+// waitForHeld makes a resume wait until the messages the interrupted run
+// held are visible again: scanning earlier finds nothing of them, and a
+// message sent but not deleted would reappear later, in both places.
+func (r *replayRun) waitForHeld(ctx context.Context) error {
+	held, until := len(r.resume.Held), r.resume.HeldUntil
+	wait := time.Until(until)
+	if held == 0 || wait <= 0 {
+		return nil
+	}
+	w := r.f.IO.ErrOut
+	if wait > r.opts.WaitHeld {
+		return &cmdutil.ExitError{Code: cmdutil.ExitFailure, Err: fmt.Errorf(
+			"the interrupted run holds %s invisible until %s (%s from now); resume after then, or pass --wait-held %s",
+			plural(held, "message"), until.UTC().Format(time.RFC3339), wait.Round(time.Second), wait.Round(time.Minute)+time.Minute)}
+	}
+	// A second more: SQS makes them visible at about that time, not before.
+	wait += time.Second
+	fmt.Fprintf(w, "the interrupted run holds %s invisible until %s: waiting %s for them (Ctrl-C stops)\n",
+		plural(held, "message"), until.UTC().Format(time.RFC3339), wait.Round(time.Second))
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	return nil
+}
+
+// inFlightElsewhere counts the DLQ's messages that are in flight but not
+// held by this run, and the messages a resumed run held that did not come
+// back: a run that finds nothing visible must say so rather than report
+// "nothing to replay".
+func (r *replayRun) inFlightElsewhere(ctx context.Context) {
+	if r.s == nil {
+		return
+	}
+	if r.opts.Max == 0 { // a scan stopped by --max did not look for them all
+		for id := range r.resume.Held {
+			if !r.resume.Moved[id] {
+				r.summary.StillHeld++
+			}
+		}
+	}
+	// Before the scan, nothing in flight was ours; after it, ours are held.
+	// Both counts are approximate: take the smaller.
+	before := r.s.queue.InFlight
+	after, err := sqsmove.Describe(ctx, r.s.api, r.s.queue.URL)
+	if err != nil {
+		return
+	}
+	n := min(before, max(0, after.InFlight-int64(r.hold.Len())))
+	r.summary.InFlightElsewhere = int(n)
+}
+
+// checkTargetQueues reads every target queue of the plan and returns how
+// many do not exist; the plan shows why for each.
+func (r *replayRun) checkTargetQueues(ctx context.Context) int {
+	var targets []string
+	seen := map[string]bool{}
+	for k := range r.tally.ByTarget {
+		if !seen[k.Target] {
+			seen[k.Target] = true
+			targets = append(targets, k.Target)
+		}
+	}
+	if len(targets) == 0 {
+		return 0
+	}
+	var api sqsmove.API
+	if r.s != nil {
+		api = r.s.api
+	} else {
+		var err error
+		if api, _, err = r.f.SQS(ctx); err != nil {
+			fmt.Fprintf(r.f.IO.ErrOut, "warning: could not check the target queues: %v\n", err)
+			return 0
+		}
+	}
+	r.targets = checkTargets(ctx, api, targets)
+	missing := 0
+	for _, c := range r.targets {
+		if c.missing {
+			missing++
+		}
+	}
+	return missing
 }
 
 func (s *session) sourceURL() string {
@@ -535,9 +742,9 @@ func messageLine(id, outcome string, c pushdlq.Command) MessageResult {
 
 // finish releases what is still held (reporting each ineligible or
 // unsent message on -o ndjson), and closes the journal.
-func (r *replayRun) finish() (released, failed int) {
+func (r *replayRun) finish() {
 	if r.hold == nil {
-		return 0, 0
+		return
 	}
 	if r.stream != nil {
 		// One line per message still held, in receive order: the ones a dry
@@ -563,17 +770,34 @@ func (r *replayRun) finish() (released, failed int) {
 		})
 	}
 	if r.s != nil {
-		released, failed = r.s.close()
+		r.summary.Released, r.summary.ReleaseFailed = r.s.close()
 	} else {
 		r.hold.Close()
 	}
+	r.summary.Failures = r.failures.rows()
+	r.summary.PossibleDuplicates = len(r.summary.PossibleDuplicateIDs)
+	// The journal's summary is the one printed: written after the release.
 	if r.journal != nil {
 		r.journal.Write(sqsmove.Event{Event: sqsmove.EvSummary, Info: r.summary})
 		if err := r.journal.Close(); err != nil {
 			fmt.Fprintf(r.f.IO.ErrOut, "warning: %v\n", err)
 		}
 	}
-	return released, failed
+	w := r.f.IO.ErrOut
+	if len(r.summary.Failures) > 0 {
+		fmt.Fprintf(w, "failed %d; they stay in the DLQ:\n", r.summary.Failed)
+		printFailures(w, r.summary.Failures)
+	}
+	if n := r.summary.PossibleDuplicates; n > 0 {
+		fmt.Fprintf(w, "possible duplicates %d: sent with no reply known, so they may be in their target twice (or in the target and the DLQ):\n", n)
+		ids := r.summary.PossibleDuplicateIDs
+		for _, id := range ids[:min(len(ids), 20)] {
+			fmt.Fprintf(w, "  %s\n", id)
+		}
+		if len(ids) > 20 {
+			fmt.Fprintf(w, "  … and %d more, all in the summary and the journal\n", len(ids)-20)
+		}
+	}
 }
 
 func (r *replayRun) writeSummary() error {
@@ -585,7 +809,7 @@ func (r *replayRun) writeSummary() error {
 		}
 		return r.stream.Close()
 	case "json":
-		return output.WriteJSON(r.f.IO.Out, s)
+		return output.WriteJSON(r.out, s)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "scanned             %d\n", s.Scanned)
@@ -596,6 +820,18 @@ func (r *replayRun) writeSummary() error {
 	fmt.Fprintf(&b, "failed              %d\n", s.Failed)
 	fmt.Fprintf(&b, "delete failed       %d\n", s.DeleteFailed)
 	fmt.Fprintf(&b, "skipped duplicates  %d\n", s.SkippedDuplicates)
+	if s.Uncertain > 0 {
+		fmt.Fprintf(&b, "uncertain           %d\n", s.Uncertain)
+	}
+	if s.PossibleDuplicates > 0 {
+		fmt.Fprintf(&b, "possible duplicates %d\n", s.PossibleDuplicates)
+	}
+	if s.InFlightElsewhere > 0 {
+		fmt.Fprintf(&b, "in flight elsewhere %d\n", s.InFlightElsewhere)
+	}
+	if s.StillHeld > 0 {
+		fmt.Fprintf(&b, "still held          %d\n", s.StillHeld)
+	}
 	if s.Abandoned > 0 {
 		fmt.Fprintf(&b, "abandoned           %d\n", s.Abandoned)
 	}
@@ -608,6 +844,6 @@ func (r *replayRun) writeSummary() error {
 	if s.DryRun {
 		b.WriteString("dry run             nothing was sent\n")
 	}
-	_, err := fmt.Fprint(r.f.IO.Out, b.String())
+	_, err := fmt.Fprint(r.out, b.String())
 	return err
 }

@@ -14,6 +14,10 @@ import (
 
 // Main runs pushdlq with the process's arguments and returns its exit code.
 func Main() int {
+	// A write to a closed stdout (`pushdlq replay -o ndjson | head -1`)
+	// must return EPIPE, not kill the process with SIGPIPE: the run still
+	// has to release the messages it holds and complete its journal.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return Run(ctx, NewFactory(iostreams.System(), os.Getenv), os.Args[1:])
@@ -45,9 +49,10 @@ queue or on disk. Data goes to stdout; plans, progress and warnings to stderr.`,
 	}
 	cmdutil.SetupRoot(root, f.IO.Out, f.IO.ErrOut)
 	cmdutil.AddAWSFlags(root, f.AWS)
+	root.PersistentFlags().Lookup("endpoint-url").Usage = "send SQS requests to this URL, e.g. a local SQS such as fauxqs or ElasticMQ (beats AWS_ENDPOINT_URL_SQS and AWS_ENDPOINT_URL)"
 	root.AddCommand(NewCmdCodes(f, nil), NewCmdInspect(f, nil), NewCmdExport(f, nil), NewCmdReplay(f, nil),
 		cmdutil.NewCmdVersion("pushdlq", f.IO.Out), newCmdDev(f))
-	root.AddCommand(cmdutil.HelpTopic("exit-codes", "What pushdlq's exit codes mean", cmdutil.ExitCodesHelp))
+	root.AddCommand(cmdutil.HelpTopic("exit-codes", "What pushdlq's exit codes mean", exitCodesHelp))
 	root.AddCommand(cmdutil.HelpTopic("environment", "Environment variables pushdlq reads", environmentHelp))
 	return root
 }
@@ -73,3 +78,27 @@ const environmentHelp = `Environment variables:
   CLICOLOR_FORCE         any non-empty value but 0 keeps colour when piped
   DEADLETTER_NO_PROMPT   never ask for confirmation (replay then needs --yes)
   DEADLETTER_DEBUG       log AWS requests on stderr (as --debug-aws)`
+
+const exitCodesHelp = `Exit codes:
+
+  0    success: everything selected was moved (or, for a dry run, could be);
+       a DLQ with nothing to replay is a success too, unless messages are
+       in flight (then 3: another consumer or an interrupted run holds them)
+  1    failure: the command could not do its job (a queue could not be read,
+       the journal could not be written, stdout was closed before the end,
+       a resume would have to wait longer than --wait-held)
+  2    usage: a bad flag, argument or combination of them; nothing was read
+  3    partial: the command ran, but some messages were not moved: a target
+       refused them (failed), a send got no reply (uncertain: possibly
+       duplicated), a delete or release failed, messages were in flight
+       elsewhere, or a dry run found a target queue missing. The summary
+       counts them, stderr says why per target queue, the journal lists
+       each message
+  4    AWS credentials or permissions: no credentials, expired credentials,
+       or access denied
+  130  interrupted (Ctrl-C or SIGTERM): batches in flight were finished and
+       journalled, everything else released
+
+Whatever the exit code, no message is deleted from the DLQ before its
+target queue (or the export file) has it, and every message still held is
+made visible again before exit.`
