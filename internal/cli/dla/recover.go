@@ -75,9 +75,11 @@ Objects are selected like 'dla search' (dates, granule, collection, execution,
 status, error, --failed to retry failed-sqs/), or named as arguments or on
 stdin with '-' (one per line, or NUL-separated with -0, as 'dla search -o keys
 -0' prints them). Only keys under <stack>/dead-letter-archive/ are ever read,
-moved or deleted; a local archive's symbolic links are never followed. A plan (counts by date, status and collection, the database
-it will write to, how many Step Functions calls it needs) comes first, then
-a confirmation unless --yes.
+moved or deleted; a local archive's symbolic links are never followed.
+
+A plan (counts by date, status and collection, the database it will write
+to, how many Step Functions calls it needs) comes first, then a
+confirmation unless --yes.
 
 --dry-run writes each object inside a transaction that is rolled back, so it
 reports exactly what would be written, dropped or fail, and changes nothing
