@@ -24,13 +24,19 @@ func CheckKey(root, key string) error {
 	if strings.IndexByte(key, 0) >= 0 {
 		return fmt.Errorf("key %q: %w: it holds a NUL byte", key, ErrOutside)
 	}
-	for _, seg := range strings.FieldsFunc(rest, func(r rune) bool { return r == '/' || r == '\\' }) {
-		if seg == "." || seg == ".." {
-			return fmt.Errorf("key %q: %w: it has a %q segment, which a server may resolve outside %s", key, ErrOutside, seg, root)
+	// One pass, no allocation: this runs for every object a scan reads.
+	start := 0
+	for i := 0; i <= len(rest); i++ {
+		if i < len(rest) && rest[i] != '/' && rest[i] != '\\' {
+			continue
 		}
-	}
-	if strings.Contains(rest, "//") || strings.HasPrefix(rest, "/") {
-		return fmt.Errorf("key %q: %w: it has an empty segment, which a server may resolve elsewhere", key, ErrOutside)
+		switch seg := rest[start:i]; {
+		case seg == "." || seg == "..":
+			return fmt.Errorf("key %q: %w: it has a %q segment, which a server may resolve outside %s", key, ErrOutside, seg, root)
+		case seg == "" && i < len(rest) && rest[i] == '/':
+			return fmt.Errorf("key %q: %w: it has an empty segment, which a server may resolve elsewhere", key, ErrOutside)
+		}
+		start = i + 1
 	}
 	return nil
 }

@@ -164,3 +164,12 @@ func TestLocalNeverFollowsLinks(t *testing.T) {
 		t.Errorf("the real file: %q, %v", b, err)
 	}
 }
+
+func BenchmarkCheckKey(b *testing.B) {
+	key := "demo/dead-letter-archive/sqs/2024-03-01/3628153e-dd58-47bd-b39f-af16f9200ecd-df1226eb-f1f1-4c48-868e-edd7f4293cb6"
+	for b.Loop() {
+		if err := archive.CheckKey("demo/dead-letter-archive/", key); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
