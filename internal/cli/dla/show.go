@@ -241,7 +241,7 @@ func withoutKeys(raw string, drop ...string) string {
 // decodedDetail parses detail.input and detail.output when they hold JSON.
 func decodedDetail(raw string) string {
 	return rewriteObject(raw, func(k, val gjson.Result) (string, bool) {
-		if (k.Str == "input" || k.Str == "output") && val.Type == gjson.String && gjson.Valid(val.Str) {
+		if (k.Str == "input" || k.Str == "output") && val.Type == gjson.String && dla.ValidJSON(val.Str) {
 			return val.Str, true
 		}
 		return val.Raw, true
@@ -293,6 +293,12 @@ func renderShow(w io.Writer, r *lipgloss.Renderer, color bool, res selection.Res
 	js := func(raw string) {
 		if raw == "" {
 			b.WriteString("  null\n")
+			return
+		}
+		if dla.TooDeep(raw) {
+			// Indenting costs the square of the depth (the decoder refuses
+			// such objects; this guards the printer on its own).
+			fmt.Fprintf(&b, "  (nested deeper than %d levels: not shown)\n", dla.MaxDepth)
 			return
 		}
 		out := pretty.PrettyOptions([]byte(raw), &pretty.Options{Width: 100, Prefix: "  ", Indent: "  ", SortKeys: false})
