@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -42,8 +43,9 @@ the Step Functions detail and the Cumulus message, pretty-printed.
 
 KEY is an object key (demo/dead-letter-archive/sqs/2024-03-02/exec-uuid), a
 key relative to the archive (sqs/2024-03-02/exec-uuid), an s3:// URL, or, for
-a local archive, the file's path. '-' reads keys from stdin, one per line, so
-'dla search -o keys' can feed it.
+a local archive, the path of the file (absolute or relative to the current
+directory; it must lie inside the archive). '-' reads keys from stdin, one
+per line, so 'dla search -o keys' can feed it.
 
 -o json gives a JSON array with one decoded structure per object, every layer
 parsed.`,
@@ -96,6 +98,7 @@ func runShow(cmd *cobra.Command, opts *ShowOptions) error {
 			return err
 		}
 		if r.Unreadable() {
+			r.Err = withoutKey(r.Entry.Key, r.Err)
 			reportUnreadable(f, nil, r)
 			if r.Decoded == nil || r.Decoded.Size == 0 {
 				return nil // nothing was read
@@ -143,17 +146,17 @@ func readKeys(in io.Reader, args []string) ([]string, error) {
 	return keys, nil
 }
 
-// resolveKey accepts the ways an operator may name an object.
+// resolveKey accepts the ways an operator may name an object: a key, a key
+// relative to the archive, an s3:// URL, or for a local archive the path
+// of a file inside it (absolute, or relative to the current directory).
 func resolveKey(loc archive.Location, layout dla.Layout, k string) string {
 	if rest, ok := strings.CutPrefix(k, "s3://"); ok {
 		_, key, _ := strings.Cut(rest, "/")
 		return key
 	}
 	if loc.Dir != "" && (filepath.IsAbs(k) || strings.HasPrefix(k, ".")) {
-		if abs, err := filepath.Abs(k); err == nil {
-			if rel, err := filepath.Rel(loc.Dir, abs); err == nil && !strings.HasPrefix(rel, "..") {
-				return filepath.ToSlash(rel)
-			}
+		if key, ok := localKey(loc, k); ok {
+			return key
 		}
 	}
 	switch {
@@ -164,8 +167,52 @@ func resolveKey(loc archive.Location, layout dla.Layout, k string) string {
 	case strings.HasPrefix(k, "sqs/") || strings.HasPrefix(k, "failed-sqs/"):
 		return layout.Root() + k
 	}
+	// Any other relative path to a file inside the archive, such as
+	// archive/demo/dead-letter-archive/sqs/2024-03-02/x or, from inside
+	// a date folder, the file's name.
+	if loc.Dir != "" {
+		if _, err := os.Lstat(k); err == nil {
+			if key, ok := localKey(loc, k); ok {
+				return key
+			}
+		}
+	}
 	return k
 }
+
+// localKey is the key of the local path p when it lies inside the
+// archive's folder.
+func localKey(loc archive.Location, p string) (string, bool) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", false
+	}
+	rel, err := filepath.Rel(loc.Dir, abs)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// withoutKey drops the key the store's errors start with ("KEY: no such
+// key"): the report names the key already.
+func withoutKey(key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if rest, ok := strings.CutPrefix(err.Error(), key+": "); ok {
+		return &keylessError{msg: rest, err: err}
+	}
+	return err
+}
+
+type keylessError struct {
+	msg string
+	err error
+}
+
+func (e *keylessError) Error() string { return e.msg }
+func (e *keylessError) Unwrap() error { return e.err }
 
 // showDoc is the -o json form of one object.
 type showDoc struct {
