@@ -44,9 +44,17 @@ func TooDeepBytes(b []byte) bool {
 	return deeperThan(b, MaxDepth)
 }
 
-// deeperThan scans s once, skipping strings (an escaped quote does not end
-// one), and stops at the first bracket deeper than max.
+// deeperThan scans s once and stops at the first bracket deeper than max.
 func deeperThan[T string | []byte](s T, max int) bool {
+	deeper, _, _ := scanNesting(s, max)
+	return deeper
+}
+
+// scanNesting walks the brackets and commas of s outside strings (an
+// escaped quote does not end one). It stops at the first bracket deeper
+// than limit (never when limit is negative), and returns whether it did,
+// how many brackets and commas it met, and the sum of their depths.
+func scanNesting[T string | []byte](s T, limit int) (deeper bool, marks, depthSum int64) {
 	depth := 0
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
@@ -57,14 +65,30 @@ func deeperThan[T string | []byte](s T, max int) bool {
 				}
 			}
 		case '[', '{':
-			if depth++; depth > max {
-				return true
+			if depth++; limit >= 0 && depth > limit {
+				return true, marks, depthSum
 			}
+			marks++
+			depthSum += int64(depth)
+		case ',':
+			marks++
+			depthSum += int64(depth)
 		case ']', '}':
 			depth--
+			marks++
+			depthSum += int64(max(depth, 0))
 		}
 	}
-	return false
+	return false, marks, depthSum
+}
+
+// IndentedSize bounds the size of the JSON text s pretty-printed with one
+// value per line, each line starting with prefix bytes and indent bytes per
+// level. Indenting multiplies a text by its depth: a printer should check
+// this before it indents text it did not write.
+func IndentedSize(s string, prefix, indent int) int64 {
+	_, marks, depthSum := scanNesting(s, -1)
+	return int64(len(s)) + 2*marks*int64(prefix+1) + 2*depthSum*int64(indent)
 }
 
 // ValidJSON is gjson.Valid for text that may be nested arbitrarily deep:

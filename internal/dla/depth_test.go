@@ -2,9 +2,13 @@ package dla
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/pretty"
 )
 
 // hostileDepth is the depth of the objects that crashed every command with
@@ -120,5 +124,29 @@ func TestTooDeepBoundary(t *testing.T) {
 	}
 	if ValidJSON(nested(MaxDepth+1)) || !ValidJSON(nested(MaxDepth)) || ValidJSONBytes([]byte(nested(hostileDepth))) {
 		t.Error("ValidJSON does not apply the bound")
+	}
+}
+
+// IndentedSize is an upper bound of what show's printer writes.
+func TestIndentedSizeBoundsThePrinter(t *testing.T) {
+	texts := []string{`{}`, `[]`, `{"a":[1,2,{"b":"x,[y]"}],"c":{"d":null}}`, nested(300),
+		"[" + strings.Repeat(`{"k":"v","n":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35]},`, 50) + "0]",
+		strings.Repeat("[", 100) + strings.Repeat(`"\"],",`, 1000) + "0" + strings.Repeat("]", 100)}
+	for _, e := range loadManifest(t) {
+		raw, err := os.ReadFile(filepath.Join(seedDir, e.Key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := Decode(raw)
+		texts = append(texts, string(raw), d.Event, d.Message)
+	}
+	for _, s := range texts {
+		if s == "" {
+			continue
+		}
+		out := pretty.PrettyOptions([]byte(s), &pretty.Options{Width: 100, Prefix: "  ", Indent: "  "})
+		if n := IndentedSize(s, 2, 2); n < int64(len(out)) {
+			t.Errorf("IndentedSize %d < %d printed for %.100s", n, len(out), s)
+		}
 	}
 }

@@ -172,3 +172,22 @@ func TestShowPrintersBoundDepth(t *testing.T) {
 		t.Errorf("%d bytes, %d notes:\n%.1000s", out.Len(), n, out.String())
 	}
 }
+
+// Indenting multiplies a text by its depth: 200,000 numbers 500 levels
+// down (400 KB, within the depth bound) took 200 MB indented. show prints
+// such a value without indentation, with a note.
+func TestShowDoesNotIndentAWideDeepValue(t *testing.T) {
+	wide := strings.Repeat("[", 500) + strings.Repeat("1,", 200_000) + "1" + strings.Repeat("]", 500)
+	d := &dla.Decoded{Event: wide, Message: `{"a":[1,2,3]}`}
+	var out strings.Builder
+	res := selection.Result{Entry: archive.Entry{Key: "k"}, Decoded: d}
+	if err := renderShow(&out, lipgloss.NewRenderer(&out), false, res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "shown without indentation)\n  "+wide+"\n") || out.Len() > 2*len(wide)+4096 {
+		t.Errorf("%d bytes for a %d-byte value:\n%.500s", out.Len(), len(wide), out.String())
+	}
+	if !strings.Contains(out.String(), "  {\n    \"a\": [1, 2, 3]\n  }\n") {
+		t.Errorf("a small value is no longer indented:\n%.2000s", out.String()[max(0, out.Len()-300):])
+	}
+}

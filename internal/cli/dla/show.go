@@ -321,6 +321,10 @@ func rewriteObject(raw string, fn func(k, val gjson.Result) (string, bool)) stri
 	return b.String()
 }
 
+// maxIndentGrowth is how many times its size show lets a JSON value grow
+// when indented (Cumulus messages grow about 3 times).
+const maxIndentGrowth = 16
+
 // renderShow prints one object for people: sections with styled headings
 // on a terminal, the same text without escapes when piped.
 func renderShow(w io.Writer, r *lipgloss.Renderer, color bool, res selection.Result) error {
@@ -343,9 +347,17 @@ func renderShow(w io.Writer, r *lipgloss.Renderer, color bool, res selection.Res
 			return
 		}
 		if dla.TooDeep(raw) {
-			// Indenting costs the square of the depth (the decoder refuses
-			// such objects; this guards the printer on its own).
+			// The printer recurses once per level (the decoder refuses such
+			// objects; this guards the printer on its own).
 			fmt.Fprintf(&b, "  (nested deeper than %d levels: not shown)\n", dla.MaxDepth)
+			return
+		}
+		// Indenting multiplies a text by its depth: a long array 500
+		// levels down would print gigabytes. Such a value is shown as is.
+		if n := dla.IndentedSize(raw, 2, 2); n > maxIndentGrowth*int64(len(raw))+1<<20 {
+			fmt.Fprintf(&b, "  (indented, this value would take %s: shown without indentation)\n  ", humanBytes(n))
+			b.WriteString(raw)
+			b.WriteByte('\n')
 			return
 		}
 		out := pretty.PrettyOptions([]byte(raw), &pretty.Options{Width: 100, Prefix: "  ", Indent: "  ", SortKeys: false})
