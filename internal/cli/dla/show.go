@@ -322,7 +322,7 @@ func rewriteObject(raw string, fn func(k, val gjson.Result) (string, bool)) stri
 }
 
 // maxIndentGrowth is how many times its size show lets a JSON value grow
-// when indented (Cumulus messages grow about 3 times).
+// when indented (what Cumulus writes grows less than 2 times).
 const maxIndentGrowth = 16
 
 // renderShow prints one object for people: sections with styled headings
