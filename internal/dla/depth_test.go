@@ -1,6 +1,7 @@
 package dla
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -149,4 +150,37 @@ func TestIndentedSizeBoundsThePrinter(t *testing.T) {
 			t.Errorf("IndentedSize %d < %d printed for %.100s", n, len(out), s)
 		}
 	}
+}
+
+// FuzzNestingScan checks the bracket scan against encoding/json's tokenizer
+// on valid JSON, with a small bound so that the fuzzer reaches it.
+func FuzzNestingScan(f *testing.F) {
+	for _, s := range []string{`{}`, `[[1],[[2]]]`, `{"a":"[[[\"]]","b":[{"c":[]}]}`, `["\\",[[[]]]]`, `"[[[["`, `{"k":{"k":{"k":{"k":1}}}}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !json.Valid([]byte(s)) {
+			return
+		}
+		dec := json.NewDecoder(strings.NewReader(s))
+		depth, deepest := 0, 0
+		for {
+			tok, err := dec.Token()
+			if err != nil {
+				break
+			}
+			switch tok {
+			case json.Delim('['), json.Delim('{'):
+				depth++
+				deepest = max(deepest, depth)
+			case json.Delim(']'), json.Delim('}'):
+				depth--
+			}
+		}
+		for _, limit := range []int{0, 1, 2, 3} {
+			if got := deeperThan(s, limit); got != (deepest > limit) {
+				t.Errorf("deeperThan(%q, %d) = %v, depth %d", s, limit, got, deepest)
+			}
+		}
+	})
 }
