@@ -159,6 +159,28 @@ func IsUniqueViolation(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }
 
+var _ recovery.GranuleScoper = (*DB)(nil)
+
+// GranuleScope runs one granule's writes. Inside the dry run's transaction
+// they go into a savepoint that is rolled back when fn returns (see
+// recovery.GranuleScoper): later granules of the message read none of
+// them, except a granule listed twice, which each time is judged against
+// the row as it was before the message's granules. On a pool it is fn(d).
+func (d *DB) GranuleScope(ctx context.Context, fn func(recovery.DB) error) error {
+	if !d.inTx {
+		return fn(d)
+	}
+	sp, err := d.q.Begin(ctx)
+	if err != nil {
+		return Classify(err)
+	}
+	err = fn(&DB{q: sp, inTx: true, ids: d.ids, parents: d.parents})
+	if rerr := sp.Rollback(ctx); rerr != nil && err == nil {
+		err = Classify(rerr)
+	}
+	return err
+}
+
 func (d *DB) lookup(ctx context.Context, cacheKey, sql string, args ...any) (*int64, error) {
 	if v, ok := d.ids.Load(cacheKey); ok {
 		id := v.(int64)

@@ -18,7 +18,7 @@ import (
 
 // The write constraints of Cumulus v21, against a real PostgreSQL.
 
-func newDB(t *testing.T) (*pgxpool.Pool, *recovery.Writer) {
+func newDB(t testing.TB) (*pgxpool.Pool, *recovery.Writer) {
 	t.Helper()
 	url := testsupport.NewCumulusDatabase(t, []byte(`{"collections":[{"name":"C","version":"1"},{"name":"D","version":"2"}],
  "providers":[{"name":"P","protocol":"s3","host":"src-bucket"}]}`))

@@ -65,8 +65,10 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 var hoistedKeys = []string{"executionArn", "stateMachineArn", "status", "time", "collectionId", "providerId", "granules", "error"}
 
 // Decode decodes one archive object of any generation. It never panics; an
-// object that is not a JSON object, or whose body layers are not valid JSON,
-// yields a *DecodeError together with what could be decoded.
+// object that is not a JSON object, whose body layers are not valid JSON,
+// or that nests deeper than MaxDepth (in any of its layers, or in the
+// detail or Cumulus message it holds as a JSON string), yields a
+// *DecodeError together with what could be decoded.
 //
 // Each object level is walked once (gjson's Get would rescan the large
 // escaped body strings for every key).
@@ -77,6 +79,9 @@ func Decode(raw []byte) (*Decoded, error) {
 		// Editors on Windows write one; JSON parsers reject it.
 		raw = rest
 		d.problem("starts with a UTF-8 byte-order mark (ignored)")
+	}
+	if TooDeepBytes(raw) {
+		return d, decodeErrorf("object is %s", depthReason)
 	}
 	if !gjson.ValidBytes(raw) {
 		return d, decodeErrorf("object is not valid JSON: %s", jsonSyntaxReason(raw))
@@ -111,6 +116,12 @@ func Decode(raw []byte) (*Decoded, error) {
 		case gjson.Null:
 			cur = gjson.Parse("{}")
 		case gjson.String:
+			if TooDeep(body.Str) {
+				d.Depth = n
+				d.fillFromMetadata()
+				d.Generation = generationOf(isDLARecord(topFields), n, false, false)
+				return d, decodeErrorf("layer %d %s is %s", n, layer.BodyKey, depthReason)
+			}
 			if !gjson.Valid(body.Str) {
 				d.Depth = n
 				d.fillFromMetadata()
@@ -132,13 +143,13 @@ func Decode(raw []byte) (*Decoded, error) {
 	dlaRecord := isDLARecord(topFields)
 	d.Generation = generationOf(dlaRecord, len(d.Layers), detail.Exists(), cumulusMeta.Exists())
 
-	derived := d.derive(cur, detail, cumulusMeta, fieldValue(innerFields, "time"))
+	derived, err := d.derive(cur, detail, cumulusMeta, fieldValue(innerFields, "time"))
 	if dlaRecord {
 		d.applyHoisted(topFields, derived)
 	} else {
 		d.applyDerived(derived)
 	}
-	return d, nil
+	return d, err
 }
 
 // isDLARecord: the DLA writer adds its hoisted keys to every record.
@@ -264,25 +275,28 @@ type derivedFields struct {
 // Cumulus's hoistCumulusMessageDetails does, but also decodes a detail given
 // as a JSON string, and reads bare Cumulus messages. It makes no AWS calls:
 // a FAILED execution's message is its input (Cumulus would re-read the failed
-// step's output from the execution history).
-func (d *Decoded) derive(inner, detail, cumulusMeta, eventTime gjson.Result) derivedFields {
+// step's output from the execution history). The error is a *DecodeError
+// for a detail or message string nested deeper than MaxDepth.
+func (d *Decoded) derive(inner, detail, cumulusMeta, eventTime gjson.Result) (derivedFields, error) {
 	var f derivedFields
 	if !inner.IsObject() {
-		return f
+		return f, nil
 	}
 	if detail.Exists() {
 		f.time = truthyString(eventTime)
 		switch {
 		case detail.IsObject():
+		case detail.Type == gjson.String && TooDeep(detail.Str):
+			return f, decodeErrorf("detail is a JSON string %s", depthReason)
 		case detail.Type == gjson.String && gjson.Valid(detail.Str) && gjson.Parse(detail.Str).IsObject():
 			d.problem("detail is a JSON string, not an object (Cumulus v21 derives nothing from it; decoded here)")
 			detail = gjson.Parse(detail.Str)
 		case detail.Type == gjson.String:
 			d.problem("detail is a string that is not a JSON object")
-			return f
+			return f, nil
 		default:
 			d.problem("detail is a JSON %s, not an object", jsonKind(detail))
-			return f
+			return f, nil
 		}
 		d.Detail = detail.Raw
 		df := pick(detail, "executionArn", "stateMachineArn", "status", "input", "output")
@@ -304,24 +318,26 @@ func (d *Decoded) derive(inner, detail, cumulusMeta, eventTime gjson.Result) der
 			msg = df[4]
 		}
 		switch {
+		case msg.Type == gjson.String && TooDeep(msg.Str):
+			return f, decodeErrorf("detail.%s is a JSON string %s", source, depthReason)
 		case msg.Type == gjson.String && gjson.Valid(msg.Str):
 			msg = gjson.Parse(msg.Str)
 		case msg.Type == gjson.String:
 			d.problem("detail.%s is not valid JSON: %s", source, jsonSyntaxReason([]byte(msg.Str)))
-			return f
+			return f, nil
 		case !msg.Exists() && source == "input" && f.status != "RUNNING":
 			msg = gjson.Parse("{}") // Cumulus's failed branch uses {} when input is absent
 		case msg.Type == gjson.Null || !msg.Exists():
 			d.problem("detail.%s is null (EventBridge leaves it out when the payload is too large)", source)
-			return f
+			return f, nil
 		}
 		if !msg.IsObject() {
 			d.problem("detail.%s is a JSON %s, not a Cumulus message", source, jsonKind(msg))
-			return f
+			return f, nil
 		}
 		d.Message = msg.Raw
 		d.deriveFromMessage(msg, &f)
-		return f
+		return f, nil
 	}
 	if cumulusMeta.Exists() {
 		d.Message, d.MessageSource = inner.Raw, "body"
@@ -333,7 +349,7 @@ func (d *Decoded) derive(inner, detail, cumulusMeta, eventTime gjson.Result) der
 		f.status = sfnStatusOf(truthyString(pick(pick(inner, "meta")[0], "status")[0]))
 		d.deriveFromMessage(inner, &f)
 	}
-	return f
+	return f, nil
 }
 
 // deriveFromMessage reads collectionId, granules and providerId from a

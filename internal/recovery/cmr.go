@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/deadletter/deadletter/internal/dla"
 )
 
 // CMR temporal values (getGranuleTemporalInfo and getGranuleCmrTemporalInfo
@@ -138,7 +140,10 @@ func firstTruthy(vs ...gjson.Result) gjson.Result {
 // the first ProviderDates entry of type Update, else Insert, else Create.
 // v21 throws when ProviderDates is absent; here lastUpdate is then left out.
 func ummgTemporal(body []byte) (temporal, error) {
-	if !gjson.ValidBytes(body) {
+	if !dla.ValidJSONBytes(body) {
+		if dla.TooDeepBytes(body) {
+			return temporal{}, fmt.Errorf("SyntaxError: UMM-G JSON is nested deeper than %d levels", dla.MaxDepth)
+		}
 		return temporal{}, errors.New("SyntaxError: UMM-G JSON is not valid JSON")
 	}
 	m := gjson.ParseBytes(body)
@@ -216,7 +221,9 @@ func parseXML(body []byte) (*xnode, error) {
 			n := &xnode{children: map[string][]*xnode{}}
 			top := stack[len(stack)-1]
 			top.children[tk.Name.Local] = append(top.children[tk.Name.Local], n)
-			stack = append(stack, n)
+			if stack = append(stack, n); len(stack) > dla.MaxDepth+1 {
+				return nil, fmt.Errorf("XML: elements nested deeper than %d levels", dla.MaxDepth)
+			}
 		case xml.EndElement:
 			stack = stack[:len(stack)-1]
 		case xml.CharData:

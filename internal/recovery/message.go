@@ -196,6 +196,9 @@ func failedExecutionMessage(ctx context.Context, input string, sfn StepFunctions
 		exc := objMerge(fe.FailedDetails, buildObject([]kv{{"failedExecutionStepName", jsonString(step)}}))
 		return objSet(input, "exception", exc), source, nil
 	}
+	if dla.TooDeep(*exited.Output) {
+		return "", "", &UnwrapError{Reason: fmt.Sprintf("the output of the failed step %s in the execution history is nested deeper than %d levels", step, dla.MaxDepth)}
+	}
 	out := gjson.Parse(*exited.Output)
 	if !out.IsObject() {
 		m.Warnings = append(m.Warnings, "the failed step's output is not a JSON object; using detail.input")
@@ -227,6 +230,9 @@ func pullStepFunctionEvent(ctx context.Context, msg string, objs Objects) (strin
 			return "", &UnwrapError{Reason: fmt.Sprintf("the message is held in S3 at s3://%s/%s, which does not exist", bucket, key)}
 		}
 		return "", &TransientError{Err: fmt.Errorf("reading the message held at s3://%s/%s: %w", bucket, key, err)}
+	}
+	if dla.TooDeepBytes(body) {
+		return "", &UnwrapError{Reason: fmt.Sprintf("the message held at s3://%s/%s is nested deeper than %d levels", bucket, key, dla.MaxDepth)}
 	}
 	if !gjson.ValidBytes(body) {
 		return "", &UnwrapError{Reason: fmt.Sprintf("the message held at s3://%s/%s is not valid JSON", bucket, key)}

@@ -53,6 +53,18 @@ type DB interface {
 	LinkGranules(ctx context.Context, granuleIDs []string, executionID int64) error
 }
 
+// GranuleScoper is implemented by a DB whose writes are only a trial (the
+// dry run's transaction, rolled back at the end). GranuleScope runs fn with
+// a DB whose writes are undone when fn returns: each granule is then
+// evaluated against the database as it was before the message's granules.
+// Without it, a row that every granule of a message rewrites (a file that
+// each granule lists, a granule listed many times) gains one row version
+// per granule, which PostgreSQL cannot prune before the transaction ends,
+// and each rewrite walks all of them: quadratic in the granules.
+type GranuleScoper interface {
+	GranuleScope(ctx context.Context, fn func(DB) error) error
+}
+
 // Writer is writeRecords with its collaborators.
 type Writer struct {
 	DB      DB
@@ -320,7 +332,7 @@ func (w *Writer) writeGranules(ctx context.Context, msg, granules gjson.Result, 
 	cache := map[string]*int64{}
 	granules.ForEach(func(_, g gjson.Result) bool {
 		out := GranuleOutcome{GranuleID: jsString(g.Get("granuleId")), Status: mc.status.String()}
-		if err := w.writeGranule(ctx, g, mc, executionID, cache, &out); err != nil {
+		if err := w.scoped(ctx, func(w *Writer) error { return w.writeGranule(ctx, g, mc, executionID, cache, &out) }); err != nil {
 			out.Outcome, out.Error = Failed, err.Error()
 			errs = append(errs, &GranuleError{GranuleID: out.GranuleID, Err: err})
 		}
@@ -337,6 +349,20 @@ func (w *Writer) writeGranules(ctx context.Context, msg, granules gjson.Result, 
 		}
 	}
 	return agg
+}
+
+// scoped runs fn with a writer whose granule writes are undone afterwards
+// when the DB is a GranuleScoper, and with w itself otherwise.
+func (w *Writer) scoped(ctx context.Context, fn func(*Writer) error) error {
+	gs, ok := w.DB.(GranuleScoper)
+	if !ok {
+		return fn(w)
+	}
+	return gs.GranuleScope(ctx, func(db DB) error {
+		inner := *w
+		inner.DB = db
+		return fn(&inner)
+	})
 }
 
 func (w *Writer) cachedLookup(ctx context.Context, cache map[string]*int64, kind, key string, look func(context.Context, string) (*int64, error)) (*int64, error) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -42,8 +43,9 @@ the Step Functions detail and the Cumulus message, pretty-printed.
 
 KEY is an object key (demo/dead-letter-archive/sqs/2024-03-02/exec-uuid), a
 key relative to the archive (sqs/2024-03-02/exec-uuid), an s3:// URL, or, for
-a local archive, the file's path. '-' reads keys from stdin, one per line, so
-'dla search -o keys' can feed it.
+a local archive, the path of the file (absolute or relative to the current
+directory; it must lie inside the archive). '-' reads keys from stdin, one
+per line, so 'dla search -o keys' can feed it.
 
 -o json gives a JSON array with one decoded structure per object, every layer
 parsed.`,
@@ -97,6 +99,7 @@ func runShow(cmd *cobra.Command, opts *ShowOptions) error {
 			return err
 		}
 		if r.Unreadable() {
+			r.Err = withoutKey(r.Entry.Key, r.Err)
 			reportUnreadable(f, nil, r)
 			if r.Decoded == nil || r.Decoded.Size == 0 {
 				return nil // nothing was read
@@ -119,17 +122,17 @@ func runShow(cmd *cobra.Command, opts *ShowOptions) error {
 	return finish(runErr, st, opts.IgnoreUnreadable)
 }
 
-// resolveKey accepts the ways an operator may name an object.
+// resolveKey accepts the ways an operator may name an object: a key, a key
+// relative to the archive, an s3:// URL, or for a local archive the path
+// of a file inside it (absolute, or relative to the current directory).
 func resolveKey(loc archive.Location, layout dla.Layout, k string) string {
 	if rest, ok := strings.CutPrefix(k, "s3://"); ok {
 		_, key, _ := strings.Cut(rest, "/")
 		return key
 	}
 	if loc.Dir != "" && (filepath.IsAbs(k) || strings.HasPrefix(k, ".")) {
-		if abs, err := filepath.Abs(k); err == nil {
-			if rel, err := filepath.Rel(loc.Dir, abs); err == nil && !strings.HasPrefix(rel, "..") {
-				return filepath.ToSlash(rel)
-			}
+		if key, ok := localKey(loc, k); ok {
+			return key
 		}
 	}
 	switch {
@@ -140,8 +143,52 @@ func resolveKey(loc archive.Location, layout dla.Layout, k string) string {
 	case strings.HasPrefix(k, "sqs/") || strings.HasPrefix(k, "failed-sqs/"):
 		return layout.Root() + k
 	}
+	// Any other relative path to a file inside the archive, such as
+	// archive/demo/dead-letter-archive/sqs/2024-03-02/x or, from inside
+	// a date folder, the file's name.
+	if loc.Dir != "" {
+		if _, err := os.Lstat(k); err == nil {
+			if key, ok := localKey(loc, k); ok {
+				return key
+			}
+		}
+	}
 	return k
 }
+
+// localKey is the key of the local path p when it lies inside the
+// archive's folder.
+func localKey(loc archive.Location, p string) (string, bool) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", false
+	}
+	rel, err := filepath.Rel(loc.Dir, abs)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// withoutKey drops the key the store's errors start with ("KEY: no such
+// key"): the report names the key already.
+func withoutKey(key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if rest, ok := strings.CutPrefix(err.Error(), key+": "); ok {
+		return &keylessError{msg: rest, err: err}
+	}
+	return err
+}
+
+type keylessError struct {
+	msg string
+	err error
+}
+
+func (e *keylessError) Error() string { return e.msg }
+func (e *keylessError) Unwrap() error { return e.err }
 
 // showDoc is the -o json form of one object.
 type showDoc struct {
@@ -217,7 +264,7 @@ func withoutKeys(raw string, drop ...string) string {
 // decodedDetail parses detail.input and detail.output when they hold JSON.
 func decodedDetail(raw string) string {
 	return rewriteObject(raw, func(k, val gjson.Result) (string, bool) {
-		if (k.Str == "input" || k.Str == "output") && val.Type == gjson.String && gjson.Valid(val.Str) {
+		if (k.Str == "input" || k.Str == "output") && val.Type == gjson.String && dla.ValidJSON(val.Str) {
 			return val.Str, true
 		}
 		return val.Raw, true
@@ -250,6 +297,10 @@ func rewriteObject(raw string, fn func(k, val gjson.Result) (string, bool)) stri
 	return b.String()
 }
 
+// maxIndentGrowth is how many times its size show lets a JSON value grow
+// when indented (what Cumulus writes grows less than 2 times).
+const maxIndentGrowth = 16
+
 // renderShow prints one object for people: sections with styled headings
 // on a terminal, the same text without escapes when piped. clean makes
 // values from the archive safe for a terminal (output.EscapeFor).
@@ -271,6 +322,20 @@ func renderShow(w io.Writer, r *lipgloss.Renderer, color bool, clean func(string
 	js := func(raw string) {
 		if raw == "" {
 			b.WriteString("  null\n")
+			return
+		}
+		if dla.TooDeep(raw) {
+			// The printer recurses once per level (the decoder refuses such
+			// objects; this guards the printer on its own).
+			fmt.Fprintf(&b, "  (nested deeper than %d levels: not shown)\n", dla.MaxDepth)
+			return
+		}
+		// Indenting multiplies a text by its depth: a long array 500
+		// levels down would print gigabytes. Such a value is shown as is.
+		if n := dla.IndentedSize(raw, 2, 2); n > maxIndentGrowth*int64(len(raw))+1<<20 {
+			fmt.Fprintf(&b, "  (indented, this value would take %s: shown without indentation)\n  ", humanBytes(n))
+			b.WriteString(raw)
+			b.WriteByte('\n')
 			return
 		}
 		out := pretty.PrettyOptions([]byte(raw), &pretty.Options{Width: 100, Prefix: "  ", Indent: "  ", SortKeys: false})
