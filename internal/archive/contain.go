@@ -19,10 +19,10 @@ var ErrOutside = errors.New("refused")
 func CheckKey(root, key string) error {
 	rest, ok := strings.CutPrefix(key, root)
 	if !ok || rest == "" {
-		return fmt.Errorf("key %q: %w: it is outside %s", key, ErrOutside, root)
+		return fmt.Errorf("%w: it is outside %s", ErrOutside, root)
 	}
 	if strings.IndexByte(key, 0) >= 0 {
-		return fmt.Errorf("key %q: %w: it holds a NUL byte", key, ErrOutside)
+		return fmt.Errorf("%w: the key holds a NUL byte", ErrOutside)
 	}
 	// One pass, no allocation: this runs for every object a scan reads.
 	start := 0
@@ -32,9 +32,9 @@ func CheckKey(root, key string) error {
 		}
 		switch seg := rest[start:i]; {
 		case seg == "." || seg == "..":
-			return fmt.Errorf("key %q: %w: it has a %q segment, which a server may resolve outside %s", key, ErrOutside, seg, root)
+			return fmt.Errorf("%w: the key has a %q segment, which a server may resolve outside %s", ErrOutside, seg, root)
 		case seg == "" && i < len(rest) && rest[i] == '/':
-			return fmt.Errorf("key %q: %w: it has an empty segment, which a server may resolve elsewhere", key, ErrOutside)
+			return fmt.Errorf("%w: the key has an empty segment, which a server may resolve elsewhere", ErrOutside)
 		}
 		start = i + 1
 	}

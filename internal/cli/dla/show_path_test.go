@@ -54,7 +54,7 @@ func TestShowRelativePath(t *testing.T) {
 	t.Run("a file outside the archive is not read", func(t *testing.T) {
 		t.Chdir(tmp)
 		r := run(t, false, nil, "", "show", "--archive", "arch/demo", "outside.json")
-		if r.code != cmdutil.ExitPartial || r.stdout != "" || r.stderr != "dla: unreadable outside.json: no such key\n" {
+		if r.code != cmdutil.ExitPartial || r.stdout != "" || r.stderr != "dla: unreadable outside.json: refused: it is outside demo/dead-letter-archive/\n" {
 			t.Fatalf("exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
 		}
 	})
