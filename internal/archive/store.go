@@ -52,6 +52,15 @@ type Store interface {
 // ErrSelfCopy is returned by CopyNew when source and destination are the same.
 var ErrSelfCopy = errors.New("source and destination are the same key")
 
+// MaxObjectSize bounds what a read takes into memory. An archive object is
+// one SQS message (at most 256 KiB, or a DLA record around one); anything
+// far larger is not an archive object, and is refused by name (ErrTooLarge)
+// rather than read whole.
+const MaxObjectSize = 64 << 20
+
+// ErrTooLarge is returned (wrapped) for an object over MaxObjectSize.
+var ErrTooLarge = errors.New("larger than the 64 MiB an archive object can be; not read")
+
 // ErrExists is returned (wrapped) by CopyNew when the destination is taken.
 var ErrExists = errors.New("the destination already exists")
 
