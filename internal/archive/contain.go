@@ -94,14 +94,11 @@ func (c *contained) Put(ctx context.Context, key string, body []byte) error {
 	return c.Store.Put(ctx, key, body)
 }
 
-func (c *contained) CopyNew(ctx context.Context, src, dst string) error {
-	if err := CheckKey(c.root, src); err != nil {
+func (c *contained) PutNew(ctx context.Context, key string, body []byte, origin string) error {
+	if err := CheckKey(c.root, key); err != nil {
 		return err
 	}
-	if err := CheckKey(c.root, dst); err != nil {
-		return err
-	}
-	return c.Store.CopyNew(ctx, src, dst)
+	return c.Store.PutNew(ctx, key, body, origin)
 }
 
 func (c *contained) Delete(ctx context.Context, key string) error {

@@ -2,10 +2,13 @@ package archive
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -19,9 +22,16 @@ import (
 // copy of an object inside it). A link is listed as an object, and reading,
 // copying or deleting it is refused with ErrSymlink: search, show and
 // recover all name it the same way.
+//
+// Every file operation under "<stack>/dead-letter-archive/" goes through an
+// os.Root opened at that folder, so that even a folder swapped for a link
+// while a command runs cannot lead outside it: the kernel resolves each
+// path one component at a time, below the root. The checks for links are
+// made on top of that, to refuse the links that stay inside.
 type Local struct {
-	root string
-	dirs sync.Map // directory paths checked to be real directories, not links
+	root  string
+	roots sync.Map // "<stack>/dead-letter-archive" -> *os.Root
+	dirs  sync.Map // "<top>\x00<dir>" checked to be real directories, not links
 }
 
 // ErrSymlink is returned (wrapped) for a key that is, or passes through, a
@@ -46,32 +56,95 @@ func NewLocal(dir string) (*Local, error) {
 
 func (l *Local) String() string { return l.root }
 
-func (l *Local) path(key string) (string, error) {
+// checkKey refuses keys no file can have.
+func checkLocalKey(key string) error {
 	if key == "" || strings.HasPrefix(key, "/") || strings.HasSuffix(key, "/") {
-		return "", fmt.Errorf("invalid key %q", key)
+		return fmt.Errorf("invalid key %q", key)
 	}
 	for _, seg := range strings.Split(key, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return "", fmt.Errorf("invalid key %q", key)
+		if seg == "" || seg == "." || seg == ".." || strings.ContainsRune(seg, filepath.Separator) {
+			return fmt.Errorf("invalid key %q", key)
 		}
 	}
-	return filepath.Join(l.root, filepath.FromSlash(key)), nil
+	return nil
 }
 
-// realDir checks that dir (below the root) and every folder between it and
-// the root are directories and not links. Checked folders are remembered:
-// an archive has few of them and many objects in each.
-func (l *Local) realDir(key, dir string) error {
-	if dir == l.root {
+// at is where a key lives: an os.Root and the path below it. A key of three
+// or more segments lives below the root of its first two
+// ("<stack>/dead-letter-archive"); a shorter one below the store's folder.
+type at struct {
+	r   *os.Root
+	top string // the first two segments, "" for the store's folder
+	rel string // slash-separated, below r
+}
+
+func (l *Local) locate(key string) (at, error) {
+	if err := checkLocalKey(key); err != nil {
+		return at{}, err
+	}
+	segs := strings.SplitN(key, "/", 3)
+	if len(segs) < 3 {
+		r, err := l.rootOf("")
+		return at{r: r, rel: key}, err
+	}
+	top := segs[0] + "/" + segs[1]
+	r, err := l.rootOf(top)
+	if err != nil {
+		return at{}, fmt.Errorf("%s: %w", key, err)
+	}
+	return at{r: r, top: top, rel: segs[2]}, nil
+}
+
+// rootOf opens (once) the os.Root of top, refusing a top folder that is a
+// link.
+func (l *Local) rootOf(top string) (*os.Root, error) {
+	if r, ok := l.roots.Load(top); ok {
+		return r.(*os.Root), nil
+	}
+	dir := l.root
+	if top != "" {
+		first, second, _ := strings.Cut(top, "/")
+		for _, p := range []string{filepath.Join(l.root, first), filepath.Join(l.root, first, second)} {
+			st, err := os.Lstat(p)
+			switch {
+			case err != nil:
+				return nil, err
+			case st.Mode()&fs.ModeSymlink != 0:
+				return nil, fmt.Errorf("%s is %w", p, ErrSymlink)
+			case !st.IsDir():
+				return nil, fmt.Errorf("%s is not a directory: %w", p, fs.ErrNotExist)
+			}
+		}
+		dir = filepath.Join(l.root, first, second)
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := l.roots.LoadOrStore(top, r); loaded {
+		r.Close()
+		return prev.(*os.Root), nil
+	}
+	return r, nil
+}
+
+// realDir checks that dir (below a's root, slash-separated, "." for the
+// root itself) and every folder above it are directories and not links.
+// Checked folders are remembered: an archive has few and many objects in
+// each. (A folder swapped for a link later is still refused by os.Root if
+// the link leads out; one that stays inside is followed, harmlessly.)
+func (l *Local) realDir(a at, key, dir string) error {
+	if dir == "." || dir == "" {
 		return nil
 	}
-	if _, ok := l.dirs.Load(dir); ok {
+	id := a.top + "\x00" + dir
+	if _, ok := l.dirs.Load(id); ok {
 		return nil
 	}
-	if err := l.realDir(key, filepath.Dir(dir)); err != nil {
+	if err := l.realDir(a, key, path.Dir(dir)); err != nil {
 		return err
 	}
-	st, err := os.Lstat(dir)
+	st, err := a.r.Lstat(dir)
 	switch {
 	case err != nil:
 		return err
@@ -80,23 +153,25 @@ func (l *Local) realDir(key, dir string) error {
 	case !st.IsDir():
 		return fmt.Errorf("%s: %s is not a directory: %w", key, dir, ErrNotFound)
 	}
-	l.dirs.Store(dir, struct{}{})
+	l.dirs.Store(id, struct{}{})
 	return nil
 }
 
 // openFile opens the regular file at key for reading, refusing links.
 func (l *Local) openFile(key string) (*os.File, fs.FileInfo, error) {
-	p, err := l.path(key)
-	if err != nil {
+	a, err := l.locate(key)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("%s: %w", key, ErrNotFound)
+	} else if err != nil {
 		return nil, nil, err
 	}
-	if err := l.realDir(key, filepath.Dir(p)); err != nil {
+	if err := l.realDir(a, key, path.Dir(a.rel)); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, fmt.Errorf("%s: %w", key, ErrNotFound)
 		}
 		return nil, nil, err
 	}
-	lst, err := os.Lstat(p)
+	lst, err := a.r.Lstat(a.rel)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil, fmt.Errorf("%s: %w", key, ErrNotFound)
@@ -107,8 +182,11 @@ func (l *Local) openFile(key string) (*os.File, fs.FileInfo, error) {
 	case !lst.Mode().IsRegular():
 		return nil, nil, fmt.Errorf("%s: not a regular file: %w", key, ErrNotFound)
 	}
-	f, err := os.Open(p)
+	f, err := a.r.Open(a.rel)
 	if err != nil {
+		if strings.Contains(err.Error(), "escapes") {
+			return nil, nil, fmt.Errorf("%s is %w", key, ErrSymlink)
+		}
 		return nil, nil, err
 	}
 	st, err := f.Stat()
@@ -129,21 +207,46 @@ func (l *Local) List(ctx context.Context, prefix string, delimited bool, fn func
 	if i := strings.LastIndex(prefix, "/"); i >= 0 {
 		dirKey, namePrefix = prefix[:i+1], prefix[i+1:]
 	}
-	err := l.realDir(prefix, filepath.Join(l.root, filepath.FromSlash(dirKey)))
-	if err == nil {
-		err = l.walk(ctx, dirKey, namePrefix, delimited, fn)
-	}
+	err := l.walk(ctx, dirKey, namePrefix, delimited, fn)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNotFound) {
 		return nil // an absent folder lists as empty, as in S3
 	}
 	return err
 }
 
+// readDir reads the folder of dirKey ("" or ending in "/"), through the
+// os.Root of its top when it is below one, refusing links on the way.
+func (l *Local) readDir(dirKey string) ([]fs.DirEntry, error) {
+	if strings.Count(dirKey, "/") < 2 {
+		p := filepath.Join(l.root, filepath.FromSlash(dirKey))
+		if st, err := os.Lstat(p); err != nil {
+			return nil, err
+		} else if st.Mode()&fs.ModeSymlink != 0 && p != l.root {
+			return nil, fmt.Errorf("%s is %w", dirKey, ErrSymlink)
+		}
+		return os.ReadDir(p)
+	}
+	a, err := l.locate(strings.TrimSuffix(dirKey, "/") + "/x")
+	if err != nil {
+		return nil, err
+	}
+	dir := path.Dir(a.rel)
+	if err := l.realDir(a, dirKey, dir); err != nil {
+		return nil, err
+	}
+	f, err := a.r.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1) // walk sorts
+}
+
 func (l *Local) walk(ctx context.Context, dirKey, namePrefix string, delimited bool, fn func(Entry) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	entries, err := os.ReadDir(filepath.Join(l.root, filepath.FromSlash(dirKey)))
+	entries, err := l.readDir(dirKey)
 	if err != nil {
 		return err
 	}
@@ -202,27 +305,50 @@ func (l *Local) GetInto(ctx context.Context, key string, buf []byte) ([]byte, er
 		return nil, err
 	}
 	defer f.Close()
-	return readAll(f, buf[:0], st.Size())
+	if st.Size() > MaxObjectSize {
+		return nil, fmt.Errorf("%s: %d bytes: %w", key, st.Size(), ErrTooLarge)
+	}
+	b, err := readAll(f, buf[:0], st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	return b, nil
 }
 
 // writeDir makes the folder for key and checks that no link is on its way.
-func (l *Local) writeDir(key string) (string, error) {
-	p, err := l.path(key)
+func (l *Local) writeDir(key string) (at, error) {
+	a, err := l.locate(key)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A new archive: make its two top folders (a link there is
+		// refused by locate, below), then find the key again.
+		if segs := strings.SplitN(key, "/", 3); len(segs) == 3 {
+			if merr := os.MkdirAll(filepath.Join(l.root, segs[0], segs[1]), 0o755); merr != nil {
+				return a, merr
+			}
+			a, err = l.locate(key)
+		}
+	}
 	if err != nil {
-		return "", err
+		return a, err
 	}
-	if err := l.realDir(key, filepath.Dir(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", err
+	dir := path.Dir(a.rel)
+	if err := l.realDir(a, key, dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return a, err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return "", err
+	if dir != "." {
+		if err := a.r.MkdirAll(dir, 0o755); err != nil {
+			return a, err
+		}
 	}
-	return p, l.realDir(key, filepath.Dir(p))
+	return a, l.realDir(a, key, dir)
 }
 
-// tempFile writes body to a synced temporary file in dir.
-func tempFile(dir string, body []byte) (string, error) {
-	tmp, err := os.CreateTemp(dir, ".tmp-")
+// tempFile writes body to a synced temporary file in the folder of rel.
+func tempFile(a at, body []byte) (string, error) {
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	name := path.Join(path.Dir(a.rel), ".tmp-"+hex.EncodeToString(rnd[:]))
+	tmp, err := a.r.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return "", err
 	}
@@ -234,65 +360,58 @@ func tempFile(dir string, body []byte) (string, error) {
 		werr = cerr
 	}
 	if werr != nil {
-		os.Remove(tmp.Name())
+		a.r.Remove(name)
 		return "", werr
 	}
-	return tmp.Name(), nil
+	return name, nil
 }
 
 // Put writes through a temporary file and a rename, so a reader never sees
 // half an object and a crash never leaves one.
 func (l *Local) Put(ctx context.Context, key string, body []byte) error {
-	p, err := l.writeDir(key)
+	a, err := l.writeDir(key)
 	if err != nil {
 		return err
 	}
-	if st, err := os.Lstat(p); err == nil && !st.Mode().IsRegular() {
+	if st, err := a.r.Lstat(a.rel); err == nil && !st.Mode().IsRegular() {
 		return fmt.Errorf("%s: not a regular file, not replaced", key)
 	}
-	tmp, err := tempFile(filepath.Dir(p), body)
+	tmp, err := tempFile(a, body)
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, p); err != nil {
-		os.Remove(tmp)
+	if err := a.r.Rename(tmp, a.rel); err != nil {
+		a.r.Remove(tmp)
 		return err
 	}
 	return nil
 }
 
-// CopyNew writes the copy to a temporary file and links it into place: the
-// link fails when the name is taken, so an object is never replaced, and a
-// reader never sees half a copy.
-func (l *Local) CopyNew(ctx context.Context, src, dst string) error {
-	if src == dst {
-		return fmt.Errorf("copy %s: %w", src, ErrSelfCopy)
-	}
-	b, err := l.Get(ctx, src)
+// PutNew writes the object to a temporary file and links it into place:
+// the link fails when the name is taken, so an object is never replaced,
+// and a reader never sees half of one. A local archive keeps no origin.
+func (l *Local) PutNew(ctx context.Context, key string, body []byte, origin string) error {
+	a, err := l.writeDir(key)
 	if err != nil {
 		return err
 	}
-	p, err := l.writeDir(dst)
+	tmp, err := tempFile(a, body)
 	if err != nil {
 		return err
 	}
-	tmp, err := tempFile(filepath.Dir(p), b)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp)
-	err = os.Link(tmp, p)
+	defer a.r.Remove(tmp)
+	err = a.r.Link(tmp, a.rel)
 	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("copy to %s: %w", dst, ErrExists)
+		return fmt.Errorf("%s: %w", key, ErrExists)
 	}
 	if err != nil { // a file system without hard links: create exclusively
-		f, oerr := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, oerr := a.r.OpenFile(a.rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(oerr, fs.ErrExist) {
-			return fmt.Errorf("copy to %s: %w", dst, ErrExists)
+			return fmt.Errorf("%s: %w", key, ErrExists)
 		} else if oerr != nil {
-			return fmt.Errorf("copy to %s: %w (and %v)", dst, err, oerr)
+			return fmt.Errorf("%s: %w (and %v)", key, err, oerr)
 		}
-		_, werr := f.Write(b)
+		_, werr := f.Write(body)
 		if werr == nil {
 			werr = f.Sync()
 		}
@@ -300,7 +419,7 @@ func (l *Local) CopyNew(ctx context.Context, src, dst string) error {
 			werr = cerr
 		}
 		if werr != nil {
-			os.Remove(p)
+			a.r.Remove(a.rel)
 			return werr
 		}
 	}
@@ -311,37 +430,44 @@ func (l *Local) CopyNew(ctx context.Context, src, dst string) error {
 // link would not touch what it points to, but nothing listed through it is
 // the archive's).
 func (l *Local) Delete(ctx context.Context, key string) error {
-	p, err := l.path(key)
-	if err != nil {
+	a, err := l.locate(key)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // S3 deletes of absent keys succeed; so do ours
+	} else if err != nil {
 		return err
 	}
-	if err := l.realDir(key, filepath.Dir(p)); err != nil {
+	if err := l.realDir(a, key, path.Dir(a.rel)); err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNotFound) {
-			return nil // S3 deletes of absent keys succeed; so do ours
+			return nil
 		}
 		return err
 	}
-	if st, err := os.Lstat(p); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+	if st, err := a.r.Lstat(a.rel); err == nil && st.Mode()&fs.ModeSymlink != 0 {
 		return fmt.Errorf("%s is %w", key, ErrSymlink)
 	} else if err == nil && !st.Mode().IsRegular() {
 		return fmt.Errorf("%s: not a regular file, not deleted", key)
 	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := a.r.Remove(a.rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	l.pruneEmptyDirs(filepath.Dir(p))
+	l.pruneEmptyDirs(a, path.Dir(a.rel))
 	return nil
 }
 
-// pruneEmptyDirs removes folders left empty, so that a listing does not show
-// a date folder S3 would not show.
-func (l *Local) pruneEmptyDirs(dir string) {
-	for dir != l.root && strings.HasPrefix(dir, l.root) {
-		if os.Remove(dir) != nil {
+// pruneEmptyDirs removes folders left empty below an area folder (sqs/,
+// failed-sqs/), so that a listing does not show a date folder S3 would not
+// show. The area folders, dead-letter-archive/ and the stack folder stay:
+// they are the archive, not its contents.
+func (l *Local) pruneEmptyDirs(a at, dir string) {
+	if a.top == "" {
+		return
+	}
+	for strings.Contains(dir, "/") {
+		if a.r.Remove(dir) != nil {
 			return
 		}
-		l.dirs.Delete(dir)
-		dir = filepath.Dir(dir)
+		l.dirs.Delete(a.top + "\x00" + dir)
+		dir = path.Dir(dir)
 	}
 }
 

@@ -3,6 +3,8 @@ package archive
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -13,17 +15,23 @@ import (
 const maxMoveSuffix = 100
 
 // Move moves src to dst without ever replacing an object: when dst is taken
-// by other bytes it tries dst.1, dst.2 and so on. The source is deleted only
-// once the object at the destination is confirmed, byte for byte, to hold
-// what src holds, so a lost reply, a changed source or a clash of names
-// leaves the original in place rather than losing it. A destination that
-// already holds src's bytes (the copy of an earlier attempt whose reply was
-// lost) counts as the copy. It returns where the object went; on an error
-// after the copy was made, that copy's key and an error saying so.
+// by another object it tries dst.1, dst.2 and so on. The source is deleted
+// only once the object at the destination is read back and found to hold,
+// byte for byte, what src holds, so a lost reply, a changed source or a
+// clash of names leaves the original in place rather than losing it.
 //
-// Moves to one destination name are serialised within the process, so that
-// two workers never both find a name free (a server that ignores
-// If-None-Match would let the second copy replace the first).
+// The copy records its origin (a hash of src) where the store keeps one
+// (S3 metadata): a destination holding src's bytes with src's origin is the
+// copy of an earlier attempt whose reply was lost, and is not made twice.
+// Another object that merely holds the same bytes is left alone, and the
+// next name is tried (two objects in, two out). A local store keeps no
+// origin; nothing there loses a reply, and a copy left by a crash between
+// the copy and the delete is not reused (the re-run makes a second copy:
+// a duplicate, never a loss).
+//
+// It returns where the object went; on an error after the copy was made,
+// that copy's key and an error saying so. Moves to one destination name
+// are serialised within the process.
 func Move(ctx context.Context, s Store, src, dst string) (string, error) {
 	if src == dst {
 		return src, fmt.Errorf("move %s: %w", src, ErrSelfCopy)
@@ -34,6 +42,7 @@ func Move(ctx context.Context, s Store, src, dst string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	origin := Origin(src)
 	for i := 0; i < maxMoveSuffix; i++ {
 		cand := dst
 		if i > 0 {
@@ -42,20 +51,25 @@ func Move(ctx context.Context, s Store, src, dst string) (string, error) {
 		if cand == src {
 			return src, fmt.Errorf("move %s: %w", src, ErrSelfCopy)
 		}
-		err := s.CopyNew(ctx, src, cand)
+		err := s.PutNew(ctx, cand, body, origin)
 		if err != nil && !errors.Is(err, ErrExists) {
 			return "", err
 		}
+		if errors.Is(err, ErrExists) {
+			e, serr := s.Stat(ctx, cand)
+			if serr != nil {
+				return "", fmt.Errorf("%s exists but could not be looked at: %w", cand, serr)
+			}
+			if e.Origin != origin {
+				continue // another object has that name: try the next one
+			}
+		}
 		there, gerr := s.Get(ctx, cand)
 		switch {
-		case gerr != nil && err == nil:
-			return cand, fmt.Errorf("copied %s to %s, but could not read the copy back to confirm it (the original is kept): %w", src, cand, gerr)
 		case gerr != nil:
-			return "", fmt.Errorf("%s exists but could not be read to compare it with %s: %w", cand, src, gerr)
-		case !bytes.Equal(there, body) && err == nil:
-			return cand, fmt.Errorf("the copy at %s does not hold the bytes read from %s (did it change?); the original is kept", cand, src)
+			return cand, fmt.Errorf("copied %s to %s, but could not read the copy back to confirm it (the original is kept): %w", src, cand, gerr)
 		case !bytes.Equal(there, body):
-			continue // a different object has that name: try the next one
+			return cand, fmt.Errorf("the copy at %s does not hold the bytes read from %s; the original is kept", cand, src)
 		}
 		if err := s.Delete(ctx, src); err != nil {
 			return cand, fmt.Errorf("copied %s to %s, but the original could not be deleted: %w", src, cand, err)
@@ -63,6 +77,13 @@ func Move(ctx context.Context, s Store, src, dst string) (string, error) {
 		return cand, nil
 	}
 	return "", fmt.Errorf("move %s: %s and %d suffixed names are all taken by other objects", src, dst, maxMoveSuffix-1)
+}
+
+// Origin is what PutNew records for a copy of key: a hash (metadata values
+// must be plain ASCII; a key may hold any byte).
+func Origin(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return "sha256:" + hex.EncodeToString(h[:16])
 }
 
 // keyedMutex is a set of mutexes by name, each dropped when unused.

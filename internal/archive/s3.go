@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -81,7 +79,8 @@ func (s *S3) Stat(ctx context.Context, key string) (Entry, error) {
 		}
 		return Entry{}, fmt.Errorf("head s3://%s/%s: %w", s.bucket, key, err)
 	}
-	return Entry{Key: key, Size: aws.ToInt64(out.ContentLength), LastModified: aws.ToTime(out.LastModified).UTC()}, nil
+	return Entry{Key: key, Size: aws.ToInt64(out.ContentLength), LastModified: aws.ToTime(out.LastModified).UTC(),
+		Origin: out.Metadata[originMeta]}, nil
 }
 
 func (s *S3) Get(ctx context.Context, key string) ([]byte, error) { return s.GetInto(ctx, key, nil) }
@@ -118,41 +117,34 @@ func (s *S3) Put(ctx context.Context, key string, body []byte) error {
 	return nil
 }
 
-// CopyNew uses CopyObject with a URL-encoded source (Cumulus v21 does not
-// encode it, so keys with special characters fail there). It never
-// replaces an object: it looks first, and sends If-None-Match: * so that S3
-// refuses the copy (412) should the name be taken in between.
-func (s *S3) CopyNew(ctx context.Context, src, dst string) error {
-	if src == dst {
-		return fmt.Errorf("copy s3://%s/%s: %w", s.bucket, src, ErrSelfCopy)
-	}
-	if _, err := s.Stat(ctx, dst); err == nil {
-		return fmt.Errorf("copy to s3://%s/%s: %w", s.bucket, dst, ErrExists)
+// originMeta is the metadata key under which PutNew records an origin.
+const originMeta = "dla-origin"
+
+// PutNew sends PutObject with If-None-Match: *, so that S3 refuses (412)
+// to replace an object; it looks first too, for servers that ignore the
+// condition. The origin is kept as object metadata (x-amz-meta-dla-origin).
+func (s *S3) PutNew(ctx context.Context, key string, body []byte, origin string) error {
+	if _, err := s.Stat(ctx, key); err == nil {
+		return fmt.Errorf("put s3://%s/%s: %w", s.bucket, key, ErrExists)
 	} else if !errors.Is(err, ErrNotFound) {
 		return err
 	}
-	_, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
-		Bucket: aws.String(s.bucket), Key: aws.String(dst),
-		CopySource:       aws.String(copySource(s.bucket, src)),
-		TaggingDirective: types.TaggingDirectiveCopy,
-		IfNoneMatch:      aws.String("*"),
-	})
+	in := &s3.PutObjectInput{
+		Bucket: aws.String(s.bucket), Key: aws.String(key),
+		Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body))),
+		IfNoneMatch: aws.String("*"),
+	}
+	if origin != "" {
+		in.Metadata = map[string]string{originMeta: origin}
+	}
+	_, err := s.client.PutObject(ctx, in)
 	if isCode(err, "PreconditionFailed") || isCode(err, "ConditionalRequestConflict") {
-		return fmt.Errorf("copy to s3://%s/%s: %w", s.bucket, dst, ErrExists)
+		return fmt.Errorf("put s3://%s/%s: %w", s.bucket, key, ErrExists)
 	}
 	if err != nil {
-		return fmt.Errorf("copy s3://%s/%s to %s: %w", s.bucket, src, dst, err)
+		return fmt.Errorf("put s3://%s/%s: %w", s.bucket, key, err)
 	}
 	return nil
-}
-
-// copySource URL-encodes bucket/key segment by segment.
-func copySource(bucket, key string) string {
-	segs := strings.Split(bucket+"/"+key, "/")
-	for i, seg := range segs {
-		segs[i] = strings.ReplaceAll(url.PathEscape(seg), "+", "%2B")
-	}
-	return strings.Join(segs, "/")
 }
 
 func (s *S3) Delete(ctx context.Context, key string) error {

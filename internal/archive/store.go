@@ -22,6 +22,7 @@ type Entry struct {
 	Size         int64
 	LastModified time.Time
 	IsPrefix     bool
+	Origin       string // from Stat: the origin PutNew recorded, if the store keeps one
 }
 
 // Store holds archive objects under keys, like an S3 bucket.
@@ -37,10 +38,12 @@ type Store interface {
 	// Stat returns one object's size and last-modified time.
 	Stat(ctx context.Context, key string) (Entry, error)
 	Put(ctx context.Context, key string, body []byte) error
-	// CopyNew copies src to dst within the store, only when dst does not
-	// exist yet: it never replaces an object (ErrExists then). dst must
-	// differ from src (ErrSelfCopy).
-	CopyNew(ctx context.Context, src, dst string) error
+	// PutNew stores body at key only when key does not exist yet: it never
+	// replaces an object (ErrExists then). origin names where the bytes
+	// came from; a store that can keep it (S3, as object metadata) returns
+	// it from Stat, so that a retried move can tell its own earlier copy
+	// from another object that holds the same bytes.
+	PutNew(ctx context.Context, key string, body []byte, origin string) error
 	Delete(ctx context.Context, key string) error
 	// DeleteMany deletes keys and returns the keys it could not delete, with
 	// why. A non-nil error means the call itself failed (nothing is known).
@@ -49,7 +52,7 @@ type Store interface {
 	String() string
 }
 
-// ErrSelfCopy is returned by CopyNew when source and destination are the same.
+// ErrSelfCopy is returned by Move when source and destination are the same.
 var ErrSelfCopy = errors.New("source and destination are the same key")
 
 // MaxObjectSize bounds what a read takes into memory. An archive object is
@@ -61,7 +64,7 @@ const MaxObjectSize = 64 << 20
 // ErrTooLarge is returned (wrapped) for an object over MaxObjectSize.
 var ErrTooLarge = errors.New("larger than the 64 MiB an archive object can be; not read")
 
-// ErrExists is returned (wrapped) by CopyNew when the destination is taken.
+// ErrExists is returned (wrapped) by PutNew when the key is taken.
 var ErrExists = errors.New("the destination already exists")
 
 // readAll reads r to the end into buf, sized for the expected length.

@@ -146,6 +146,7 @@ type Proxy struct {
 	calls  map[string]int
 	hook   func(op string, body []byte) (newBody []byte, reply *Reply)
 	after  func(op string, reqBody, respBody []byte) []byte
+	lose   func(op string) bool
 	target *url.URL
 }
 
@@ -165,8 +166,20 @@ func NewProxy(t testing.TB, endpoint string) *Proxy {
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.ModifyResponse = func(resp *http.Response) error {
 		p.mu.Lock()
-		after := p.after
+		after, lose := p.after, p.lose
 		p.mu.Unlock()
+		if lose != nil && lose(opOf(resp.Request)) {
+			// The call reached the server and took effect; its reply is
+			// replaced by a server error, as when a reply is lost.
+			resp.Body.Close()
+			b := []byte("<Error><Code>InternalError</Code><Message>the reply was lost (test proxy)</Message></Error>")
+			resp.StatusCode, resp.Status = 500, "500 Internal Server Error"
+			resp.Body = io.NopCloser(bytes.NewReader(b))
+			resp.ContentLength = int64(len(b))
+			resp.Header.Del("Content-Length")
+			resp.Header.Del("ETag")
+			return nil
+		}
 		if after == nil {
 			return nil
 		}
@@ -231,6 +244,15 @@ func opOf(r *http.Request) string {
 func (p *Proxy) SetHook(h func(op string, body []byte) ([]byte, *Reply)) {
 	p.mu.Lock()
 	p.hook = h
+	p.mu.Unlock()
+}
+
+// SetLoseReply makes the proxy forward every call for which lose(op) is
+// true and answer it with a 500 instead of the server's reply: the call
+// took effect, the caller cannot know it.
+func (p *Proxy) SetLoseReply(lose func(op string) bool) {
+	p.mu.Lock()
+	p.lose = lose
 	p.mu.Unlock()
 }
 

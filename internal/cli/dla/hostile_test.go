@@ -319,12 +319,7 @@ func TestRecoverLostCopyReply(t *testing.T) {
 	}
 	proxy := testsupport.NewProxy(t, testsupport.S3Endpoint(t))
 	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.URL)
-	proxy.SetAfter(func(op string, req, resp []byte) []byte {
-		if op == "CopyObject" {
-			return []byte("<Garbled")
-		}
-		return resp
-	})
+	proxy.SetLoseReply(func(op string) bool { return op == "PutObject" })
 	db := hostileDB(t)
 	args := []string{"recover", "--archive", "s3://" + bucket + "/demo", "--database-url", db, "--yes", "-o", "ndjson", "--offline"}
 	now := func() time.Time { return time.Date(2024, 3, 20, 12, 0, 0, 0, time.UTC) }
@@ -336,7 +331,7 @@ func TestRecoverLostCopyReply(t *testing.T) {
 	if !keys[key] {
 		t.Fatalf("the original is gone after a copy whose reply was lost: %v", keys)
 	}
-	proxy.SetAfter(nil)
+	proxy.SetLoseReply(nil)
 	r = runAt(t, now, noPrompt, "", args...)
 	if r.code != 3 {
 		t.Fatalf("re-run: exit %d: %s", r.code, r.stderr)

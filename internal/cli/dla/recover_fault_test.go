@@ -46,7 +46,7 @@ func results(t *testing.T, stdout string) []map[string]any {
 func TestRecoverCopyFailureKeepsOriginal(t *testing.T) {
 	e, bucket, proxy := faultArchive(t)
 	proxy.SetHook(func(op string, body []byte) ([]byte, *testsupport.Reply) {
-		if op == "CopyObject" {
+		if op == "PutObject" { // the copy to failed-sqs
 			return nil, &testsupport.Reply{Status: 400, Body: "<Error><Code>InvalidRequest</Code><Message>injected</Message></Error>"}
 		}
 		return nil, nil

@@ -161,7 +161,7 @@ func TestTesterMoveOverwritesNameTakenBetweenHeadAndCopy(t *testing.T) {
 	racing := s3.New(c.Options(), func(o *s3.Options) {
 		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
 			return st.Initialize.Add(middleware.InitializeMiddlewareFunc("race", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				if middleware.GetOperationName(ctx) == "CopyObject" {
+				if middleware.GetOperationName(ctx) == "PutObject" { // the move's write (CopyObject before PutNew)
 					once.Do(func() { put(dst, "the other run's object") }) // taken after the HEAD
 				}
 				return next.HandleInitialize(ctx, in)
