@@ -350,7 +350,7 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 		return writeSummary(opts, &RecoverSummary{Type: "summary", DryRun: opts.DryRun, Keep: opts.Keep, Database: plan.Database, SNS: snsNote, LeftAlone: plan.LeftAlone})
 	}
 	if !opts.DryRun && !opts.Yes {
-		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Write %d objects to %s?", plan.Objects, plan.Database), "yes")
+		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Write %s to %s?", output.Plural(plan.Objects, "object"), plan.Database), "yes")
 		if err != nil || !ok {
 			fmt.Fprintln(f.IO.ErrOut, "nothing written")
 			return err
@@ -412,8 +412,8 @@ func printPlan(w io.Writer, p *recoverPlan, opts *RecoverOptions) {
 	}
 	fmt.Fprintln(w)
 	if p.LeftAlone > 0 {
-		fmt.Fprintf(w, "  left alone: %d unreadable objects of the dates listed (a content filter cannot tell\n"+
-			"    whether they match; --include-unreadable moves them to failed-sqs, dla search names them)\n", p.LeftAlone)
+		fmt.Fprintf(w, "  left alone: %s of the dates listed (a content filter cannot tell\n"+
+			"    whether they match; --include-unreadable moves them to failed-sqs, dla search names them)\n", output.Plural(p.LeftAlone, "unreadable object"))
 	}
 	for _, g := range []struct {
 		name string
@@ -433,14 +433,16 @@ func printPlan(w io.Writer, p *recoverPlan, opts *RecoverOptions) {
 				parts = append(parts, fmt.Sprintf("... %d more", len(keys)-12))
 				break
 			}
-			parts = append(parts, fmt.Sprintf("%s %d", k, g.m[k]))
+			// Statuses and collections come from the archive: escaped,
+			// as this is for people (stderr), terminal or not.
+			parts = append(parts, fmt.Sprintf("%s %d", output.Escape(k), g.m[k]))
 		}
 		fmt.Fprintf(w, "  by %-9s %s\n", g.name, strings.Join(parts, ", "))
 	}
 	if opts.Offline {
 		fmt.Fprintln(w, "  AWS reads off (--offline): no processing times, failed-step output, CMR dates or file sizes")
 	} else {
-		fmt.Fprintf(w, "  Step Functions: about %d DescribeExecution calls, %d execution histories\n", p.Describe, p.History)
+		fmt.Fprintf(w, "  Step Functions: about %s, %s\n", output.Plural(p.Describe, "DescribeExecution call"), output.Plural(p.History, "execution history"))
 	}
 }
 
@@ -813,7 +815,7 @@ func firstLine(s string) string {
 func writeSummary(opts *RecoverOptions, s *RecoverSummary) error {
 	f := opts.Factory
 	if opts.Output.Value == "ndjson" || opts.Output.Value == "json" {
-		js := output.NewJSONStream(f.IO.Out, true)
+		js := output.NewJSONStream(output.JSONOut(f.IO), true)
 		if err := js.Write(s); err != nil {
 			return err
 		}
@@ -825,13 +827,13 @@ func writeSummary(opts *RecoverOptions, s *RecoverSummary) error {
 	if s.DryRun {
 		verb = "dry run"
 	}
-	fmt.Fprintf(f.IO.ErrOut, "%s: %d of %d objects: %d written, %d dropped, %d failed, %d unreadable, %d left in place, %d not processed\n",
-		verb, s.Processed, s.Selected, s.Written, s.Dropped, s.Failed, s.Unreadable, s.Left, s.NotProcessed)
+	fmt.Fprintf(f.IO.ErrOut, "%s: %d of %s: %d written, %d dropped, %d failed, %d unreadable, %d left in place, %d not processed\n",
+		verb, s.Processed, output.Plural(s.Selected, "object"), s.Written, s.Dropped, s.Failed, s.Unreadable, s.Left, s.NotProcessed)
 	fmt.Fprintf(f.IO.ErrOut, "  archive: %d deleted, %d moved to failed-sqs\n", s.Deleted, s.Moved)
-	fmt.Fprintf(f.IO.ErrOut, "  database: %d executions, %d PDRs (%d dropped), granules %d written, %d dropped, %d failed, %d marked failed for their files\n",
-		s.Executions, s.Pdrs, s.PdrsDropped, s.GranulesWritten, s.GranulesDropped, s.GranulesFailed, s.FilesFailed)
+	fmt.Fprintf(f.IO.ErrOut, "  database: %s, %s (%d dropped), granules %d written, %d dropped, %d failed, %d marked failed for their files\n",
+		output.Plural(s.Executions, "execution"), output.Plural(s.Pdrs, "PDR"), s.PdrsDropped, s.GranulesWritten, s.GranulesDropped, s.GranulesFailed, s.FilesFailed)
 	if s.NoProcTimes > 0 {
-		fmt.Fprintf(f.IO.ErrOut, "  %d objects written without processing times (DescribeExecution failed; v21 would have failed them)\n", s.NoProcTimes)
+		fmt.Fprintf(f.IO.ErrOut, "  %s written without processing times (DescribeExecution failed; v21 would have failed them)\n", output.Plural(s.NoProcTimes, "object"))
 	}
 	fmt.Fprintf(f.IO.ErrOut, "  SNS: %s\n", s.SNS)
 	if s.StoppedBy != "" {

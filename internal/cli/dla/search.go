@@ -78,13 +78,16 @@ func runSearch(cmd *cobra.Command, opts *SearchOptions) error {
 	var closeOut func() error
 	switch opts.Output.Value {
 	case "json", "ndjson":
-		js := output.NewJSONStream(f.IO.Out, opts.Output.Value == "ndjson")
+		js := output.NewJSONStream(output.JSONOut(f.IO), opts.Output.Value == "ndjson")
 		print = func(d *dla.Decoded) error { return js.Write(d.View()) }
 		closeOut = js.Close
 	case "keys":
+		// On a terminal a key is escaped like any archive text; piped it is
+		// written as it is, for xargs and 'dla recover -'.
+		esc := output.EscapeFor(f.IO.IsStdoutTTY())
 		print = func(d *dla.Decoded) error {
 			if opts.Null {
-				_, err := fmt.Fprint(f.IO.Out, d.Key+"\x00")
+				_, err := fmt.Fprint(f.IO.Out, esc(d.Key)+"\x00")
 				return err
 			}
 			if !lineSafeKey(d.Key) {
@@ -93,7 +96,7 @@ func runSearch(cmd *cobra.Command, opts *SearchOptions) error {
 				fmt.Fprintf(f.IO.ErrOut, "dla: not printed: key %q would not read back as itself one per line; use -o keys -0\n", d.Key)
 				return nil
 			}
-			_, err := fmt.Fprintln(f.IO.Out, d.Key)
+			_, err := fmt.Fprintln(f.IO.Out, esc(d.Key))
 			return err
 		}
 		closeOut = func() error { return nil }

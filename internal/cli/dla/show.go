@@ -90,7 +90,7 @@ func runShow(cmd *cobra.Command, opts *ShowOptions) error {
 	}
 	var js *output.JSONStream
 	if opts.Output.Value == "json" {
-		js = output.NewJSONStream(f.IO.Out, false)
+		js = output.NewJSONStream(output.JSONOut(f.IO), false)
 	}
 	renderer, color := f.IO.Renderer(), f.IO.ColorEnabled()
 	n := 0

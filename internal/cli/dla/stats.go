@@ -130,7 +130,7 @@ func runStats(cmd *cobra.Command, opts *StatsOptions) error {
 		if report.Groups == nil {
 			report.Groups = []StatsGroup{}
 		}
-		if err := output.WriteJSON(f.IO.Out, report); err != nil {
+		if err := output.WriteJSON(output.JSONOut(f.IO), report); err != nil {
 			return err
 		}
 	} else {

@@ -1,6 +1,7 @@
 package output
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -89,6 +90,58 @@ func (e escapingWriter) Write(p []byte) (int, error) {
 		return e.w.Write(p)
 	}
 	if _, err := io.WriteString(e.w, Escape(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// JSONOut is the streams' stdout for JSON built from archive or queue
+// values. encoding/json escapes C0 control characters but writes C1 ones
+// (U+0080 to U+009F, such as U+009B, CSI) and DEL as they are; on a
+// terminal this writer turns them into the JSON escapes \u0080 to \u009f
+// and \u007f, which decode to the same strings. Piped, it is stdout itself
+// and the output stays byte-exact.
+func JSONOut(s *iostreams.IOStreams) io.Writer {
+	if !s.IsStdoutTTY() {
+		return s.Out
+	}
+	return &jsonTerminalWriter{w: s.Out}
+}
+
+// jsonTerminalWriter escapes C1 controls and DEL in UTF-8 JSON. A C1
+// control is two bytes (C2 80 to C2 9F); a write that ends in the first of
+// them keeps it back for the next write, so a sequence split across writes
+// is still escaped. (Valid UTF-8, which encoding/json writes, never ends
+// in a lead byte, so nothing is kept back at the end of a document.)
+type jsonTerminalWriter struct {
+	w       io.Writer
+	pending bool // a C2 byte kept back from the last write
+}
+
+func (j *jsonTerminalWriter) Write(p []byte) (int, error) {
+	data := p
+	if j.pending {
+		data = append([]byte{0xc2}, p...)
+		j.pending = false
+	} else if bytes.IndexByte(p, 0xc2) < 0 && bytes.IndexByte(p, 0x7f) < 0 {
+		return j.w.Write(p)
+	}
+	out := make([]byte, 0, len(data)+16)
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case c == 0x7f:
+			out = append(out, `\u007f`...)
+		case c == 0xc2 && i+1 == len(data):
+			j.pending = true
+		case c == 0xc2 && data[i+1] >= 0x80 && data[i+1] <= 0x9f:
+			out = fmt.Appendf(out, `\u%04x`, data[i+1])
+			i++
+		default:
+			out = append(out, c)
+		}
+	}
+	if _, err := j.w.Write(out); err != nil {
 		return 0, err
 	}
 	return len(p), nil

@@ -1,6 +1,8 @@
 package output
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -83,6 +85,49 @@ func TestPlural(t *testing.T) {
 	} {
 		if got := Plural(c.n, c.word); got != c.want {
 			t.Errorf("Plural(%d, %q) = %q, want %q", c.n, c.word, got, c.want)
+		}
+	}
+}
+
+// TestJSONOut: on a terminal, C1 controls and DEL in JSON become \u
+// escapes that decode to the same value, also when a two-byte sequence is
+// split across writes; piped, the JSON is written byte for byte.
+func TestJSONOut(t *testing.T) {
+	value := map[string]string{"v": "csi \u009b2J nel \u0085 del \x7f ünï ¢ \u00a0 \u009f"}
+	doc, err := json.Marshal(value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tty := range []bool{false, true} {
+		for _, chunk := range []int{len(doc), 1, 3} {
+			ios, _, out, _ := iostreams.Test()
+			ios.SetTTY(false, tty, false)
+			w := JSONOut(ios)
+			for rest := doc; len(rest) > 0; {
+				n := min(chunk, len(rest))
+				if k, err := w.Write(rest[:n]); err != nil || k != n {
+					t.Fatalf("Write = %d, %v", k, err)
+				}
+				rest = rest[n:]
+			}
+			if !tty {
+				if !bytes.Equal(out.Bytes(), doc) {
+					t.Errorf("piped, chunks of %d: %q, want %q", chunk, out.Bytes(), doc)
+				}
+				continue
+			}
+			for _, raw := range []string{"\u009b", "\u0085", "\u009f", "\x7f"} {
+				if strings.Contains(out.String(), raw) {
+					t.Errorf("terminal, chunks of %d: raw %q in %q", chunk, raw, out.String())
+				}
+			}
+			var got map[string]string
+			if err := json.Unmarshal(out.Bytes(), &got); err != nil || got["v"] != value["v"] {
+				t.Errorf("terminal, chunks of %d: %q decodes to %q (%v), want %q", chunk, out.String(), got["v"], err, value["v"])
+			}
+			if !strings.Contains(out.String(), `\u009b2J`) || !strings.Contains(out.String(), "ünï ¢ \u00a0") {
+				t.Errorf("terminal, chunks of %d: %q", chunk, out.String())
+			}
 		}
 	}
 }
