@@ -475,7 +475,7 @@ func (r *recoverRun) run(ctx context.Context, scope selection.Scope) error {
 	start := time.Now()
 	switch r.opts.Output.Value {
 	case "json", "ndjson":
-		js := output.NewJSONStream(f.IO.Out, r.opts.Output.Value == "ndjson")
+		js := output.NewJSONStream(output.JSONOut(f.IO), r.opts.Output.Value == "ndjson")
 		r.out = func(o ObjectResult) error { return js.Write(o) }
 		r.closeOut = js.Close
 	default:
