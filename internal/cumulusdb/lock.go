@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -20,32 +22,115 @@ func ArchiveLockKey(archive string) int64 {
 	return int64(h.Sum64())
 }
 
-// LockArchive takes a session-level advisory lock for archive on a
-// connection of its own, so that two recovers of one archive into one
-// database never run at once (they would write the same rows and race to
-// move the same objects). The lock ends with release, or with the session
-// if the process dies. It does not wait: a held lock is ErrLocked.
-func LockArchive(ctx context.Context, pool *pgxpool.Pool, archive string) (release func(), err error) {
-	conn, err := pool.Acquire(ctx)
+// lockCheckEvery is how often the lock's session is checked.
+var lockCheckEvery = 100 * time.Millisecond
+
+// ArchiveLock is a session-level advisory lock held on a connection of its
+// own for the length of a run.
+type ArchiveLock struct {
+	pool *pgxpool.Pool
+	key  int64
+	lost chan struct{}
+	stop chan struct{}
+	done chan struct{}
+	mu   sync.Mutex
+	conn *pgxpool.Conn
+	err  error
+}
+
+// LockArchive takes the advisory lock of archive, so that two recovers of
+// one archive into one database never run at once (they would write the
+// same rows and race to move the same objects). It does not wait: a held
+// lock is ErrLocked. The lock lives as long as its session: should the
+// session end (a restart, a failover, a dropped connection), the lock is
+// taken again at once on a new connection; if another run got it first,
+// Lost is closed and the caller must stop.
+func LockArchive(ctx context.Context, pool *pgxpool.Pool, archive string) (*ArchiveLock, error) {
+	l := &ArchiveLock{pool: pool, key: ArchiveLockKey(archive), lost: make(chan struct{}),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	conn, err := l.take(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l.conn = conn
+	go l.watch(context.WithoutCancel(ctx))
+	return l, nil
+}
+
+func (l *ArchiveLock) take(ctx context.Context) (*pgxpool.Conn, error) {
+	conn, err := l.pool.Acquire(ctx)
 	if err != nil {
 		return nil, Classify(err)
 	}
-	key := ArchiveLockKey(archive)
 	var ok bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&ok); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, l.key).Scan(&ok); err != nil {
 		conn.Release()
 		return nil, Classify(err)
 	}
 	if !ok {
 		conn.Release()
-		return nil, fmt.Errorf("%w (advisory lock %d): wait for it to finish, or stop it, then run again", ErrLocked, key)
+		return nil, fmt.Errorf("%w (advisory lock %d): wait for it to finish, or stop it, then run again", ErrLocked, l.key)
 	}
-	return func() {
-		// A failed unlock leaves the lock to the session: drop the
-		// connection rather than return it to the pool holding the lock.
-		if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, key); err != nil {
-			conn.Conn().Close(context.Background())
+	return conn, nil
+}
+
+// watch checks the lock's session and takes the lock again when it ended.
+func (l *ArchiveLock) watch(ctx context.Context) {
+	defer close(l.done)
+	t := time.NewTicker(lockCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
 		}
+		l.mu.Lock()
+		conn := l.conn
+		l.mu.Unlock()
+		if conn.Ping(ctx) == nil {
+			continue
+		}
+		conn.Conn().Close(ctx) // a dead session: not back into the pool
 		conn.Release()
-	}, nil
+		again, err := l.take(ctx)
+		l.mu.Lock()
+		l.conn = again
+		if err != nil {
+			l.err = fmt.Errorf("the archive's lock was lost with its database session and could not be taken again: %w", err)
+		}
+		l.mu.Unlock()
+		if err != nil {
+			close(l.lost)
+			return
+		}
+	}
+}
+
+// Lost is closed when the lock was lost for good; Err then says why.
+func (l *ArchiveLock) Lost() <-chan struct{} { return l.lost }
+
+// Err is why the lock was lost.
+func (l *ArchiveLock) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// Release gives the lock up.
+func (l *ArchiveLock) Release() {
+	close(l.stop)
+	<-l.done
+	l.mu.Lock()
+	conn := l.conn
+	l.mu.Unlock()
+	if conn == nil {
+		return
+	}
+	// A failed unlock leaves the lock to the session: drop the connection
+	// rather than return it to the pool holding the lock.
+	if _, err := conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, l.key); err != nil {
+		conn.Conn().Close(context.Background())
+	}
+	conn.Release()
 }

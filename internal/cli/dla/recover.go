@@ -250,8 +250,8 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 		if err != nil {
 			return err
 		}
-		for i, k := range keys {
-			keys[i] = resolveKey(loc, scope.Layout, k)
+		if err := resolveKeys(loc, scope.Layout, keys); err != nil {
+			return err
 		}
 		scope.Keys = keys
 	}
@@ -318,6 +318,25 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 		}
 	}
 
+	// The database and the lock come before the plan: a second run is
+	// refused before it reads the archive, and no run plans on objects
+	// another run is moving.
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return fmt.Errorf("connecting to %s: %w", cumulusdb.Target(poolCfg), err)
+	}
+	defer pool.Close()
+	if err := checkTables(ctx, pool); err != nil {
+		return fmt.Errorf("%s: %w", cumulusdb.Target(poolCfg), err)
+	}
+	var lock *cumulusdb.ArchiveLock
+	if !opts.DryRun {
+		if lock, err = cumulusdb.LockArchive(ctx, pool, loc.String()); err != nil {
+			return fmt.Errorf("%s into %s: %w", loc, cumulusdb.Target(poolCfg), err)
+		}
+		defer lock.Release()
+	}
+
 	// The plan: one pass over the selection, keys spooled to a file.
 	plan := &recoverPlan{ByDate: map[string]int{}, ByStatus: map[string]int{}, ByColl: map[string]int{},
 		Database: cumulusdb.Target(poolCfg), Archive: loc.String(), Area: string(scope.Area)}
@@ -357,23 +376,8 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 		}
 	}
 
-	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
-	if err != nil {
-		return fmt.Errorf("connecting to %s: %w", plan.Database, err)
-	}
-	defer pool.Close()
-	if err := checkTables(ctx, pool); err != nil {
-		return fmt.Errorf("%s: %w", plan.Database, err)
-	}
-	if !opts.DryRun {
-		release, err := cumulusdb.LockArchive(ctx, pool, loc.String())
-		if err != nil {
-			return fmt.Errorf("%s into %s: %w", loc, plan.Database, err)
-		}
-		defer release()
-	}
 	db := cumulusdb.New(pool)
-	r := &recoverRun{opts: opts, store: store, layout: scope.Layout, db: db, pool: pool, writer: w, plan: plan,
+	r := &recoverRun{opts: opts, store: store, layout: scope.Layout, db: db, pool: pool, writer: w, plan: plan, lock: lock,
 		progress: progress, sum: &RecoverSummary{Type: "summary", DryRun: opts.DryRun, Keep: opts.Keep,
 			Database: plan.Database, Selected: plan.Objects, SNS: snsNote, LeftAlone: plan.LeftAlone}}
 	return r.run(ctx, scope)
@@ -454,6 +458,7 @@ type recoverRun struct {
 	pool     *pgxpool.Pool
 	writer   *recovery.Writer
 	plan     *recoverPlan
+	lock     *cumulusdb.ArchiveLock // nil in a dry run
 	progress *cmdutil.Progress
 	sum      *RecoverSummary
 
@@ -489,6 +494,20 @@ func (r *recoverRun) run(ctx context.Context, scope selection.Scope) error {
 	workCtx := context.WithoutCancel(ctx)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
+	if r.lock != nil {
+		go func() {
+			select {
+			case <-r.lock.Lost():
+				r.mu.Lock()
+				if r.stopErr == nil {
+					r.stopErr = r.lock.Err()
+				}
+				r.mu.Unlock()
+				stop()
+			case <-runCtx.Done():
+			}
+		}()
+	}
 	scope.Keys = nil
 	scope.KeyStream = r.plan.spool.Keys
 	scope.Limit = 0

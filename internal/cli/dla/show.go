@@ -81,8 +81,8 @@ func runShow(cmd *cobra.Command, opts *ShowOptions) error {
 		return err
 	}
 	layout := dla.Layout{Stack: loc.Stack}
-	for i, k := range keys {
-		keys[i] = resolveKey(loc, layout, k)
+	if err := resolveKeys(loc, layout, keys); err != nil {
+		return err
 	}
 	store, err := f.OpenArchive(cmd.Context(), loc)
 	if err != nil {
@@ -154,6 +154,21 @@ func resolveKey(loc archive.Location, layout dla.Layout, k string) string {
 		}
 	}
 	return k
+}
+
+// resolveKeys resolves every key named (resolveKey). An s3:// URL must name
+// the archive's own bucket: another bucket's object is not the archive's,
+// and must not be taken for the one of the same key in the archive.
+func resolveKeys(loc archive.Location, layout dla.Layout, keys []string) error {
+	for i, k := range keys {
+		if rest, ok := strings.CutPrefix(k, "s3://"); ok {
+			if bucket, _, _ := strings.Cut(rest, "/"); bucket != loc.Bucket {
+				return cmdutil.UsageErrorf("%s is not in the archive %s: name keys of the archive's own bucket", output.Escape(k), loc)
+			}
+		}
+		keys[i] = resolveKey(loc, layout, k)
+	}
+	return nil
 }
 
 // localKey is the key of the local path p when it lies inside the
