@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/deadletter/deadletter/internal/archive"
@@ -223,10 +224,19 @@ func produce(ctx context.Context, store archive.Store, scope Scope, yield func(a
 		return nil
 	}
 	root := scope.Layout.AreaPrefix(scope.Area)
+	object := func(e archive.Entry) error {
+		if isFolderMarker(e) {
+			return nil // what "Create folder" writes in the S3 console: not an object
+		}
+		return yield(e)
+	}
 	return store.List(ctx, root, true, func(e archive.Entry) error {
 		if !e.IsPrefix {
-			if scope.IncludeLegacy {
-				return yield(e)
+			// An entry named like a date folder in range that is not a
+			// folder (a local link to a folder) is yielded, so that it is
+			// named; other entries here are legacy flat objects.
+			if name := e.Key[len(root):]; scope.IncludeLegacy || (dla.IsDate(name) && scope.Filter.DateInRange(name)) {
+				return object(e)
 			}
 			return nil
 		}
@@ -238,7 +248,7 @@ func produce(ctx context.Context, store archive.Store, scope Scope, yield func(a
 		} else if !scope.IncludeLegacy {
 			return nil
 		}
-		if err := store.List(ctx, e.Key, false, func(obj archive.Entry) error { return yield(obj) }); err != nil {
+		if err := store.List(ctx, e.Key, false, object); err != nil {
 			if errors.Is(err, context.Canceled) {
 				return err
 			}
@@ -246,4 +256,9 @@ func produce(ctx context.Context, store archive.Store, scope Scope, yield func(a
 		}
 		return nil
 	})
+}
+
+// isFolderMarker: a zero-byte object whose key ends in "/".
+func isFolderMarker(e archive.Entry) bool {
+	return strings.HasSuffix(e.Key, "/") && e.Size == 0
 }

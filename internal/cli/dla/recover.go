@@ -185,8 +185,9 @@ func (p *recoverPlan) add(key string, d *dla.Decoded) error {
 type ObjectResult struct {
 	Type         string                    `json:"type"`
 	Key          string                    `json:"key"`
-	Result       string                    `json:"result"` // written, dropped, failed, unreadable, left
-	Action       string                    `json:"action"` // deleted, moved, kept, left, none
+	KeyBase64    *string                   `json:"key_base64,omitempty"` // the key's bytes when they are not UTF-8
+	Result       string                    `json:"result"`               // written, dropped, failed, unreadable, left
+	Action       string                    `json:"action"`               // deleted, moved, kept, left, none
 	MovedTo      string                    `json:"moved_to,omitempty"`
 	Error        string                    `json:"error,omitempty"`
 	ErrorClass   string                    `json:"error_class,omitempty"`
@@ -349,7 +350,7 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 		if err := stopOnAuth(r); err != nil {
 			return err
 		}
-		if r.Unreadable() && scope.Filter.ByContent() && !opts.IncludeUnreadable {
+		if r.Unreadable() && !opts.IncludeUnreadable && (scope.Filter.ByContent() || undatable(scope, r.Entry.Key)) {
 			plan.LeftAlone++
 			return nil
 		}
@@ -381,6 +382,12 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 		progress: progress, sum: &RecoverSummary{Type: "summary", DryRun: opts.DryRun, Keep: opts.Keep,
 			Database: plan.Database, Selected: plan.Objects, SNS: snsNote, LeftAlone: plan.LeftAlone}}
 	return r.run(ctx, scope)
+}
+
+// undatable: with a date selection, an object outside the date folders (a
+// legacy flat key) that cannot be decoded has no date to select it by.
+func undatable(scope selection.Scope, key string) bool {
+	return (scope.Filter.From != "" || scope.Filter.To != "") && scope.Layout.ParseKey(key).Date == ""
 }
 
 const snsNote = "no SNS notifications were sent (dla recover does not publish them)"
@@ -599,7 +606,7 @@ func (r *recoverRun) run(ctx context.Context, scope selection.Scope) error {
 
 // process writes one object and acts on the archive.
 func (r *recoverRun) process(ctx context.Context, it workItem) ObjectResult {
-	o := ObjectResult{Type: "object", Key: it.key, DryRun: r.opts.DryRun}
+	o := ObjectResult{Type: "object", Key: it.key, KeyBase64: dla.KeyBase64(it.key), DryRun: r.opts.DryRun}
 	if it.err != nil && !dla.IsDecodeError(it.err) {
 		// The object could not be fetched: nothing is known of it.
 		o.Result, o.Action, o.Error, o.ErrorClass = "left", "left", it.err.Error(), "ReadError"
@@ -755,7 +762,11 @@ func (r *recoverRun) move(ctx context.Context, o *ObjectResult, d *dla.Decoded) 
 func (r *recoverRun) count(o ObjectResult) {
 	s := r.sum
 	s.Processed++
-	switch o.Result {
+	result := o.Result
+	if (result == recovery.Failed || result == "unreadable") && (o.Action == "left" || o.Action == "copied") {
+		result = "left" // its move failed: it is still where it was
+	}
+	switch result {
 	case recovery.Written:
 		s.Written++
 	case recovery.Dropped:

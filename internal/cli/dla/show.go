@@ -208,6 +208,7 @@ func (e *keylessError) Unwrap() error { return e.err }
 // showDoc is the -o json form of one object.
 type showDoc struct {
 	Key            string          `json:"key"`
+	KeyBase64      *string         `json:"key_base64"` // the key's bytes when they are not UTF-8
 	Record         *dla.View       `json:"record"`
 	Unreadable     *string         `json:"unreadable"`
 	Layers         []showLayer     `json:"layers"`
@@ -244,7 +245,7 @@ func rawOrNull(s string) json.RawMessage {
 
 func showJSON(r selection.Result) showDoc {
 	d := r.Decoded
-	doc := showDoc{Key: r.Entry.Key}
+	doc := showDoc{Key: r.Entry.Key, KeyBase64: dla.KeyBase64(r.Entry.Key)}
 	if r.Err != nil {
 		s := r.Err.Error()
 		doc.Unreadable = &s

@@ -3,6 +3,7 @@ package dla
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -432,12 +433,19 @@ func TestTesterJSONKeyOfNonUTF8NameDoesNotRoundTrip(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	var o struct{ Key string }
+	// A JSON string cannot carry bytes that are not UTF-8: key_base64 does.
+	var o struct {
+		Key       string
+		KeyBase64 *string `json:"key_base64"`
+	}
 	if err := json.Unmarshal([]byte(strings.SplitN(r.stdout, "\n", 2)[0]), &o); err != nil {
 		t.Fatal(err)
 	}
-	if o.Key != key {
-		t.Errorf("search -o ndjson names the key %q, the object is %q", o.Key, key)
+	if o.KeyBase64 == nil {
+		t.Fatalf("search -o ndjson names the key %q and gives no key_base64; the object is %q", o.Key, key)
+	}
+	if b, err := base64.StdEncoding.DecodeString(*o.KeyBase64); err != nil || string(b) != key {
+		t.Errorf("key_base64 %q decodes to %q (%v), the object is %q", *o.KeyBase64, b, err, key)
 	}
 }
 
