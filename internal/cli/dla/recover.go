@@ -236,6 +236,9 @@ type RecoverSummary struct {
 func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	f := opts.Factory
 	ctx := cmd.Context()
+	if opts.LeaveUnreadable && opts.IncludeUnreadable {
+		return cmdutil.UsageErrorf("--leave-unreadable and --include-unreadable cannot be combined")
+	}
 	if opts.DryRun && opts.Keep {
 		return cmdutil.UsageErrorf("--dry-run and --keep cannot be combined (a dry run keeps everything)")
 	}

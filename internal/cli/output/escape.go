@@ -34,7 +34,7 @@ func Escape(s string) string {
 			b.WriteRune(r)
 		case r < 0x20 || r == 0x7f:
 			fmt.Fprintf(&b, `\x%02x`, r)
-		case r >= 0x80 && r <= 0x9f:
+		case (r >= 0x80 && r <= 0x9f) || isBidiControl(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteString(s[i : i+size])
@@ -56,7 +56,7 @@ func firstUnsafe(s string) int {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if (r == utf8.RuneError && size <= 1) || (r >= 0x80 && r <= 0x9f) {
+		if (r == utf8.RuneError && size <= 1) || (r >= 0x80 && r <= 0x9f) || isBidiControl(r) {
 			return i
 		}
 		i += size
@@ -145,4 +145,11 @@ func (j *jsonTerminalWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// isBidiControl: the Unicode bidirectional overrides and isolates, which
+// make a terminal show text in an order other than the bytes' (a key that
+// reads as "…/sqs/2024-03-01/x" while holding something else).
+func isBidiControl(r rune) bool {
+	return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c
 }

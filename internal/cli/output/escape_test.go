@@ -21,6 +21,8 @@ func TestEscape(t *testing.T) {
 		"del\x7f":                         `del\x7f`,
 		"c1 csi \u009b31m and \u0085 nel": `c1 csi \u009b31m and \u0085 nel`,
 		"bad utf-8 \x9b\xff":              `bad utf-8 \x9b\xff`,
+		"sqs/x\u202egpj.exe":              `sqs/x\u202egpj.exe`,
+		"isolate \u2066x\u2069":           `isolate \u2066x\u2069`,
 		"":                                "",
 	} {
 		if got := Escape(in); got != want {
