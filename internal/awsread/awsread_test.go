@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/deadletter/deadletter/internal/recovery"
+	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
 // s3Answering is a real S3 client (no retries) against a server that
@@ -147,5 +149,47 @@ func TestObjectsSystemBucket(t *testing.T) {
 	var o recovery.Objects = Objects{ReplaceBucket: "sys"}
 	if o.SystemBucket() != "sys" || (Objects{}).SystemBucket() != "" {
 		t.Error("SystemBucket is not ReplaceBucket")
+	}
+}
+
+// Against the S3 server: the object's own failures and the credentials'.
+func TestObjectsAgainstS3(t *testing.T) {
+	client := testsupport.S3Client(t)
+	bucket := testsupport.NewBucket(t, client)
+	ctx := context.Background()
+	if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("a/b.json"), Body: strings.NewReader("{}")}); err != nil {
+		t.Fatal(err)
+	}
+	o := Objects{Client: client}
+	if b, err := o.GetObject(ctx, bucket, "a/b.json"); err != nil || string(b) != "{}" {
+		t.Fatalf("GetObject: %q %v", b, err)
+	}
+	if n, err := o.ObjectSize(ctx, bucket, "a/b.json"); err != nil || n != 2 {
+		t.Fatalf("ObjectSize: %d %v", n, err)
+	}
+	for _, c := range []struct {
+		name, bucket, key string
+		want              kind
+	}{
+		{"missing key", bucket, "a/gone.json", notFoundKind},
+		{"missing bucket", "t-no-such-bucket-" + testsupport.RandomHex(4), "k", notFoundKind},
+		{"invalid bucket name", "Bad..Bucket!", "x", refusedKind},
+	} {
+		_, err := o.GetObject(ctx, c.bucket, c.key)
+		if err == nil || kindOf(err) != c.want {
+			t.Errorf("GetObject %s: %v (%s), want %s", c.name, err, kindOf(err), c.want)
+		}
+		t.Logf("%s: %v", c.name, err)
+	}
+	for name, creds := range map[string]aws.CredentialsProvider{
+		"wrong secret":       credentials.NewStaticCredentialsProvider(testsupport.AccessKey, "not-the-secret", ""),
+		"unknown access key": credentials.NewStaticCredentialsProvider("AKIANOBODY", "x", ""),
+	} {
+		bad := Objects{Client: s3Client(testsupport.S3Endpoint(t), creds)}
+		_, err := bad.GetObject(ctx, bucket, "a/b.json")
+		if err == nil || kindOf(err) != transientKind {
+			t.Errorf("%s: %v (%s), want %s", name, err, kindOf(err), transientKind)
+		}
+		t.Logf("%s: %v", name, err)
 	}
 }
