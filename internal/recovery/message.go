@@ -232,7 +232,9 @@ func failedExecutionMessage(ctx context.Context, input string, sfn StepFunctions
 }
 
 // pullStepFunctionEvent resolves `replace: {Bucket, Key, TargetPath}`: the
-// message (or the node at TargetPath) was too large and is held in S3.
+// message (or the node at TargetPath) was too large and is held in S3. It is
+// read only from objs.SystemBucket() (v21 reads any bucket named); any other
+// bucket, or a read S3 refuses, fails the message, not the run.
 func pullStepFunctionEvent(ctx context.Context, msg string, objs Objects) (string, error) {
 	r := gjson.Get(msg, "replace")
 	if !r.IsObject() {
