@@ -1,6 +1,7 @@
 // Package awsread adapts the AWS SDK to the read interfaces of the write
 // core: Step Functions DescribeExecution and GetExecutionHistory, and S3
-// GetObject and HeadObject on any bucket.
+// GetObject and HeadObject, with S3's errors sorted into the object's own
+// (recovery.ErrNotFound, recovery.ErrRefused) and the rest (transient).
 package awsread
 
 import (
@@ -11,11 +12,14 @@ import (
 	"io"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/smithy-go"
+	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/recovery"
 )
 
@@ -110,7 +114,15 @@ type S3API interface {
 }
 
 // Objects implements recovery.Objects.
-type Objects struct{ Client S3API }
+type Objects struct {
+	Client S3API
+	// ReplaceBucket is the bucket `replace` payloads are read from: the
+	// archive's (Cumulus's system bucket). "" reads none.
+	ReplaceBucket string
+}
+
+// SystemBucket implements recovery.Objects.
+func (o Objects) SystemBucket() string { return o.ReplaceBucket }
 
 func s3NotFound(err error) bool {
 	var nsk *s3types.NoSuchKey
@@ -123,13 +135,78 @@ func s3NotFound(err error) bool {
 	return errors.As(err, &ae) && (ae.ErrorCode() == "NoSuchKey" || ae.ErrorCode() == "NotFound" || ae.ErrorCode() == "NoSuchBucket")
 }
 
+// everyObjectCodes are 4xx answers that are not about the object asked for:
+// every request would get them (the clock, the account, a request that
+// timed out). The credentials' own codes (expired, rejected) are
+// awsconfig.Explain's; throttling codes are the SDK's retry lists.
+var everyObjectCodes = map[string]bool{"RequestTimeTooSkewed": true, "AccountProblem": true, "NotSignedUp": true}
+
+// refused reports whether S3 refused this one object for a reason of its
+// own (see recovery.ErrRefused): a 4xx answer, or 301 (the bucket is in
+// another region), that is neither about the credentials nor throttling.
+func refused(err error) bool {
+	if e, ok := awsconfig.Explain(err); ok {
+		return e.Kind == awsconfig.KindAccessDenied || e.Kind == awsconfig.KindNoBucket
+	}
+	var ae smithy.APIError
+	code := ""
+	if errors.As(err, &ae) {
+		code = ae.ErrorCode()
+	}
+	_, throttle := retry.DefaultThrottleErrorCodes[code]
+	_, retryable := retry.DefaultRetryableErrorCodes[code]
+	if throttle || retryable || everyObjectCodes[code] {
+		return false
+	}
+	if code == "PermanentRedirect" {
+		return true
+	}
+	var re *awshttp.ResponseError
+	if !errors.As(err, &re) {
+		return false
+	}
+	status := re.HTTPStatusCode()
+	return status == 301 || status >= 400 && status < 500 && status != 408 && status != 429
+}
+
+// refusedError is S3's refusal of one object, in one line: the code, the
+// message and the HTTP status, without the SDK's operation and request ids.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string {
+	var ae smithy.APIError
+	s := "refused"
+	if errors.As(e.err, &ae) {
+		s = ae.ErrorCode()
+		if m := ae.ErrorMessage(); m != "" {
+			s += ": " + m
+		}
+	}
+	var re *awshttp.ResponseError
+	if errors.As(e.err, &re) {
+		s += fmt.Sprintf(" (HTTP %d)", re.HTTPStatusCode())
+	}
+	return s
+}
+
+func (e *refusedError) Unwrap() []error { return []error{recovery.ErrRefused, e.err} }
+
+// objectError sorts a GetObject or HeadObject error: ErrNotFound, ErrRefused,
+// or err itself (transient).
+func objectError(err error, bucket, key string) error {
+	switch {
+	case s3NotFound(err):
+		return fmt.Errorf("%w: s3://%s/%s", recovery.ErrNotFound, bucket, key)
+	case refused(err):
+		return &refusedError{err: err}
+	}
+	return err
+}
+
 func (o Objects) GetObject(ctx context.Context, bucket, key string) ([]byte, error) {
 	out, err := o.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 	if err != nil {
-		if s3NotFound(err) {
-			return nil, fmt.Errorf("%w: s3://%s/%s", recovery.ErrNotFound, bucket, key)
-		}
-		return nil, err
+		return nil, objectError(err, bucket, key)
 	}
 	defer out.Body.Close()
 	return io.ReadAll(out.Body)
@@ -138,10 +215,7 @@ func (o Objects) GetObject(ctx context.Context, bucket, key string) ([]byte, err
 func (o Objects) ObjectSize(ctx context.Context, bucket, key string) (int64, error) {
 	out, err := o.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 	if err != nil {
-		if s3NotFound(err) {
-			return 0, fmt.Errorf("%w: s3://%s/%s", recovery.ErrNotFound, bucket, key)
-		}
-		return 0, err
+		return 0, objectError(err, bucket, key)
 	}
 	return aws.ToInt64(out.ContentLength), nil
 }

@@ -86,7 +86,8 @@ func parseS3URL(u string) (bucket, key string, ok bool) {
 }
 
 // granuleTemporal reads the granule's CMR file. A missing file gives an
-// empty result; a file that cannot be read or parsed is an error.
+// empty result; a file S3 refuses (ErrRefused) or that cannot be parsed is
+// the granule's error; any other read failure is transient.
 func granuleTemporal(ctx context.Context, files gjson.Result, objs Objects) (temporal, error) {
 	f, kind, ok := cmrFile(files)
 	if !ok || objs == nil {
@@ -98,10 +99,14 @@ func granuleTemporal(ctx context.Context, files gjson.Result, objs Objects) (tem
 		return temporal{}, nil
 	}
 	body, err := objs.GetObject(ctx, bucket, key)
-	if errors.Is(err, ErrNotFound) {
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrNotFound):
 		return temporal{}, nil
-	}
-	if err != nil {
+	case errors.Is(err, ErrRefused):
+		// v21: a CMR file that cannot be read rejects the granule.
+		return temporal{}, fmt.Errorf("reading CMR file s3://%s/%s: %w", bucket, key, err)
+	default:
 		return temporal{}, &TransientError{Err: fmt.Errorf("reading CMR file s3://%s/%s: %w", bucket, key, err)}
 	}
 	var t temporal

@@ -2,6 +2,8 @@ package recovery
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -136,6 +138,49 @@ func (o objectsFake) GetObject(_ context.Context, bucket, key string) ([]byte, e
 func (o objectsFake) ObjectSize(ctx context.Context, bucket, key string) (int64, error) {
 	b, err := o.GetObject(ctx, bucket, key)
 	return int64(len(b)), err
+}
+
+// SystemBucket: the fakes' system bucket is "sys".
+func (o objectsFake) SystemBucket() string { return "sys" }
+
+// objectsFailing fails every read with err and counts the reads.
+type objectsFailing struct {
+	sys   string
+	err   error
+	reads *int
+}
+
+func (o objectsFailing) GetObject(context.Context, string, string) ([]byte, error) {
+	*o.reads++
+	return nil, o.err
+}
+
+func (o objectsFailing) ObjectSize(context.Context, string, string) (int64, error) {
+	*o.reads++
+	return 0, o.err
+}
+
+func (o objectsFailing) SystemBucket() string { return o.sys }
+
+// refusedErr is what awsread returns for an S3 answer about the object.
+var refusedErr = fmt.Errorf("%w: AccessDenied: Access Denied (HTTP 403)", ErrRefused)
+
+// A CMR file S3 refuses fails the granule (v21 rejects it); any other read
+// failure (throttling, 5xx, no credentials) is transient and stops the run.
+func TestGranuleTemporalSortsReadErrors(t *testing.T) {
+	files := gjson.Parse(`[{"bucket":"b","key":"g.cmr.json"}]`)
+	n := 0
+	_, err := granuleTemporal(context.Background(), files, objectsFailing{err: refusedErr, reads: &n})
+	if err == nil || IsTransient(err) || !strings.Contains(err.Error(), "reading CMR file s3://b/g.cmr.json: refused: AccessDenied") {
+		t.Errorf("refused CMR file: %v (transient %v), want the granule's failure", err, IsTransient(err))
+	}
+	_, err = granuleTemporal(context.Background(), files, objectsFailing{err: errors.New("SlowDown (HTTP 503)"), reads: &n})
+	if !IsTransient(err) {
+		t.Errorf("throttled CMR read: %v, want transient", err)
+	}
+	if n != 2 {
+		t.Errorf("%d reads, want 2", n)
+	}
 }
 
 func TestGranuleTemporalPicksTheFirstCMRFile(t *testing.T) {

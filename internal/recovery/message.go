@@ -15,6 +15,16 @@ import (
 // execution does not exist.
 var ErrNotFound = errors.New("not found")
 
+// ErrRefused is returned by Objects when S3 refuses that one object for a
+// reason of its own: access denied on that bucket or key, an invalid bucket
+// name or request, a bucket in another region. Reading it again will fail
+// the same way, so it is the message's failure (as in v21), not a transient
+// one. Throttling, 5xx answers, timeouts, connection failures and failures
+// of the credentials (none at all, expired, rejected), which every object
+// would meet, are none of these: Objects returns them as they are and the
+// write core takes them for transient.
+var ErrRefused = errors.New("refused")
+
 // HistoryEvent is the part of a Step Functions history event the failed
 // execution rules read.
 type HistoryEvent struct {
@@ -39,9 +49,17 @@ type StepFunctions interface {
 }
 
 // Objects reads S3: remote `replace` messages, CMR files and file sizes.
+// Its errors are ErrNotFound, ErrRefused, or anything else (transient).
 type Objects interface {
 	GetObject(ctx context.Context, bucket, key string) ([]byte, error)
 	ObjectSize(ctx context.Context, bucket, key string) (int64, error)
+	// SystemBucket is the only bucket a `replace` payload is read from:
+	// Cumulus's system bucket, where the Cumulus Message Adapter stores
+	// messages too large for the queue and the archive lives. "" when it is
+	// not known (a local archive): no `replace` payload is read. An archived
+	// message names any bucket it likes; reading it with the operator's
+	// credentials and writing it to the database must not be its choice.
+	SystemBucket() string
 }
 
 // Message is a Cumulus message ready to write.
@@ -214,7 +232,9 @@ func failedExecutionMessage(ctx context.Context, input string, sfn StepFunctions
 }
 
 // pullStepFunctionEvent resolves `replace: {Bucket, Key, TargetPath}`: the
-// message (or the node at TargetPath) was too large and is held in S3.
+// message (or the node at TargetPath) was too large and is held in S3. It is
+// read only from objs.SystemBucket() (v21 reads any bucket named); any other
+// bucket, or a read S3 refuses, fails the message, not the run.
 func pullStepFunctionEvent(ctx context.Context, msg string, objs Objects) (string, error) {
 	r := gjson.Get(msg, "replace")
 	if !r.IsObject() {
@@ -224,11 +244,22 @@ func pullStepFunctionEvent(ctx context.Context, msg string, objs Objects) (strin
 	if objs == nil {
 		return "", &UnwrapError{Reason: fmt.Sprintf("the message is held in S3 (s3://%s/%s) and no S3 reader was given", bucket, key)}
 	}
+	switch sys := objs.SystemBucket(); {
+	case sys == "":
+		return "", &UnwrapError{Reason: fmt.Sprintf("the message is held in S3 (s3://%s/%s) and is not read: a message held in S3 is read only "+
+			"from the archive's own bucket, and this archive is local; recover it from the archive in S3", bucket, key)}
+	case bucket != sys:
+		return "", &UnwrapError{Reason: fmt.Sprintf("the message is held in S3 at s3://%s/%s, outside the archive's bucket %s, and is not read "+
+			"(Cumulus keeps such messages in its system bucket, which holds the archive)", bucket, key, sys)}
+	}
 	body, err := objs.GetObject(ctx, bucket, key)
-	if err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return "", &UnwrapError{Reason: fmt.Sprintf("the message is held in S3 at s3://%s/%s, which does not exist", bucket, key)}
-		}
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrNotFound):
+		return "", &UnwrapError{Reason: fmt.Sprintf("the message is held in S3 at s3://%s/%s, which does not exist", bucket, key)}
+	case errors.Is(err, ErrRefused):
+		return "", &UnwrapError{Reason: fmt.Sprintf("the message is held in S3 at s3://%s/%s, which cannot be read: %v", bucket, key, err)}
+	default:
 		return "", &TransientError{Err: fmt.Errorf("reading the message held at s3://%s/%s: %w", bucket, key, err)}
 	}
 	if dla.TooDeepBytes(body) {

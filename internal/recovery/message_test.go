@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -148,6 +149,44 @@ func TestUnwrapReplaceFromS3(t *testing.T) {
 	}
 	if _, err := Unwrap(context.Background(), event(t, "RUNNING", whole, ""), nil, nil); err == nil || !strings.Contains(err.Error(), "no S3 reader") {
 		t.Errorf("offline with a replace: %v", err)
+	}
+}
+
+// A `replace` is read only from the system bucket (the archive's); another
+// bucket, or any bucket for a local archive (""), fails the message unread.
+// S3 refusing the object fails the message; other read failures are
+// transient.
+func TestUnwrapReplaceBucketAndReadErrors(t *testing.T) {
+	msg := func(bucket string) *dla.Decoded {
+		return event(t, "RUNNING", `{"cumulus_meta":{"execution_name":"e1"},"replace":{"Bucket":"`+bucket+`","Key":"prod/secret","TargetPath":"$"}}`, "")
+	}
+	for _, c := range []struct {
+		name, sys, bucket string
+		err               error
+		reads             int
+		transient         bool
+		want              string
+	}{
+		{"another bucket", "sys", "other", nil, 0, false, "s3://other/prod/secret, outside the archive's bucket sys, and is not read"},
+		{"a local archive", "", "sys", nil, 0, false, "this archive is local"},
+		{"refused", "sys", "sys", refusedErr, 1, false, "s3://sys/prod/secret, which cannot be read: refused: AccessDenied: Access Denied (HTTP 403)"},
+		{"not found", "sys", "sys", fmt.Errorf("%w: s3://sys/prod/secret", ErrNotFound), 1, false, "does not exist"},
+		{"throttled", "sys", "sys", errors.New("SlowDown (HTTP 503)"), 1, true, "reading the message held at s3://sys/prod/secret: SlowDown"},
+	} {
+		n := 0
+		_, err := Unwrap(context.Background(), msg(c.bucket), nil, objectsFailing{sys: c.sys, err: c.err, reads: &n})
+		var ue *UnwrapError
+		switch {
+		case err == nil || !strings.Contains(err.Error(), c.want):
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		case IsTransient(err) != c.transient:
+			t.Errorf("%s: transient %v, want %v (%v)", c.name, IsTransient(err), c.transient, err)
+		case !c.transient && !errors.As(err, &ue):
+			t.Errorf("%s: %T, want an UnwrapError (the message's failure)", c.name, err)
+		}
+		if n != c.reads {
+			t.Errorf("%s: %d reads, want %d", c.name, n, c.reads)
+		}
 	}
 }
 

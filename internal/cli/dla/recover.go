@@ -316,7 +316,8 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 			return fmt.Errorf("%w (recover reads Step Functions and S3; --offline runs without them)", err)
 		}
 		w.SFN = awsread.StepFunctions{Client: awsconfig.SFN(cfg, *f.AWS)}
-		w.Objects = awsread.Objects{Client: awsconfig.S3(cfg, *f.AWS)}
+		// `replace` payloads only from the archive's bucket (none for a local one).
+		w.Objects = awsread.Objects{Client: awsconfig.S3(cfg, *f.AWS), ReplaceBucket: loc.Bucket}
 		if cfg.Region != "" && !f.AWS.EndpointOverridden("SFN") {
 			w.Region = cfg.Region
 		}
