@@ -74,8 +74,10 @@ and every write constraint), then:
 Objects are selected like 'dla search' (dates, granule, collection, execution,
 status, error, --failed to retry failed-sqs/), or named as arguments or on
 stdin with '-' (one per line, or NUL-separated with -0, as 'dla search -o keys
--0' prints them). Only keys under <stack>/dead-letter-archive/ are ever read,
-moved or deleted; a local archive's symbolic links are never followed.
+-0' prints them). Only archive objects under <stack>/dead-letter-archive/ are
+read, moved or deleted (a message's replace payload is read from the
+archive's own bucket only); a local archive's symbolic links are never
+followed.
 
 A plan (counts by date, status and collection, the database it will write
 to, how many Step Functions calls it needs) comes first, then a
