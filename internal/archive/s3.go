@@ -142,7 +142,13 @@ func (s *S3) GetInto(ctx context.Context, key string, buf []byte) ([]byte, error
 	if out.ContentLength != nil && *out.ContentLength > 0 {
 		size = *out.ContentLength
 	}
+	if size > int64(maxObjectSize) { // refused unread (closing the body drops the rest)
+		return nil, fmt.Errorf("get s3://%s/%s (%d bytes): %w", s.bucket, key, size, ErrTooLarge)
+	}
 	b, err := readAll(out.Body, buf[:0], size)
+	if errors.Is(err, ErrTooLarge) {
+		return nil, fmt.Errorf("get s3://%s/%s (more than %d bytes): %w", s.bucket, key, maxObjectSize, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read s3://%s/%s: %w", s.bucket, key, err)
 	}
