@@ -90,6 +90,9 @@ func TestS3ListKeysWithControlAndReservedCharacters(t *testing.T) {
 	s := archive.NewS3(client, bucket)
 	s.PageSize = 2
 	for _, k := range edgeKeys {
+		// Deleted by name: the bucket's cleanup deletes what it lists, and
+		// versitygw lists the ESC key under another name.
+		t.Cleanup(func() { s.Delete(ctx, k) })
 		if err := s.Put(ctx, k, []byte("{}")); err != nil {
 			t.Fatalf("put %q: %v", k, err)
 		}
