@@ -40,8 +40,15 @@ func (s *S3) String() string { return "s3://" + s.bucket }
 
 // List streams ListObjectsV2 pages; in a delimited listing the page's
 // objects and common prefixes are merged back into key order.
+//
+// It asks for URL-encoded keys (encoding-type=url): S3 answers in XML 1.0,
+// which cannot carry most control characters, so one key holding ESC would
+// otherwise make the whole page unparseable. Keys are decoded only when the
+// answer says it is encoded: a server that ignores the request (versitygw)
+// sends raw keys, which decoding would corrupt ("a+b" would become "a b").
 func (s *S3) List(ctx context.Context, prefix string, delimited bool, fn func(Entry) error) error {
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(prefix), MaxKeys: aws.Int32(s.PageSize)}
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(prefix),
+		MaxKeys: aws.Int32(s.PageSize), EncodingType: types.EncodingTypeUrl}
 	if delimited {
 		in.Delimiter = aws.String("/")
 	}
@@ -51,15 +58,16 @@ func (s *S3) List(ctx context.Context, prefix string, delimited bool, fn func(En
 		if err != nil {
 			return fmt.Errorf("list s3://%s/%s: %w", s.bucket, prefix, err)
 		}
-		objs, prefs := page.Contents, page.CommonPrefixes
+		objs, prefs, err := decodePage(page)
+		if err != nil {
+			return fmt.Errorf("list s3://%s/%s: %w", s.bucket, prefix, err)
+		}
 		for len(objs) > 0 || len(prefs) > 0 {
 			var e Entry
-			if len(prefs) == 0 || (len(objs) > 0 && aws.ToString(objs[0].Key) < aws.ToString(prefs[0].Prefix)) {
-				o := objs[0]
-				objs = objs[1:]
-				e = Entry{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size), LastModified: aws.ToTime(o.LastModified).UTC()}
+			if len(prefs) == 0 || (len(objs) > 0 && objs[0].Key < prefs[0]) {
+				e, objs = objs[0], objs[1:]
 			} else {
-				e = Entry{Key: aws.ToString(prefs[0].Prefix), IsPrefix: true}
+				e = Entry{Key: prefs[0], IsPrefix: true}
 				prefs = prefs[1:]
 			}
 			if err := fn(e); err != nil {
@@ -68,6 +76,40 @@ func (s *S3) List(ctx context.Context, prefix string, delimited bool, fn func(En
 		}
 	}
 	return nil
+}
+
+// decodePage returns a listing page's objects and common prefixes with
+// their keys decoded when the page is URL-encoded. S3 encodes them
+// form-style (a space as "+", a "+" as "%2B"), which url.QueryUnescape
+// undoes.
+func decodePage(page *s3.ListObjectsV2Output) ([]Entry, []string, error) {
+	decode := func(k string) (string, error) { return k, nil }
+	if page.EncodingType == types.EncodingTypeUrl {
+		decode = func(k string) (string, error) {
+			d, err := url.QueryUnescape(k)
+			if err != nil {
+				return "", fmt.Errorf("undecodable key %q in a URL-encoded listing: %w", k, err)
+			}
+			return d, nil
+		}
+	}
+	objs := make([]Entry, len(page.Contents))
+	for i, o := range page.Contents {
+		k, err := decode(aws.ToString(o.Key))
+		if err != nil {
+			return nil, nil, err
+		}
+		objs[i] = Entry{Key: k, Size: aws.ToInt64(o.Size), LastModified: aws.ToTime(o.LastModified).UTC()}
+	}
+	prefs := make([]string, len(page.CommonPrefixes))
+	for i, cp := range page.CommonPrefixes {
+		k, err := decode(aws.ToString(cp.Prefix))
+		if err != nil {
+			return nil, nil, err
+		}
+		prefs[i] = k
+	}
+	return objs, prefs, nil
 }
 
 func (s *S3) Stat(ctx context.Context, key string) (Entry, error) {
@@ -99,7 +141,13 @@ func (s *S3) GetInto(ctx context.Context, key string, buf []byte) ([]byte, error
 	if out.ContentLength != nil && *out.ContentLength > 0 {
 		size = *out.ContentLength
 	}
+	if size > int64(maxObjectSize) { // refused unread (closing the body drops the rest)
+		return nil, fmt.Errorf("get s3://%s/%s (%d bytes): %w", s.bucket, key, size, ErrTooLarge)
+	}
 	b, err := readAll(out.Body, buf[:0], size)
+	if errors.Is(err, ErrTooLarge) {
+		return nil, fmt.Errorf("get s3://%s/%s (more than %d bytes): %w", s.bucket, key, maxObjectSize, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read s3://%s/%s: %w", s.bucket, key, err)
 	}

@@ -67,22 +67,37 @@ var ErrTooLarge = errors.New("larger than the 64 MiB an archive object can be; n
 // ErrExists is returned (wrapped) by PutNew when the key is taken.
 var ErrExists = errors.New("the destination already exists")
 
-// readAll reads r to the end into buf, sized for the expected length.
+// maxObjectSize is MaxObjectSize, a variable so that tests can lower it.
+var maxObjectSize = MaxObjectSize
+
+// readAll reads r to the end into buf, sized for the expected length (0
+// when unknown). It stops with ErrTooLarge, unwrapped, once more than
+// maxObjectSize bytes have arrived (or are announced), so that an object
+// whose length was not known beforehand cannot fill the memory either.
 func readAll(r io.Reader, buf []byte, size int64) ([]byte, error) {
+	limit := maxObjectSize
+	if size > int64(limit) {
+		return buf[:0], ErrTooLarge
+	}
 	if want := int(size) + 1; cap(buf) < want { // +1 sees EOF without growing
 		buf = make([]byte, 0, want)
 	}
 	for {
+		if len(buf) == cap(buf) { // the object grew: room for more, up to one byte past the limit
+			grown := make([]byte, len(buf), min(max(2*cap(buf), 512), limit+1))
+			copy(grown, buf)
+			buf = grown
+		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
+		if len(buf) > limit {
+			return buf, ErrTooLarge
+		}
 		if err == io.EOF {
 			return buf, nil
 		}
 		if err != nil {
 			return buf, err
-		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)] // the object grew: let append find room
 		}
 	}
 }
