@@ -305,7 +305,7 @@ func (l *Local) GetInto(ctx context.Context, key string, buf []byte) ([]byte, er
 		return nil, err
 	}
 	defer f.Close()
-	if st.Size() > MaxObjectSize {
+	if st.Size() > int64(maxObjectSize) {
 		return nil, fmt.Errorf("%s: %d bytes: %w", key, st.Size(), ErrTooLarge)
 	}
 	b, err := readAll(f, buf[:0], st.Size())
