@@ -10,12 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
-
-	"github.com/deadletter/deadletter/internal/archive"
-	"github.com/deadletter/deadletter/internal/dla/gen"
-	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
 // TestClosedStdoutStopsPrintingNotSafety: `dla recover -o ndjson | head -1`.
@@ -24,27 +18,9 @@ import (
 // those in flight, says so on stderr and exits 1. Every object that left the
 // archive was written; the rest are where they were.
 func TestClosedStdoutStopsPrintingNotSafety(t *testing.T) {
-	dbURL := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	root := t.TempDir()
-	store, err := archive.NewLocal(root)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 300
-	var keys []string
-	err = gen.Generate(gen.Options{Stack: "demo", Count: n, Seed: 5, MinGranules: 1, MaxGranules: 3, Malformed: -1}, func(o gen.Object) error {
-		keys = append(keys, o.Key)
-		return store.Put(ctx, o.Key, o.Body)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dbURL, conn, root, keys := recoverSetup(t, n, 5, 3)
+	ctx := context.Background()
 	cmd := exec.Command(dlaBin, "recover", "--archive", filepath.Join(root, "demo"), "--include-legacy", "--database-url", dbURL,
 		"--offline", "--yes", "--concurrency", "2", "-o", "ndjson")
 	stdout, err := cmd.StdoutPipe()

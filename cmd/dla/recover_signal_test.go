@@ -22,27 +22,9 @@ import (
 // every object that left the archive has its execution in the database,
 // and a second run recovers the rest.
 func TestRecoverSIGTERMThenResume(t *testing.T) {
-	dbURL := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	root := t.TempDir()
-	store, err := archive.NewLocal(root)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 400
-	var keys []string
-	err = gen.Generate(gen.Options{Stack: "demo", Count: n, Seed: 11, MinGranules: 1, MaxGranules: 5, Malformed: -1}, func(o gen.Object) error {
-		keys = append(keys, o.Key)
-		return store.Put(ctx, o.Key, o.Body)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dbURL, conn, root, keys := recoverSetup(t, n, 11, 5)
+	ctx := context.Background()
 	args := []string{"recover", "--archive", filepath.Join(root, "demo"), "--include-legacy", "--database-url", dbURL,
 		"--offline", "--yes", "--concurrency", "2", "-o", "ndjson"}
 
@@ -114,4 +96,31 @@ func TestRecoverSIGTERMThenResume(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM executions`).Scan(&execs); err != nil || execs != n {
 		t.Errorf("%d executions in the database, want %d (%v); re-run output %d bytes", execs, n, err, len(out))
 	}
+}
+
+// recoverSetup is a database with the reference seed, a connection to it,
+// and a local archive of n generated messages (1 to maxGranules granules
+// each, none malformed) with their keys.
+func recoverSetup(t *testing.T, n int, seed uint64, maxGranules int) (dbURL string, conn *pgx.Conn, root string, keys []string) {
+	t.Helper()
+	dbURL = testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	root = t.TempDir()
+	store, err := archive.NewLocal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = gen.Generate(gen.Options{Stack: "demo", Count: n, Seed: seed, MinGranules: 1, MaxGranules: maxGranules, Malformed: -1}, func(o gen.Object) error {
+		keys = append(keys, o.Key)
+		return store.Put(ctx, o.Key, o.Body)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dbURL, conn, root, keys
 }
