@@ -256,7 +256,7 @@ func (l *Local) walk(ctx context.Context, dirKey, namePrefix string, delimited b
 	}
 	items := make([]item, 0, len(entries))
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), namePrefix) || strings.HasPrefix(e.Name(), ".tmp-") {
+		if !strings.HasPrefix(e.Name(), namePrefix) || isTempName(e.Name()) {
 			continue
 		}
 		switch {
@@ -343,11 +343,25 @@ func (l *Local) writeDir(key string) (at, error) {
 	return a, l.realDir(a, key, dir)
 }
 
+// tempPrefix starts the names of the store's temporary files: followed by
+// 16 hex digits, a name that is hidden from listings. Any other name, even
+// one starting with a dot, is an object.
+const tempPrefix = ".dla-tmp-"
+
+func isTempName(name string) bool {
+	rest, ok := strings.CutPrefix(name, tempPrefix)
+	if !ok || len(rest) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(rest)
+	return err == nil
+}
+
 // tempFile writes body to a synced temporary file in the folder of rel.
 func tempFile(a at, body []byte) (string, error) {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	name := path.Join(path.Dir(a.rel), ".tmp-"+hex.EncodeToString(rnd[:]))
+	name := path.Join(path.Dir(a.rel), tempPrefix+hex.EncodeToString(rnd[:]))
 	tmp, err := a.r.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return "", err

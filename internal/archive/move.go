@@ -57,6 +57,9 @@ func Move(ctx context.Context, s Store, src, dst string) (string, error) {
 		}
 		if errors.Is(err, ErrExists) {
 			e, serr := s.Stat(ctx, cand)
+			if errors.Is(serr, ErrNotFound) || errors.Is(serr, ErrSymlink) {
+				continue // taken by a folder or a link, not an object: the next name
+			}
 			if serr != nil {
 				return "", fmt.Errorf("%s exists but could not be looked at: %w", cand, serr)
 			}

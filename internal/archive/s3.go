@@ -227,6 +227,9 @@ func (s *S3) DeleteMany(ctx context.Context, keys []string) (map[string]error, e
 			return failed, fmt.Errorf("delete objects in s3://%s: %w", s.bucket, err)
 		}
 		for _, e := range out.Errors {
+			if aws.ToString(e.Code) == "NoSuchKey" {
+				continue // already gone: what the delete was for
+			}
 			failed[aws.ToString(e.Key)] = fmt.Errorf("%s: %s", aws.ToString(e.Code), aws.ToString(e.Message))
 		}
 	}

@@ -22,8 +22,12 @@ func ArchiveLockKey(archive string) int64 {
 	return int64(h.Sum64())
 }
 
-// lockCheckEvery is how often the lock's session is checked.
-var lockCheckEvery = 100 * time.Millisecond
+// lockCheckEvery is how often the lock's session is checked, and
+// lockPingTimeout how long its answer may take.
+var (
+	lockCheckEvery  = 100 * time.Millisecond
+	lockPingTimeout = 500 * time.Millisecond
+)
 
 // ArchiveLock is a session-level advisory lock held on a connection of its
 // own for the length of a run.
@@ -88,12 +92,26 @@ func (l *ArchiveLock) watch(ctx context.Context) {
 		l.mu.Lock()
 		conn := l.conn
 		l.mu.Unlock()
-		if conn.Ping(ctx) == nil {
+		// A session gone silent (no FIN, no RST) answers nothing: a ping
+		// that does not come back in time counts as a lost session.
+		pctx, cancel := context.WithTimeout(ctx, lockPingTimeout)
+		err := conn.Ping(pctx)
+		cancel()
+		if err == nil {
 			continue
 		}
-		conn.Conn().Close(ctx) // a dead session: not back into the pool
+		// The session may only be slow: end it on the server, so that its
+		// lock is freed for this run to take again (a role may end its own
+		// sessions), then drop the connection rather than pool it.
+		oldPID := conn.Conn().PgConn().PID()
+		conn.Conn().Close(ctx)
 		conn.Release()
+		l.endSession(ctx, oldPID)
 		again, err := l.take(ctx)
+		for try := 0; err != nil && errors.Is(err, ErrLocked) && try < 10; try++ {
+			time.Sleep(lockCheckEvery) // the ended session lets go of the lock
+			again, err = l.take(ctx)
+		}
 		l.mu.Lock()
 		l.conn = again
 		if err != nil {
@@ -105,6 +123,19 @@ func (l *ArchiveLock) watch(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// endSession ends the server session pid, if it still runs, on a fresh
+// connection (errors are ignored: a session already gone is the aim).
+func (l *ArchiveLock) endSession(ctx context.Context, pid uint32) {
+	conn, err := l.pool.Acquire(ctx)
+	if err != nil {
+		return
+	}
+	defer conn.Release()
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, _ = conn.Exec(cctx, `SELECT pg_terminate_backend($1) WHERE EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)`, int32(pid))
 }
 
 // Lost is closed when the lock was lost for good; Err then says why.

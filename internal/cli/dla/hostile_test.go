@@ -417,7 +417,7 @@ func TestRecoverRefusesConcurrentRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, cumulusdb.ArchiveLockKey(loc.String())); err != nil {
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, cumulusdb.ArchiveLockKey(loc.Identity())); err != nil {
 		t.Fatal(err)
 	}
 	r := run(t, false, noPrompt, "", "recover", "--archive", h.spec, "--database-url", db, "--offline", "--yes")
@@ -430,7 +430,7 @@ func TestRecoverRefusesConcurrentRun(t *testing.T) {
 	if r := run(t, false, noPrompt, "", "recover", "--archive", h.spec, "--database-url", db, "--offline", "--dry-run"); r.code != 3 {
 		t.Errorf("dry run beside a running recover: exit %d: %s", r.code, r.stderr)
 	}
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, cumulusdb.ArchiveLockKey(loc.String())); err != nil {
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, cumulusdb.ArchiveLockKey(loc.Identity())); err != nil {
 		t.Fatal(err)
 	}
 	if r := run(t, false, noPrompt, "", "recover", "--archive", h.spec, "--database-url", db, "--offline", "--yes"); r.code != 3 {

@@ -256,7 +256,7 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 		if err != nil {
 			return err
 		}
-		if err := resolveKeys(loc, scope.Layout, keys); err != nil {
+		if keys, err = resolveKeys(loc, scope.Layout, keys); err != nil {
 			return err
 		}
 		scope.Keys = keys
@@ -289,6 +289,9 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	maxPool := opts.DBMaxPool
 	if maxPool == 0 {
 		maxPool = opts.Select.concurrency + 2
+	}
+	if !opts.DryRun {
+		maxPool++ // the archive lock holds a connection of its own for the run
 	}
 	dburl := opts.DatabaseURL
 	if dburl == "" && opts.DBSecret == "" {
@@ -338,7 +341,7 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	}
 	var lock *cumulusdb.ArchiveLock
 	if !opts.DryRun {
-		if lock, err = cumulusdb.LockArchive(ctx, pool, loc.String()); err != nil {
+		if lock, err = cumulusdb.LockArchive(ctx, pool, loc.Identity()); err != nil {
 			return fmt.Errorf("%s into %s: %w", loc, cumulusdb.Target(poolCfg), err)
 		}
 		defer lock.Release()
@@ -719,9 +722,9 @@ func (r *recoverRun) flushDeletes(ctx context.Context) error {
 	r.mu.Unlock()
 	if len(failed) > 0 {
 		for k, e := range failed {
-			fmt.Fprintf(r.opts.Factory.IO.ErrOut, "dla: written but not deleted %s: %v\n", textKey(k), output.Escape(e.Error()))
+			fmt.Fprintf(r.opts.Factory.IO.ErrOut, "dla: written but not deleted %s: %v\n", output.Escape(textKey(k)), output.Escape(e.Error()))
 		}
-		return fmt.Errorf("%d written objects could not be deleted (a re-run rewrites them harmlessly)", len(failed))
+		return fmt.Errorf("%s could not be deleted (a re-run rewrites them harmlessly)", output.Plural(len(failed), "written object"))
 	}
 	return nil
 }

@@ -215,7 +215,7 @@ func (ul *unreadableLog) done() {
 // stderr (the key and reason escaped: they come from the archive).
 func reportUnreadable(f *Factory, progress *cmdutil.Progress, r selection.Result) {
 	progress.Clear()
-	fmt.Fprintf(f.IO.ErrOut, "dla: unreadable %s: %s\n", output.Escape(r.Entry.Key), output.Escape(cmdutil.ErrorLine(r.Err)))
+	fmt.Fprintf(f.IO.ErrOut, "dla: unreadable %s: %s\n", output.Escape(textKey(r.Entry.Key)), output.Escape(cmdutil.ErrorLine(r.Err)))
 }
 
 // finish turns the run's outcome into the command's error: the run error

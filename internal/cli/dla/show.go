@@ -81,7 +81,7 @@ func runShow(cmd *cobra.Command, opts *ShowOptions) error {
 		return err
 	}
 	layout := dla.Layout{Stack: loc.Stack}
-	if err := resolveKeys(loc, layout, keys); err != nil {
+	if keys, err = resolveKeys(loc, layout, keys); err != nil {
 		return err
 	}
 	store, err := f.OpenArchive(cmd.Context(), loc)
@@ -159,16 +159,23 @@ func resolveKey(loc archive.Location, layout dla.Layout, k string) string {
 // resolveKeys resolves every key named (resolveKey). An s3:// URL must name
 // the archive's own bucket: another bucket's object is not the archive's,
 // and must not be taken for the one of the same key in the archive.
-func resolveKeys(loc archive.Location, layout dla.Layout, keys []string) error {
-	for i, k := range keys {
+func resolveKeys(loc archive.Location, layout dla.Layout, keys []string) ([]string, error) {
+	seen := make(map[string]bool, len(keys))
+	kept := keys[:0]
+	for _, k := range keys {
 		if rest, ok := strings.CutPrefix(k, "s3://"); ok {
 			if bucket, _, _ := strings.Cut(rest, "/"); bucket != loc.Bucket {
-				return cmdutil.UsageErrorf("%s is not in the archive %s: name keys of the archive's own bucket", output.Escape(k), loc)
+				return nil, cmdutil.UsageErrorf("%s is not in the archive %s: name keys of the archive's own bucket", output.Escape(k), loc)
 			}
 		}
-		keys[i] = resolveKey(loc, layout, k)
+		// A key named twice (in two forms, or from two piped lists) is
+		// one object: handled once.
+		if key := resolveKey(loc, layout, k); !seen[key] {
+			seen[key] = true
+			kept = append(kept, key)
+		}
 	}
-	return nil
+	return kept, nil
 }
 
 // localKey is the key of the local path p when it lies inside the

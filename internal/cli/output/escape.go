@@ -108,38 +108,48 @@ func JSONOut(s *iostreams.IOStreams) io.Writer {
 	return &jsonTerminalWriter{w: s.Out}
 }
 
-// jsonTerminalWriter escapes C1 controls and DEL in UTF-8 JSON. A C1
-// control is two bytes (C2 80 to C2 9F); a write that ends in the first of
-// them keeps it back for the next write, so a sequence split across writes
-// is still escaped. (Valid UTF-8, which encoding/json writes, never ends
-// in a lead byte, so nothing is kept back at the end of a document.)
+// jsonTerminalWriter escapes C1 controls, DEL and the bidirectional
+// controls in UTF-8 JSON as \uXXXX (the same strings once decoded). A rune
+// split across writes is kept back until its last byte comes. (Valid UTF-8,
+// which encoding/json writes, never ends in the middle of a rune, so
+// nothing is kept back at the end of a document.)
 type jsonTerminalWriter struct {
 	w       io.Writer
-	pending bool // a C2 byte kept back from the last write
+	pending []byte // the start of a rune kept back from the last write
 }
 
 func (j *jsonTerminalWriter) Write(p []byte) (int, error) {
 	data := p
-	if j.pending {
-		data = append([]byte{0xc2}, p...)
-		j.pending = false
-	} else if bytes.IndexByte(p, 0xc2) < 0 && bytes.IndexByte(p, 0x7f) < 0 {
-		return j.w.Write(p)
+	if len(j.pending) > 0 {
+		data = append(j.pending, p...)
+		j.pending = nil
+	}
+	cut := len(data)
+	for k := 1; k <= utf8.UTFMax && k <= len(data); k++ {
+		if utf8.RuneStart(data[len(data)-k]) {
+			if !utf8.FullRune(data[len(data)-k:]) {
+				cut = len(data) - k
+			}
+			break
+		}
+	}
+	j.pending = append([]byte(nil), data[cut:]...)
+	data = data[:cut]
+	if bytes.IndexFunc(data, func(r rune) bool { return r >= 0x7f }) < 0 {
+		if _, err := j.w.Write(data); err != nil {
+			return 0, err
+		}
+		return len(p), nil
 	}
 	out := make([]byte, 0, len(data)+16)
-	for i := 0; i < len(data); i++ {
-		c := data[i]
-		switch {
-		case c == 0x7f:
-			out = append(out, `\u007f`...)
-		case c == 0xc2 && i+1 == len(data):
-			j.pending = true
-		case c == 0xc2 && data[i+1] >= 0x80 && data[i+1] <= 0x9f:
-			out = fmt.Appendf(out, `\u%04x`, data[i+1])
-			i++
-		default:
-			out = append(out, c)
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == 0x7f || (r >= 0x80 && r <= 0x9f) || isBidiControl(r) {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else {
+			out = append(out, data[i:i+size]...)
 		}
+		i += size
 	}
 	if _, err := j.w.Write(out); err != nil {
 		return 0, err
