@@ -24,6 +24,7 @@ const (
 	EvDeleted          = "deleted"           // removed from the source after it was sent or parked
 	EvDeleteFailed     = "delete_failed"     // sent, but still in the source: a resume deletes it
 	EvSkippedDuplicate = "skipped_duplicate" // a resume found it already sent; deleted, not re-sent
+	EvHoldLost         = "hold_lost"         // the run no longer held it when its turn came: not sent, not deleted
 	EvSummary          = "summary"           // the run's counts
 )
 
@@ -199,6 +200,8 @@ func ReadJournal(path string) (Resume, error) {
 			delete(r.Held, ev.ID)
 		case EvSendFailed:
 			delete(r.Uncertain, ev.ID)
+		case EvHoldLost:
+			delete(cur, ev.ID) // visible again, or another consumer's
 		case EvSummary:
 			endRun(true)
 		}

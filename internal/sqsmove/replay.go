@@ -50,6 +50,11 @@ const (
 	// a 5xx). The message may be in the target already; it is not deleted
 	// from the source, so it is a possible duplicate, never a loss.
 	OutcomeUncertain Outcome = "uncertain"
+	// OutcomeHoldLost: the run no longer held the message when its turn
+	// came (a renewal of its visibility was refused, or the process was
+	// paused past the hold's deadline). It was not sent and not deleted: it
+	// is visible in the source again, or another consumer has it.
+	OutcomeHoldLost Outcome = "hold_lost"
 )
 
 // Result is the outcome of one message.
@@ -65,8 +70,8 @@ type Result struct {
 
 // Counts sums the results of a replay.
 type Counts struct {
-	Sent, Parked, Failed, SkippedDuplicates, Abandoned, DeleteFailed, Uncertain int
-	Batches                                                                     int
+	Sent, Parked, Failed, SkippedDuplicates, Abandoned, DeleteFailed, Uncertain, HoldLost int
+	Batches                                                                               int
 }
 
 // Replayer moves held messages to their routes: one canary message first
@@ -151,7 +156,12 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 		}
 		canary[target] = true
 		canaryOrd[ord] = true
-		return r.send(ctx, &batch{target: target, park: rt.Park, entries: []entry{{Ref{ord, m}, rt}}, bytes: m.size()}, true)
+		b := &batch{target: target, park: rt.Park, entries: []entry{{Ref{ord, m}, rt}}, bytes: m.size()}
+		err := r.send(ctx, b, true)
+		if len(b.entries) == 0 {
+			canary[target] = false // not sent: the hold on it was lost; the next message is the canary
+		}
+		return err
 	})
 	if err == nil {
 		err = r.fatalErr()
@@ -184,6 +194,12 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 		}
 	}
 	err = r.Hold.Each(func(ord int, st State, m *Message) error {
+		if st == Lost && !canaryOrd[ord] && !r.Moved[m.MessageID] {
+			if rt := r.Route(m); r.queueOf(rt) != "" {
+				r.holdLost(Ref{ord, m}, rt)
+			}
+			return nil
+		}
 		if st != Held || canaryOrd[ord] {
 			return nil
 		}
@@ -296,6 +312,31 @@ func (r *Replayer) setFatal(err error) {
 	})
 }
 
+// holdLost reports a message the run no longer held when its turn came.
+func (r *Replayer) holdLost(ref Ref, rt Route) {
+	_ = r.Journal.Write(Event{Event: EvHoldLost, ID: ref.Msg.MessageID})
+	r.emit(Result{Ord: ref.Ord, Msg: ref.Msg, Route: rt, Outcome: OutcomeHoldLost, Err: ErrHoldLost})
+}
+
+// ErrHoldLost says why a message was not sent.
+var ErrHoldLost = errors.New("the run no longer held it (its visibility was not renewed in time, or another consumer received it): not sent, not deleted")
+
+// stillHeld drops from a batch the messages the run no longer holds,
+// reporting each; when the hold's deadline is too close for a send to
+// finish before it, that is every message.
+func (r *Replayer) stillHeld(b *batch) {
+	r.Hold.Expiring(r.Hold.Margin())
+	kept := b.entries[:0]
+	for _, e := range b.entries {
+		if r.Hold.State(e.Ord) == Lost {
+			r.holdLost(e.Ref, e.route)
+			continue
+		}
+		kept = append(kept, e)
+	}
+	b.entries = kept
+}
+
 func (r *Replayer) abandon(b *batch) {
 	for _, e := range b.entries {
 		r.emit(Result{Ord: e.Ord, Msg: e.Msg, Route: e.route, Outcome: OutcomeAbandoned})
@@ -317,6 +358,8 @@ func (r *Replayer) emit(res Result) {
 		r.counts.Abandoned++
 	case OutcomeUncertain:
 		r.counts.Uncertain++
+	case OutcomeHoldLost:
+		r.counts.HoldLost++
 	}
 	if res.DeleteFailed != nil {
 		r.counts.DeleteFailed++
@@ -336,6 +379,10 @@ func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
 			r.abandon(b)
 			return nil
 		}
+	}
+	r.stillHeld(b)
+	if len(b.entries) == 0 {
+		return nil
 	}
 	work := context.WithoutCancel(ctx)
 	seq := r.batchSeq.Add(1)
@@ -381,10 +428,21 @@ func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
 	}
 	var toDelete []Ref
 	for _, e := range b.entries {
-		if id, ok := res.accepted[e.Ord]; ok {
-			_ = r.Journal.Write(Event{Event: event, Batch: seq, ID: e.Msg.MessageID, Target: b.target, NewID: id})
-			toDelete = append(toDelete, e.Ref)
+		id, ok := res.accepted[e.Ord]
+		if !ok {
+			continue
 		}
+		_ = r.Journal.Write(Event{Event: event, Batch: seq, ID: e.Msg.MessageID, Target: b.target, NewID: id})
+		if r.Hold.State(e.Ord) == Lost {
+			// The hold was lost while the send was in flight: another
+			// consumer may have received the message and replayed it too.
+			// It is not deleted (it is not ours), and it may now be in its
+			// target twice. A resume deletes it if it is still in the DLQ.
+			delete(res.accepted, e.Ord)
+			res.uncertain[e.Ord] = fmt.Errorf("sent (new id %s), but the run lost its hold on it meanwhile, so another consumer may have replayed it too: %w", id, ErrHoldLost)
+			continue
+		}
+		toDelete = append(toDelete, e.Ref)
 	}
 	for _, e := range b.entries {
 		if err, ok := res.failed[e.Ord]; ok {

@@ -3,6 +3,7 @@ package pushdlq
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -249,6 +250,12 @@ type ReplaySummary struct {
 	// InFlightElsewhere is the DLQ's in-flight count that is not this run's:
 	// messages another consumer or an interrupted run holds invisible.
 	InFlightElsewhere int `json:"in_flight_elsewhere"`
+	// HoldLost counts eligible messages this run no longer held when their
+	// turn came (a renewal of their visibility was refused, or the run was
+	// paused past its visibility timeout): not sent, not deleted; they are
+	// in the DLQ again, or another consumer has them. HoldLostIDs lists them.
+	HoldLost    int      `json:"hold_lost"`
+	HoldLostIDs []string `json:"hold_lost_ids"`
 	// StillHeld counts messages an interrupted run held that a resume did
 	// not find in the DLQ.
 	StillHeld int             `json:"still_held"`
@@ -280,7 +287,7 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 	defer cancel()
 	f := opts.Factory
 	r := &replayRun{opts: opts, f: f, tally: newTally(), failures: failureTally{},
-		summary: ReplaySummary{Type: "summary", DryRun: opts.DryRun, Codes: opts.policy.CodesString(), PossibleDuplicateIDs: []string{}, Failures: []TargetFailure{}}}
+		summary: ReplaySummary{Type: "summary", DryRun: opts.DryRun, Codes: opts.policy.CodesString(), PossibleDuplicateIDs: []string{}, HoldLostIDs: []string{}, Failures: []TargetFailure{}}}
 	r.out = newStdoutGuard(f.IO.Out, cancel)
 	start, end := opts.policy.Window()
 	r.summary.WindowStart, r.summary.WindowEnd = start.Format(time.RFC3339Nano), end.Format(time.RFC3339Nano)
@@ -315,7 +322,7 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 				what += ", journal complete: " + *s.Journal
 			}
 			err = stoppedError(what)
-		case err == nil && (s.Failed > 0 || s.DeleteFailed > 0 || s.Abandoned > 0 || s.ReleaseFailed > 0 || s.Uncertain > 0 || s.StillHeld > 0):
+		case err == nil && (s.Failed > 0 || s.DeleteFailed > 0 || s.Abandoned > 0 || s.ReleaseFailed > 0 || s.Uncertain > 0 || s.StillHeld > 0 || s.HoldLost > 0):
 			err = cmdutil.PartialError
 		}
 	}()
@@ -563,7 +570,7 @@ func (r *replayRun) replay(ctx context.Context) error {
 	counts, err := rp.Run(ctx)
 	r.summary.Sent, r.summary.Parked, r.summary.Failed = counts.Sent, counts.Parked, counts.Failed
 	r.summary.DeleteFailed, r.summary.SkippedDuplicates, r.summary.Abandoned = counts.DeleteFailed, counts.SkippedDuplicates, counts.Abandoned
-	r.summary.Uncertain = counts.Uncertain
+	r.summary.Uncertain, r.summary.HoldLost = counts.Uncertain, counts.HoldLost
 	if err != nil {
 		return err
 	}
@@ -580,6 +587,8 @@ func (r *replayRun) record(res sqsmove.Result) {
 	switch {
 	case res.Outcome == sqsmove.OutcomeFailed && res.Err != nil:
 		r.failures.add(target, res.Err)
+	case res.Outcome == sqsmove.OutcomeHoldLost:
+		r.summary.HoldLostIDs = append(r.summary.HoldLostIDs, res.Msg.MessageID)
 	case res.Outcome == sqsmove.OutcomeUncertain,
 		(res.Outcome == sqsmove.OutcomeSent || res.Outcome == sqsmove.OutcomeParked) && r.resume.Uncertain[res.Msg.MessageID]:
 		r.summary.PossibleDuplicateIDs = append(r.summary.PossibleDuplicateIDs, res.Msg.MessageID)
@@ -788,15 +797,24 @@ func (r *replayRun) finish() {
 		fmt.Fprintf(w, "failed %d; they stay in the DLQ:\n", r.summary.Failed)
 		printFailures(w, r.summary.Failures)
 	}
+	if ids := r.summary.HoldLostIDs; len(ids) > 0 {
+		fmt.Fprintf(w, "hold lost %d: the run no longer held them when their turn came (paused past --visibility-timeout %s, or another consumer received them); not sent, not deleted, they are in the DLQ again or another consumer has them:\n",
+			len(ids), r.opts.Queue.Visibility)
+		printIDs(w, ids)
+	}
 	if n := r.summary.PossibleDuplicates; n > 0 {
-		fmt.Fprintf(w, "possible duplicates %d: sent with no reply known, so they may be in their target twice (or in the target and the DLQ):\n", n)
-		ids := r.summary.PossibleDuplicateIDs
-		for _, id := range ids[:min(len(ids), 20)] {
-			fmt.Fprintf(w, "  %s\n", id)
-		}
-		if len(ids) > 20 {
-			fmt.Fprintf(w, "  … and %d more, all in the summary and the journal\n", len(ids)-20)
-		}
+		fmt.Fprintf(w, "possible duplicates %d: sent with no reply known, or sent while the hold on them was lost, so they may be in their target twice (or in the target and the DLQ):\n", n)
+		printIDs(w, r.summary.PossibleDuplicateIDs)
+	}
+}
+
+// printIDs lists up to 20 message ids, one a line.
+func printIDs(w io.Writer, ids []string) {
+	for _, id := range ids[:min(len(ids), 20)] {
+		fmt.Fprintf(w, "  %s\n", id)
+	}
+	if len(ids) > 20 {
+		fmt.Fprintf(w, "  … and %d more, all in the summary and the journal\n", len(ids)-20)
 	}
 }
 
@@ -828,6 +846,9 @@ func (r *replayRun) writeSummary() error {
 	}
 	if s.InFlightElsewhere > 0 {
 		fmt.Fprintf(&b, "in flight elsewhere %d\n", s.InFlightElsewhere)
+	}
+	if s.HoldLost > 0 {
+		fmt.Fprintf(&b, "hold lost           %d\n", s.HoldLost)
 	}
 	if s.StillHeld > 0 {
 		fmt.Fprintf(&b, "still held          %d\n", s.StillHeld)
