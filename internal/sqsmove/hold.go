@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/deadletter/deadletter/internal/awsconfig"
 )
 
 // State is where a held message stands.
@@ -611,7 +613,9 @@ func (h *Hold) batchCall(ctx context.Context, msgs []Ref, call func(ctx context.
 				for _, m := range chunk {
 					failed[m.Ord] = err
 				}
-				next = append(next, chunk...)
+				if !awsconfig.IsAuthError(err) { // a refused permission stays refused
+					next = append(next, chunk...)
+				}
 				continue
 			}
 			for _, m := range chunk {

@@ -146,7 +146,7 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 	canary := map[string]bool{} // targets that had their canary
 	canaryOrd := map[int]bool{} // the canary messages, done in pass 1
 	err := r.Hold.Each(func(ord int, st State, m *Message) error {
-		if st != Held || ctx.Err() != nil || r.Moved[m.MessageID] {
+		if st != Held || ctx.Err() != nil || r.Moved[m.MessageID] || r.fatalErr() != nil {
 			return nil
 		}
 		rt := r.Route(m)
@@ -464,6 +464,7 @@ func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
 	if len(toDelete) > 0 {
 		delFailed = r.Hold.Delete(work, toDelete)
 	}
+	r.stopOnRefusedDelete(delFailed)
 	for _, e := range b.entries {
 		id, ok := res.accepted[e.Ord]
 		if !ok {
@@ -479,6 +480,22 @@ func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
 		r.emit(out)
 	}
 	return nil
+}
+
+// ErrDeleteRefused stops a run whose deletes from the source are refused
+// for lack of permission: every message sent after that would stay in the
+// source too, in two places.
+var ErrDeleteRefused = errors.New("the source queue refused to delete messages that were sent")
+
+// stopOnRefusedDelete stops the run when a delete was refused for lack of
+// permission (no retry fixes that).
+func (r *Replayer) stopOnRefusedDelete(failed map[int]error) {
+	for _, err := range failed {
+		if awsconfig.IsAuthError(err) {
+			r.setFatal(fmt.Errorf("%w: %w", ErrDeleteRefused, err))
+			return
+		}
+	}
 }
 
 // ErrCanaryUncertain marks a target whose canary got no reply.
@@ -646,6 +663,7 @@ func DedupID(messageID string) string {
 // moved (the journal says so).
 func (r *Replayer) deleteDuplicates(ctx context.Context, refs []Ref) {
 	failed := r.Hold.Delete(context.WithoutCancel(ctx), refs)
+	r.stopOnRefusedDelete(failed)
 	for _, ref := range refs {
 		res := Result{Ord: ref.Ord, Msg: ref.Msg, Outcome: OutcomeSkippedDuplicate}
 		if err, bad := failed[ref.Ord]; bad {

@@ -2,6 +2,7 @@ package pushdlq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -314,6 +315,9 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 		if werr := r.writeSummary(); werr != nil && err == nil && !r.out.Closed() {
 			err = werr
 		}
+		if r.stopNote != "" {
+			fmt.Fprint(f.IO.ErrOut, r.stopNote)
+		}
 		s := r.summary
 		switch {
 		case r.out.Closed():
@@ -384,6 +388,8 @@ type replayRun struct {
 	// what checking the plan's target queues found.
 	failures failureTally
 	targets  map[string]targetCheck
+	// stopNote is what stopped the run, said last on stderr.
+	stopNote string
 }
 
 func (r *replayRun) scan(ctx context.Context) error {
@@ -571,6 +577,16 @@ func (r *replayRun) replay(ctx context.Context) error {
 	r.summary.Sent, r.summary.Parked, r.summary.Failed = counts.Sent, counts.Parked, counts.Failed
 	r.summary.DeleteFailed, r.summary.SkippedDuplicates, r.summary.Abandoned = counts.DeleteFailed, counts.SkippedDuplicates, counts.Abandoned
 	r.summary.Uncertain, r.summary.HoldLost = counts.Uncertain, counts.HoldLost
+	if errors.Is(err, sqsmove.ErrDeleteRefused) {
+		n := counts.DeleteFailed
+		verb := map[bool]string{true: "is", false: "are"}[n == 1]
+		r.stopNote = fmt.Sprintf("pushdlq: the DLQ refused to delete: %s\n"+
+			"stopped at once, nothing more is sent: %s %s now in both the target queue and the DLQ.\n"+
+			"Do not start a fresh replay (it would send them again). Once this identity may delete from the DLQ (sqs:DeleteMessage),\n"+
+			"run the same command with --resume %s: it deletes them from the DLQ without re-sending them, and replays the rest.\n",
+			output.Escape(cmdutil.ErrorLine(err)), plural(n, "message"), verb, path)
+		return &cmdutil.ExitError{Code: cmdutil.ExitAuth}
+	}
 	if err != nil {
 		return err
 	}
