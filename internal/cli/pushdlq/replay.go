@@ -98,8 +98,11 @@ visible again (at most --wait-held; longer, it exits 1 saying until when);
 messages the journal shows as sent are deleted from the DLQ instead of being
 sent again; uncertain ones (the batch in flight when the run died, and sends
 whose reply was lost) are sent again, and are the only possible duplicates.
-A scan that finds messages in flight elsewhere says so, and never ends with
-"nothing to replay" and exit 0.`,
+After the scan, the DLQ's messages that are neither visible nor held by
+this run are in flight elsewhere (another consumer, an interrupted run, a
+receive whose reply was lost), and delayed ones cannot be read yet: the
+plan and the summary count both (in_flight_elsewhere, delayed), and the
+run exits 3 whenever either is not zero, never "nothing to replay" and 0.`,
 		Example: `  pushdlq replay --dlq push-dlq --queue-base-url https://sqs.us-east-1.amazonaws.com/123456789012/push- \
       --window 2025-11-14T08:30:00Z/2025-11-14T09:00:00Z --codes 1004,2003 --dry-run
   env $(cat push-dlq.env) pushdlq replay --from-env --yes --rate 50
@@ -251,6 +254,9 @@ type ReplaySummary struct {
 	// InFlightElsewhere is the DLQ's in-flight count that is not this run's:
 	// messages another consumer or an interrupted run holds invisible.
 	InFlightElsewhere int `json:"in_flight_elsewhere"`
+	// Delayed is the DLQ's count of delayed messages
+	// (ApproximateNumberOfMessagesDelayed): a scan cannot read them.
+	Delayed int `json:"delayed"`
 	// HoldLost counts eligible messages this run no longer held when their
 	// turn came (a renewal of their visibility was refused, or the run was
 	// paused past its visibility timeout): not sent, not deleted; they are
@@ -326,7 +332,8 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 				what += ", journal complete: " + *s.Journal
 			}
 			err = stoppedError(what)
-		case err == nil && (s.Failed > 0 || s.DeleteFailed > 0 || s.Abandoned > 0 || s.ReleaseFailed > 0 || s.Uncertain > 0 || s.StillHeld > 0 || s.HoldLost > 0):
+		case err == nil && (s.Failed > 0 || s.DeleteFailed > 0 || s.Abandoned > 0 || s.ReleaseFailed > 0 || s.Uncertain > 0 || s.StillHeld > 0 || s.HoldLost > 0 ||
+			s.InFlightElsewhere > 0 || s.Delayed > 0):
 			err = cmdutil.PartialError
 		}
 	}()
@@ -355,7 +362,12 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 		if n := r.summary.InFlightElsewhere + r.summary.StillHeld; n > 0 {
 			verb := map[bool]string{true: "is", false: "are"}[n == 1]
 			fmt.Fprintf(f.IO.ErrOut, "nothing visible to replay, but %s %s in flight: another consumer or an interrupted run holds them; run again once they are visible\n", plural(n, "message"), verb)
-			return cmdutil.PartialError
+			return nil // exit 3: in flight elsewhere
+		}
+		if n := r.summary.Delayed; n > 0 {
+			verb := map[bool]string{true: "is", false: "are"}[n == 1]
+			fmt.Fprintf(f.IO.ErrOut, "nothing visible to replay, but %s %s delayed in the DLQ (DelaySeconds): they cannot be read yet; run again once they are visible\n", plural(n, "message"), verb)
+			return nil // exit 3: delayed
 		}
 		fmt.Fprintln(f.IO.ErrOut, "nothing to replay")
 		return nil
@@ -509,6 +521,9 @@ func (r *replayRun) printPlan() {
 	if n := r.summary.InFlightElsewhere; n > 0 {
 		fmt.Fprintf(w, "  in flight %d: another consumer or an interrupted run holds them; they are not in this plan\n", n)
 	}
+	if n := r.summary.Delayed; n > 0 {
+		fmt.Fprintf(w, "  delayed %d: delayed in the DLQ (DelaySeconds), they cannot be read yet; they are not in this plan\n", n)
+	}
 	if n := r.summary.StillHeld; n > 0 {
 		fmt.Fprintf(w, "  still held %d: the interrupted run held them and they are not back in the DLQ; they are not in this plan\n", n)
 	}
@@ -655,14 +670,16 @@ func (r *replayRun) inFlightElsewhere(ctx context.Context) {
 			}
 		}
 	}
-	// Before the scan, nothing in flight was ours; after it, ours are held.
-	// Both counts are approximate: take the smaller.
-	before := r.s.queue.InFlight
+	// After the scan every message of the DLQ is visible (none: the scan
+	// went round), held by this run, in flight elsewhere (another consumer,
+	// an interrupted run, or a receive whose reply was lost), or delayed.
 	after, err := sqsmove.Describe(ctx, r.s.api, r.s.queue.URL)
 	if err != nil {
+		fmt.Fprintf(r.f.IO.ErrOut, "warning: could not count the messages in flight elsewhere: %v\n", err)
 		return
 	}
-	n := min(before, max(0, after.InFlight-int64(r.hold.Len())))
+	n := max(0, after.InFlight-int64(r.hold.Len()))
+	r.summary.Delayed = int(after.Delayed)
 	r.summary.InFlightElsewhere = int(n)
 }
 
@@ -865,6 +882,9 @@ func (r *replayRun) writeSummary() error {
 	}
 	if s.HoldLost > 0 {
 		fmt.Fprintf(&b, "hold lost           %d\n", s.HoldLost)
+	}
+	if s.Delayed > 0 {
+		fmt.Fprintf(&b, "delayed             %d\n", s.Delayed)
 	}
 	if s.StillHeld > 0 {
 		fmt.Fprintf(&b, "still held          %d\n", s.StillHeld)
