@@ -3,12 +3,16 @@ package main_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/tidwall/gjson"
+
+	"github.com/deadletter/deadletter/internal/sqsmove"
 )
 
 // Another consumer holds 10 messages while the rest are visible: the
@@ -42,5 +46,36 @@ func TestDelayedMessagesAreMentioned(t *testing.T) {
 	stdout, stderr, code := w.run(nil, "", w.replayArgs("--yes", "-o", "json")...)
 	if code != 3 || gjson.Get(stdout, "delayed").Int() != 5 || !strings.Contains(stderr, "5 messages are delayed") || strings.Contains(stderr, "\nnothing to replay") {
 		t.Errorf("exit %d, want 3 naming 5 delayed messages:\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+// A resume whose interrupted run's messages are now held by another
+// consumer counts each of them once: as still held, not also as in flight
+// elsewhere.
+func TestResumeCountsMessagesHeldElsewhereOnce(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1, 2)
+	w.seed(20)
+	journal := filepath.Join(t.TempDir(), "journal.ndjson")
+	j, err := sqsmove.OpenJournal(journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Write(sqsmove.Event{Event: sqsmove.EvRun})
+	j.Write(sqsmove.Event{Event: sqsmove.EvHeld, IDs: w.ids, Until: time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)})
+	j.Close()
+	for range 4 {
+		if _, err := w.c.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(w.dlq), MaxNumberOfMessages: 10, VisibilityTimeout: 120}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q, err := sqsmove.Describe(context.Background(), w.c, w.dlq)
+	if err != nil || q.InFlight != 20 {
+		t.Fatalf("another consumer holds %d of 20: %v", q.InFlight, err)
+	}
+	stdout, stderr, code := w.run(nil, "", w.replayArgs("--yes", "--resume", journal, "-o", "json")...)
+	held, elsewhere := gjson.Get(stdout, "still_held").Int(), gjson.Get(stdout, "in_flight_elsewhere").Int()
+	if code != 3 || held+elsewhere != 20 || !strings.Contains(stderr, "20 messages are in flight") {
+		t.Errorf("exit %d, still_held %d + in_flight_elsewhere %d, want 3 and 20 in all:\n%s", code, held, elsewhere, stderr)
 	}
 }

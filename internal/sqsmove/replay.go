@@ -167,6 +167,7 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 		err = r.fatalErr()
 	}
 	if err != nil || ctx.Err() != nil {
+		r.abandonRest(canaryOrd)
 		return r.counts, err
 	}
 
@@ -204,7 +205,11 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 			return nil
 		}
 		if ctx.Err() != nil || r.fatalErr() != nil {
-			return nil // leave it held; the caller releases it
+			// Left held, and released by the caller: abandoned.
+			if rt := r.Route(m); r.queueOf(rt) != "" && !r.Moved[m.MessageID] {
+				r.emit(Result{Ord: ord, Msg: m, Route: rt, Outcome: OutcomeAbandoned})
+			}
+			return nil
 		}
 		if r.Moved[m.MessageID] {
 			dups = append(dups, Ref{ord, m})
@@ -335,6 +340,26 @@ func (r *Replayer) stillHeld(b *batch) {
 		kept = append(kept, e)
 	}
 	b.entries = kept
+}
+
+// abandonRest reports as abandoned every message still held that routes
+// somewhere and was neither a canary nor moved by an earlier run: the run
+// stopped before their turn. The caller releases them.
+func (r *Replayer) abandonRest(skip map[int]bool) {
+	_ = r.Hold.Each(func(ord int, st State, m *Message) error {
+		if (st != Held && st != Lost) || skip[ord] || r.Moved[m.MessageID] {
+			return nil
+		}
+		rt := r.Route(m)
+		switch {
+		case r.queueOf(rt) == "":
+		case st == Lost:
+			r.holdLost(Ref{ord, m}, rt)
+		default:
+			r.emit(Result{Ord: ord, Msg: m, Route: rt, Outcome: OutcomeAbandoned})
+		}
+		return nil
+	})
 }
 
 func (r *Replayer) abandon(b *batch) {

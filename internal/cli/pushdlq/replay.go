@@ -678,7 +678,10 @@ func (r *replayRun) inFlightElsewhere(ctx context.Context) {
 		fmt.Fprintf(r.f.IO.ErrOut, "warning: could not count the messages in flight elsewhere: %v\n", err)
 		return
 	}
-	n := max(0, after.InFlight-int64(r.hold.Len()))
+	// Messages the interrupted run held that did not come back are counted
+	// as still_held; when they are invisible (another consumer has them)
+	// they are in the DLQ's in-flight count too: count them once.
+	n := max(0, after.InFlight-int64(r.hold.Len())-int64(r.summary.StillHeld))
 	r.summary.Delayed = int(after.Delayed)
 	r.summary.InFlightElsewhere = int(n)
 }
