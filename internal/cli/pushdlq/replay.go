@@ -130,7 +130,7 @@ run exits 3 whenever either is not zero, never "nothing to replay" and 0.`,
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
 	fl.StringVar(&opts.Ineligible, "ineligible", "release", "what to do with ineligible messages: release (untouched) or park (delay 900 s, as the processor)")
 	fl.IntVar(&opts.Max, "max", 0, "replay at most this many eligible messages (0: all)")
-	fl.Float64Var(&opts.Rate, "rate", 0, "send at most this many messages per second (0: no limit)")
+	fl.Float64Var(&opts.Rate, "rate", 0, "send at most this many messages per second, 0.01 to 100000 (0: no limit)")
 	fl.IntVar(&opts.Concurrency, "concurrency", 4, "batches in flight at once")
 	fl.StringVar(&opts.Journal, "journal", "", "write-ahead journal file (default: a new file under $XDG_STATE_HOME/deadletter)")
 	fl.StringVar(&opts.Resume, "resume", "", "continue the run this journal records (and append to it)")
@@ -207,8 +207,11 @@ func (o *ReplayOptions) validate(cmd *cobra.Command) error {
 	if o.WaitHeld < 0 {
 		return cmdutil.UsageErrorf("--wait-held %s: want 0 or more", o.WaitHeld)
 	}
-	if o.Max < 0 || o.Rate < 0 || o.Concurrency < 1 {
-		return cmdutil.UsageErrorf("--max and --rate want 0 or more, --concurrency 1 or more")
+	if o.Max < 0 || o.Concurrency < 1 {
+		return cmdutil.UsageErrorf("--max wants 0 or more, --concurrency 1 or more")
+	}
+	if o.Rate != 0 && !(o.Rate >= minRate && o.Rate <= maxRate) { // NaN fails both
+		return cmdutil.UsageErrorf("--rate %v: want a number of messages per second from %g to %g, or 0 for no limit", o.Rate, minRate, maxRate)
 	}
 	if o.Resume != "" {
 		if _, err := os.Stat(o.Resume); err != nil {
@@ -223,6 +226,13 @@ func (o *ReplayOptions) validate(cmd *cobra.Command) error {
 	}
 	return nil
 }
+
+// The bounds of --rate (messages per second): below the minimum the
+// limiter's spacing stops making sense, above the maximum it is no limit.
+const (
+	minRate = 0.01
+	maxRate = 100000.0
+)
 
 // ReplaySummary is the summary record of pushdlq replay.
 type ReplaySummary struct {
@@ -528,7 +538,7 @@ func (r *replayRun) printPlan() {
 		fmt.Fprintf(w, "  still held %d: the interrupted run held them and they are not back in the DLQ; they are not in this plan\n", n)
 	}
 	if r.opts.Rate > 0 && t.Eligible > 0 {
-		fmt.Fprintf(w, "  rate     %.0f msg/s (about %s)\n", r.opts.Rate, (time.Duration(float64(t.Eligible)/r.opts.Rate) * time.Second).Round(time.Second))
+		fmt.Fprintf(w, "  rate     %g msg/s (about %s)\n", r.opts.Rate, time.Duration(float64(t.Eligible)/r.opts.Rate*float64(time.Second)).Round(time.Second))
 	}
 	r.summary.Scanned, r.summary.Eligible, r.summary.Ineligible = t.Scanned, t.Eligible, ineligible
 }
