@@ -421,9 +421,6 @@ func (r *replayRun) scan(ctx context.Context) error {
 	}
 	r.s, r.hold, r.source = s, s.hold, s.queue.URL
 	r.summary.Source = s.queue.URL
-	if r.opts.Ineligible == "park" && s.queue.FIFO {
-		return cmdutil.UsageErrorf("--ineligible park: %s is a FIFO queue, which takes no per-message delay", sqsmove.Name(s.queue.URL))
-	}
 	s.banner()
 	fmt.Fprintln(r.f.IO.ErrOut, receiveNote("replay"))
 	return s.scan(ctx, 0, r.observe)

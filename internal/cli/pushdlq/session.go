@@ -71,6 +71,11 @@ func openSession(ctx context.Context, f *Factory, q queueFlags) (*session, error
 	if err != nil {
 		return nil, err
 	}
+	if queue.FIFO {
+		return nil, cmdutil.UsageErrorf("%s is a FIFO queue; the push DLQ is a standard queue, and pushdlq reads standard queues only: "+
+			"it holds every message it receives, and SQS hands out nothing more of a FIFO message group while one of its messages is held, "+
+			"so a scan would stop at the first message of each group and report the rest as not there", sqsmove.Name(u))
+	}
 	hold, err := sqsmove.NewHold(api, u, q.Visibility)
 	if err != nil {
 		return nil, err
