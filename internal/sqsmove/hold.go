@@ -2,6 +2,7 @@ package sqsmove
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -252,6 +253,11 @@ func (h *Hold) Load(r io.Reader, name string, fn func(ord int, m *Message) (stop
 	for sc.Scan() {
 		line++
 		b := sc.Bytes()
+		if line == 1 {
+			// A byte-order mark, as some editors save UTF-8: not part of
+			// the first message.
+			b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+		}
 		if len(strings.TrimSpace(string(b))) == 0 {
 			continue
 		}

@@ -34,6 +34,8 @@ func TestReplayGuardrailsTouchNothing(t *testing.T) {
 		{append(append(base, win...), "--codes", "1004", "--rate", "1e-12", "--yes"), nil, "--rate 1e-12: want"},
 		{append(append(base, win...), "--codes", "1004", "--rate", "-5", "--yes"), nil, "--rate -5: want"},
 		{append(append(base, win...), "--codes", "1004", "--rate", "1e6", "--yes"), nil, "--rate 1e+06: want"},
+		{append(append(base, win...), "--codes", "1004", "--journal", "/nonexistent-dir-pushdlq/j.ndjson", "--yes"), nil, "--journal /nonexistent-dir-pushdlq/j.ndjson: its directory"},
+		{append(append(base, win...), "--codes", "1004", "--journal", "/", "--yes"), nil, "is a directory; name a file"},
 		{[]string{"inspect"}, nil, "--dlq is required"},
 		{[]string{"inspect", "--dlq", "q", "--all", "--sample", "3"}, nil, "mutually exclusive"},
 		{[]string{"export", "--dlq", "q", "--out", "-", "--delete", "--yes"}, nil, "--delete needs --out FILE"},

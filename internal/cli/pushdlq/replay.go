@@ -213,6 +213,18 @@ func (o *ReplayOptions) validate(cmd *cobra.Command) error {
 	if o.Rate != 0 && !(o.Rate >= minRate && o.Rate <= maxRate) { // NaN fails both
 		return cmdutil.UsageErrorf("--rate %v: want a number of messages per second from %g to %g, or 0 for no limit", o.Rate, minRate, maxRate)
 	}
+	if o.Journal != "" && o.Resume == "" {
+		// Checked now, not after a scan that holds every message.
+		dir := filepath.Dir(o.Journal)
+		if st, err := os.Stat(dir); err != nil {
+			return cmdutil.UsageErrorf("--journal %s: its directory: %v", o.Journal, err)
+		} else if !st.IsDir() {
+			return cmdutil.UsageErrorf("--journal %s: %s is not a directory", o.Journal, dir)
+		}
+		if st, err := os.Stat(o.Journal); err == nil && st.IsDir() {
+			return cmdutil.UsageErrorf("--journal %s is a directory; name a file", o.Journal)
+		}
+	}
 	if o.Resume != "" {
 		if _, err := os.Stat(o.Resume); err != nil {
 			return cmdutil.UsageErrorf("--resume: %v", err)
@@ -337,7 +349,7 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 		s := r.summary
 		switch {
 		case r.out.Closed():
-			what := fmt.Sprintf("%s sent, %s released", plural(s.Sent, "message"), plural(s.Released, "message"))
+			what := fmt.Sprintf("%s sent, %s released", output.Plural(s.Sent, "message"), output.Plural(s.Released, "message"))
 			if s.Journal != nil {
 				what += ", journal complete: " + *s.Journal
 			}
@@ -363,7 +375,7 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 		fmt.Fprintln(f.IO.ErrOut, "dry run: nothing sent; every message is released")
 		if missing > 0 {
 			fmt.Fprintf(f.IO.ErrOut, "dry run: %s of the plan %s not exist; a replay would fail their messages\n",
-				plural(missing, "target queue"), map[bool]string{true: "does", false: "do"}[missing == 1])
+				output.Plural(missing, "target queue"), map[bool]string{true: "does", false: "do"}[missing == 1])
 			return cmdutil.PartialError
 		}
 		return nil
@@ -371,19 +383,19 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 	if r.tally.Eligible == 0 && opts.Ineligible != "park" && r.tally.AlreadySent == 0 {
 		if n := r.summary.InFlightElsewhere + r.summary.StillHeld; n > 0 {
 			verb := map[bool]string{true: "is", false: "are"}[n == 1]
-			fmt.Fprintf(f.IO.ErrOut, "nothing visible to replay, but %s %s in flight: another consumer or an interrupted run holds them; run again once they are visible\n", plural(n, "message"), verb)
+			fmt.Fprintf(f.IO.ErrOut, "nothing visible to replay, but %s %s in flight: another consumer or an interrupted run holds them; run again once they are visible\n", output.Plural(n, "message"), verb)
 			return nil // exit 3: in flight elsewhere
 		}
 		if n := r.summary.Delayed; n > 0 {
 			verb := map[bool]string{true: "is", false: "are"}[n == 1]
-			fmt.Fprintf(f.IO.ErrOut, "nothing visible to replay, but %s %s delayed in the DLQ (DelaySeconds): they cannot be read yet; run again once they are visible\n", plural(n, "message"), verb)
+			fmt.Fprintf(f.IO.ErrOut, "nothing visible to replay, but %s %s delayed in the DLQ (DelaySeconds): they cannot be read yet; run again once they are visible\n", output.Plural(n, "message"), verb)
 			return nil // exit 3: delayed
 		}
 		fmt.Fprintln(f.IO.ErrOut, "nothing to replay")
 		return nil
 	}
 	if !opts.Yes {
-		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Replay %s?", plural(r.tally.Eligible, "message")), "yes")
+		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Replay %s?", output.Plural(r.tally.Eligible, "message")), "yes")
 		if err != nil || !ok {
 			fmt.Fprintln(f.IO.ErrOut, "nothing sent; every message is released")
 			return err
@@ -606,7 +618,7 @@ func (r *replayRun) replay(ctx context.Context) error {
 			"stopped at once, nothing more is sent: %s %s now in both the target queue and the DLQ.\n"+
 			"Do not start a fresh replay (it would send them again). Once this identity may delete from the DLQ (sqs:DeleteMessage),\n"+
 			"run the same command with --resume %s: it deletes them from the DLQ without re-sending them, and replays the rest.\n",
-			output.Escape(cmdutil.ErrorLine(err)), plural(n, "message"), verb, path)
+			output.Escape(cmdutil.ErrorLine(err)), output.Plural(n, "message"), verb, path)
 		return &cmdutil.ExitError{Code: cmdutil.ExitAuth}
 	}
 	if err != nil {
@@ -646,12 +658,12 @@ func (r *replayRun) waitForHeld(ctx context.Context) error {
 	if wait > r.opts.WaitHeld {
 		return &cmdutil.ExitError{Code: cmdutil.ExitFailure, Err: fmt.Errorf(
 			"the interrupted run holds %s invisible until %s (%s from now); resume after then, or pass --wait-held %s",
-			plural(held, "message"), until.UTC().Format(time.RFC3339), wait.Round(time.Second), wait.Round(time.Minute)+time.Minute)}
+			output.Plural(held, "message"), until.UTC().Format(time.RFC3339), wait.Round(time.Second), wait.Round(time.Minute)+time.Minute)}
 	}
 	// A second more: SQS makes them visible at about that time, not before.
 	wait += time.Second
 	fmt.Fprintf(w, "the interrupted run holds %s invisible until %s: waiting %s for them (Ctrl-C stops)\n",
-		plural(held, "message"), until.UTC().Format(time.RFC3339), wait.Round(time.Second))
+		output.Plural(held, "message"), until.UTC().Format(time.RFC3339), wait.Round(time.Second))
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {

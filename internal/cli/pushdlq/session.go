@@ -3,13 +3,13 @@ package pushdlq
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/tidwall/gjson"
 
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 )
 
@@ -129,7 +129,7 @@ func (s *session) scan(ctx context.Context, max int, fn func(ord int, m *sqsmove
 	n := 0
 	return s.hold.Receive(ctx, sqsmove.ReceiveOptions{Wait: s.flags.Wait, Max: max, Receivers: 2}, func(ord int, m *sqsmove.Message) bool {
 		n++
-		progress.Update("scanning %s: %d of ~%d messages", sqsmove.Name(s.queue.URL), n, total)
+		progress.Update("scanning %s: %d of ~%s", sqsmove.Name(s.queue.URL), n, output.Plural(int(total), "message"))
 		return fn(ord, m)
 	})
 }
@@ -148,8 +148,8 @@ func (s *session) close() (released int, failed int) {
 			first = err
 			break
 		}
-		fmt.Fprintf(s.f.IO.ErrOut, "warning: %d messages could not be made visible again (%v); they reappear when their visibility timeout (%s) runs out\n",
-			len(failures), first, s.flags.Visibility)
+		fmt.Fprintf(s.f.IO.ErrOut, "warning: %s could not be made visible again (%v); they reappear when their visibility timeout (%s) runs out\n",
+			output.Plural(len(failures), "message"), first, s.flags.Visibility)
 	}
 	s.hold.Close()
 	return released, len(failures)
@@ -159,14 +159,4 @@ func (s *session) close() (released int, failed int) {
 func receiveNote(verb string) string {
 	return fmt.Sprintf("note: %s receives each message, which raises its receive count (ApproximateReceiveCount);\n"+
 		"      messages are held invisible meanwhile and made visible again at the end", verb)
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	if strings.HasSuffix(word, "y") {
-		return fmt.Sprintf("%d %sies", n, word[:len(word)-1])
-	}
-	return fmt.Sprintf("%d %ss", n, word)
 }
