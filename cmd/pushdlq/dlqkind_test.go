@@ -3,6 +3,8 @@ package main_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -66,5 +68,34 @@ func TestDLQWithItsOwnRedrivePolicyNeedsAllowRedrive(t *testing.T) {
 	out, stderr, code := w.run(nil, "", "inspect", "--dlq", w.dlq, "--allow-redrive")
 	if code != 0 || !strings.Contains(stderr, "warning: ") || !strings.Contains(out, "16") {
 		t.Errorf("inspect --allow-redrive: exit %d:\n%s\n%s", code, out, stderr)
+	}
+}
+
+// An export file that cannot be read is an error naming the line, with
+// no summary on stdout (nothing ran); one with a byte-order mark and CRLF
+// line ends is read as written.
+func TestFromFileBadLineAndByteOrderMark(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	dir := t.TempDir()
+	line := `{"message_id":"m1","body":"{\"priority\":1,\"createdAt\":` + fmt.Sprint(inWindow) + `,\"errorCode\":1004,\"errorMessage\":\"x\"}","message_attributes":{}}`
+	bad := filepath.Join(dir, "bad.ndjson")
+	bom := filepath.Join(dir, "bom.ndjson")
+	if err := os.WriteFile(bad, []byte(line+"\nnot json\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bom, []byte("\xef\xbb\xbf"+line+"\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := func(file string) []string {
+		return []string{"replay", "--from-file", file, "--queue-base-url", w.base, "--window", winStart + "/" + winEnd, "--codes", "*", "--dry-run"}
+	}
+	stdout, stderr, code := w.run(nil, "", args(bad)...)
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "bad.ndjson line 2: not a message") {
+		t.Errorf("bad line: exit %d, stdout %q, stderr %s", code, stdout, stderr)
+	}
+	stdout, stderr, code = w.run(nil, "", args(bom)...)
+	if code != 0 || !strings.Contains(stdout, "scanned             1") {
+		t.Errorf("byte-order mark: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 }

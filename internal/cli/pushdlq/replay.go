@@ -338,8 +338,13 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 	} else {
 		err = r.scan(ctx)
 	}
+	// A file that cannot be read is not a run: no summary of zeros.
+	unreadFile := opts.FromFile != "" && err != nil
 	defer func() {
 		r.finish()
+		if unreadFile {
+			return
+		}
 		if werr := r.writeSummary(); werr != nil && err == nil && !r.out.Closed() {
 			err = werr
 		}
