@@ -116,3 +116,33 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// A delete refused because the receipt handle is no longer valid means
+// another consumer received the message after it was sent: it is a
+// possible duplicate (uncertain), journalled as sent, so that a resume
+// deletes it without sending it again.
+func TestDeleteWithAStaleHandleIsAPossibleDuplicate(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 30, false)
+	f.proxy.SetHook(func(op string, body []byte) ([]byte, *testsupport.Reply) {
+		if op != "DeleteMessageBatch" {
+			return nil, nil
+		}
+		var failed []string
+		for _, e := range gjson.GetBytes(body, "Entries").Array() {
+			failed = append(failed, fmt.Sprintf(`{"Id":%q,"Code":"ReceiptHandleIsInvalid","Message":"injected","SenderFault":true}`, e.Get("Id").Str))
+		}
+		return nil, &testsupport.Reply{Status: 200, Body: `{"Successful":[],"Failed":[` + strings.Join(failed, ",") + `]}`}
+	})
+	counts, results, err := f.run(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts.Uncertain != 20 || counts.Sent != 0 || counts.DeleteFailed != 0 || len(results) != 20 {
+		t.Errorf("counts %+v, want the 20 sent messages uncertain", counts)
+	}
+	r, err := sqsmove.ReadJournal(f.journal)
+	if err != nil || len(r.Moved) != 20 {
+		t.Errorf("journal: %d moved (%v), want 20: a resume deletes them without sending them again", len(r.Moved), err)
+	}
+}

@@ -496,6 +496,14 @@ func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
 			continue
 		}
 		out := Result{Ord: e.Ord, Msg: e.Msg, Route: e.route, Outcome: outcome, NewID: id}
+		if err, bad := delFailed[e.Ord]; bad && (isGone(err) || r.Hold.State(e.Ord) == Lost) {
+			// Its receipt handle was no longer valid: another consumer
+			// received it after it was sent, and may replay it too.
+			err = fmt.Errorf("sent (new id %s), but the run no longer held it when deleting it (%w), so another consumer may replay it too: %w", id, err, ErrHoldLost)
+			_ = r.Journal.Write(Event{Event: EvUncertain, Batch: seq, ID: e.Msg.MessageID, Target: b.target, Error: err.Error()})
+			r.emit(Result{Ord: e.Ord, Msg: e.Msg, Route: e.route, Outcome: OutcomeUncertain, Err: err})
+			continue
+		}
 		if err, bad := delFailed[e.Ord]; bad {
 			out.DeleteFailed = err
 			_ = r.Journal.Write(Event{Event: EvDeleteFailed, Batch: seq, ID: e.Msg.MessageID, Error: err.Error()})
