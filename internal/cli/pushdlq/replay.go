@@ -90,6 +90,14 @@ A send whose reply never came (a cut connection, a timeout, a 5xx) is
 DLQ. It is journalled as uncertain, counted in the summary and listed there
 (possible_duplicate_ids) with the messages a resume sends again.
 
+A message the run no longer holds is never sent: when the run was paused
+past --visibility-timeout (SIGSTOP, Ctrl-Z, a frozen machine), or a renewal
+of its visibility was refused (another consumer received it), it is left
+alone, counted as hold_lost and listed (hold_lost_ids), and the run exits 3;
+one whose send was in flight then is listed among possible duplicates.
+A delete refused for lack of permission stops the run at once (exit 4),
+saying how many messages are in both places; --resume deletes them.
+
 A write-ahead journal (--journal, default under $XDG_STATE_HOME/deadletter)
 records which messages the run holds and until when, each batch before it is
 sent, and each outcome after. --resume JOURNAL continues a run that was
