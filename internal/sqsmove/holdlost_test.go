@@ -146,3 +146,55 @@ func TestDeleteWithAStaleHandleIsAPossibleDuplicate(t *testing.T) {
 		t.Errorf("journal: %d moved (%v), want 20: a resume deletes them without sending them again", len(r.Moved), err)
 	}
 }
+
+// The process is paused past the hold's deadline while a batch is in
+// flight (here: its reply comes back after the deadline). Those messages
+// were sent while held, but others may have received them since: they are
+// not deleted, they are possible duplicates; nothing else is sent.
+func TestSendThatReturnsAfterTheDeadlineIsAPossibleDuplicate(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 30, false)
+	hold, err := sqsmove.NewHold(f.api, f.dlq, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
+	var mu sync.Mutex
+	sends := 0
+	f.proxy.SetAfter(func(op string, _, resp []byte) []byte {
+		if op != "SendMessageBatch" {
+			return resp
+		}
+		mu.Lock()
+		sends++
+		n := sends
+		mu.Unlock()
+		if n == 3 {
+			time.Sleep(4 * time.Second) // the reply of the first batch after the canaries: past the deadline
+		}
+		return resp
+	})
+	if err := hold.Receive(context.Background(), sqsmove.ReceiveOptions{Wait: time.Second}, func(int, *sqsmove.Message) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	if err := hold.Extend(context.Background()); err != nil { // the deadline is 3 s from now
+		t.Fatal(err)
+	}
+	j, err := sqsmove.OpenJournal(f.journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &sqsmove.Replayer{API: f.api, Hold: hold, Source: f.dlq, Journal: j, Concurrency: 1, Route: f.route}
+	counts, err := r.Run(context.Background())
+	j.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts.Sent != 2 || counts.Uncertain == 0 || counts.HoldLost == 0 || counts.Sent+counts.Uncertain+counts.HoldLost != 20 {
+		t.Errorf("counts %+v, want the 2 canaries sent, the late batch uncertain, the rest hold_lost", counts)
+	}
+	resume, err := sqsmove.ReadJournal(f.journal)
+	if err != nil || len(resume.Moved) != 2+counts.Uncertain {
+		t.Errorf("journal: %d moved (%v), want the canaries and the late batch", len(resume.Moved), err)
+	}
+}

@@ -430,6 +430,9 @@ func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
 	r.countsMu.Unlock()
 
 	res := r.sendEntries(work, b)
+	// Paused past the hold's deadline while the send was in flight: the
+	// messages were ours when sent, but others may have received them since.
+	r.Hold.Expiring(0)
 	if isCanary && res.callErr != nil {
 		// The whole call failed on the first message for this target: the
 		// target is missing or refuses us. Touch nothing else for it.
@@ -486,8 +489,12 @@ func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
 		r.setFatal(err)
 	}
 	delFailed := map[int]error{}
+	lateDelete := false
 	if len(toDelete) > 0 {
 		delFailed = r.Hold.Delete(work, toDelete)
+		// The deadline passed before the delete came back: it may have
+		// reached SQS after another consumer received the message.
+		lateDelete = r.Hold.Expiring(0)
 	}
 	r.stopOnRefusedDelete(delFailed)
 	for _, e := range b.entries {
@@ -496,6 +503,13 @@ func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
 			continue
 		}
 		out := Result{Ord: e.Ord, Msg: e.Msg, Route: e.route, Outcome: outcome, NewID: id}
+		if _, bad := delFailed[e.Ord]; !bad && lateDelete {
+			err := fmt.Errorf("sent (new id %s) and deleted, but the run's hold ran out before the delete came back (the process was paused), so another consumer may have received it and replay it too: %w", id, ErrHoldLost)
+			_ = r.Journal.Write(Event{Event: EvDeleted, Batch: seq, ID: e.Msg.MessageID})
+			_ = r.Journal.Write(Event{Event: EvUncertain, Batch: seq, ID: e.Msg.MessageID, Target: b.target, Error: err.Error()})
+			r.emit(Result{Ord: e.Ord, Msg: e.Msg, Route: e.route, Outcome: OutcomeUncertain, Err: err})
+			continue
+		}
 		if err, bad := delFailed[e.Ord]; bad && (isGone(err) || r.Hold.State(e.Ord) == Lost) {
 			// Its receipt handle was no longer valid: another consumer
 			// received it after it was sent, and may replay it too.
