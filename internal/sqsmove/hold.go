@@ -2,6 +2,7 @@ package sqsmove
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -16,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/deadletter/deadletter/internal/awsconfig"
 )
 
 // State is where a held message stands.
@@ -28,6 +31,13 @@ const (
 	// Extra: received after the scan was told to stop (another message of
 	// the same receive). Never reported, sent or deleted; only released.
 	Extra
+	// Lost: the run no longer holds it: a renewal of its visibility was
+	// refused as "receipt handle invalid / message not in flight" (another
+	// consumer may have received it), or the hold's deadline passed (the
+	// process was paused past its visibility timeout). It is never sent,
+	// deleted or released afterwards: it is visible again, or someone
+	// else's.
+	Lost
 )
 
 // Hold receives every message of a queue and keeps it invisible until it
@@ -48,6 +58,11 @@ type Hold struct {
 	rehandle map[int32]string // newer receipt handles of messages received twice
 	state    []State
 	extended time.Time // when visibility was last set for every held message
+	// safeUntil is a time before which every held message is still
+	// invisible to others: the start of the first receive, or of the last
+	// renewal that succeeded for every message, plus the visibility
+	// timeout. Past it the hold is over.
+	safeUntil time.Time
 	// Redelivered counts messages received more than once during the run
 	// (a visibility timeout that ran out, or a retried receive).
 	Redelivered  int
@@ -135,6 +150,7 @@ func (h *Hold) Receive(ctx context.Context, opt ReceiveOptions, fn func(ord int,
 	h.mu.Lock()
 	if h.extended.IsZero() {
 		h.extended = time.Now()
+		h.safeUntil = h.extended.Add(h.visibility)
 	}
 	h.mu.Unlock()
 
@@ -237,6 +253,11 @@ func (h *Hold) Load(r io.Reader, name string, fn func(ord int, m *Message) (stop
 	for sc.Scan() {
 		line++
 		b := sc.Bytes()
+		if line == 1 {
+			// A byte-order mark, as some editors save UTF-8: not part of
+			// the first message.
+			b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+		}
 		if len(strings.TrimSpace(string(b))) == 0 {
 			continue
 		}
@@ -433,20 +454,36 @@ func (h *Hold) Release(ctx context.Context) (int, map[int]error) {
 	return released, failures
 }
 
-// Extend renews the visibility timeout of every message still held.
+// Extend renews the visibility timeout of every message still held. A
+// message whose renewal is refused because its receipt handle is no
+// longer valid is Lost (unless it was deleted meanwhile); when the hold's
+// deadline has already passed, every held message is Lost and nothing is
+// renewed: others may have received them meanwhile.
 func (h *Hold) Extend(ctx context.Context) error {
 	h.mu.Lock()
-	h.extended = time.Now()
+	start := time.Now()
+	expired := !h.safeUntil.IsZero() && !start.Before(h.safeUntil)
+	h.extended = start
 	before, until := h.beforeExtend, h.extended.Add(h.visibility)
 	h.mu.Unlock()
+	if expired {
+		if h.loseAll() == 0 {
+			return nil
+		}
+		return fmt.Errorf("the hold on the messages ran out (the process was paused past the visibility timeout of %s); they are visible again and are not sent by this run", h.visibility)
+	}
 	if before != nil {
 		before(until)
 	}
 	var firstErr error
 	err := h.EachBatch(100, true, func(batch []Ref) {
-		for _, err := range h.setVisibility(ctx, batch, h.visibility) {
-			// A message deleted meanwhile has an invalid handle: not an error.
-			if firstErr == nil && !isGone(err) {
+		for ord, err := range h.setVisibility(ctx, batch, h.visibility) {
+			if isGone(err) {
+				// Deleted meanwhile (not an error), or no longer ours.
+				h.lose(ord)
+				continue
+			}
+			if firstErr == nil {
 				firstErr = err
 			}
 		}
@@ -454,7 +491,63 @@ func (h *Hold) Extend(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if firstErr == nil {
+		h.mu.Lock()
+		if until.After(h.safeUntil) {
+			h.safeUntil = until
+		}
+		h.mu.Unlock()
+	}
 	return firstErr
+}
+
+// lose marks a message no longer held, unless it was dealt with already.
+func (h *Hold) lose(ord int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s := h.state[ord]; s == Held || s == Extra {
+		h.state[ord] = Lost
+		delete(h.rehandle, int32(ord))
+	}
+}
+
+// loseAll marks every message still held (or Extra) Lost, and returns
+// how many it marked.
+func (h *Hold) loseAll() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for i, s := range h.state {
+		if s == Held || s == Extra {
+			h.state[i] = Lost
+			delete(h.rehandle, int32(i))
+			n++
+		}
+	}
+	return n
+}
+
+// Expiring reports whether the hold's deadline is less than margin away
+// (or past): a send started now might still be in flight when others can
+// receive the message. A hold without a source queue never expires. When
+// it reports true, every message still held is marked Lost.
+func (h *Hold) Expiring(margin time.Duration) bool {
+	if h.api == nil {
+		return false
+	}
+	h.mu.Lock()
+	expiring := !h.safeUntil.IsZero() && !time.Now().Add(margin).Before(h.safeUntil)
+	h.mu.Unlock()
+	if expiring {
+		h.loseAll()
+	}
+	return expiring
+}
+
+// Margin is how far from the hold's deadline a send may still start: a
+// quarter of the visibility timeout, at most 30 seconds.
+func (h *Hold) Margin() time.Duration {
+	return min(h.visibility/4, 30*time.Second)
 }
 
 // EachBatch streams the messages still held, n at a time; withExtra adds
@@ -526,7 +619,9 @@ func (h *Hold) batchCall(ctx context.Context, msgs []Ref, call func(ctx context.
 				for _, m := range chunk {
 					failed[m.Ord] = err
 				}
-				next = append(next, chunk...)
+				if !awsconfig.IsAuthError(err) { // a refused permission stays refused
+					next = append(next, chunk...)
+				}
 				continue
 			}
 			for _, m := range chunk {

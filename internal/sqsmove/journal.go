@@ -24,6 +24,7 @@ const (
 	EvDeleted          = "deleted"           // removed from the source after it was sent or parked
 	EvDeleteFailed     = "delete_failed"     // sent, but still in the source: a resume deletes it
 	EvSkippedDuplicate = "skipped_duplicate" // a resume found it already sent; deleted, not re-sent
+	EvHoldLost         = "hold_lost"         // the run no longer held it when its turn came: not sent, not deleted
 	EvSummary          = "summary"           // the run's counts
 )
 
@@ -54,11 +55,59 @@ type Journal struct {
 
 // OpenJournal appends to path, creating it (mode 0600) when missing.
 func OpenJournal(path string) (*Journal, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
+	if err := dropTornLine(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
 	return &Journal{f: f, w: bufio.NewWriter(f), Path: path, now: time.Now}, nil
+}
+
+// dropTornLine cuts a torn last line (a run killed while writing it) off
+// the end of the journal, so that what is appended next starts a line of
+// its own and every later reader can read the journal: ReadJournal forgives
+// a torn last line only, never one in the middle.
+func dropTornLine(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	end := st.Size()
+	if end == 0 {
+		return nil
+	}
+	buf := make([]byte, 64<<10)
+	for pos := end; pos > 0; {
+		n := int64(len(buf))
+		if n > pos {
+			n = pos
+		}
+		pos -= n
+		if _, err := f.ReadAt(buf[:n], pos); err != nil {
+			return err
+		}
+		for i := n - 1; i >= 0; i-- {
+			if buf[i] != '\n' {
+				continue
+			}
+			cut := pos + i + 1
+			if cut == end {
+				return nil // the last line is whole
+			}
+			return truncateSync(f, cut)
+		}
+	}
+	return truncateSync(f, 0) // one torn line and nothing else
+}
+
+func truncateSync(f *os.File, size int64) error {
+	if err := f.Truncate(size); err != nil {
+		return fmt.Errorf("cut off its torn last line: %w", err)
+	}
+	return f.Sync()
 }
 
 // Write buffers one event.
@@ -199,6 +248,8 @@ func ReadJournal(path string) (Resume, error) {
 			delete(r.Held, ev.ID)
 		case EvSendFailed:
 			delete(r.Uncertain, ev.ID)
+		case EvHoldLost:
+			delete(cur, ev.ID) // visible again, or another consumer's
 		case EvSummary:
 			endRun(true)
 		}

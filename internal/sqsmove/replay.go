@@ -50,6 +50,11 @@ const (
 	// a 5xx). The message may be in the target already; it is not deleted
 	// from the source, so it is a possible duplicate, never a loss.
 	OutcomeUncertain Outcome = "uncertain"
+	// OutcomeHoldLost: the run no longer held the message when its turn
+	// came (a renewal of its visibility was refused, or the process was
+	// paused past the hold's deadline). It was not sent and not deleted: it
+	// is visible in the source again, or another consumer has it.
+	OutcomeHoldLost Outcome = "hold_lost"
 )
 
 // Result is the outcome of one message.
@@ -65,8 +70,8 @@ type Result struct {
 
 // Counts sums the results of a replay.
 type Counts struct {
-	Sent, Parked, Failed, SkippedDuplicates, Abandoned, DeleteFailed, Uncertain int
-	Batches                                                                     int
+	Sent, Parked, Failed, SkippedDuplicates, Abandoned, DeleteFailed, Uncertain, HoldLost int
+	Batches                                                                               int
 }
 
 // Replayer moves held messages to their routes: one canary message first
@@ -141,7 +146,7 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 	canary := map[string]bool{} // targets that had their canary
 	canaryOrd := map[int]bool{} // the canary messages, done in pass 1
 	err := r.Hold.Each(func(ord int, st State, m *Message) error {
-		if st != Held || ctx.Err() != nil || r.Moved[m.MessageID] {
+		if st != Held || ctx.Err() != nil || r.Moved[m.MessageID] || r.fatalErr() != nil {
 			return nil
 		}
 		rt := r.Route(m)
@@ -151,12 +156,18 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 		}
 		canary[target] = true
 		canaryOrd[ord] = true
-		return r.send(ctx, &batch{target: target, park: rt.Park, entries: []entry{{Ref{ord, m}, rt}}, bytes: m.size()}, true)
+		b := &batch{target: target, park: rt.Park, entries: []entry{{Ref{ord, m}, rt}}, bytes: m.size()}
+		err := r.send(ctx, b, true)
+		if len(b.entries) == 0 {
+			canary[target] = false // not sent: the hold on it was lost; the next message is the canary
+		}
+		return err
 	})
 	if err == nil {
 		err = r.fatalErr()
 	}
 	if err != nil || ctx.Err() != nil {
+		r.abandonRest(canaryOrd)
 		return r.counts, err
 	}
 
@@ -184,11 +195,21 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 		}
 	}
 	err = r.Hold.Each(func(ord int, st State, m *Message) error {
+		if st == Lost && !canaryOrd[ord] && !r.Moved[m.MessageID] {
+			if rt := r.Route(m); r.queueOf(rt) != "" {
+				r.holdLost(Ref{ord, m}, rt)
+			}
+			return nil
+		}
 		if st != Held || canaryOrd[ord] {
 			return nil
 		}
 		if ctx.Err() != nil || r.fatalErr() != nil {
-			return nil // leave it held; the caller releases it
+			// Left held, and released by the caller: abandoned.
+			if rt := r.Route(m); r.queueOf(rt) != "" && !r.Moved[m.MessageID] {
+				r.emit(Result{Ord: ord, Msg: m, Route: rt, Outcome: OutcomeAbandoned})
+			}
+			return nil
 		}
 		if r.Moved[m.MessageID] {
 			dups = append(dups, Ref{ord, m})
@@ -296,6 +317,51 @@ func (r *Replayer) setFatal(err error) {
 	})
 }
 
+// holdLost reports a message the run no longer held when its turn came.
+func (r *Replayer) holdLost(ref Ref, rt Route) {
+	_ = r.Journal.Write(Event{Event: EvHoldLost, ID: ref.Msg.MessageID})
+	r.emit(Result{Ord: ref.Ord, Msg: ref.Msg, Route: rt, Outcome: OutcomeHoldLost, Err: ErrHoldLost})
+}
+
+// ErrHoldLost says why a message was not sent.
+var ErrHoldLost = errors.New("the run no longer held it (its visibility was not renewed in time, or another consumer received it): not sent, not deleted")
+
+// stillHeld drops from a batch the messages the run no longer holds,
+// reporting each; when the hold's deadline is too close for a send to
+// finish before it, that is every message.
+func (r *Replayer) stillHeld(b *batch) {
+	r.Hold.Expiring(r.Hold.Margin())
+	kept := b.entries[:0]
+	for _, e := range b.entries {
+		if r.Hold.State(e.Ord) == Lost {
+			r.holdLost(e.Ref, e.route)
+			continue
+		}
+		kept = append(kept, e)
+	}
+	b.entries = kept
+}
+
+// abandonRest reports as abandoned every message still held that routes
+// somewhere and was neither a canary nor moved by an earlier run: the run
+// stopped before their turn. The caller releases them.
+func (r *Replayer) abandonRest(skip map[int]bool) {
+	_ = r.Hold.Each(func(ord int, st State, m *Message) error {
+		if (st != Held && st != Lost) || skip[ord] || r.Moved[m.MessageID] {
+			return nil
+		}
+		rt := r.Route(m)
+		switch {
+		case r.queueOf(rt) == "":
+		case st == Lost:
+			r.holdLost(Ref{ord, m}, rt)
+		default:
+			r.emit(Result{Ord: ord, Msg: m, Route: rt, Outcome: OutcomeAbandoned})
+		}
+		return nil
+	})
+}
+
 func (r *Replayer) abandon(b *batch) {
 	for _, e := range b.entries {
 		r.emit(Result{Ord: e.Ord, Msg: e.Msg, Route: e.route, Outcome: OutcomeAbandoned})
@@ -317,6 +383,8 @@ func (r *Replayer) emit(res Result) {
 		r.counts.Abandoned++
 	case OutcomeUncertain:
 		r.counts.Uncertain++
+	case OutcomeHoldLost:
+		r.counts.HoldLost++
 	}
 	if res.DeleteFailed != nil {
 		r.counts.DeleteFailed++
@@ -336,6 +404,10 @@ func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
 			r.abandon(b)
 			return nil
 		}
+	}
+	r.stillHeld(b)
+	if len(b.entries) == 0 {
+		return nil
 	}
 	work := context.WithoutCancel(ctx)
 	seq := r.batchSeq.Add(1)
@@ -358,6 +430,9 @@ func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
 	r.countsMu.Unlock()
 
 	res := r.sendEntries(work, b)
+	// Paused past the hold's deadline while the send was in flight: the
+	// messages were ours when sent, but others may have received them since.
+	r.Hold.Expiring(0)
 	if isCanary && res.callErr != nil {
 		// The whole call failed on the first message for this target: the
 		// target is missing or refuses us. Touch nothing else for it.
@@ -381,10 +456,21 @@ func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
 	}
 	var toDelete []Ref
 	for _, e := range b.entries {
-		if id, ok := res.accepted[e.Ord]; ok {
-			_ = r.Journal.Write(Event{Event: event, Batch: seq, ID: e.Msg.MessageID, Target: b.target, NewID: id})
-			toDelete = append(toDelete, e.Ref)
+		id, ok := res.accepted[e.Ord]
+		if !ok {
+			continue
 		}
+		_ = r.Journal.Write(Event{Event: event, Batch: seq, ID: e.Msg.MessageID, Target: b.target, NewID: id})
+		if r.Hold.State(e.Ord) == Lost {
+			// The hold was lost while the send was in flight: another
+			// consumer may have received the message and replayed it too.
+			// It is not deleted (it is not ours), and it may now be in its
+			// target twice. A resume deletes it if it is still in the DLQ.
+			delete(res.accepted, e.Ord)
+			res.uncertain[e.Ord] = fmt.Errorf("sent (new id %s), but the run lost its hold on it meanwhile, so another consumer may have replayed it too: %w", id, ErrHoldLost)
+			continue
+		}
+		toDelete = append(toDelete, e.Ref)
 	}
 	for _, e := range b.entries {
 		if err, ok := res.failed[e.Ord]; ok {
@@ -403,15 +489,35 @@ func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
 		r.setFatal(err)
 	}
 	delFailed := map[int]error{}
+	lateDelete := false
 	if len(toDelete) > 0 {
 		delFailed = r.Hold.Delete(work, toDelete)
+		// The deadline passed before the delete came back: it may have
+		// reached SQS after another consumer received the message.
+		lateDelete = r.Hold.Expiring(0)
 	}
+	r.stopOnRefusedDelete(delFailed)
 	for _, e := range b.entries {
 		id, ok := res.accepted[e.Ord]
 		if !ok {
 			continue
 		}
 		out := Result{Ord: e.Ord, Msg: e.Msg, Route: e.route, Outcome: outcome, NewID: id}
+		if _, bad := delFailed[e.Ord]; !bad && lateDelete {
+			err := fmt.Errorf("sent (new id %s) and deleted, but the run's hold ran out before the delete came back (the process was paused), so another consumer may have received it and replay it too: %w", id, ErrHoldLost)
+			_ = r.Journal.Write(Event{Event: EvDeleted, Batch: seq, ID: e.Msg.MessageID})
+			_ = r.Journal.Write(Event{Event: EvUncertain, Batch: seq, ID: e.Msg.MessageID, Target: b.target, Error: err.Error()})
+			r.emit(Result{Ord: e.Ord, Msg: e.Msg, Route: e.route, Outcome: OutcomeUncertain, Err: err})
+			continue
+		}
+		if err, bad := delFailed[e.Ord]; bad && (isGone(err) || r.Hold.State(e.Ord) == Lost) {
+			// Its receipt handle was no longer valid: another consumer
+			// received it after it was sent, and may replay it too.
+			err = fmt.Errorf("sent (new id %s), but the run no longer held it when deleting it (%w), so another consumer may replay it too: %w", id, err, ErrHoldLost)
+			_ = r.Journal.Write(Event{Event: EvUncertain, Batch: seq, ID: e.Msg.MessageID, Target: b.target, Error: err.Error()})
+			r.emit(Result{Ord: e.Ord, Msg: e.Msg, Route: e.route, Outcome: OutcomeUncertain, Err: err})
+			continue
+		}
 		if err, bad := delFailed[e.Ord]; bad {
 			out.DeleteFailed = err
 			_ = r.Journal.Write(Event{Event: EvDeleteFailed, Batch: seq, ID: e.Msg.MessageID, Error: err.Error()})
@@ -421,6 +527,22 @@ func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
 		r.emit(out)
 	}
 	return nil
+}
+
+// ErrDeleteRefused stops a run whose deletes from the source are refused
+// for lack of permission: every message sent after that would stay in the
+// source too, in two places.
+var ErrDeleteRefused = errors.New("the source queue refused to delete messages that were sent")
+
+// stopOnRefusedDelete stops the run when a delete was refused for lack of
+// permission (no retry fixes that).
+func (r *Replayer) stopOnRefusedDelete(failed map[int]error) {
+	for _, err := range failed {
+		if awsconfig.IsAuthError(err) {
+			r.setFatal(fmt.Errorf("%w: %w", ErrDeleteRefused, err))
+			return
+		}
+	}
 }
 
 // ErrCanaryUncertain marks a target whose canary got no reply.
@@ -588,6 +710,7 @@ func DedupID(messageID string) string {
 // moved (the journal says so).
 func (r *Replayer) deleteDuplicates(ctx context.Context, refs []Ref) {
 	failed := r.Hold.Delete(context.WithoutCancel(ctx), refs)
+	r.stopOnRefusedDelete(failed)
 	for _, ref := range refs {
 		res := Result{Ord: ref.Ord, Msg: ref.Msg, Outcome: OutcomeSkippedDuplicate}
 		if err, bad := failed[ref.Ord]; bad {

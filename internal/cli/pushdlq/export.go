@@ -229,13 +229,13 @@ func runExport(cmd *cobra.Command, opts *ExportOptions) (err error) {
 	digest := hex.EncodeToString(out.sum.Sum(nil))
 	sum.SHA256 = &digest
 	if opts.Out != "-" {
-		fmt.Fprintf(f.IO.ErrOut, "wrote %s to %s (synced)\n", plural(sum.Exported, "message"), opts.Out)
+		fmt.Fprintf(f.IO.ErrOut, "wrote %s to %s (synced)\n", output.Plural(sum.Exported, "message"), opts.Out)
 	}
 	if !opts.Delete || sum.Exported == 0 {
 		return nil
 	}
 	if !opts.Yes {
-		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Delete the %s now in %s from %s?", plural(sum.Exported, "message"), opts.Out, sqsmove.Name(s.queue.URL)), "yes")
+		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Delete the %s now in %s from %s?", output.Plural(sum.Exported, "message"), opts.Out, sqsmove.Name(s.queue.URL)), "yes")
 		if err != nil || !ok {
 			fmt.Fprintln(f.IO.ErrOut, "nothing deleted")
 			return err
@@ -243,7 +243,7 @@ func runExport(cmd *cobra.Command, opts *ExportOptions) (err error) {
 	}
 	sum.Deleted, sum.DeleteFailed = deleteHeld(ctx, s.hold)
 	if sum.DeleteFailed > 0 {
-		fmt.Fprintf(f.IO.ErrOut, "%s could not be deleted; they stay in the DLQ (and in the file)\n", plural(sum.DeleteFailed, "message"))
+		fmt.Fprintf(f.IO.ErrOut, "%s could not be deleted; they stay in the DLQ (and in the file)\n", output.Plural(sum.DeleteFailed, "message"))
 		return cmdutil.PartialError
 	}
 	return ctx.Err()
@@ -275,7 +275,7 @@ func writeExportSummary(f *Factory, opts *ExportOptions, s ExportSummary) error 
 	if s.SHA256 != nil {
 		digest = *s.SHA256
 	}
-	_, err := fmt.Fprintf(w, "exported  %d messages (%d bytes) to %s\nsha256    %s\ndeleted   %d (failed %d)\nreleased  %d (failed %d)\n",
-		s.Exported, s.Bytes, s.File, digest, s.Deleted, s.DeleteFailed, s.Released, s.ReleaseFailed)
+	_, err := fmt.Fprintf(w, "exported  %s (%d bytes) to %s\nsha256    %s\ndeleted   %d (failed %d)\nreleased  %d (failed %d)\n",
+		output.Plural(s.Exported, "message"), s.Bytes, s.File, digest, s.Deleted, s.DeleteFailed, s.Released, s.ReleaseFailed)
 	return err
 }

@@ -170,7 +170,7 @@ func printInspect(w io.Writer, r InspectReport) error {
 	if r.InFlight > 0 {
 		fmt.Fprintf(&b, "            %s\n", inFlightNote(r.Visible, r.InFlight))
 	}
-	fmt.Fprintf(&b, "Scanned     %d messages (%s)\n", r.Scanned, scope)
+	fmt.Fprintf(&b, "Scanned     %s (%s)\n", output.Plural(r.Scanned, "message"), scope)
 	if r.CreatedAtMin != nil {
 		fmt.Fprintf(&b, "createdAt   %s … %s\n", *r.CreatedAtMin, *r.CreatedAtMax)
 	}
@@ -206,7 +206,7 @@ func printInspect(w io.Writer, r InspectReport) error {
 	}
 	if r.Suggestion != nil {
 		sg := r.Suggestion
-		fmt.Fprintf(&b, "\nDominant failure: %d %s (%d messages; %d in its main burst)\nSuggested:  %s\n", sg.Code, sg.Name, sg.Count, sg.InWindow, *r.SuggestedArgs)
+		fmt.Fprintf(&b, "\nDominant failure: %d %s (%s; %d in its main burst)\nSuggested:  %s\n", sg.Code, sg.Name, output.Plural(sg.Count, "message"), sg.InWindow, *r.SuggestedArgs)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

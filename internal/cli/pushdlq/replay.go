@@ -2,7 +2,9 @@ package pushdlq
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -88,6 +90,14 @@ A send whose reply never came (a cut connection, a timeout, a 5xx) is
 DLQ. It is journalled as uncertain, counted in the summary and listed there
 (possible_duplicate_ids) with the messages a resume sends again.
 
+A message the run no longer holds is never sent: when the run was paused
+past --visibility-timeout (SIGSTOP, Ctrl-Z, a frozen machine), or a renewal
+of its visibility was refused (another consumer received it), it is left
+alone, counted as hold_lost and listed (hold_lost_ids), and the run exits 3;
+one whose send was in flight then is listed among possible duplicates.
+A delete refused for lack of permission stops the run at once (exit 4),
+saying how many messages are in both places; --resume deletes them.
+
 A write-ahead journal (--journal, default under $XDG_STATE_HOME/deadletter)
 records which messages the run holds and until when, each batch before it is
 sent, and each outcome after. --resume JOURNAL continues a run that was
@@ -96,8 +106,11 @@ visible again (at most --wait-held; longer, it exits 1 saying until when);
 messages the journal shows as sent are deleted from the DLQ instead of being
 sent again; uncertain ones (the batch in flight when the run died, and sends
 whose reply was lost) are sent again, and are the only possible duplicates.
-A scan that finds messages in flight elsewhere says so, and never ends with
-"nothing to replay" and exit 0.`,
+After the scan, the DLQ's messages that are neither visible nor held by
+this run are in flight elsewhere (another consumer, an interrupted run, a
+receive whose reply was lost), and delayed ones cannot be read yet: the
+plan and the summary count both (in_flight_elsewhere, delayed), and the
+run exits 3 whenever either is not zero, never "nothing to replay" and 0.`,
 		Example: `  pushdlq replay --dlq push-dlq --queue-base-url https://sqs.us-east-1.amazonaws.com/123456789012/push- \
       --window 2025-11-14T08:30:00Z/2025-11-14T09:00:00Z --codes 1004,2003 --dry-run
   env $(cat push-dlq.env) pushdlq replay --from-env --yes --rate 50
@@ -125,7 +138,7 @@ A scan that finds messages in flight elsewhere says so, and never ends with
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
 	fl.StringVar(&opts.Ineligible, "ineligible", "release", "what to do with ineligible messages: release (untouched) or park (delay 900 s, as the processor)")
 	fl.IntVar(&opts.Max, "max", 0, "replay at most this many eligible messages (0: all)")
-	fl.Float64Var(&opts.Rate, "rate", 0, "send at most this many messages per second (0: no limit)")
+	fl.Float64Var(&opts.Rate, "rate", 0, "send at most this many messages per second, 0.01 to 100000 (0: no limit)")
 	fl.IntVar(&opts.Concurrency, "concurrency", 4, "batches in flight at once")
 	fl.StringVar(&opts.Journal, "journal", "", "write-ahead journal file (default: a new file under $XDG_STATE_HOME/deadletter)")
 	fl.StringVar(&opts.Resume, "resume", "", "continue the run this journal records (and append to it)")
@@ -202,8 +215,23 @@ func (o *ReplayOptions) validate(cmd *cobra.Command) error {
 	if o.WaitHeld < 0 {
 		return cmdutil.UsageErrorf("--wait-held %s: want 0 or more", o.WaitHeld)
 	}
-	if o.Max < 0 || o.Rate < 0 || o.Concurrency < 1 {
-		return cmdutil.UsageErrorf("--max and --rate want 0 or more, --concurrency 1 or more")
+	if o.Max < 0 || o.Concurrency < 1 {
+		return cmdutil.UsageErrorf("--max wants 0 or more, --concurrency 1 or more")
+	}
+	if o.Rate != 0 && !(o.Rate >= minRate && o.Rate <= maxRate) { // NaN fails both
+		return cmdutil.UsageErrorf("--rate %v: want a number of messages per second from %g to %g, or 0 for no limit", o.Rate, minRate, maxRate)
+	}
+	if o.Journal != "" && o.Resume == "" {
+		// Checked now, not after a scan that holds every message.
+		dir := filepath.Dir(o.Journal)
+		if st, err := os.Stat(dir); err != nil {
+			return cmdutil.UsageErrorf("--journal %s: its directory: %v", o.Journal, err)
+		} else if !st.IsDir() {
+			return cmdutil.UsageErrorf("--journal %s: %s is not a directory", o.Journal, dir)
+		}
+		if st, err := os.Stat(o.Journal); err == nil && st.IsDir() {
+			return cmdutil.UsageErrorf("--journal %s is a directory; name a file", o.Journal)
+		}
 	}
 	if o.Resume != "" {
 		if _, err := os.Stat(o.Resume); err != nil {
@@ -218,6 +246,13 @@ func (o *ReplayOptions) validate(cmd *cobra.Command) error {
 	}
 	return nil
 }
+
+// The bounds of --rate (messages per second): below the minimum the
+// limiter's spacing stops making sense, above the maximum it is no limit.
+const (
+	minRate = 0.01
+	maxRate = 100000.0
+)
 
 // ReplaySummary is the summary record of pushdlq replay.
 type ReplaySummary struct {
@@ -249,6 +284,15 @@ type ReplaySummary struct {
 	// InFlightElsewhere is the DLQ's in-flight count that is not this run's:
 	// messages another consumer or an interrupted run holds invisible.
 	InFlightElsewhere int `json:"in_flight_elsewhere"`
+	// Delayed is the DLQ's count of delayed messages
+	// (ApproximateNumberOfMessagesDelayed): a scan cannot read them.
+	Delayed int `json:"delayed"`
+	// HoldLost counts eligible messages this run no longer held when their
+	// turn came (a renewal of their visibility was refused, or the run was
+	// paused past its visibility timeout): not sent, not deleted; they are
+	// in the DLQ again, or another consumer has them. HoldLostIDs lists them.
+	HoldLost    int      `json:"hold_lost"`
+	HoldLostIDs []string `json:"hold_lost_ids"`
 	// StillHeld counts messages an interrupted run held that a resume did
 	// not find in the DLQ.
 	StillHeld int             `json:"still_held"`
@@ -280,7 +324,7 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 	defer cancel()
 	f := opts.Factory
 	r := &replayRun{opts: opts, f: f, tally: newTally(), failures: failureTally{},
-		summary: ReplaySummary{Type: "summary", DryRun: opts.DryRun, Codes: opts.policy.CodesString(), PossibleDuplicateIDs: []string{}, Failures: []TargetFailure{}}}
+		summary: ReplaySummary{Type: "summary", DryRun: opts.DryRun, Codes: opts.policy.CodesString(), PossibleDuplicateIDs: []string{}, HoldLostIDs: []string{}, Failures: []TargetFailure{}}}
 	r.out = newStdoutGuard(f.IO.Out, cancel)
 	start, end := opts.policy.Window()
 	r.summary.WindowStart, r.summary.WindowEnd = start.Format(time.RFC3339Nano), end.Format(time.RFC3339Nano)
@@ -302,20 +346,29 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 	} else {
 		err = r.scan(ctx)
 	}
+	// A file that cannot be read is not a run: no summary of zeros.
+	unreadFile := opts.FromFile != "" && err != nil
 	defer func() {
 		r.finish()
+		if unreadFile {
+			return
+		}
 		if werr := r.writeSummary(); werr != nil && err == nil && !r.out.Closed() {
 			err = werr
+		}
+		if r.stopNote != "" {
+			fmt.Fprint(f.IO.ErrOut, r.stopNote)
 		}
 		s := r.summary
 		switch {
 		case r.out.Closed():
-			what := fmt.Sprintf("%s sent, %s released", plural(s.Sent, "message"), plural(s.Released, "message"))
+			what := fmt.Sprintf("%s sent, %s released", output.Plural(s.Sent, "message"), output.Plural(s.Released, "message"))
 			if s.Journal != nil {
 				what += ", journal complete: " + *s.Journal
 			}
 			err = stoppedError(what)
-		case err == nil && (s.Failed > 0 || s.DeleteFailed > 0 || s.Abandoned > 0 || s.ReleaseFailed > 0 || s.Uncertain > 0 || s.StillHeld > 0):
+		case err == nil && (s.Failed > 0 || s.DeleteFailed > 0 || s.Abandoned > 0 || s.ReleaseFailed > 0 || s.Uncertain > 0 || s.StillHeld > 0 || s.HoldLost > 0 ||
+			s.InFlightElsewhere > 0 || s.Delayed > 0):
 			err = cmdutil.PartialError
 		}
 	}()
@@ -335,7 +388,7 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 		fmt.Fprintln(f.IO.ErrOut, "dry run: nothing sent; every message is released")
 		if missing > 0 {
 			fmt.Fprintf(f.IO.ErrOut, "dry run: %s of the plan %s not exist; a replay would fail their messages\n",
-				plural(missing, "target queue"), map[bool]string{true: "does", false: "do"}[missing == 1])
+				output.Plural(missing, "target queue"), map[bool]string{true: "does", false: "do"}[missing == 1])
 			return cmdutil.PartialError
 		}
 		return nil
@@ -343,14 +396,19 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 	if r.tally.Eligible == 0 && opts.Ineligible != "park" && r.tally.AlreadySent == 0 {
 		if n := r.summary.InFlightElsewhere + r.summary.StillHeld; n > 0 {
 			verb := map[bool]string{true: "is", false: "are"}[n == 1]
-			fmt.Fprintf(f.IO.ErrOut, "nothing visible to replay, but %s %s in flight: another consumer or an interrupted run holds them; run again once they are visible\n", plural(n, "message"), verb)
-			return cmdutil.PartialError
+			fmt.Fprintf(f.IO.ErrOut, "nothing visible to replay, but %s %s in flight: another consumer or an interrupted run holds them; run again once they are visible\n", output.Plural(n, "message"), verb)
+			return nil // exit 3: in flight elsewhere
+		}
+		if n := r.summary.Delayed; n > 0 {
+			verb := map[bool]string{true: "is", false: "are"}[n == 1]
+			fmt.Fprintf(f.IO.ErrOut, "nothing visible to replay, but %s %s delayed in the DLQ (DelaySeconds): they cannot be read yet; run again once they are visible\n", output.Plural(n, "message"), verb)
+			return nil // exit 3: delayed
 		}
 		fmt.Fprintln(f.IO.ErrOut, "nothing to replay")
 		return nil
 	}
 	if !opts.Yes {
-		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Replay %s?", plural(r.tally.Eligible, "message")), "yes")
+		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Replay %s?", output.Plural(r.tally.Eligible, "message")), "yes")
 		if err != nil || !ok {
 			fmt.Fprintln(f.IO.ErrOut, "nothing sent; every message is released")
 			return err
@@ -377,6 +435,8 @@ type replayRun struct {
 	// what checking the plan's target queues found.
 	failures failureTally
 	targets  map[string]targetCheck
+	// stopNote is what stopped the run, said last on stderr.
+	stopNote string
 }
 
 func (r *replayRun) scan(ctx context.Context) error {
@@ -386,9 +446,6 @@ func (r *replayRun) scan(ctx context.Context) error {
 	}
 	r.s, r.hold, r.source = s, s.hold, s.queue.URL
 	r.summary.Source = s.queue.URL
-	if r.opts.Ineligible == "park" && s.queue.FIFO {
-		return cmdutil.UsageErrorf("--ineligible park: %s is a FIFO queue, which takes no per-message delay", sqsmove.Name(s.queue.URL))
-	}
 	s.banner()
 	fmt.Fprintln(r.f.IO.ErrOut, receiveNote("replay"))
 	return s.scan(ctx, 0, r.observe)
@@ -496,11 +553,14 @@ func (r *replayRun) printPlan() {
 	if n := r.summary.InFlightElsewhere; n > 0 {
 		fmt.Fprintf(w, "  in flight %d: another consumer or an interrupted run holds them; they are not in this plan\n", n)
 	}
+	if n := r.summary.Delayed; n > 0 {
+		fmt.Fprintf(w, "  delayed %d: delayed in the DLQ (DelaySeconds), they cannot be read yet; they are not in this plan\n", n)
+	}
 	if n := r.summary.StillHeld; n > 0 {
 		fmt.Fprintf(w, "  still held %d: the interrupted run held them and they are not back in the DLQ; they are not in this plan\n", n)
 	}
 	if r.opts.Rate > 0 && t.Eligible > 0 {
-		fmt.Fprintf(w, "  rate     %.0f msg/s (about %s)\n", r.opts.Rate, (time.Duration(float64(t.Eligible)/r.opts.Rate) * time.Second).Round(time.Second))
+		fmt.Fprintf(w, "  rate     %g msg/s (about %s)\n", r.opts.Rate, time.Duration(float64(t.Eligible)/r.opts.Rate*float64(time.Second)).Round(time.Second))
 	}
 	r.summary.Scanned, r.summary.Eligible, r.summary.Ineligible = t.Scanned, t.Eligible, ineligible
 }
@@ -563,7 +623,17 @@ func (r *replayRun) replay(ctx context.Context) error {
 	counts, err := rp.Run(ctx)
 	r.summary.Sent, r.summary.Parked, r.summary.Failed = counts.Sent, counts.Parked, counts.Failed
 	r.summary.DeleteFailed, r.summary.SkippedDuplicates, r.summary.Abandoned = counts.DeleteFailed, counts.SkippedDuplicates, counts.Abandoned
-	r.summary.Uncertain = counts.Uncertain
+	r.summary.Uncertain, r.summary.HoldLost = counts.Uncertain, counts.HoldLost
+	if errors.Is(err, sqsmove.ErrDeleteRefused) {
+		n := counts.DeleteFailed
+		verb := map[bool]string{true: "is", false: "are"}[n == 1]
+		r.stopNote = fmt.Sprintf("pushdlq: the DLQ refused to delete: %s\n"+
+			"stopped at once, nothing more is sent: %s %s now in both the target queue and the DLQ.\n"+
+			"Do not start a fresh replay (it would send them again). Once this identity may delete from the DLQ (sqs:DeleteMessage),\n"+
+			"run the same command with --resume %s: it deletes them from the DLQ without re-sending them, and replays the rest.\n",
+			output.Escape(cmdutil.ErrorLine(err)), output.Plural(n, "message"), verb, path)
+		return &cmdutil.ExitError{Code: cmdutil.ExitAuth}
+	}
 	if err != nil {
 		return err
 	}
@@ -580,6 +650,8 @@ func (r *replayRun) record(res sqsmove.Result) {
 	switch {
 	case res.Outcome == sqsmove.OutcomeFailed && res.Err != nil:
 		r.failures.add(target, res.Err)
+	case res.Outcome == sqsmove.OutcomeHoldLost:
+		r.summary.HoldLostIDs = append(r.summary.HoldLostIDs, res.Msg.MessageID)
 	case res.Outcome == sqsmove.OutcomeUncertain,
 		(res.Outcome == sqsmove.OutcomeSent || res.Outcome == sqsmove.OutcomeParked) && r.resume.Uncertain[res.Msg.MessageID]:
 		r.summary.PossibleDuplicateIDs = append(r.summary.PossibleDuplicateIDs, res.Msg.MessageID)
@@ -599,12 +671,12 @@ func (r *replayRun) waitForHeld(ctx context.Context) error {
 	if wait > r.opts.WaitHeld {
 		return &cmdutil.ExitError{Code: cmdutil.ExitFailure, Err: fmt.Errorf(
 			"the interrupted run holds %s invisible until %s (%s from now); resume after then, or pass --wait-held %s",
-			plural(held, "message"), until.UTC().Format(time.RFC3339), wait.Round(time.Second), wait.Round(time.Minute)+time.Minute)}
+			output.Plural(held, "message"), until.UTC().Format(time.RFC3339), wait.Round(time.Second), wait.Round(time.Minute)+time.Minute)}
 	}
 	// A second more: SQS makes them visible at about that time, not before.
 	wait += time.Second
 	fmt.Fprintf(w, "the interrupted run holds %s invisible until %s: waiting %s for them (Ctrl-C stops)\n",
-		plural(held, "message"), until.UTC().Format(time.RFC3339), wait.Round(time.Second))
+		output.Plural(held, "message"), until.UTC().Format(time.RFC3339), wait.Round(time.Second))
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
@@ -630,14 +702,19 @@ func (r *replayRun) inFlightElsewhere(ctx context.Context) {
 			}
 		}
 	}
-	// Before the scan, nothing in flight was ours; after it, ours are held.
-	// Both counts are approximate: take the smaller.
-	before := r.s.queue.InFlight
+	// After the scan every message of the DLQ is visible (none: the scan
+	// went round), held by this run, in flight elsewhere (another consumer,
+	// an interrupted run, or a receive whose reply was lost), or delayed.
 	after, err := sqsmove.Describe(ctx, r.s.api, r.s.queue.URL)
 	if err != nil {
+		fmt.Fprintf(r.f.IO.ErrOut, "warning: could not count the messages in flight elsewhere: %v\n", err)
 		return
 	}
-	n := min(before, max(0, after.InFlight-int64(r.hold.Len())))
+	// Messages the interrupted run held that did not come back are counted
+	// as still_held; when they are invisible (another consumer has them)
+	// they are in the DLQ's in-flight count too: count them once.
+	n := max(0, after.InFlight-int64(r.hold.Len())-int64(r.summary.StillHeld))
+	r.summary.Delayed = int(after.Delayed)
 	r.summary.InFlightElsewhere = int(n)
 }
 
@@ -788,15 +865,24 @@ func (r *replayRun) finish() {
 		fmt.Fprintf(w, "failed %d; they stay in the DLQ:\n", r.summary.Failed)
 		printFailures(w, r.summary.Failures)
 	}
+	if ids := r.summary.HoldLostIDs; len(ids) > 0 {
+		fmt.Fprintf(w, "hold lost %d: the run no longer held them when their turn came (paused past --visibility-timeout %s, or another consumer received them); not sent, not deleted, they are in the DLQ again or another consumer has them:\n",
+			len(ids), r.opts.Queue.Visibility)
+		printIDs(w, ids)
+	}
 	if n := r.summary.PossibleDuplicates; n > 0 {
-		fmt.Fprintf(w, "possible duplicates %d: sent with no reply known, so they may be in their target twice (or in the target and the DLQ):\n", n)
-		ids := r.summary.PossibleDuplicateIDs
-		for _, id := range ids[:min(len(ids), 20)] {
-			fmt.Fprintf(w, "  %s\n", id)
-		}
-		if len(ids) > 20 {
-			fmt.Fprintf(w, "  … and %d more, all in the summary and the journal\n", len(ids)-20)
-		}
+		fmt.Fprintf(w, "possible duplicates %d: sent with no reply known, or sent while the hold on them was lost, so they may be in their target twice (or in the target and the DLQ):\n", n)
+		printIDs(w, r.summary.PossibleDuplicateIDs)
+	}
+}
+
+// printIDs lists up to 20 message ids, one a line.
+func printIDs(w io.Writer, ids []string) {
+	for _, id := range ids[:min(len(ids), 20)] {
+		fmt.Fprintf(w, "  %s\n", id)
+	}
+	if len(ids) > 20 {
+		fmt.Fprintf(w, "  … and %d more, all in the summary and the journal\n", len(ids)-20)
 	}
 }
 
@@ -828,6 +914,12 @@ func (r *replayRun) writeSummary() error {
 	}
 	if s.InFlightElsewhere > 0 {
 		fmt.Fprintf(&b, "in flight elsewhere %d\n", s.InFlightElsewhere)
+	}
+	if s.HoldLost > 0 {
+		fmt.Fprintf(&b, "hold lost           %d\n", s.HoldLost)
+	}
+	if s.Delayed > 0 {
+		fmt.Fprintf(&b, "delayed             %d\n", s.Delayed)
 	}
 	if s.StillHeld > 0 {
 		fmt.Fprintf(&b, "still held          %d\n", s.StillHeld)

@@ -3,21 +3,22 @@ package pushdlq
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/tidwall/gjson"
 
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 )
 
 // queueFlags are the flags of every command that reads the DLQ.
 type queueFlags struct {
-	DLQ        string
-	Visibility time.Duration
-	Wait       time.Duration
+	DLQ          string
+	Visibility   time.Duration
+	Wait         time.Duration
+	AllowRedrive bool
 }
 
 func (q *queueFlags) register(cmd *cobra.Command, required bool) {
@@ -29,6 +30,8 @@ func (q *queueFlags) register(cmd *cobra.Command, required bool) {
 	fl.StringVar(&q.DLQ, "dlq", "", usage)
 	fl.DurationVar(&q.Visibility, "visibility-timeout", 2*time.Minute,
 		"how long received messages stay invisible; renewed while the run lasts, so a killed run frees them this soon")
+	fl.BoolVar(&q.AllowRedrive, "allow-redrive", false,
+		"read a DLQ that has its own redrive policy, although each receive counts toward its maxReceiveCount and can move messages to its own DLQ")
 	fl.DurationVar(&q.Wait, "wait", time.Second, "long-poll wait per receive; the scan ends after two receives bring nothing new")
 	_ = fl.MarkHidden("wait")
 }
@@ -71,6 +74,17 @@ func openSession(ctx context.Context, f *Factory, q queueFlags) (*session, error
 	if err != nil {
 		return nil, err
 	}
+	if queue.FIFO {
+		return nil, cmdutil.UsageErrorf("%s is a FIFO queue; the push DLQ is a standard queue, and pushdlq reads standard queues only: "+
+			"it holds every message it receives, and SQS hands out nothing more of a FIFO message group while one of its messages is held, "+
+			"so a scan would stop at the first message of each group and report the rest as not there", sqsmove.Name(u))
+	}
+	if queue.RedrivePolicy != "" && !q.AllowRedrive {
+		return nil, cmdutil.UsageErrorf("%s has its own redrive policy (maxReceiveCount %s, to %s): every receive by pushdlq counts toward it, "+
+			"so reading the queue (inspect and export too) moves each message whose receive count reaches %s out of it, to that queue, where this tool does not see it; "+
+			"remove the policy, or pass --allow-redrive to read it anyway",
+			sqsmove.Name(u), redriveMax(queue.RedrivePolicy), redriveTarget(queue.RedrivePolicy), redriveMax(queue.RedrivePolicy))
+	}
 	hold, err := sqsmove.NewHold(api, u, q.Visibility)
 	if err != nil {
 		return nil, err
@@ -95,11 +109,16 @@ func (s *session) banner() {
 	}
 	fmt.Fprintf(s.f.IO.ErrOut, "queue %s (account %s, %s)\n", sqsmove.Name(s.queue.URL), acct, s.where)
 	if s.queue.RedrivePolicy != "" {
-		fmt.Fprintf(s.f.IO.ErrOut, "warning: %s has its own redrive policy (maxReceiveCount %s, to %s): receiving its messages may move them there\n",
-			sqsmove.Name(s.queue.URL), gjson.Get(s.queue.RedrivePolicy, "maxReceiveCount").Raw,
-			gjson.Get(s.queue.RedrivePolicy, "deadLetterTargetArn").Str)
+		fmt.Fprintf(s.f.IO.ErrOut, "warning: %s has its own redrive policy (maxReceiveCount %s, to %s): receiving its messages may move them there (--allow-redrive)\n",
+			sqsmove.Name(s.queue.URL), redriveMax(s.queue.RedrivePolicy), redriveTarget(s.queue.RedrivePolicy))
 	}
 }
+
+// redriveMax and redriveTarget read a RedrivePolicy attribute (the count
+// may be a JSON number or a string).
+func redriveMax(policy string) string { return gjson.Get(policy, "maxReceiveCount").String() }
+
+func redriveTarget(policy string) string { return gjson.Get(policy, "deadLetterTargetArn").Str }
 
 // scan receives messages until the queue is exhausted, max new messages
 // were seen or fn says stop; progress goes to stderr on a terminal.
@@ -110,7 +129,7 @@ func (s *session) scan(ctx context.Context, max int, fn func(ord int, m *sqsmove
 	n := 0
 	return s.hold.Receive(ctx, sqsmove.ReceiveOptions{Wait: s.flags.Wait, Max: max, Receivers: 2}, func(ord int, m *sqsmove.Message) bool {
 		n++
-		progress.Update("scanning %s: %d of ~%d messages", sqsmove.Name(s.queue.URL), n, total)
+		progress.Update("scanning %s: %d of ~%s", sqsmove.Name(s.queue.URL), n, output.Plural(int(total), "message"))
 		return fn(ord, m)
 	})
 }
@@ -129,8 +148,8 @@ func (s *session) close() (released int, failed int) {
 			first = err
 			break
 		}
-		fmt.Fprintf(s.f.IO.ErrOut, "warning: %d messages could not be made visible again (%v); they reappear when their visibility timeout (%s) runs out\n",
-			len(failures), first, s.flags.Visibility)
+		fmt.Fprintf(s.f.IO.ErrOut, "warning: %s could not be made visible again (%v); they reappear when their visibility timeout (%s) runs out\n",
+			output.Plural(len(failures), "message"), first, s.flags.Visibility)
 	}
 	s.hold.Close()
 	return released, len(failures)
@@ -140,14 +159,4 @@ func (s *session) close() (released int, failed int) {
 func receiveNote(verb string) string {
 	return fmt.Sprintf("note: %s receives each message, which raises its receive count (ApproximateReceiveCount);\n"+
 		"      messages are held invisible meanwhile and made visible again at the end", verb)
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	if strings.HasSuffix(word, "y") {
-		return fmt.Sprintf("%d %sies", n, word[:len(word)-1])
-	}
-	return fmt.Sprintf("%d %ss", n, word)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/smithy-go"
 
+	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 )
 
@@ -90,6 +91,6 @@ func (f failureTally) rows() []TargetFailure {
 // printFailures writes one line per target and reason.
 func printFailures(w io.Writer, rows []TargetFailure) {
 	for _, r := range rows {
-		fmt.Fprintf(w, "  %s: %s failed: %s\n", sqsmove.Name(r.Target), plural(r.Count, "message"), r.Reason)
+		fmt.Fprintf(w, "  %s: %s failed: %s\n", sqsmove.Name(r.Target), output.Plural(r.Count, "message"), r.Reason)
 	}
 }
