@@ -604,7 +604,7 @@ func (r *recoverRun) run(ctx context.Context, scope selection.Scope) error {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case r.stopErr != nil:
-		return &cmdutil.ExitError{Code: cmdutil.ExitPartial, Err: fmt.Errorf("stopped: %v; %d objects not processed were left in place: re-run to continue", r.stopErr, r.sum.NotProcessed+r.sum.Left)}
+		return &cmdutil.ExitError{Code: cmdutil.ExitPartial, Err: fmt.Errorf("stopped: %v; %s not processed, left in place: re-run to continue", r.stopErr, output.Plural(r.sum.NotProcessed+r.sum.Left, "object"))}
 	case selErr != nil && !errors.Is(selErr, context.Canceled):
 		return selErr
 	case r.sum.Failed > 0 || r.sum.Unreadable > 0 || r.sum.Left > 0:
@@ -876,7 +876,7 @@ func writeSummary(opts *RecoverOptions, s *RecoverSummary) error {
 	}
 	fmt.Fprintf(f.IO.ErrOut, "  SNS: %s\n", s.SNS)
 	if s.StoppedBy != "" {
-		fmt.Fprintf(f.IO.ErrOut, "  stopped: %s\n", s.StoppedBy)
+		fmt.Fprintf(f.IO.ErrOut, "  stopped: %s\n", output.Escape(s.StoppedBy))
 	}
 	return nil
 }

@@ -146,7 +146,7 @@ func TestRecoverDatabaseLostMidRun(t *testing.T) {
 	if proc+left+notProc != sel {
 		t.Errorf("processed %d + left %d + not processed %d != selected %d", proc, left, notProc, sel)
 	}
-	if want := fmt.Sprintf("%d objects not processed were left in place", len(present)); !strings.Contains(r.stderr, want) {
+	if want := fmt.Sprintf("%d objects not processed, left in place", len(present)); !strings.Contains(r.stderr, want) {
 		t.Errorf("the stop message does not say %q (%d objects are in sqs/): %s", want, len(present), r.stderr)
 	}
 

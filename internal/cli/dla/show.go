@@ -168,6 +168,18 @@ func resolveKeys(loc archive.Location, layout dla.Layout, keys []string) ([]stri
 				return nil, cmdutil.UsageErrorf("%s is not in the archive %s: name keys of the archive's own bucket", output.Escape(k), loc)
 			}
 		}
+		// A relative path that is a file here, outside the archive, and
+		// also reads as a key of the archive (sqs/..., from inside another
+		// copy of it) is ambiguous: the operator means one or the other.
+		archiveForm := strings.HasPrefix(k, layout.Root()) || strings.HasPrefix(k, "dead-letter-archive/") ||
+			strings.HasPrefix(k, "sqs/") || strings.HasPrefix(k, "failed-sqs/")
+		if loc.Dir != "" && archiveForm {
+			if _, err := os.Lstat(k); err == nil {
+				if _, inside := localKey(loc, k); !inside {
+					return nil, cmdutil.UsageErrorf("%s is a file here, outside the archive %s, and a key of the archive: give the full key (%s...) or a path inside the archive", output.Escape(k), loc, layout.Root())
+				}
+			}
+		}
 		// A key named twice (in two forms, or from two piped lists) is
 		// one object: handled once.
 		if key := resolveKey(loc, layout, k); !seen[key] {

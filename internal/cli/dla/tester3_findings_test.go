@@ -3,6 +3,11 @@ package dla
 import (
 	"bytes"
 	"encoding/xml"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -244,5 +249,69 @@ func TestTester3DeleteOfAnAlreadyGoneObjectReportedAsFailure(t *testing.T) {
 	}
 	if r.code != 0 || strings.Contains(r.stderr, "not deleted") {
 		t.Errorf("the object is gone, yet recover exits %d and says:\n%s", r.code, r.stderr)
+	}
+}
+
+// show and recover take a local path (relative to the current directory) as
+// naming that file, but a relative path that also reads as a key
+// ("sqs/<date>/<name>", "dead-letter-archive/...", "<stack>/dead-letter-
+// archive/...") is taken as the key in the --archive (or DLA_ARCHIVE)
+// archive, without looking at the file named. An operator standing in a
+// second copy of the archive (a backup, a colleague's download) who names
+// the file in front of them acts on the other archive's object of the same
+// name: here recover writes and deletes archive A's object while the path
+// named a file of archive B. It is the local twin of the first round's
+// s3://OTHER-BUCKET finding: a path that exists and lies outside the archive
+// should be refused, as an absolute or ./ path is.
+func TestTester3RelativePathOfAnotherArchiveActsOnTheArchive(t *testing.T) {
+	a, b := localHostile(t), localHostile(t)
+	a.put(hostileRoot+"sqs/2024-03-02/one", testerValidMessage(t))
+	b.put(hostileRoot+"sqs/2024-03-02/one", testerValidMessage(t))
+	t.Chdir(filepath.Join(b.spec, "dead-letter-archive"))
+	if _, err := os.Stat("sqs/2024-03-02/one"); err != nil {
+		t.Fatal(err)
+	}
+	r := runAt(t, time.Now, noPrompt, "", "recover", "--archive", a.spec, "--database-url", hostileDB(t), "--offline", "--yes",
+		"sqs/2024-03-02/one")
+	if _, ok := a.get(hostileRoot + "sqs/2024-03-02/one"); !ok {
+		t.Errorf("recover of the path sqs/2024-03-02/one (a file of archive B, in the current directory) deleted archive A's object of that key (exit %d):\n%s",
+			r.code, r.stdout)
+	}
+}
+
+// recover's summary line "  stopped: WHY" prints the error that stopped the
+// run unescaped on stderr (writeSummary), while the final "dla: stopped:"
+// line is escaped. The stopping error can quote the archive: here an
+// archived message's `replace` names a key holding an OSC window-title
+// sequence and a clear-screen code, and S3 answers 500 for it (an outage,
+// which stops the run); the error names the key, and the summary line
+// carries ESC to the operator's terminal (item 14).
+func TestTester3StoppedLineInSummaryIsNotEscaped(t *testing.T) {
+	e := newRecoverEnv(t, gen.ReferenceSeed(), nil)
+	h := s3Hostile(t, e.s3)
+	bucket := strings.TrimSuffix(strings.TrimPrefix(h.spec, "s3://"), "/demo")
+	h.put(hostileRoot+"sqs/2024-03-01/held", testerReplaceEvent(t, "held", bucket, "payload\x1b]0;pwned\x07\x1b[2J"))
+	target, err := url.Parse(testsupport.S3Endpoint(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "payload") {
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(500)
+			io.WriteString(w, `<Error><Code>InternalError</Code><Message>We encountered an internal error. Please try again.</Message></Error>`)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	t.Setenv("AWS_ENDPOINT_URL_S3", srv.URL)
+	r := runAt(t, time.Now, e.env, "", "recover", "--archive", h.spec, "--database-url", e.dbURL, "--yes", "-o", "ndjson")
+	if !strings.Contains(r.stderr, "stopped") {
+		t.Fatalf("the run was not stopped (exit %d):\n%s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "\x1b") {
+		t.Errorf("stderr carries a raw ESC from the archive:\n%q", r.stderr)
 	}
 }
