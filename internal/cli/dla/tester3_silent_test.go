@@ -198,4 +198,3 @@ func TestTester3LockSessionGoneSilent(t *testing.T) {
 			b.code, atFreeze, before, after, a.code, firstLines(b.stderr, 3))
 	}
 }
-
