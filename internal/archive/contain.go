@@ -51,61 +51,66 @@ func Contain(store Store, root string) Store {
 	if c, ok := store.(*contained); ok && c.root == root {
 		return c
 	}
-	return &contained{Store: store, root: root}
+	return &contained{inner: store, root: root}
 }
 
+// contained names every method of Store (no embedding), so that a method
+// added to Store cannot reach the inner store unchecked: it will not compile
+// until it is written here.
 type contained struct {
-	Store
-	root string
+	inner Store
+	root  string
 }
+
+func (c *contained) String() string { return c.inner.String() }
 
 func (c *contained) List(ctx context.Context, prefix string, delimited bool, fn func(Entry) error) error {
 	if !strings.HasPrefix(prefix, c.root) {
 		return fmt.Errorf("list %q: %w: it is outside %s", prefix, ErrOutside, c.root)
 	}
-	return c.Store.List(ctx, prefix, delimited, fn)
+	return c.inner.List(ctx, prefix, delimited, fn)
 }
 
 func (c *contained) Get(ctx context.Context, key string) ([]byte, error) {
 	if err := CheckKey(c.root, key); err != nil {
 		return nil, err
 	}
-	return c.Store.Get(ctx, key)
+	return c.inner.Get(ctx, key)
 }
 
 func (c *contained) GetInto(ctx context.Context, key string, buf []byte) ([]byte, error) {
 	if err := CheckKey(c.root, key); err != nil {
 		return nil, err
 	}
-	return c.Store.GetInto(ctx, key, buf)
+	return c.inner.GetInto(ctx, key, buf)
 }
 
 func (c *contained) Stat(ctx context.Context, key string) (Entry, error) {
 	if err := CheckKey(c.root, key); err != nil {
 		return Entry{}, err
 	}
-	return c.Store.Stat(ctx, key)
+	return c.inner.Stat(ctx, key)
 }
 
 func (c *contained) Put(ctx context.Context, key string, body []byte) error {
 	if err := CheckKey(c.root, key); err != nil {
 		return err
 	}
-	return c.Store.Put(ctx, key, body)
+	return c.inner.Put(ctx, key, body)
 }
 
 func (c *contained) PutNew(ctx context.Context, key string, body []byte, origin string) error {
 	if err := CheckKey(c.root, key); err != nil {
 		return err
 	}
-	return c.Store.PutNew(ctx, key, body, origin)
+	return c.inner.PutNew(ctx, key, body, origin)
 }
 
 func (c *contained) Delete(ctx context.Context, key string) error {
 	if err := CheckKey(c.root, key); err != nil {
 		return err
 	}
-	return c.Store.Delete(ctx, key)
+	return c.inner.Delete(ctx, key)
 }
 
 // DeleteMany deletes the keys that pass the check and reports the others as
@@ -120,7 +125,7 @@ func (c *contained) DeleteMany(ctx context.Context, keys []string) (map[string]e
 		}
 		ok = append(ok, k)
 	}
-	failed, err := c.Store.DeleteMany(ctx, ok)
+	failed, err := c.inner.DeleteMany(ctx, ok)
 	if failed == nil {
 		failed = map[string]error{}
 	}
