@@ -135,7 +135,7 @@ func runSearch(cmd *cobra.Command, opts *SearchOptions) error {
 		summary += fmt.Sprintf("; stopped at --limit %d", scope.Limit)
 	}
 	if unsafeKeys > 0 {
-		summary += fmt.Sprintf(", %d keys not printed (use -0)", unsafeKeys)
+		summary += fmt.Sprintf(", %s not printed (use -0)", output.Plural(unsafeKeys, "key"))
 	}
 	fmt.Fprintln(f.IO.ErrOut, summary)
 	if err := finish(nil, st, opts.Select.ignoreUnreadable); err != nil || unsafeKeys == 0 {
