@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/deadletter/deadletter/internal/archive"
 )
@@ -170,5 +171,47 @@ func BenchmarkCheckKey(b *testing.B) {
 		if err := archive.CheckKey("demo/dead-letter-archive/", key); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestLocalRemovesStaleTemporaryFiles: a temporary file left by a killed
+// move does not keep its date folder forever once the folder is otherwise
+// empty; a fresh one (a move in progress) is left alone.
+func TestLocalRemovesStaleTemporaryFiles(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := archive.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := filepath.Join(dir, "demo/dead-letter-archive/sqs/2024-03-01")
+	for _, k := range []string{"demo/dead-letter-archive/sqs/2024-03-01/x", "demo/dead-letter-archive/sqs/2024-03-02/y"} {
+		if err := s.Put(ctx, k, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale := filepath.Join(day, ".dla-tmp-0123456789abcdef")
+	if err := os.WriteFile(stale, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "demo/dead-letter-archive/sqs/2024-03-01/x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(day); !os.IsNotExist(err) {
+		t.Errorf("the date folder with only a stale temporary file left is still there: %v", err)
+	}
+	fresh := filepath.Join(dir, "demo/dead-letter-archive/sqs/2024-03-02/.dla-tmp-fedcba9876543210")
+	if err := os.WriteFile(fresh, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "demo/dead-letter-archive/sqs/2024-03-02/y"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("a fresh temporary file (a write in progress) was removed: %v", err)
 	}
 }

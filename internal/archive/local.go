@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Local is a Store over a directory: key "a/b/c" is the file root/a/b/c.
@@ -477,12 +478,45 @@ func (l *Local) pruneEmptyDirs(a at, dir string) {
 		return
 	}
 	for strings.Contains(dir, "/") {
-		if a.r.Remove(dir) != nil {
+		if a.r.Remove(dir) != nil && (!l.removeStaleTemps(a, dir) || a.r.Remove(dir) != nil) {
 			return
 		}
 		l.dirs.Delete(a.top + "\x00" + dir)
 		dir = path.Dir(dir)
 	}
+}
+
+// staleTempAge is how old a temporary file must be to be left over from a
+// process that was killed (writing one takes milliseconds).
+const staleTempAge = 10 * time.Minute
+
+// removeStaleTemps removes the temporary files a killed process left in
+// dir, when they are all that is left in it, and reports whether it did.
+// Each is garbage: the source of its copy is still in place, or the copy
+// was linked into place before the kill (the temporary name is then a
+// second link to the same bytes).
+func (l *Local) removeStaleTemps(a at, dir string) bool {
+	f, err := a.r.Open(dir)
+	if err != nil {
+		return false
+	}
+	entries, _ := f.ReadDir(8)
+	f.Close()
+	if len(entries) == 0 || len(entries) == 8 {
+		return false
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if !isTempName(e.Name()) || err != nil || !info.Mode().IsRegular() || time.Since(info.ModTime()) < staleTempAge {
+			return false
+		}
+	}
+	for _, e := range entries {
+		if a.r.Remove(path.Join(dir, e.Name())) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func (l *Local) DeleteMany(ctx context.Context, keys []string) (map[string]error, error) {
