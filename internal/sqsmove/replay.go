@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -587,7 +589,50 @@ func OutcomeUnknown(err error) bool {
 		return true
 	}
 	var de *smithy.DeserializationError
-	return errors.As(err, &de) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	return errors.As(err, &de) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		checksumMismatch(err)
+}
+
+// checksumMismatch reports the SDK's own check of the MD5 digests in a
+// reply (MD5OfMessageBody, MD5OfMessageAttributes) failing. The check runs
+// on the reply, so the server has already accepted the request: for a send
+// the messages may be in the target. The SDK's error types are unexported,
+// so they are known by name and by the message it wraps them in.
+func checksumMismatch(err error) bool {
+	for e := range errorChain(err) {
+		switch reflect.TypeOf(e).Name() {
+		case "messageChecksumError", "batchMessageChecksumError":
+			return true
+		}
+	}
+	return strings.Contains(err.Error(), "message checksum validation failed")
+}
+
+// errorChain yields err and every error it wraps, depth first.
+func errorChain(err error) func(func(error) bool) {
+	return func(yield func(error) bool) {
+		var walk func(error) bool
+		walk = func(e error) bool {
+			if e == nil {
+				return true
+			}
+			if !yield(e) {
+				return false
+			}
+			switch u := e.(type) {
+			case interface{ Unwrap() error }:
+				return walk(u.Unwrap())
+			case interface{ Unwrap() []error }:
+				for _, x := range u.Unwrap() {
+					if !walk(x) {
+						return false
+					}
+				}
+			}
+			return true
+		}
+		walk(err)
+	}
 }
 
 // isThrottle reports a whole call the server refused because of its rate:
