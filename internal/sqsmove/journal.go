@@ -97,10 +97,30 @@ func dropTornLine(f *os.File) error {
 			if cut == end {
 				return nil // the last line is whole
 			}
-			return truncateSync(f, cut)
+			return endLastLine(f, cut, end)
 		}
 	}
-	return truncateSync(f, 0) // one torn line and nothing else
+	return endLastLine(f, 0, end) // one line, without its newline
+}
+
+// endLastLine ends the journal's last line, which runs from start to end
+// without a newline. A line that parses is an event whose newline alone
+// was not written (a buffer flushed right before it): ReadJournal acts on
+// it, so it is kept and completed. Only a line that does not parse is torn
+// and cut off.
+func endLastLine(f *os.File, start, end int64) error {
+	last, err := io.ReadAll(io.NewSectionReader(f, start, end-start))
+	if err != nil {
+		return err
+	}
+	var ev Event
+	if json.Unmarshal(last, &ev) != nil {
+		return truncateSync(f, start)
+	}
+	if _, err := f.Write([]byte{'\n'}); err != nil { // O_APPEND: at the end
+		return fmt.Errorf("end its last line: %w", err)
+	}
+	return f.Sync()
 }
 
 func truncateSync(f *os.File, size int64) error {
