@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 )
@@ -192,6 +193,14 @@ type Resume struct {
 	HeldUntil time.Time
 	// Interrupted counts the runs of the journal that have no summary.
 	Interrupted int
+	// First is the event of the journal's first line, and Lines the number
+	// of its lines that parse: a journal that is not empty starts with a
+	// run event.
+	First string
+	Lines int
+	// Sources lists the source queues (the run events' targets) of the
+	// journal's runs, each once, in order.
+	Sources []string
 }
 
 // ReadJournal reads a journal written by an earlier run. A torn last line
@@ -237,10 +246,16 @@ func ReadJournal(path string) (Resume, error) {
 			pendingErr = fmt.Errorf("journal %s line %d is not a journal event: %w", path, line, err)
 			continue
 		}
+		if r.Lines++; line == 1 {
+			r.First = ev.Event
+		}
 		switch ev.Event {
 		case EvRun:
 			endRun(false)
 			open = true
+			if !slices.Contains(r.Sources, ev.Target) {
+				r.Sources = append(r.Sources, ev.Target)
+			}
 		case EvHeld:
 			for _, id := range ev.IDs {
 				cur[id] = true

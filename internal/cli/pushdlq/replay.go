@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -335,6 +336,9 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 		if r.resume, err = sqsmove.ReadJournal(opts.Resume); err != nil {
 			return err
 		}
+		if err := checkResumeJournal(opts, r.resume, opts.Queue.DLQ); err != nil {
+			return err
+		}
 		if err := r.waitForHeld(ctx); err != nil {
 			return err
 		}
@@ -347,7 +351,7 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 		err = r.scan(ctx)
 	}
 	// A file that cannot be read is not a run: no summary of zeros.
-	unreadFile := opts.FromFile != "" && err != nil
+	unreadFile := (opts.FromFile != "" || r.refused) && err != nil
 	defer func() {
 		r.finish()
 		if unreadFile {
@@ -426,6 +430,7 @@ type replayRun struct {
 	source  string // DLQ URL or file name
 	tally   *tally
 	resume  sqsmove.Resume
+	refused bool // the --resume journal is not this DLQ's: no run, no summary
 	journal *sqsmove.Journal
 	out     *stdoutGuard
 	stream  *output.JSONStream
@@ -446,6 +451,13 @@ func (r *replayRun) scan(ctx context.Context) error {
 	}
 	r.s, r.hold, r.source = s, s.hold, s.queue.URL
 	r.summary.Source = s.queue.URL
+	if r.opts.Resume != "" {
+		// Now that --dlq is resolved to its URL, before anything is read.
+		if err := checkResumeJournal(r.opts, r.resume, s.queue.URL); err != nil {
+			r.refused = true
+			return err
+		}
+	}
 	s.banner()
 	fmt.Fprintln(r.f.IO.ErrOut, receiveNote("replay"))
 	return s.scan(ctx, 0, r.observe)
@@ -757,6 +769,35 @@ func (s *session) sourceURL() string {
 		return ""
 	}
 	return s.queue.URL
+}
+
+// checkResumeJournal refuses (exit 2) a --resume file that is not a
+// replay journal (an export file, say), or the journal of a replay of
+// another DLQ than dlq: its held messages would never come back here, and
+// this run would be appended to another queue's journal. dlq is --dlq as
+// given (checked when it is a URL or a queue name) or its resolved URL.
+func checkResumeJournal(o *ReplayOptions, res sqsmove.Resume, dlq string) error {
+	if res.Lines > 0 && res.First != sqsmove.EvRun {
+		return cmdutil.UsageErrorf("--resume %s is not a replay journal (its first line is not a %q event; an export file is replayed with --from-file); left as it is",
+			o.Resume, sqsmove.EvRun)
+	}
+	if o.FromFile != "" {
+		return nil
+	}
+	for _, src := range res.Sources {
+		if src == "" {
+			continue // a run from an export file, or one that did not say
+		}
+		other := src != dlq
+		if !strings.Contains(dlq, "://") {
+			other = !strings.ContainsAny(dlq, "/:") && path.Base(src) != dlq
+		}
+		if other {
+			return cmdutil.UsageErrorf("--resume %s is the journal of a replay of %s, not of --dlq %s; resume it with its own DLQ (journal left as it is)",
+				o.Resume, src, dlq)
+		}
+	}
+	return nil
 }
 
 func (r *replayRun) journalPath() (string, error) {
