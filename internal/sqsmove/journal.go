@@ -227,6 +227,10 @@ func ReadJournal(path string) (Resume, error) {
 		}
 		cur, curUntil, open = map[string]bool{}, time.Time{}, false
 	}
+	// pending: ids sent with no outcome journalled yet; doubt: ids whose
+	// earlier send has no known outcome (journalled uncertain, or sent by a
+	// run that died before the outcome), uncertain until one is sent.
+	pending, doubt := map[string]bool{}, map[string]bool{}
 	later := func(s string) {
 		if t, err := time.Parse(time.RFC3339Nano, s); err == nil && t.After(curUntil) {
 			curUntil = t
@@ -253,6 +257,10 @@ func ReadJournal(path string) (Resume, error) {
 		case EvRun:
 			endRun(false)
 			open = true
+			for id := range pending { // sent by a run that died before the outcome
+				doubt[id] = true
+			}
+			clear(pending)
 			if !slices.Contains(r.Sources, ev.Target) {
 				r.Sources = append(r.Sources, ev.Target)
 			}
@@ -268,21 +276,33 @@ func ReadJournal(path string) (Resume, error) {
 			for _, id := range ev.IDs {
 				if !r.Moved[id] {
 					r.Uncertain[id] = true
+					pending[id] = true
 				}
 			}
+		case EvUncertain:
+			doubt[ev.ID] = true
 		case EvSent, EvParked:
 			r.Moved[ev.ID] = true
 			delete(r.Uncertain, ev.ID)
+			delete(pending, ev.ID)
+			delete(doubt, ev.ID)
 		case EvSkippedDuplicate:
 			r.Moved[ev.ID] = true
 			delete(r.Uncertain, ev.ID)
+			delete(pending, ev.ID)
+			delete(doubt, ev.ID)
 			delete(cur, ev.ID)
 			delete(r.Held, ev.ID)
 		case EvDeleted:
 			delete(cur, ev.ID)
 			delete(r.Held, ev.ID)
 		case EvSendFailed:
-			delete(r.Uncertain, ev.ID)
+			// This send failed; an earlier one with no known outcome may
+			// still have arrived, so such a message stays uncertain.
+			delete(pending, ev.ID)
+			if !doubt[ev.ID] {
+				delete(r.Uncertain, ev.ID)
+			}
 		case EvHoldLost:
 			delete(cur, ev.ID) // visible again, or another consumer's
 		case EvSummary:
