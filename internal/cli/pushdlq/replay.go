@@ -278,8 +278,8 @@ type ReplaySummary struct {
 	// messages is still in the DLQ and may be in its target too.
 	Uncertain int `json:"uncertain"`
 	// PossibleDuplicates lists every message this run may have delivered
-	// twice: its uncertain sends, and the messages it sent again because an
-	// earlier run's send of them was uncertain.
+	// twice: its uncertain sends, and the messages an earlier run's send of
+	// them left uncertain (sent again by this run or not).
 	PossibleDuplicates   int      `json:"possible_duplicates"`
 	PossibleDuplicateIDs []string `json:"possible_duplicate_ids"`
 	// InFlightElsewhere is the DLQ's in-flight count that is not this run's:
@@ -372,7 +372,7 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 			}
 			err = stoppedError(what)
 		case err == nil && (s.Failed > 0 || s.DeleteFailed > 0 || s.Abandoned > 0 || s.ReleaseFailed > 0 || s.Uncertain > 0 || s.StillHeld > 0 || s.HoldLost > 0 ||
-			s.InFlightElsewhere > 0 || s.Delayed > 0):
+			s.InFlightElsewhere > 0 || s.Delayed > 0 || r.unresolved > 0):
 			err = cmdutil.PartialError
 		}
 	}()
@@ -431,11 +431,14 @@ type replayRun struct {
 	tally   *tally
 	resume  sqsmove.Resume
 	refused bool // the --resume journal is not this DLQ's: no run, no summary
-	journal *sqsmove.Journal
-	out     *stdoutGuard
-	stream  *output.JSONStream
-	mu      sync.Mutex
-	summary ReplaySummary
+	// unresolved counts the resumed journal's uncertain messages this run
+	// did not send: listed as possible duplicates, exit 3.
+	unresolved int
+	journal    *sqsmove.Journal
+	out        *stdoutGuard
+	stream     *output.JSONStream
+	mu         sync.Mutex
+	summary    ReplaySummary
 	// failures groups failed messages by target and reason; targets holds
 	// what checking the plan's target queues found.
 	failures failureTally
@@ -670,6 +673,29 @@ func (r *replayRun) record(res sqsmove.Result) {
 	}
 }
 
+// listUnresolvedUncertain lists the messages whose send the resumed
+// journal left uncertain and that this run did not send (no longer
+// eligible, failed, not seen): they may be in their target and in the DLQ
+// still, so they stay possible duplicates, and the run exits 3.
+func (r *replayRun) listUnresolvedUncertain() {
+	if r.opts.DryRun || len(r.resume.Uncertain) == 0 {
+		return
+	}
+	listed := map[string]bool{}
+	for _, id := range r.summary.PossibleDuplicateIDs {
+		listed[id] = true
+	}
+	var ids []string
+	for id := range r.resume.Uncertain {
+		if !listed[id] {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	r.unresolved = len(ids)
+	r.summary.PossibleDuplicateIDs = append(r.summary.PossibleDuplicateIDs, ids...)
+}
+
 // waitForHeld makes a resume wait until the messages the interrupted run
 // held are visible again: scanning earlier finds nothing of them, and a
 // message sent but not deleted would reappear later, in both places.
@@ -893,6 +919,7 @@ func (r *replayRun) finish() {
 		r.hold.Close()
 	}
 	r.summary.Failures = r.failures.rows()
+	r.listUnresolvedUncertain()
 	r.summary.PossibleDuplicates = len(r.summary.PossibleDuplicateIDs)
 	// The journal's summary is the one printed: written after the release.
 	if r.journal != nil {
