@@ -47,9 +47,13 @@ type Event struct {
 // synced to disk before it is sent, and every outcome after. It holds
 // message ids and queue URLs, never bodies or receipt handles.
 type Journal struct {
-	mu   sync.Mutex
-	f    *os.File
-	w    *bufio.Writer
+	mu sync.Mutex
+	f  *os.File
+	// buf holds whole lines not yet written: the file only ever gets
+	// whole lines, in one write each time, so it never ends in a partial
+	// line while a run is writing it (another reader, or a run opening
+	// it, would take that line for a torn one).
+	buf  []byte
 	Path string
 	now  func() time.Time
 }
@@ -64,7 +68,7 @@ func OpenJournal(path string) (*Journal, error) {
 		f.Close()
 		return nil, fmt.Errorf("open journal %s: %w", path, err)
 	}
-	return &Journal{f: f, w: bufio.NewWriter(f), Path: path, now: time.Now}, nil
+	return &Journal{f: f, Path: path, now: time.Now}, nil
 }
 
 // dropTornLine cuts a torn last line (a run killed while writing it) off
@@ -143,8 +147,28 @@ func (j *Journal) Write(ev Event) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	_, err = j.w.Write(append(b, '\n'))
-	return err
+	j.buf = append(append(j.buf, b...), '\n')
+	if len(j.buf) >= journalBuffer {
+		return j.flush()
+	}
+	return nil
+}
+
+// journalBuffer is how many bytes of whole lines Write keeps before it
+// writes them out.
+const journalBuffer = 64 << 10
+
+// flush writes the buffered lines in one write. j.mu is held.
+func (j *Journal) flush() error {
+	if len(j.buf) == 0 {
+		return nil
+	}
+	_, err := j.f.Write(j.buf)
+	j.buf = j.buf[:0]
+	if err != nil {
+		return fmt.Errorf("write journal %s: %w", j.Path, err)
+	}
+	return nil
 }
 
 // Sync writes buffered events to disk.
@@ -154,8 +178,8 @@ func (j *Journal) Sync() error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if err := j.w.Flush(); err != nil {
-		return fmt.Errorf("write journal %s: %w", j.Path, err)
+	if err := j.flush(); err != nil {
+		return err
 	}
 	if err := j.f.Sync(); err != nil {
 		return fmt.Errorf("sync journal %s: %w", j.Path, err)

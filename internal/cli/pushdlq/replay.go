@@ -1,6 +1,7 @@
 package pushdlq
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -331,6 +332,15 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 	r.summary.WindowStart, r.summary.WindowEnd = start.Format(time.RFC3339Nano), end.Format(time.RFC3339Nano)
 	if opts.Output.Value == "ndjson" {
 		r.stream = output.NewJSONStream(r.out, true)
+	}
+	if p := cmp.Or(opts.Resume, opts.Journal); p != "" {
+		// One run at a time writes a journal; a second is refused before
+		// it reads the journal or the DLQ.
+		unlock, err := sqsmove.LockJournal(p)
+		if err != nil {
+			return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err}
+		}
+		defer unlock()
 	}
 	if opts.Resume != "" {
 		if r.resume, err = sqsmove.ReadJournal(opts.Resume); err != nil {
