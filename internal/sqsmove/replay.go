@@ -143,6 +143,28 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 		return r.counts, err
 	}
 
+	// Pass 0: the deletes an earlier run owes (messages it sent and did
+	// not delete), before anything is sent: if the source still refuses
+	// deletes, the run stops without putting one more message in both
+	// places.
+	var owed []Ref
+	_ = r.Hold.Each(func(ord int, st State, m *Message) error {
+		if st == Held && r.Moved[m.MessageID] && r.fatalErr() == nil {
+			if owed = append(owed, Ref{ord, m}); len(owed) == 10 {
+				r.deleteDuplicates(ctx, owed)
+				owed = nil
+			}
+		}
+		return nil
+	})
+	if len(owed) > 0 && r.fatalErr() == nil {
+		r.deleteDuplicates(ctx, owed)
+	}
+	if err := r.fatalErr(); err != nil {
+		r.abandonRest(nil)
+		return r.counts, err
+	}
+
 	// Pass 1: one canary per target, sent alone, before anything else is
 	// sent to that target.
 	canary := map[string]bool{} // targets that had their canary
@@ -190,7 +212,6 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 		}()
 	}
 	pending := map[string]*batch{}
-	var dups []Ref
 	dispatch := func(b *batch) {
 		if len(b.entries) > 0 {
 			work <- b
@@ -214,12 +235,7 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 			return nil
 		}
 		if r.Moved[m.MessageID] {
-			dups = append(dups, Ref{ord, m})
-			if len(dups) == 10 {
-				r.deleteDuplicates(ctx, dups)
-				dups = nil
-			}
-			return nil
+			return nil // its delete was done in pass 0
 		}
 		rt := r.Route(m)
 		target := r.queueOf(rt)
@@ -250,9 +266,6 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 	}
 	close(work)
 	wg.Wait()
-	if len(dups) > 0 && ctx.Err() == nil {
-		r.deleteDuplicates(ctx, dups)
-	}
 	if err == nil {
 		err = r.fatalErr()
 	}
