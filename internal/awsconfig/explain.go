@@ -107,7 +107,7 @@ func Explain(err error) (Explanation, bool) {
 			if code != "" {
 				msg += " (" + code + ")"
 			}
-			e.Message = msg + ": the credentials in use" + profileNote(ce) + " are not allowed to do this; check the profile, the role's policy and the bucket policy"
+			e.Message = msg + ": the credentials in use" + profileNote(ce) + " are not allowed to do this; check the profile, the role's policy and the policy of the resource it names (and of its KMS key, if any)"
 		case expiredCodes[code]:
 			e.Kind = KindExpired
 			e.Message = "the AWS credentials have expired (" + code + "); refresh them (for example 'aws sso login'" + profileFlag(ce) + ", or new session credentials) and check the system clock"

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 )
@@ -46,9 +47,13 @@ type Event struct {
 // synced to disk before it is sent, and every outcome after. It holds
 // message ids and queue URLs, never bodies or receipt handles.
 type Journal struct {
-	mu   sync.Mutex
-	f    *os.File
-	w    *bufio.Writer
+	mu sync.Mutex
+	f  *os.File
+	// buf holds whole lines not yet written: the file only ever gets
+	// whole lines, in one write each time, so it never ends in a partial
+	// line while a run is writing it (another reader, or a run opening
+	// it, would take that line for a torn one).
+	buf  []byte
 	Path string
 	now  func() time.Time
 }
@@ -63,7 +68,7 @@ func OpenJournal(path string) (*Journal, error) {
 		f.Close()
 		return nil, fmt.Errorf("open journal %s: %w", path, err)
 	}
-	return &Journal{f: f, w: bufio.NewWriter(f), Path: path, now: time.Now}, nil
+	return &Journal{f: f, Path: path, now: time.Now}, nil
 }
 
 // dropTornLine cuts a torn last line (a run killed while writing it) off
@@ -97,10 +102,30 @@ func dropTornLine(f *os.File) error {
 			if cut == end {
 				return nil // the last line is whole
 			}
-			return truncateSync(f, cut)
+			return endLastLine(f, cut, end)
 		}
 	}
-	return truncateSync(f, 0) // one torn line and nothing else
+	return endLastLine(f, 0, end) // one line, without its newline
+}
+
+// endLastLine ends the journal's last line, which runs from start to end
+// without a newline. A line that parses is an event whose newline alone
+// was not written (a buffer flushed right before it): ReadJournal acts on
+// it, so it is kept and completed. Only a line that does not parse is torn
+// and cut off.
+func endLastLine(f *os.File, start, end int64) error {
+	last, err := io.ReadAll(io.NewSectionReader(f, start, end-start))
+	if err != nil {
+		return err
+	}
+	var ev Event
+	if json.Unmarshal(last, &ev) != nil {
+		return truncateSync(f, start)
+	}
+	if _, err := f.Write([]byte{'\n'}); err != nil { // O_APPEND: at the end
+		return fmt.Errorf("end its last line: %w", err)
+	}
+	return f.Sync()
 }
 
 func truncateSync(f *os.File, size int64) error {
@@ -122,8 +147,28 @@ func (j *Journal) Write(ev Event) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	_, err = j.w.Write(append(b, '\n'))
-	return err
+	j.buf = append(append(j.buf, b...), '\n')
+	if len(j.buf) >= journalBuffer {
+		return j.flush()
+	}
+	return nil
+}
+
+// journalBuffer is how many bytes of whole lines Write keeps before it
+// writes them out.
+const journalBuffer = 64 << 10
+
+// flush writes the buffered lines in one write. j.mu is held.
+func (j *Journal) flush() error {
+	if len(j.buf) == 0 {
+		return nil
+	}
+	_, err := j.f.Write(j.buf)
+	j.buf = j.buf[:0]
+	if err != nil {
+		return fmt.Errorf("write journal %s: %w", j.Path, err)
+	}
+	return nil
 }
 
 // Sync writes buffered events to disk.
@@ -133,8 +178,8 @@ func (j *Journal) Sync() error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if err := j.w.Flush(); err != nil {
-		return fmt.Errorf("write journal %s: %w", j.Path, err)
+	if err := j.flush(); err != nil {
+		return err
 	}
 	if err := j.f.Sync(); err != nil {
 		return fmt.Errorf("sync journal %s: %w", j.Path, err)
@@ -172,6 +217,14 @@ type Resume struct {
 	HeldUntil time.Time
 	// Interrupted counts the runs of the journal that have no summary.
 	Interrupted int
+	// First is the event of the journal's first line, and Lines the number
+	// of its lines that parse: a journal that is not empty starts with a
+	// run event.
+	First string
+	Lines int
+	// Sources lists the source queues (the run events' targets) of the
+	// journal's runs, each once, in order.
+	Sources []string
 }
 
 // ReadJournal reads a journal written by an earlier run. A torn last line
@@ -198,6 +251,10 @@ func ReadJournal(path string) (Resume, error) {
 		}
 		cur, curUntil, open = map[string]bool{}, time.Time{}, false
 	}
+	// pending: ids sent with no outcome journalled yet; doubt: ids whose
+	// earlier send has no known outcome (journalled uncertain, or sent by a
+	// run that died before the outcome), uncertain until one is sent.
+	pending, doubt := map[string]bool{}, map[string]bool{}
 	later := func(s string) {
 		if t, err := time.Parse(time.RFC3339Nano, s); err == nil && t.After(curUntil) {
 			curUntil = t
@@ -217,10 +274,20 @@ func ReadJournal(path string) (Resume, error) {
 			pendingErr = fmt.Errorf("journal %s line %d is not a journal event: %w", path, line, err)
 			continue
 		}
+		if r.Lines++; line == 1 {
+			r.First = ev.Event
+		}
 		switch ev.Event {
 		case EvRun:
 			endRun(false)
 			open = true
+			for id := range pending { // sent by a run that died before the outcome
+				doubt[id] = true
+			}
+			clear(pending)
+			if !slices.Contains(r.Sources, ev.Target) {
+				r.Sources = append(r.Sources, ev.Target)
+			}
 		case EvHeld:
 			for _, id := range ev.IDs {
 				cur[id] = true
@@ -233,21 +300,33 @@ func ReadJournal(path string) (Resume, error) {
 			for _, id := range ev.IDs {
 				if !r.Moved[id] {
 					r.Uncertain[id] = true
+					pending[id] = true
 				}
 			}
+		case EvUncertain:
+			doubt[ev.ID] = true
 		case EvSent, EvParked:
 			r.Moved[ev.ID] = true
 			delete(r.Uncertain, ev.ID)
+			delete(pending, ev.ID)
+			delete(doubt, ev.ID)
 		case EvSkippedDuplicate:
 			r.Moved[ev.ID] = true
 			delete(r.Uncertain, ev.ID)
+			delete(pending, ev.ID)
+			delete(doubt, ev.ID)
 			delete(cur, ev.ID)
 			delete(r.Held, ev.ID)
 		case EvDeleted:
 			delete(cur, ev.ID)
 			delete(r.Held, ev.ID)
 		case EvSendFailed:
-			delete(r.Uncertain, ev.ID)
+			// This send failed; an earlier one with no known outcome may
+			// still have arrived, so such a message stays uncertain.
+			delete(pending, ev.ID)
+			if !doubt[ev.ID] {
+				delete(r.Uncertain, ev.ID)
+			}
 		case EvHoldLost:
 			delete(cur, ev.ID) // visible again, or another consumer's
 		case EvSummary:

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -141,6 +143,28 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 		return r.counts, err
 	}
 
+	// Pass 0: the deletes an earlier run owes (messages it sent and did
+	// not delete), before anything is sent: if the source still refuses
+	// deletes, the run stops without putting one more message in both
+	// places.
+	var owed []Ref
+	_ = r.Hold.Each(func(ord int, st State, m *Message) error {
+		if st == Held && r.Moved[m.MessageID] && r.fatalErr() == nil {
+			if owed = append(owed, Ref{ord, m}); len(owed) == 10 {
+				r.deleteDuplicates(ctx, owed)
+				owed = nil
+			}
+		}
+		return nil
+	})
+	if len(owed) > 0 && r.fatalErr() == nil {
+		r.deleteDuplicates(ctx, owed)
+	}
+	if err := r.fatalErr(); err != nil {
+		r.abandonRest(nil)
+		return r.counts, err
+	}
+
 	// Pass 1: one canary per target, sent alone, before anything else is
 	// sent to that target.
 	canary := map[string]bool{} // targets that had their canary
@@ -188,7 +212,6 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 		}()
 	}
 	pending := map[string]*batch{}
-	var dups []Ref
 	dispatch := func(b *batch) {
 		if len(b.entries) > 0 {
 			work <- b
@@ -212,12 +235,7 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 			return nil
 		}
 		if r.Moved[m.MessageID] {
-			dups = append(dups, Ref{ord, m})
-			if len(dups) == 10 {
-				r.deleteDuplicates(ctx, dups)
-				dups = nil
-			}
-			return nil
+			return nil // its delete was done in pass 0
 		}
 		rt := r.Route(m)
 		target := r.queueOf(rt)
@@ -248,9 +266,6 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 	}
 	close(work)
 	wg.Wait()
-	if len(dups) > 0 && ctx.Err() == nil {
-		r.deleteDuplicates(ctx, dups)
-	}
 	if err == nil {
 		err = r.fatalErr()
 	}
@@ -587,7 +602,50 @@ func OutcomeUnknown(err error) bool {
 		return true
 	}
 	var de *smithy.DeserializationError
-	return errors.As(err, &de) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	return errors.As(err, &de) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		checksumMismatch(err)
+}
+
+// checksumMismatch reports the SDK's own check of the MD5 digests in a
+// reply (MD5OfMessageBody, MD5OfMessageAttributes) failing. The check runs
+// on the reply, so the server has already accepted the request: for a send
+// the messages may be in the target. The SDK's error types are unexported,
+// so they are known by name and by the message it wraps them in.
+func checksumMismatch(err error) bool {
+	for e := range errorChain(err) {
+		switch reflect.TypeOf(e).Name() {
+		case "messageChecksumError", "batchMessageChecksumError":
+			return true
+		}
+	}
+	return strings.Contains(err.Error(), "message checksum validation failed")
+}
+
+// errorChain yields err and every error it wraps, depth first.
+func errorChain(err error) func(func(error) bool) {
+	return func(yield func(error) bool) {
+		var walk func(error) bool
+		walk = func(e error) bool {
+			if e == nil {
+				return true
+			}
+			if !yield(e) {
+				return false
+			}
+			switch u := e.(type) {
+			case interface{ Unwrap() error }:
+				return walk(u.Unwrap())
+			case interface{ Unwrap() []error }:
+				for _, x := range u.Unwrap() {
+					if !walk(x) {
+						return false
+					}
+				}
+			}
+			return true
+		}
+		walk(err)
+	}
 }
 
 // isThrottle reports a whole call the server refused because of its rate:

@@ -1,11 +1,13 @@
 package pushdlq
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -277,8 +279,8 @@ type ReplaySummary struct {
 	// messages is still in the DLQ and may be in its target too.
 	Uncertain int `json:"uncertain"`
 	// PossibleDuplicates lists every message this run may have delivered
-	// twice: its uncertain sends, and the messages it sent again because an
-	// earlier run's send of them was uncertain.
+	// twice: its uncertain sends, and the messages an earlier run's send of
+	// them left uncertain (sent again by this run or not).
 	PossibleDuplicates   int      `json:"possible_duplicates"`
 	PossibleDuplicateIDs []string `json:"possible_duplicate_ids"`
 	// InFlightElsewhere is the DLQ's in-flight count that is not this run's:
@@ -331,8 +333,20 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 	if opts.Output.Value == "ndjson" {
 		r.stream = output.NewJSONStream(r.out, true)
 	}
+	if p := cmp.Or(opts.Resume, opts.Journal); p != "" {
+		// One run at a time writes a journal; a second is refused before
+		// it reads the journal or the DLQ.
+		unlock, err := sqsmove.LockJournal(p)
+		if err != nil {
+			return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err}
+		}
+		defer unlock()
+	}
 	if opts.Resume != "" {
 		if r.resume, err = sqsmove.ReadJournal(opts.Resume); err != nil {
+			return err
+		}
+		if err := checkResumeJournal(opts, r.resume, opts.Queue.DLQ); err != nil {
 			return err
 		}
 		if err := r.waitForHeld(ctx); err != nil {
@@ -347,7 +361,7 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 		err = r.scan(ctx)
 	}
 	// A file that cannot be read is not a run: no summary of zeros.
-	unreadFile := opts.FromFile != "" && err != nil
+	unreadFile := (opts.FromFile != "" || r.refused) && err != nil
 	defer func() {
 		r.finish()
 		if unreadFile {
@@ -368,7 +382,7 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 			}
 			err = stoppedError(what)
 		case err == nil && (s.Failed > 0 || s.DeleteFailed > 0 || s.Abandoned > 0 || s.ReleaseFailed > 0 || s.Uncertain > 0 || s.StillHeld > 0 || s.HoldLost > 0 ||
-			s.InFlightElsewhere > 0 || s.Delayed > 0):
+			s.InFlightElsewhere > 0 || s.Delayed > 0 || r.unresolved > 0):
 			err = cmdutil.PartialError
 		}
 	}()
@@ -426,11 +440,15 @@ type replayRun struct {
 	source  string // DLQ URL or file name
 	tally   *tally
 	resume  sqsmove.Resume
-	journal *sqsmove.Journal
-	out     *stdoutGuard
-	stream  *output.JSONStream
-	mu      sync.Mutex
-	summary ReplaySummary
+	refused bool // the --resume journal is not this DLQ's: no run, no summary
+	// unresolved counts the resumed journal's uncertain messages this run
+	// did not send: listed as possible duplicates, exit 3.
+	unresolved int
+	journal    *sqsmove.Journal
+	out        *stdoutGuard
+	stream     *output.JSONStream
+	mu         sync.Mutex
+	summary    ReplaySummary
 	// failures groups failed messages by target and reason; targets holds
 	// what checking the plan's target queues found.
 	failures failureTally
@@ -446,6 +464,13 @@ func (r *replayRun) scan(ctx context.Context) error {
 	}
 	r.s, r.hold, r.source = s, s.hold, s.queue.URL
 	r.summary.Source = s.queue.URL
+	if r.opts.Resume != "" {
+		// Now that --dlq is resolved to its URL, before anything is read.
+		if err := checkResumeJournal(r.opts, r.resume, s.queue.URL); err != nil {
+			r.refused = true
+			return err
+		}
+	}
 	s.banner()
 	fmt.Fprintln(r.f.IO.ErrOut, receiveNote("replay"))
 	return s.scan(ctx, 0, r.observe)
@@ -658,6 +683,29 @@ func (r *replayRun) record(res sqsmove.Result) {
 	}
 }
 
+// listUnresolvedUncertain lists the messages whose send the resumed
+// journal left uncertain and that this run did not send (no longer
+// eligible, failed, not seen): they may be in their target and in the DLQ
+// still, so they stay possible duplicates, and the run exits 3.
+func (r *replayRun) listUnresolvedUncertain() {
+	if r.opts.DryRun || len(r.resume.Uncertain) == 0 {
+		return
+	}
+	listed := map[string]bool{}
+	for _, id := range r.summary.PossibleDuplicateIDs {
+		listed[id] = true
+	}
+	var ids []string
+	for id := range r.resume.Uncertain {
+		if !listed[id] {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	r.unresolved = len(ids)
+	r.summary.PossibleDuplicateIDs = append(r.summary.PossibleDuplicateIDs, ids...)
+}
+
 // waitForHeld makes a resume wait until the messages the interrupted run
 // held are visible again: scanning earlier finds nothing of them, and a
 // message sent but not deleted would reappear later, in both places.
@@ -759,6 +807,35 @@ func (s *session) sourceURL() string {
 	return s.queue.URL
 }
 
+// checkResumeJournal refuses (exit 2) a --resume file that is not a
+// replay journal (an export file, say), or the journal of a replay of
+// another DLQ than dlq: its held messages would never come back here, and
+// this run would be appended to another queue's journal. dlq is --dlq as
+// given (checked when it is a URL or a queue name) or its resolved URL.
+func checkResumeJournal(o *ReplayOptions, res sqsmove.Resume, dlq string) error {
+	if res.Lines > 0 && res.First != sqsmove.EvRun {
+		return cmdutil.UsageErrorf("--resume %s is not a replay journal (its first line is not a %q event; an export file is replayed with --from-file); left as it is",
+			o.Resume, sqsmove.EvRun)
+	}
+	if o.FromFile != "" {
+		return nil
+	}
+	for _, src := range res.Sources {
+		if src == "" {
+			continue // a run from an export file, or one that did not say
+		}
+		other := src != dlq
+		if !strings.Contains(dlq, "://") {
+			other = !strings.ContainsAny(dlq, "/:") && path.Base(src) != dlq
+		}
+		if other {
+			return cmdutil.UsageErrorf("--resume %s is the journal of a replay of %s, not of --dlq %s; resume it with its own DLQ (journal left as it is)",
+				o.Resume, src, dlq)
+		}
+	}
+	return nil
+}
+
 func (r *replayRun) journalPath() (string, error) {
 	switch {
 	case r.opts.Resume != "":
@@ -852,6 +929,7 @@ func (r *replayRun) finish() {
 		r.hold.Close()
 	}
 	r.summary.Failures = r.failures.rows()
+	r.listUnresolvedUncertain()
 	r.summary.PossibleDuplicates = len(r.summary.PossibleDuplicateIDs)
 	// The journal's summary is the one printed: written after the release.
 	if r.journal != nil {

@@ -1,0 +1,33 @@
+package main_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/deadletter/deadletter/internal/testsupport"
+)
+
+// tester-4 (cosmetic): an SQS AccessDenied is explained with the archive's
+// S3 wording: "check the profile, the role's policy and the bucket
+// policy". pushdlq has no bucket; the policy that may refuse is the
+// queue's (its access policy) or a KMS key's. Seen in the exit-4 message of
+// a refused DeleteMessageBatch.
+func TestTester4SQSAccessDeniedDoesNotTalkOfABucket(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1, 2)
+	w.seed(8)
+	proxy := testsupport.NewProxy(t, w.endpoint)
+	proxy.SetHook(func(op string, _ []byte) ([]byte, *testsupport.Reply) {
+		if op == "DeleteMessageBatch" {
+			return nil, &testsupport.Reply{Status: 400, Body: testsupport.AWSJSONError("AccessDenied", "not authorized to perform: sqs:deletemessage")}
+		}
+		return nil, nil
+	})
+	_, stderr, code := w.run([]string{"AWS_ENDPOINT_URL=" + proxy.URL}, "", w.replayArgs("--yes", "-o", "json")...)
+	if code != 4 {
+		t.Fatalf("exit %d, want 4\n%s", code, stderr)
+	}
+	if strings.Contains(stderr, "bucket") {
+		t.Errorf("the SQS access-denied message talks of a bucket policy:\n%s", stderr)
+	}
+}
