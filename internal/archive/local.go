@@ -178,14 +178,8 @@ func (l *Local) openFile(key string) (*os.File, fs.FileInfo, error) {
 	} else if err != nil {
 		return nil, nil, err
 	}
-	if err := l.realDir(a, key, path.Dir(a.rel)); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, fmt.Errorf("%s: %w", key, ErrNotFound)
-		}
-		return nil, nil, err
-	}
 	dir, name := path.Dir(a.rel), path.Base(a.rel)
-	fr, err := l.folder(a, dir)
+	fr, err := l.folder(a, key, dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, fmt.Errorf("%s: %w", key, ErrNotFound)
@@ -225,9 +219,10 @@ func (l *Local) openFile(key string) (*os.File, fs.FileInfo, error) {
 	return f, st, nil
 }
 
-// folder is the os.Root of dir below a's root (checked by realDir first),
-// from the cache when it is there.
-func (l *Local) folder(a at, dir string) (*os.Root, error) {
+// folder is the os.Root of dir below a's root, from the cache when it is
+// there; a folder enters the cache once realDir has checked it (so a read
+// from a known folder costs no check and no allocation).
+func (l *Local) folder(a at, key, dir string) (*os.Root, error) {
 	if dir == "." {
 		return a.r, nil
 	}
@@ -237,6 +232,9 @@ func (l *Local) folder(a at, dir string) (*os.Root, error) {
 	l.foldersMu.Unlock()
 	if r != nil {
 		return r, nil
+	}
+	if err := l.realDir(a, key, dir); err != nil {
+		return nil, err
 	}
 	r, err := a.r.OpenRoot(dir)
 	if err != nil {
