@@ -984,29 +984,18 @@ func (r *replayRun) writeSummary() error {
 	fmt.Fprintf(&b, "failed              %d\n", s.Failed)
 	fmt.Fprintf(&b, "delete failed       %d\n", s.DeleteFailed)
 	fmt.Fprintf(&b, "skipped duplicates  %d\n", s.SkippedDuplicates)
-	if s.Uncertain > 0 {
-		fmt.Fprintf(&b, "uncertain           %d\n", s.Uncertain)
-	}
-	if s.PossibleDuplicates > 0 {
-		fmt.Fprintf(&b, "possible duplicates %d\n", s.PossibleDuplicates)
-	}
-	if s.InFlightElsewhere > 0 {
-		fmt.Fprintf(&b, "in flight elsewhere %d\n", s.InFlightElsewhere)
-	}
-	if s.HoldLost > 0 {
-		fmt.Fprintf(&b, "hold lost           %d\n", s.HoldLost)
-	}
-	if s.Delayed > 0 {
-		fmt.Fprintf(&b, "delayed             %d\n", s.Delayed)
-	}
-	if s.StillHeld > 0 {
-		fmt.Fprintf(&b, "still held          %d\n", s.StillHeld)
-	}
-	if s.Abandoned > 0 {
-		fmt.Fprintf(&b, "abandoned           %d\n", s.Abandoned)
-	}
-	if s.ReleaseFailed > 0 {
-		fmt.Fprintf(&b, "release failed      %d\n", s.ReleaseFailed)
+	// Counts that are shown only when not zero.
+	for _, c := range []struct {
+		label string
+		n     int
+	}{
+		{"uncertain", s.Uncertain}, {"possible duplicates", s.PossibleDuplicates}, {"in flight elsewhere", s.InFlightElsewhere},
+		{"hold lost", s.HoldLost}, {"delayed", s.Delayed}, {"still held", s.StillHeld}, {"abandoned", s.Abandoned},
+		{"release failed", s.ReleaseFailed},
+	} {
+		if c.n > 0 {
+			fmt.Fprintf(&b, "%-19s %d\n", c.label, c.n)
+		}
 	}
 	if s.Journal != nil {
 		fmt.Fprintf(&b, "journal             %s\n", *s.Journal)
