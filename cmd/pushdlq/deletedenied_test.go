@@ -19,13 +19,7 @@ func TestDeleteDeniedStopsAndResumeDeletesWithoutResending(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 1, 2)
 	w.seed(80)
-	proxy := testsupport.NewProxy(t, w.endpoint)
-	proxy.SetHook(func(op string, _ []byte) ([]byte, *testsupport.Reply) {
-		if op == "DeleteMessageBatch" {
-			return nil, &testsupport.Reply{Status: 400, Body: testsupport.AWSJSONError("AccessDenied", "not authorized to perform: sqs:deletemessage")}
-		}
-		return nil, nil
-	})
+	proxy := denyDeletes(t, w.endpoint)
 	journal := filepath.Join(t.TempDir(), "journal.ndjson")
 	stdout, stderr, code := w.run([]string{"AWS_ENDPOINT_URL=" + proxy.URL}, "", w.replayArgs("--yes", "-o", "json", "--journal", journal)...)
 	if code != 4 {
@@ -43,4 +37,17 @@ func TestDeleteDeniedStopsAndResumeDeletesWithoutResending(t *testing.T) {
 		t.Errorf("resume: exit %d: %s\n%s", code, stdout, stderr)
 	}
 	w.exactlyOnce(w.places(1, 2), eligible, nil)
+}
+
+// denyDeletes is a proxy in front of endpoint whose DLQ refuses deletes
+// (AccessDenied on DeleteMessageBatch); SetHook(nil) allows them again.
+func denyDeletes(t *testing.T, endpoint string) *testsupport.Proxy {
+	proxy := testsupport.NewProxy(t, endpoint)
+	proxy.SetHook(func(op string, _ []byte) ([]byte, *testsupport.Reply) {
+		if op == "DeleteMessageBatch" {
+			return nil, &testsupport.Reply{Status: 400, Body: testsupport.AWSJSONError("AccessDenied", "not authorized to perform: sqs:deletemessage")}
+		}
+		return nil, nil
+	})
+	return proxy
 }

@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
-
-	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
 // tester-4: a run stopped with exit 4 because the DLQ refused deletes (1
@@ -26,13 +24,7 @@ func TestTester4ResumeWhileDeletesAreStillDeniedSaysWhatIsInBothPlaces(t *testin
 	t.Parallel()
 	w := newWorld(t, 1, 2)
 	w.seed(80)
-	proxy := testsupport.NewProxy(t, w.endpoint)
-	proxy.SetHook(func(op string, _ []byte) ([]byte, *testsupport.Reply) {
-		if op == "DeleteMessageBatch" {
-			return nil, &testsupport.Reply{Status: 400, Body: testsupport.AWSJSONError("AccessDenied", "not authorized to perform: sqs:deletemessage")}
-		}
-		return nil, nil
-	})
+	proxy := denyDeletes(t, w.endpoint)
 	env := []string{"AWS_ENDPOINT_URL=" + proxy.URL}
 	journal := filepath.Join(t.TempDir(), "journal.ndjson")
 	stdout, stderr, code := w.run(env, "", w.replayArgs("--yes", "-o", "json", "--journal", journal)...)

@@ -3,8 +3,6 @@ package main_test
 import (
 	"strings"
 	"testing"
-
-	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
 // tester-4 (cosmetic): an SQS AccessDenied is explained with the archive's
@@ -16,13 +14,7 @@ func TestTester4SQSAccessDeniedDoesNotTalkOfABucket(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 1, 2)
 	w.seed(8)
-	proxy := testsupport.NewProxy(t, w.endpoint)
-	proxy.SetHook(func(op string, _ []byte) ([]byte, *testsupport.Reply) {
-		if op == "DeleteMessageBatch" {
-			return nil, &testsupport.Reply{Status: 400, Body: testsupport.AWSJSONError("AccessDenied", "not authorized to perform: sqs:deletemessage")}
-		}
-		return nil, nil
-	})
+	proxy := denyDeletes(t, w.endpoint)
 	_, stderr, code := w.run([]string{"AWS_ENDPOINT_URL=" + proxy.URL}, "", w.replayArgs("--yes", "-o", "json")...)
 	if code != 4 {
 		t.Fatalf("exit %d, want 4\n%s", code, stderr)

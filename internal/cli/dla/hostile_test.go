@@ -104,6 +104,19 @@ func both(t *testing.T, fn func(t *testing.T, h *hostileArchive)) {
 	})
 }
 
+// generateInto writes gen's objects into the local folder dir (the folder
+// that holds the stack folder).
+func generateInto(t *testing.T, dir string, opts gen.Options) {
+	t.Helper()
+	store, err := archive.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gen.Generate(opts, func(o gen.Object) error { return store.Put(context.Background(), o.Key, o.Body) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func hostileDB(t *testing.T) string { return testsupport.NewCumulusDatabase(t, gen.ReferenceSeed()) }
 
 var noPrompt = map[string]string{"DEADLETTER_NO_PROMPT": "1"}
@@ -468,17 +481,8 @@ func TestRecoverRacingWritersDoNotFailMessages(t *testing.T) {
 	var specs []string
 	for range 2 {
 		dir := t.TempDir()
-		store, err := archive.NewLocal(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = gen.Generate(gen.Options{Stack: "demo", Count: 300, Seed: 77, Days: 1, Malformed: -1, MinGranules: 1, MaxGranules: 3,
-			Start: time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)}, func(o gen.Object) error {
-			return store.Put(context.Background(), o.Key, o.Body)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		generateInto(t, dir, gen.Options{Stack: "demo", Count: 300, Seed: 77, Days: 1, Malformed: -1, MinGranules: 1, MaxGranules: 3,
+			Start: time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)})
 		specs = append(specs, filepath.Join(dir, "demo"))
 	}
 	outs := make([]runResult, len(specs))

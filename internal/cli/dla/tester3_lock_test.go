@@ -11,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/dla/gen"
 )
 
@@ -34,16 +33,7 @@ func firstLines(s string, n int) string {
 func TestTester3SameLocalArchiveByTwoPathsIsNotLocked(t *testing.T) {
 	h := localHostile(t)
 	ctx := context.Background()
-	store, err := archive.NewLocal(filepath.Dir(h.spec))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = gen.Generate(gen.Options{Stack: "demo", Count: 1500, Seed: 3, MinGranules: 1, MaxGranules: 3, Malformed: -1}, func(o gen.Object) error {
-		return store.Put(ctx, o.Key, o.Body)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	generateInto(t, filepath.Dir(h.spec), gen.Options{Stack: "demo", Count: 1500, Seed: 3, MinGranules: 1, MaxGranules: 3, Malformed: -1})
 	second := filepath.Join(t.TempDir(), "mnt")
 	if err := os.Mkdir(second, 0o755); err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/dla/gen"
 )
 
@@ -114,16 +113,7 @@ func (p *freezeProxy) freeze(port int) bool {
 func TestTester3LockSessionGoneSilent(t *testing.T) {
 	h := localHostile(t)
 	ctx := context.Background()
-	store, err := archive.NewLocal(filepath.Dir(h.spec))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = gen.Generate(gen.Options{Stack: "demo", Count: 4000, Seed: 3, MinGranules: 1, MaxGranules: 3, Malformed: -1}, func(o gen.Object) error {
-		return store.Put(ctx, o.Key, o.Body)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	generateInto(t, filepath.Dir(h.spec), gen.Options{Stack: "demo", Count: 4000, Seed: 3, MinGranules: 1, MaxGranules: 3, Malformed: -1})
 	db := hostileDB(t)
 	u, err := url.Parse(db)
 	if err != nil {

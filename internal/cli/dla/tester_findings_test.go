@@ -515,16 +515,7 @@ func TestTesterUnreadableReplaceBucketStopsRecovery(t *testing.T) {
 func TestTesterLockLostWithItsSession(t *testing.T) {
 	h := localHostile(t)
 	ctx := context.Background()
-	store, err := archive.NewLocal(filepath.Dir(h.spec))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = gen.Generate(gen.Options{Stack: "demo", Count: 1500, Seed: 3, MinGranules: 1, MaxGranules: 3, Malformed: -1}, func(o gen.Object) error {
-		return store.Put(ctx, o.Key, o.Body)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	generateInto(t, filepath.Dir(h.spec), gen.Options{Stack: "demo", Count: 1500, Seed: 3, MinGranules: 1, MaxGranules: 3, Malformed: -1})
 	db := hostileDB(t)
 	conn, err := pgx.Connect(ctx, db)
 	if err != nil {
