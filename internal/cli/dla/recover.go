@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
@@ -249,22 +248,18 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	if dburl == "" && opts.DBSecret == "" {
 		dburl = f.Getenv("DATABASE_URL")
 	}
-	poolCfg, err := cumulusdb.PoolConfig(dburl, maxPool)
-	if err != nil {
-		return cmdutil.UsageErrorf("%v", err)
-	}
-	if opts.DBSecret != "" {
+	poolCfg, err := cumulusdb.Configure(ctx, dburl, opts.DBSecret, maxPool, func(ctx context.Context, id string) ([]byte, error) {
 		cfg, err := loadAWS()
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out, err := awsconfig.SecretsManager(cfg, *f.AWS).GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(opts.DBSecret)})
-		if err != nil {
-			return fmt.Errorf("reading the database secret %s: %w", opts.DBSecret, err)
-		}
-		if err := cumulusdb.ApplySecret(poolCfg, []byte(aws.ToString(out.SecretString))); err != nil {
-			return fmt.Errorf("database secret %s: %w", opts.DBSecret, err)
-		}
+		return awsconfig.SecretText(ctx, awsconfig.SecretsManager(cfg, *f.AWS), id)
+	})
+	switch {
+	case errors.Is(err, cumulusdb.ErrConnString):
+		return cmdutil.UsageErrorf("%v", err)
+	case err != nil:
+		return err
 	}
 	w := &recovery.Writer{Now: f.Now, Region: "us-east-1"}
 	if !opts.Offline {
