@@ -283,7 +283,7 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 		return fmt.Errorf("connecting to %s: %w", cumulusdb.Target(poolCfg), err)
 	}
 	defer pool.Close()
-	if err := checkTables(ctx, pool); err != nil {
+	if err := cumulusdb.CheckTables(ctx, pool); err != nil {
 		return fmt.Errorf("%s: %w", cumulusdb.Target(poolCfg), err)
 	}
 	var lock *cumulusdb.ArchiveLock
@@ -360,22 +360,6 @@ func undatable(scope selection.Scope, key string) bool {
 
 const snsNote = "no SNS notifications were sent (dla recover does not publish them)"
 
-func checkTables(ctx context.Context, pool *pgxpool.Pool) error {
-	var missing []string
-	for _, t := range cumulusdb.Tables {
-		var ok bool
-		if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, t).Scan(&ok); err != nil {
-			return err
-		}
-		if !ok {
-			missing = append(missing, t)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("the database has no table %s: is it a Cumulus database? (dla never creates tables in one it did not create)", strings.Join(missing, ", "))
-	}
-	return nil
-}
 
 func printPlan(w io.Writer, p *recoverPlan, opts *RecoverOptions) {
 	mode := "recover"
