@@ -360,7 +360,6 @@ func undatable(scope selection.Scope, key string) bool {
 
 const snsNote = "no SNS notifications were sent (dla recover does not publish them)"
 
-
 func printPlan(w io.Writer, p *recoverPlan, opts *RecoverOptions) {
 	mode := "recover"
 	switch {

@@ -176,7 +176,6 @@ func TestWriterRowsMatchRecover(t *testing.T) {
 	t.Logf("rows identical in the five tables: %d", total)
 }
 
-
 func canonicalRows(rows []map[string]any) []string {
 	out := make([]string, 0, len(rows))
 	for _, r := range rows {
