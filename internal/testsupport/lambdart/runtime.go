@@ -12,6 +12,32 @@
 // One process serves one invocation at a time, as in Lambda. It starts on
 // the first Invoke (a cold start) and is reused until it dies; the next
 // Invoke after a death starts a fresh one.
+//
+// What a function's tests should know:
+//
+//   - The process gets a minimal environment (see Function), not the
+//     test's: pass everything it needs in Function.Env, including the
+//     endpoints of the test services (ServiceEnv). Credentials are the test
+//     ones (testsupport.AccessKey/SecretKey), the region us-east-1.
+//   - Its stdout and stderr go to one file: Runtime.Logs (all of it),
+//     Invocation.Logs (what it wrote while holding that invocation, complete
+//     when Invoke returns), JSONLines/JSONLogs to read structured lines.
+//   - Outcomes: a returned handler error is Invocation.FunctionError (the
+//     process lives on); a process that dies while holding an invocation
+//     (os.Exit, panic after reporting, SIGKILL) is ErrCrashed, Lambda's
+//     "Runtime.ExitError"; a deadline overrun is ErrTimedOut and kills the
+//     process; a failure before the first /next (a Go main that exits over
+//     a bad environment variable) is ErrInitFailed, whose message carries
+//     the process's output.
+//   - Through an ESM, any of those failures deletes nothing: the whole
+//     batch comes back after the visibility timeout. Only a successful
+//     response deletes, minus its batchItemFailures.
+//   - Faults: Kill (now), KillDuring (the nth invocation, right after the
+//     process received it), KillDuringOnLog (the nth invocation, once its
+//     output contains a string, e.g. the log line of its third record).
+//   - Measures: Stats (cold starts, per-invocation durations, peak RSS per
+//     process from /proc VmHWM); RuntimeStats.Summary for a log line and
+//     RuntimeStats.Report for a benchmark's metrics.
 package lambdart
 
 import (
@@ -715,14 +741,24 @@ func JSONLines(out []byte) []map[string]any {
 // directly (no pipe), so whatever a process wrote before it answered is
 // there when the answer arrives.
 func (r *Runtime) readLogs(from, to int64) []byte {
-	b, err := os.ReadFile(r.logPath)
-	if err != nil || from > int64(len(b)) {
+	f, err := os.Open(r.logPath)
+	if err != nil {
 		return nil
 	}
-	if to < 0 || to > int64(len(b)) {
-		to = int64(len(b))
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil
 	}
-	return b[from:to]
+	if to < 0 || to > fi.Size() {
+		to = fi.Size()
+	}
+	if from >= to {
+		return nil
+	}
+	b := make([]byte, to-from)
+	n, _ := f.ReadAt(b, from)
+	return b[:n]
 }
 
 func (r *Runtime) logSize() int64 {
