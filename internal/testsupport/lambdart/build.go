@@ -61,6 +61,7 @@ func Build(t testing.TB, pkg string) string {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("lambdart: go build %s: %v\n%s", pkg, err, out)
 	}
+	watchSources(t, root, pkg)
 	bootstrap := filepath.Join(dir, "bootstrap")
 	if err := os.Rename(tmp.Name(), bootstrap); err != nil {
 		t.Fatalf("lambdart: %v", err)
@@ -100,4 +101,26 @@ func goTool() string {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// watchSources stats every source file of the module that pkg is built
+// from. go test records the files a test stats in its cache key, so a
+// cached pass is not reused after the function's code changed, even when
+// the test's own package does not import it.
+func watchSources(t testing.TB, root, pkg string) {
+	const format = `{{if .Module}}{{if .Module.Main}}{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}
+{{end}}{{range .EmbedFiles}}{{$d}}/{{.}}
+{{end}}{{end}}{{end}}`
+	cmd := exec.Command(goTool(), "list", "-deps", "-f", format, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("lambdart: go list %s: %v", pkg, err)
+	}
+	for _, f := range append(strings.Split(string(out), "\n"), filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum")) {
+		if f != "" {
+			os.Stat(f)
+		}
+	}
 }

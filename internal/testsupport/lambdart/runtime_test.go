@@ -128,6 +128,24 @@ func TestCrashIsExitErrorAndTheNextInvokeIsCold(t *testing.T) {
 	}
 }
 
+// aws-lambda-go reports a panic as a function error, then exits: the
+// error is the outcome, and the next invocation is a cold start.
+func TestPanicIsReportedThenTheProcessIsGone(t *testing.T) {
+	rt := startFn(t, nil)
+	ctx := context.Background()
+	inv, err := rt.Invoke(ctx, event(t, "panic"))
+	if err != nil || inv.FunctionError == nil || !strings.Contains(inv.FunctionError.Message, "panicked") {
+		t.Fatalf("panic: %+v %v", inv, err)
+	}
+	inv, err = rt.Invoke(ctx, event(t, "a"))
+	if err != nil || !inv.Cold {
+		t.Fatalf("after the panic: %+v %v", inv, err)
+	}
+	if s := rt.Stats(); s.ColdStarts != 2 || s.Crashes != 0 || s.FunctionErrors != 1 {
+		t.Fatalf("stats: %+v", s)
+	}
+}
+
 func TestKillDuringKillsThatInvocation(t *testing.T) {
 	rt := startFn(t, nil)
 	rt.KillDuring(2)

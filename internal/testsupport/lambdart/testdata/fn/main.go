@@ -6,6 +6,7 @@
 //	bad-id     reports an itemIdentifier that is not in the batch
 //	error      the handler returns an error
 //	crash      os.Exit(3) mid-batch
+//	panic      panics (aws-lambda-go reports it, then the process exits)
 //	crash-once os.Exit(3) while ApproximateReceiveCount is 1
 //	sleep      sleeps SLEEP_MS (default 300) ms, ignoring the deadline
 //	alloc      allocates and touches ALLOC_MB (default 64) MiB
@@ -88,6 +89,8 @@ func handle(ctx context.Context, payload json.RawMessage) (any, error) {
 			return nil, errors.New("record " + r.MessageId + " asked for an error")
 		case "crash":
 			os.Exit(3)
+		case "panic":
+			panic("record " + r.MessageId + " panicked")
 		case "crash-once":
 			if first {
 				os.Exit(3)
