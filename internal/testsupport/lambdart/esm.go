@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
 // ESM is the SQS event-source mapping, as Lambda's SQS poller runs it.
@@ -191,7 +193,7 @@ func BodiesEvent(queueARN, region string, bodies ...string) events.SQSEvent {
 	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	for i, b := range bodies {
 		msgs[i] = types.Message{
-			MessageId: aws.String(newRequestID()), ReceiptHandle: aws.String(randomHex(32)), Body: aws.String(b),
+			MessageId: aws.String(newRequestID()), ReceiptHandle: aws.String(testsupport.RandomHex(32)), Body: aws.String(b),
 			Attributes: map[string]string{"ApproximateReceiveCount": "1", "SentTimestamp": now,
 				"SenderId": "AIDAIENQZJOLO23YVJ4VO", "ApproximateFirstReceiveTimestamp": now},
 		}

@@ -43,9 +43,7 @@ package lambdart
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -437,7 +435,7 @@ func (r *Runtime) environ(gen int) []string {
 		"AWS_LAMBDA_FUNCTION_VERSION":     "$LATEST",
 		"AWS_LAMBDA_INITIALIZATION_TYPE":  "on-demand",
 		"AWS_LAMBDA_LOG_GROUP_NAME":       "/aws/lambda/" + fn.Name,
-		"AWS_LAMBDA_LOG_STREAM_NAME":      time.Now().UTC().Format("2006/01/02") + "/[$LATEST]" + randomHex(16),
+		"AWS_LAMBDA_LOG_STREAM_NAME":      time.Now().UTC().Format("2006/01/02") + "/[$LATEST]" + testsupport.RandomHex(16),
 		"AWS_LAMBDA_RUNTIME_API":          r.runtimeAPI(gen),
 		"LAMBDA_TASK_ROOT":                dir,
 		"LAMBDA_RUNTIME_DIR":              dir,
@@ -832,19 +830,13 @@ func tail(b []byte) string {
 	return string(b)
 }
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 func newRequestID() string {
-	h := randomHex(16)
+	h := testsupport.RandomHex(16)
 	return h[0:8] + "-" + h[8:12] + "-4" + h[13:16] + "-a" + h[17:20] + "-" + h[20:32]
 }
 
 func traceID() string {
-	return fmt.Sprintf("Root=1-%08x-%s;Parent=%s;Sampled=0", time.Now().Unix(), randomHex(12), randomHex(8))
+	return fmt.Sprintf("Root=1-%08x-%s;Parent=%s;Sampled=0", time.Now().Unix(), testsupport.RandomHex(12), testsupport.RandomHex(8))
 }
 
 // Summary is a one-line account of the stats, for test logs and closing
