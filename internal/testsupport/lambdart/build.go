@@ -15,7 +15,7 @@ import (
 
 // BuildFlags are the go build flags of a processor's bootstrap, the same as
 // .goreleaser.yaml's (flags and ldflags). Keep them in step.
-var BuildFlags = []string{"-trimpath", "-ldflags=-s -w"}
+var BuildFlags = []string{"-trimpath", "-tags=lambda.norpc", "-ldflags=-s -w"}
 
 var (
 	buildMu    sync.Mutex
