@@ -1,6 +1,8 @@
 package awsconfig
 
 import (
+	"context"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
@@ -32,4 +34,13 @@ func SNS(cfg aws.Config, s Settings) *sns.Client {
 			o.BaseEndpoint = aws.String(s.EndpointURL)
 		}
 	})
+}
+
+// SecretText reads a secret's string value by name or ARN.
+func SecretText(ctx context.Context, c *secretsmanager.Client, id string) ([]byte, error) {
+	out, err := c.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
+	if err != nil {
+		return nil, err
+	}
+	return []byte(aws.ToString(out.SecretString)), nil
 }
