@@ -42,6 +42,12 @@ type Notifier interface {
 	Publish(ctx context.Context, topic Topic, message []byte) error
 }
 
+// DiscardNotifier publishes nothing and never fails: a dry run's
+// Notifier, so that the notifications are still built and counted.
+type DiscardNotifier struct{}
+
+func (DiscardNotifier) Publish(context.Context, Topic, []byte) error { return nil }
+
 // PublishError: a write was committed but its notification could not be
 // published. The Writer returns it inside a TransientError: v21 throws
 // too (the message goes to the DLQ); recover leaves the object where it

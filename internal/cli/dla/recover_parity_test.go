@@ -149,6 +149,10 @@ type oracle struct {
 		Tags          []string `json:"tags"`
 	} `json:"objects"`
 	Tables map[string][]map[string]any `json:"tables"`
+	SNS    map[string]struct {
+		Count    int      `json:"count"`
+		Messages []string `json:"messages"`
+	} `json:"sns"`
 }
 
 type manifest struct {
@@ -166,19 +170,7 @@ type manifest struct {
 // v21 wrote and compares every outcome and every database row with what
 // Cumulus v21's own recovery did (recovery-oracle.json).
 func TestRecoverParityWithCumulusV21(t *testing.T) {
-	e := newRecoverEnv(t, seed3Seed(t), loadSFN(t, seed3+"/archive/_fixtures/sfn.json"))
-	entries, _ := os.ReadDir(seed3 + "/archive/_fixtures/s3")
-	for _, b := range entries {
-		ensureBucket(t, e.s3, b.Name())
-		uploadTree(t, e.s3, b.Name(), filepath.Join(seed3, "archive/_fixtures/s3", b.Name()), "")
-	}
-	if n := uploadTree(t, e.s3, "demo-internal", seed3+"/archive/demo", "demo/"); n != 150 {
-		t.Fatalf("uploaded %d archive objects, want 150", n)
-	}
-	var orc oracle
-	var man manifest
-	readJSON(t, seed3+"/recovery-oracle.json", &orc)
-	readJSON(t, seed3+"/archive/manifest.json", &man)
+	e, orc, man := newSeed3Env(t)
 
 	runStart := time.Now().Add(-time.Second)
 	r := runAt(t, time.Now, e.env, "", "recover", "--archive", "s3://demo-internal/demo", "--database-url", e.dbURL,
@@ -314,6 +306,28 @@ func TestRecoverParityWithCumulusV21(t *testing.T) {
 	}
 	t.Logf("database rows identical to v21: %d / %d (of v21's %d rows, %d identical; every other row comes from a documented improvement)",
 		rowsSame, rowsTotal, v21Rows, v21Same)
+}
+
+// newSeed3Env is the seed-3 archive in S3 (bucket demo-internal, stack
+// demo) with the other objects its recovery reads, the database seeded as
+// v21's was, and the Step Functions fake answering as v21's stand-in did;
+// with the oracle and the manifest.
+func newSeed3Env(t *testing.T) (*recoverEnv, oracle, manifest) {
+	t.Helper()
+	e := newRecoverEnv(t, seed3Seed(t), loadSFN(t, seed3+"/archive/_fixtures/sfn.json"))
+	entries, _ := os.ReadDir(seed3 + "/archive/_fixtures/s3")
+	for _, b := range entries {
+		ensureBucket(t, e.s3, b.Name())
+		uploadTree(t, e.s3, b.Name(), filepath.Join(seed3, "archive/_fixtures/s3", b.Name()), "")
+	}
+	if n := uploadTree(t, e.s3, "demo-internal", seed3+"/archive/demo", "demo/"); n != 150 {
+		t.Fatalf("uploaded %d archive objects, want 150", n)
+	}
+	var orc oracle
+	var man manifest
+	readJSON(t, seed3+"/recovery-oracle.json", &orc)
+	readJSON(t, seed3+"/archive/manifest.json", &man)
+	return e, orc, man
 }
 
 func readJSON(t *testing.T, path string, v any) {
