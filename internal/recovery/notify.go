@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // SNS notifications, as Cumulus v21 publishes them after each write
@@ -165,7 +167,7 @@ func (o *apiObject) str(key string, s *string) {
 func (o *apiObject) text(key, s string) { o.raw(key, jsonString(s)) }
 func (o *apiObject) json(key, s string) {
 	if s != "" {
-		o.raw(key, compact(s))
+		o.raw(key, jsJSON(s))
 	}
 }
 func (o *apiObject) real(key string, f *float32) {
@@ -198,10 +200,68 @@ func float4(f float32) float64 {
 	return v
 }
 
+// jsJSON is JSON.stringify(JSON.parse(raw)) for a jsonb column's text, as
+// node-postgres and v21 turn it around: no white space, and numbers as
+// JavaScript writes doubles (1.50 → 1.5, 1e2 → 100). Key order and string
+// escapes are PostgreSQL's, which are JavaScript's.
+func jsJSON(raw string) string {
+	v := gjson.Parse(raw)
+	if !v.Exists() {
+		return compact(raw)
+	}
+	var b strings.Builder
+	b.Grow(len(raw))
+	writeJS(&b, v)
+	return b.String()
+}
+
+func writeJS(b *strings.Builder, v gjson.Result) {
+	switch {
+	case v.IsObject():
+		b.WriteByte('{')
+		first := true
+		v.ForEach(func(k, x gjson.Result) bool {
+			if !first {
+				b.WriteByte(',')
+			}
+			first = false
+			b.WriteString(k.Raw)
+			b.WriteByte(':')
+			writeJS(b, x)
+			return true
+		})
+		b.WriteByte('}')
+	case v.IsArray():
+		b.WriteByte('[')
+		first := true
+		v.ForEach(func(_, x gjson.Result) bool {
+			if !first {
+				b.WriteByte(',')
+			}
+			first = false
+			writeJS(b, x)
+			return true
+		})
+		b.WriteByte(']')
+	case v.Type == gjson.Number:
+		f, err := strconv.ParseFloat(v.Raw, 64)
+		if err != nil {
+			b.WriteString(v.Raw)
+			return
+		}
+		b.WriteString(jsNumber(f))
+	default:
+		b.WriteString(v.Raw)
+	}
+}
+
 // jsNumber is JSON.stringify of a number.
 func jsNumber(f float64) string {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return "null"
+	}
+	if f == 0 {
+		return "0" // also -0
 	}
 	if a := math.Abs(f); a != 0 && (a >= 1e21 || a < 1e-6) {
 		s := strconv.FormatFloat(f, 'e', -1, 64) // 1.5e-07

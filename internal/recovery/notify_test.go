@@ -16,3 +16,14 @@ func TestJSNumberAndFloat4(t *testing.T) {
 		}
 	}
 }
+
+func TestJSJSON(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"b": [1.50, 1e2, -0, 12345678901234567890], "a": {"c": "x\ny", "d": null, "e": true}}`: `{"b":[1.5,100,0,12345678901234567000],"a":{"c":"x\ny","d":null,"e":true}}`,
+		`[]`: `[]`, `{}`: `{}`, `"s"`: `"s"`, `0.0000001`: `1e-7`,
+	} {
+		if got := jsJSON(raw); got != want {
+			t.Errorf("jsJSON(%s) = %s, want %s", raw, got, want)
+		}
+	}
+}
