@@ -80,7 +80,15 @@ var seed3SNSDifferences = []struct {
 // oracle's keys) with what v21 published, plus exactly the differences
 // above.
 func TestRecoverSNSParityWithCumulusV21(t *testing.T) {
-	e, orc, _ := newSeed3Env(t)
+	e := newRecoverEnv(t, testsupport.Seed3Seed(t), testsupport.LoadSFN(t, seed3+"/archive/_fixtures/sfn.json"))
+	testsupport.UploadSeed3(t, e.s3)
+	var orc struct {
+		SNS map[string]struct {
+			Count    int      `json:"count"`
+			Messages []string `json:"messages"`
+		} `json:"sns"`
+	}
+	readJSON(t, seed3+"/recovery-oracle.json", &orc)
 	topics := withTopics(t, e)
 	r := runAt(t, time.Now, e.env, "", "recover", "--archive", "s3://demo-internal/demo", "--database-url", e.dbURL,
 		"--yes", "--concurrency", "1", "-o", "ndjson")
@@ -207,7 +215,7 @@ func TestRecoverSNSPublishFailureLeavesTheObject(t *testing.T) {
 	topics := withTopics(t, e)
 	bucket := generatedArchive(t, e, 20)
 	layout := dla.Layout{Stack: "demo"}
-	before := keySet(t, e.s3, bucket, layout.AreaPrefix(dla.AreaSQS))
+	before := testsupport.KeySet(t, e.s3, bucket, layout.AreaPrefix(dla.AreaSQS))
 	good := e.env["execution_sns_topic_arn"]
 	e.env["execution_sns_topic_arn"] = good + "-deleted"
 	now := func() time.Time { return time.Date(2024, 3, 20, 12, 0, 0, 0, time.UTC) }
@@ -228,8 +236,8 @@ func TestRecoverSNSPublishFailureLeavesTheObject(t *testing.T) {
 		t.Fatalf("no object left by the publish failure: %s", r.stdout)
 	}
 	key := failed["key"].(string)
-	after := keySet(t, e.s3, bucket, layout.AreaPrefix(dla.AreaSQS))
-	if !after[key] || len(listKeys(t, e.s3, bucket, layout.AreaPrefix(dla.AreaFailed))) > len(before)-len(after) {
+	after := testsupport.KeySet(t, e.s3, bucket, layout.AreaPrefix(dla.AreaSQS))
+	if !after[key] || len(testsupport.ListKeys(t, e.s3, bucket, layout.AreaPrefix(dla.AreaFailed))) > len(before)-len(after) {
 		t.Fatalf("%s not left in sqs/ (or moved): %v", key, after[key])
 	}
 	// The execution was committed before the publish, as in v21.
@@ -259,7 +267,7 @@ func TestRecoverSNSPublishFailureLeavesTheObject(t *testing.T) {
 	// published, and it is deleted.
 	e.env["execution_sns_topic_arn"] = good
 	r = runAt(t, now, e.env, "", args...)
-	if r.code == 1 || r.code == 2 || keySet(t, e.s3, bucket, layout.AreaPrefix(dla.AreaSQS))[key] {
+	if r.code == 1 || r.code == 2 || testsupport.KeySet(t, e.s3, bucket, layout.AreaPrefix(dla.AreaSQS))[key] {
 		t.Fatalf("re-run: exit %d, object still in sqs/: %s", r.code, r.stderr)
 	}
 	published := false
