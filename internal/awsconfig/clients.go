@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 )
 
 // SFN returns a Step Functions client (--endpoint-url applies).
@@ -20,6 +21,15 @@ func SFN(cfg aws.Config, s Settings) *sfn.Client {
 // SecretsManager returns a Secrets Manager client (--endpoint-url applies).
 func SecretsManager(cfg aws.Config, s Settings) *secretsmanager.Client {
 	return secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) {
+		if s.EndpointURL != "" {
+			o.BaseEndpoint = aws.String(s.EndpointURL)
+		}
+	})
+}
+
+// SNS returns an SNS client (--endpoint-url applies).
+func SNS(cfg aws.Config, s Settings) *sns.Client {
+	return sns.NewFromConfig(cfg, func(o *sns.Options) {
 		if s.EndpointURL != "" {
 			o.BaseEndpoint = aws.String(s.EndpointURL)
 		}

@@ -72,6 +72,9 @@ type Writer struct {
 	Objects Objects       // nil: no CMR files, sizes or replace payloads
 	Region  string        // for execution URLs; us-east-1 when empty
 	Now     func() time.Time
+	// Notifier publishes what v21 publishes after each write (notify.go);
+	// nil: nothing is published. With one, DB must be a RecordSource.
+	Notifier Notifier
 }
 
 // Outcome of one record.
@@ -105,6 +108,9 @@ type Result struct {
 	DescribeCalled   bool             `json:"-"`
 	Warnings         []string         `json:"warnings,omitempty"`
 	GranuleLinksOnly bool             `json:"granule_links_only,omitempty"`
+	// Published counts the notifications published (nil without a
+	// Notifier, or when none was).
+	Published *PublishCounts `json:"published,omitempty"`
 }
 
 // Outcome sums the result up: dropped when every write was dropped.
@@ -174,6 +180,13 @@ func (w *Writer) Write(ctx context.Context, msg gjson.Result) (*Result, error) {
 		return res, &UnwrapError{Reason: "the message is not a JSON object"}
 	}
 	doExec, doPdr, doGranules := writeFlags(msg)
+	var src RecordSource
+	if w.Notifier != nil {
+		var err error
+		if src, err = w.recordSource(); err != nil {
+			return res, err
+		}
+	}
 
 	coll := msg.Get("meta.collection")
 	cname, cversion := coll.Get("name"), coll.Get("version")
@@ -222,12 +235,25 @@ func (w *Writer) Write(ctx context.Context, msg gjson.Result) (*Result, error) {
 		if err != nil {
 			return res, err
 		}
-		id, err := w.DB.UpsertExecution(ctx, row)
+		var id int64
+		var stored *StoredExecution
+		if src != nil {
+			id, stored, err = src.UpsertExecutionRecord(ctx, row)
+		} else {
+			id, err = w.DB.UpsertExecution(ctx, row)
+		}
 		if err != nil {
 			return res, err
 		}
 		executionID = &id
 		res.Execution = Written
+		if src != nil {
+			// v21 publishes the translated RETURNING row; a failure fails
+			// the message although the execution is committed.
+			if err := w.publish(ctx, res, TopicExecution, ExecutionRecord(stored)); err != nil {
+				return res, err
+			}
+		}
 	}
 
 	var providerID *int64
@@ -244,13 +270,26 @@ func (w *Writer) Write(ctx context.Context, msg gjson.Result) (*Result, error) {
 		}
 		if row != nil {
 			res.PdrName = row.Name
-			ok, err := w.DB.UpsertPdr(ctx, row)
+			var ok bool
+			var stored *StoredPdr
+			if src != nil {
+				ok, stored, err = src.UpsertPdrRecord(ctx, row)
+			} else {
+				ok, err = w.DB.UpsertPdr(ctx, row)
+			}
 			if err != nil {
 				return res, err
 			}
 			res.Pdr = Dropped
 			if ok {
 				res.Pdr = Written
+			}
+			if src != nil {
+				// v21 publishes the PDR whether the guard let the update
+				// through or kept the existing row (re-read by name).
+				if err := w.publish(ctx, res, TopicPdr, PdrRecord(stored, w.Region)); err != nil {
+					return res, err
+				}
 			}
 		}
 	} else if truthy(msg.Get("payload.pdr")) {
@@ -332,7 +371,7 @@ func (w *Writer) writeGranules(ctx context.Context, msg, granules gjson.Result, 
 	cache := map[string]*int64{}
 	granules.ForEach(func(_, g gjson.Result) bool {
 		out := GranuleOutcome{GranuleID: jsString(g.Get("granuleId")), Status: mc.status.String()}
-		if err := w.scoped(ctx, func(w *Writer) error { return w.writeGranule(ctx, g, mc, executionID, cache, &out) }); err != nil {
+		if err := w.scoped(ctx, func(w *Writer) error { return w.writeGranule(ctx, g, mc, executionID, cache, &out, res) }); err != nil {
 			out.Outcome, out.Error = Failed, err.Error()
 			errs = append(errs, &GranuleError{GranuleID: out.GranuleID, Err: err})
 		}
@@ -377,7 +416,7 @@ func (w *Writer) cachedLookup(ctx context.Context, cache map[string]*int64, kind
 	return id, nil
 }
 
-func (w *Writer) writeGranule(ctx context.Context, g gjson.Result, mc *messageContext, executionID *int64, cache map[string]*int64, out *GranuleOutcome) error {
+func (w *Writer) writeGranule(ctx context.Context, g gjson.Result, mc *messageContext, executionID *int64, cache map[string]*int64, out *GranuleOutcome, res *Result) error {
 	rec, gw, err := buildGranule(ctx, g, mc, w.Objects)
 	if err != nil {
 		return err
@@ -431,7 +470,7 @@ func (w *Writer) writeGranule(ctx context.Context, g gjson.Result, mc *messageCo
 			return verr
 		}
 		errJSON := schemaFailureError(mc.workflowError, verr)
-		ok, err := w.DB.MarkGranuleFailed(ctx, gw.Row.GranuleID, *cid, errJSON)
+		ok, err := w.markGranuleFailed(ctx, gw.Row.GranuleID, *cid, errJSON, res)
 		if err != nil {
 			return err
 		}
@@ -443,11 +482,22 @@ func (w *Writer) writeGranule(ctx context.Context, g gjson.Result, mc *messageCo
 		}
 		return &SchemaFailedGranuleError{Cause: verr}
 	}
-	r, err := w.DB.WriteGranule(ctx, gw)
+	var r GranuleResult
+	var stored *StoredGranule
+	var src RecordSource
+	if w.Notifier != nil {
+		if src, err = w.recordSource(); err != nil {
+			return err
+		}
+		r, stored, err = src.WriteGranuleRecord(ctx, gw)
+	} else {
+		r, err = w.DB.WriteGranule(ctx, gw)
+	}
 	if err != nil {
 		return err
 	}
 	if r.Dropped {
+		// v21 neither writes files nor publishes a dropped granule.
 		out.Outcome = Dropped
 		return nil
 	}
@@ -458,13 +508,35 @@ func (w *Writer) writeGranule(ctx context.Context, g gjson.Result, mc *messageCo
 				return ferr
 			}
 			errJSON := failureError(mc.workflowError, "Failed writing files to PostgreSQL.", ferr.Error())
-			if _, err := w.DB.MarkGranuleFailed(ctx, gw.Row.GranuleID, *cid, errJSON); err != nil {
+			if _, err := w.markGranuleFailed(ctx, gw.Row.GranuleID, *cid, errJSON, res); err != nil {
 				return err
 			}
 			out.FilesError = ferr.Error()
 		}
 	}
+	if src != nil {
+		// The row the upsert returned, even after a files failure marked the
+		// granule failed: v21 then publishes twice, the failed row first.
+		return w.publishGranule(ctx, src, res, stored)
+	}
 	return nil
+}
+
+// markGranuleFailed is updateGranuleStatusToFailed: with a Notifier, the
+// updated row is published.
+func (w *Writer) markGranuleFailed(ctx context.Context, granuleID string, collectionID int64, errJSON string, res *Result) (bool, error) {
+	if w.Notifier == nil {
+		return w.DB.MarkGranuleFailed(ctx, granuleID, collectionID, errJSON)
+	}
+	src, err := w.recordSource()
+	if err != nil {
+		return false, err
+	}
+	stored, err := src.MarkGranuleFailedRecord(ctx, granuleID, collectionID, errJSON)
+	if err != nil || stored == nil {
+		return false, err
+	}
+	return true, w.publishGranule(ctx, src, res, stored)
 }
 
 // failureError is the error Cumulus writes on a granule whose files fail:

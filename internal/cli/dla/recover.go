@@ -21,6 +21,7 @@ import (
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/recovery"
 	"github.com/deadletter/deadletter/internal/selection"
+	"github.com/deadletter/deadletter/internal/snspub"
 	"github.com/deadletter/deadletter/internal/workflow/dlarecover"
 )
 
@@ -42,6 +43,8 @@ type RecoverOptions struct {
 	IncludeUnreadable bool
 	Null              bool // keys on stdin are NUL-separated
 	Offline           bool
+	// SNS topic ARNs (default: v21's environment names).
+	Topics snspub.Topics
 }
 
 // NewCmdRecover builds `dla recover`.
@@ -94,7 +97,17 @@ files, file sizes, messages held in S3) are read with the AWS settings;
 --offline skips those reads. Where Cumulus v21 differs, see docs/recover.md:
 an execution whose history expired is written without processing times
 instead of failing, and unreadable objects are moved, not left behind.
-No SNS notifications are published.
+
+SNS: given the three topic ARNs (--execution-sns-topic-arn,
+--granule-sns-topic-arn, --pdr-sns-topic-arn, or Cumulus's environment
+names execution_sns_topic_arn, granule_sns_topic_arn, pdr_sns_topic_arn;
+all three or none), recover publishes what Cumulus v21 publishes after each
+write: the execution, the PDR, and each granule written ({"event":"Update",
+"record":...}), built from the rows the database returned. A publish that
+fails after its write leaves the object in place and stops the run, like
+any AWS failure; a re-run writes it again and publishes. A dry run
+publishes nothing and counts what it would publish. Without topics,
+nothing is published.
 
 Only one recover of an archive runs at a time against a database: a second
 one exits 1 at once (a PostgreSQL advisory lock keyed by the archive; a dry
@@ -133,6 +146,9 @@ idempotent upserts).`,
 	fl.BoolVar(&opts.LeaveUnreadable, "leave-unreadable", false, "leave objects that are not JSON where they are instead of moving them to failed-sqs")
 	fl.BoolVar(&opts.IncludeUnreadable, "include-unreadable", false, "with a content filter (--granule, --collection, --execution, --status, --state-machine, --error), also move the unreadable objects of the dates listed to failed-sqs (by default they are left alone)")
 	fl.BoolVar(&opts.Offline, "offline", false, "no Step Functions or S3 reads: no processing times, failed-step output, CMR dates, file sizes or S3-held messages")
+	fl.StringVar(&opts.Topics.Execution, "execution-sns-topic-arn", "", "publish execution notifications to this SNS topic (default $execution_sns_topic_arn)")
+	fl.StringVar(&opts.Topics.Granule, "granule-sns-topic-arn", "", "publish granule notifications to this SNS topic (default $granule_sns_topic_arn)")
+	fl.StringVar(&opts.Topics.Pdr, "pdr-sns-topic-arn", "", "publish PDR notifications to this SNS topic (default $pdr_sns_topic_arn)")
 	addNullFlag(cmd, &opts.Null)
 	opts.Output = cmdutil.AddOutputFlag(cmd, "text", "json", "ndjson")
 	return cmd
@@ -197,6 +213,10 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	}
 	if opts.DatabaseURL != "" && opts.DBSecret != "" {
 		return cmdutil.UsageErrorf("--database-url and --db-secret cannot be combined")
+	}
+	topics, err := recoverTopics(opts)
+	if err != nil {
+		return err
 	}
 	scope, loc, err := opts.Select.scope(f)
 	if err != nil {
@@ -274,6 +294,16 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 			w.Region = cfg.Region
 		}
 	}
+	if !topics.None() {
+		cfg, err := loadAWS()
+		if err != nil {
+			return fmt.Errorf("%w (recover publishes to the SNS topics given)", err)
+		}
+		// The workflow never lets a dry run publish.
+		if w.Notifier, err = snspub.New(awsconfig.SNS(cfg, *f.AWS), topics); err != nil {
+			return cmdutil.UsageErrorf("%v", err)
+		}
+	}
 
 	// The database and the lock come before the plan: a second run is
 	// refused before it reads the archive, and no run plans on objects
@@ -320,10 +350,10 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	if err != nil {
 		return err
 	}
-	printPlan(f.IO.ErrOut, plan, opts)
+	printPlan(f.IO.ErrOut, plan, opts, topics)
 	if plan.Objects == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "nothing to recover")
-		return writeSummary(opts, &RecoverSummary{Type: "summary", DryRun: opts.DryRun, Keep: opts.Keep, Database: plan.Database, SNS: snsNote, LeftAlone: plan.LeftAlone})
+		return writeSummary(opts, &RecoverSummary{Type: "summary", DryRun: opts.DryRun, Keep: opts.Keep, Database: plan.Database, SNS: dlarecover.SNSSummary{Topics: !topics.None(), Published: !topics.None() && !opts.DryRun}, LeftAlone: plan.LeftAlone})
 	}
 	if !opts.DryRun && !opts.Yes {
 		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Write %s to %s?", output.Plural(plan.Objects, "object"), plan.Database), "yes")
@@ -334,7 +364,8 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	}
 
 	sum := &RecoverSummary{Type: "summary", DryRun: opts.DryRun, Keep: opts.Keep,
-		Database: plan.Database, Selected: plan.Objects, SNS: snsNote, LeftAlone: plan.LeftAlone}
+		Database: plan.Database, Selected: plan.Objects, LeftAlone: plan.LeftAlone,
+		SNS: dlarecover.SNSSummary{Topics: !topics.None(), Published: !topics.None() && !opts.DryRun}}
 	run := &dlarecover.Run{Store: store, Layout: scope.Layout, DB: cumulusdb.New(pool), Pool: pool, Writer: w, Lock: lock,
 		DryRun: opts.DryRun, Keep: opts.Keep, LeaveUnreadable: opts.LeaveUnreadable, Concurrency: opts.Select.concurrency,
 		Now: f.Now, Sum: sum,
@@ -358,9 +389,39 @@ func undatable(scope selection.Scope, key string) bool {
 	return (scope.Filter.From != "" || scope.Filter.To != "") && scope.Layout.ParseKey(key).Date == ""
 }
 
-const snsNote = "no SNS notifications were sent (dla recover does not publish them)"
+// recoverTopics are the SNS topic ARNs: the flags, else v21's environment
+// names; all three or none.
+func recoverTopics(opts *RecoverOptions) (snspub.Topics, error) {
+	t := opts.Topics
+	for _, p := range []*string{&t.Execution, &t.Granule, &t.Pdr} {
+		*p = strings.TrimSpace(*p)
+	}
+	env := snspub.TopicsFromEnv(opts.Factory.Getenv)
+	if t.Execution == "" {
+		t.Execution = env.Execution
+	}
+	if t.Granule == "" {
+		t.Granule = env.Granule
+	}
+	if t.Pdr == "" {
+		t.Pdr = env.Pdr
+	}
+	if t.None() {
+		return t, nil
+	}
+	if missing := t.Missing(); len(missing) > 0 {
+		for i, name := range missing {
+			missing[i] = fmt.Sprintf("--%s ($%s)", strings.ReplaceAll(name, "_", "-"), name)
+		}
+		return t, cmdutil.UsageErrorf("SNS topics go together, all three or none: missing %s", strings.Join(missing, ", "))
+	}
+	if err := t.Validate(); err != nil {
+		return t, cmdutil.UsageErrorf("%v", err)
+	}
+	return t, nil
+}
 
-func printPlan(w io.Writer, p *recoverPlan, opts *RecoverOptions) {
+func printPlan(w io.Writer, p *recoverPlan, opts *RecoverOptions, topics snspub.Topics) {
 	mode := "recover"
 	switch {
 	case opts.DryRun:
@@ -405,6 +466,15 @@ func printPlan(w io.Writer, p *recoverPlan, opts *RecoverOptions) {
 		fmt.Fprintln(w, "  AWS reads off (--offline): no processing times, failed-step output, CMR dates or file sizes")
 	} else {
 		fmt.Fprintf(w, "  Step Functions: about %s, %s\n", output.Plural(p.Describe, "DescribeExecution call"), output.Plural(p.History, "execution history"))
+	}
+	switch {
+	case topics.None():
+		fmt.Fprintln(w, "  SNS: no topics given, nothing is published")
+	case opts.DryRun:
+		fmt.Fprintln(w, "  SNS: nothing is published (dry run); the summary counts what would be")
+	default:
+		fmt.Fprintf(w, "  SNS: each write's notifications, as Cumulus v21 publishes them, to\n    execution %s\n    granule   %s\n    pdr       %s\n",
+			output.Escape(topics.Execution), output.Escape(topics.Granule), output.Escape(topics.Pdr))
 	}
 }
 
@@ -486,6 +556,17 @@ func firstLine(s string) string {
 	return s
 }
 
+func snsLine(s dlarecover.SNSSummary) string {
+	counts := fmt.Sprintf("%d execution, %d granule, %d PDR notifications", s.Execution, s.Granule, s.Pdr)
+	switch {
+	case !s.Topics:
+		return "none published (no topic ARNs given)"
+	case !s.Published:
+		return "nothing published (dry run); would have published " + counts
+	}
+	return "published " + counts
+}
+
 func writeSummary(opts *RecoverOptions, s *RecoverSummary) error {
 	f := opts.Factory
 	if opts.Output.Value == "ndjson" || opts.Output.Value == "json" {
@@ -509,7 +590,7 @@ func writeSummary(opts *RecoverOptions, s *RecoverSummary) error {
 	if s.NoProcTimes > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "  %s written without processing times (DescribeExecution failed; v21 would have failed them)\n", output.Plural(s.NoProcTimes, "object"))
 	}
-	fmt.Fprintf(f.IO.ErrOut, "  SNS: %s\n", s.SNS)
+	fmt.Fprintf(f.IO.ErrOut, "  SNS: %s\n", snsLine(s.SNS))
 	if s.StoppedBy != "" {
 		fmt.Fprintf(f.IO.ErrOut, "  stopped: %s\n", output.Escape(s.StoppedBy))
 	}

@@ -45,39 +45,52 @@ type Object struct {
 	Pdr          string                    `json:"pdr,omitempty"`
 	Granules     []recovery.GranuleOutcome `json:"granules,omitempty"`
 	Warnings     []string                  `json:"warnings,omitempty"`
-	DryRun       bool                      `json:"dry_run,omitempty"`
-	res          *recovery.Result
+	// Published counts the SNS notifications published for this object
+	// (in a dry run, that would have been).
+	Published *recovery.PublishCounts `json:"sns_published,omitempty"`
+	DryRun    bool                    `json:"dry_run,omitempty"`
+	res       *recovery.Result
 }
 
 // Summary sums a run (the summary record of `dla recover`).
 type Summary struct {
-	Type            string  `json:"type"`
-	DryRun          bool    `json:"dry_run"`
-	Keep            bool    `json:"keep"`
-	Database        string  `json:"database"`
-	Selected        int     `json:"selected"`
-	Processed       int     `json:"processed"`
-	Written         int     `json:"written"`
-	Dropped         int     `json:"dropped"`
-	Failed          int     `json:"failed"`
-	Unreadable      int     `json:"unreadable"`
-	Left            int     `json:"left"`          // left in place (database/AWS unavailable, read errors)
-	NotProcessed    int     `json:"not_processed"` // selected but never reached (a stop or an interrupt)
-	LeftAlone       int     `json:"unreadable_left_alone"`
-	Deleted         int     `json:"deleted"`
-	Moved           int     `json:"moved"`
-	Executions      int     `json:"executions_written"`
-	Pdrs            int     `json:"pdrs_written"`
-	PdrsDropped     int     `json:"pdrs_dropped"`
-	GranulesWritten int     `json:"granules_written"`
-	GranulesDropped int     `json:"granules_dropped"`
-	GranulesFailed  int     `json:"granules_failed"`
-	FilesFailed     int     `json:"granules_marked_failed_for_files"`
-	NoProcTimes     int     `json:"written_without_processing_times"`
-	SNS             string  `json:"sns"`
-	Interrupted     bool    `json:"interrupted"`
-	StoppedBy       string  `json:"stopped_by,omitempty"`
-	Seconds         float64 `json:"seconds"`
+	Type            string     `json:"type"`
+	DryRun          bool       `json:"dry_run"`
+	Keep            bool       `json:"keep"`
+	Database        string     `json:"database"`
+	Selected        int        `json:"selected"`
+	Processed       int        `json:"processed"`
+	Written         int        `json:"written"`
+	Dropped         int        `json:"dropped"`
+	Failed          int        `json:"failed"`
+	Unreadable      int        `json:"unreadable"`
+	Left            int        `json:"left"`          // left in place (database/AWS unavailable, read errors)
+	NotProcessed    int        `json:"not_processed"` // selected but never reached (a stop or an interrupt)
+	LeftAlone       int        `json:"unreadable_left_alone"`
+	Deleted         int        `json:"deleted"`
+	Moved           int        `json:"moved"`
+	Executions      int        `json:"executions_written"`
+	Pdrs            int        `json:"pdrs_written"`
+	PdrsDropped     int        `json:"pdrs_dropped"`
+	GranulesWritten int        `json:"granules_written"`
+	GranulesDropped int        `json:"granules_dropped"`
+	GranulesFailed  int        `json:"granules_failed"`
+	FilesFailed     int        `json:"granules_marked_failed_for_files"`
+	NoProcTimes     int        `json:"written_without_processing_times"`
+	SNS             SNSSummary `json:"sns"`
+	Interrupted     bool       `json:"interrupted"`
+	StoppedBy       string     `json:"stopped_by,omitempty"`
+	Seconds         float64    `json:"seconds"`
+}
+
+// SNSSummary counts the SNS notifications of a run.
+type SNSSummary struct {
+	// Topics: the Writer had a Notifier (topic ARNs were given).
+	Topics bool `json:"topics"`
+	// Published: they were sent. False in a dry run, where the counts are
+	// what would have been published.
+	Published bool `json:"published"`
+	recovery.PublishCounts
 }
 
 // StoppedError says the run stopped before the end (the database lock was
@@ -292,6 +305,11 @@ func WriteMessage(ctx context.Context, w *recovery.Writer, d *dla.Decoded) (Writ
 
 func (r *Run) write(ctx context.Context, d *dla.Decoded, o *Object) error {
 	w := *r.Writer
+	if r.DryRun && w.Notifier != nil {
+		// Nothing is ever published in a dry run; the notifications are
+		// built from the rolled-back rows and counted.
+		w.Notifier = recovery.DiscardNotifier{}
+	}
 	if r.DryRun {
 		t, err := r.Pool.Begin(ctx)
 		if err != nil {
@@ -308,7 +326,7 @@ func (r *Run) write(ctx context.Context, d *dla.Decoded, o *Object) error {
 	}
 	o.res = wr.Result
 	if res := wr.Result; res != nil {
-		o.Execution, o.Pdr, o.Granules = res.Execution, res.Pdr, res.Granules
+		o.Execution, o.Pdr, o.Granules, o.Published = res.Execution, res.Pdr, res.Granules, res.Published
 		o.Warnings = append(o.Warnings, res.Warnings...)
 		if o.ExecutionArn == "" {
 			o.ExecutionArn = res.ExecutionArn
@@ -445,6 +463,11 @@ func (r *Run) count(o Object) {
 		if g.FilesError != "" {
 			s.FilesFailed++
 		}
+	}
+	if p := o.Published; p != nil {
+		s.SNS.Execution += p.Execution
+		s.SNS.Granule += p.Granule
+		s.SNS.Pdr += p.Pdr
 	}
 	if o.res != nil && o.res.DescribeCalled && !o.res.ProcessingTimes && (o.Result == recovery.Written || o.Result == recovery.Dropped) {
 		s.NoProcTimes++

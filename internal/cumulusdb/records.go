@@ -1,0 +1,244 @@
+package cumulusdb
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deadletter/deadletter/internal/recovery"
+)
+
+// The writes returning the rows they left (recovery.RecordSource), for the
+// SNS notifications: the same statements as db.go with RETURNING the whole
+// row, plus the references v21's translatePostgres*ToApi* look up, in the
+// same statement.
+
+var _ recovery.RecordSource = (*DB)(nil)
+
+// withReturning replaces a statement's final "RETURNING cumulus_id" with
+// "RETURNING <alias>.*" and selects cols from it.
+func withReturning(sql, alias, cols string) string {
+	sql = strings.TrimSuffix(sql, "RETURNING cumulus_id")
+	return "WITH up AS (" + sql + "RETURNING " + alias + ".*)\nSELECT " + cols + " FROM up"
+}
+
+const storedExecutionCols = `up.cumulus_id, up.arn, up.status, up.url, up.cumulus_version, up.workflow_name,
+  up.tasks::text, up.error::text, up.original_payload::text, up.final_payload::text, up.duration, up.archived,
+  up.created_at, up.updated_at, up."timestamp",
+  (SELECT c.name || '___' || c.version FROM collections c WHERE c.cumulus_id = up.collection_cumulus_id),
+  (SELECT a.id::text FROM async_operations a WHERE a.cumulus_id = up.async_operation_cumulus_id),
+  (SELECT x.arn FROM executions x WHERE x.cumulus_id = up.parent_cumulus_id)`
+
+var (
+	upsertExecutionRecord        = withReturning(upsertExecution, "e", storedExecutionCols)
+	upsertRunningExecutionRecord = withReturning(upsertRunningExecution, "e", storedExecutionCols)
+)
+
+func (d *DB) UpsertExecutionRecord(ctx context.Context, r *recovery.ExecutionRow) (int64, *recovery.StoredExecution, error) {
+	sql := upsertExecutionRecord
+	if r.Status == "running" {
+		sql = upsertRunningExecutionRecord
+	}
+	var id int64
+	var e recovery.StoredExecution
+	err := d.one(ctx, func(q querier) error {
+		var tasks, errJSON, orig, final *string
+		err := q.QueryRow(ctx, sql, r.Arn, r.Status, r.URL, r.CumulusVersion, nullJSON(r.Tasks), r.WorkflowName,
+			r.CreatedAt, r.Timestamp, r.UpdatedAt, nullJSON(r.Error), nullJSON(r.OriginalPayload), nullJSON(r.FinalPayload),
+			r.Duration, r.AsyncOperationID, r.CollectionID, r.ParentID).Scan(&id, &e.Arn, &e.Status, &e.URL,
+			&e.CumulusVersion, &e.WorkflowName, &tasks, &errJSON, &orig, &final, &e.Duration, &e.Archived,
+			&e.CreatedAt, &e.UpdatedAt, &e.Timestamp, &e.CollectionID, &e.AsyncOperationID, &e.ParentArn)
+		e.Tasks, e.Error, e.OriginalPayload, e.FinalPayload = deref(tasks), deref(errJSON), deref(orig), deref(final)
+		return err
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return id, &e, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+const storedPdrCols = `up.name, up.status,
+  (SELECT c.name || '___' || c.version FROM collections c WHERE c.cumulus_id = up.collection_cumulus_id),
+  (SELECT p.name FROM providers p WHERE p.cumulus_id = up.provider_cumulus_id),
+  (SELECT x.arn FROM executions x WHERE x.cumulus_id = up.execution_cumulus_id),
+  up.progress, up.duration, up.pan_sent, up.pan_message, up.address, up.original_url, up.stats::text,
+  up.created_at, up.updated_at, up."timestamp"`
+
+var (
+	upsertPdrRecord        = withReturning(upsertPdr, "p", storedPdrCols)
+	upsertRunningPdrRecord = withReturning(upsertRunningPdr, "p", storedPdrCols)
+	// readPdrRecord is the re-read when the guard kept the existing row.
+	readPdrRecord = `SELECT ` + storedPdrCols + ` FROM pdrs up WHERE up.name = $1`
+)
+
+func scanPdr(row pgx.Row, p *recovery.StoredPdr) error {
+	var stats *string
+	err := row.Scan(&p.Name, &p.Status, &p.CollectionID, &p.Provider, &p.ExecutionArn, &p.Progress, &p.Duration,
+		&p.PANSent, &p.PANMessage, &p.Address, &p.OriginalURL, &stats, &p.CreatedAt, &p.UpdatedAt, &p.Timestamp)
+	p.Stats = deref(stats)
+	return err
+}
+
+func (d *DB) UpsertPdrRecord(ctx context.Context, r *recovery.PdrRow) (bool, *recovery.StoredPdr, error) {
+	sql := upsertPdrRecord
+	if r.Status != nil && *r.Status == "running" {
+		sql = upsertRunningPdrRecord
+	}
+	var written bool
+	var p recovery.StoredPdr
+	err := d.one(ctx, func(q querier) error {
+		err := scanPdr(q.QueryRow(ctx, sql, r.Name, r.Status, r.PANSent, r.PANMessage, r.Stats, r.Progress, r.ExecutionID,
+			r.CollectionID, r.ProviderID, r.CreatedAt, r.UpdatedAt, r.Timestamp, r.Duration), &p)
+		if errors.Is(err, pgx.ErrNoRows) {
+			written = false
+			return scanPdr(q.QueryRow(ctx, readPdrRecord, r.Name), &p)
+		}
+		written = err == nil
+		return err
+	})
+	if err != nil {
+		return false, nil, err
+	}
+	return written, &p, nil
+}
+
+// storedGranuleCols are the granule row's columns, for a table or CTE
+// aliased g.
+const storedGranuleCols = `g.cumulus_id, g.granule_id, g.status, g.producer_granule_id, g.collection_cumulus_id,
+  g.pdr_cumulus_id, g.provider_cumulus_id, g.archived, g.published, g.duration, g.time_to_archive, g.time_to_process,
+  g.product_volume::text, g.error::text, g.query_fields::text, g.cmr_link, g.beginning_date_time, g.ending_date_time,
+  g.production_date_time, g.last_update_date_time, g.processing_start_date_time, g.processing_end_date_time,
+  g.created_at, g.updated_at, g."timestamp"`
+
+func granuleDest(g *recovery.StoredGranule, errJSON, queryFields **string) []any {
+	return []any{&g.CumulusID, &g.GranuleID, &g.Status, &g.ProducerGranuleID, &g.CollectionCumulusID,
+		&g.PdrCumulusID, &g.ProviderCumulusID, &g.Archived, &g.Published, &g.Duration, &g.TimeToArchive, &g.TimeToProcess,
+		&g.ProductVolume, errJSON, queryFields, &g.CmrLink, &g.Beginning, &g.Ending,
+		&g.Production, &g.LastUpdate, &g.ProcessingStart, &g.ProcessingEnd,
+		&g.CreatedAt, &g.UpdatedAt, &g.Timestamp}
+}
+
+// granuleRecordSQL is granuleSQL returning the whole row: the other
+// collection, then the row's columns (all NULL when the write was
+// dropped or refused).
+func granuleRecordSQL(status string) string {
+	sql := granuleSQL(status)
+	sql = strings.Replace(sql, "RETURNING g.cumulus_id", "RETURNING g.*", 1)
+	i := strings.LastIndex(sql, "SELECT (SELECT collection FROM other)")
+	return sql[:i] + "SELECT (SELECT collection FROM other), " + storedGranuleCols + "\nFROM (SELECT 1) AS one LEFT JOIN up AS g ON true"
+}
+
+var granuleRecordSQLByStatus = map[string]string{
+	"running": granuleRecordSQL("running"), "queued": granuleRecordSQL("queued"), "final": granuleRecordSQL("completed"),
+}
+
+func (d *DB) WriteGranuleRecord(ctx context.Context, gw *recovery.GranuleWrite) (recovery.GranuleResult, *recovery.StoredGranule, error) {
+	r := &gw.Row
+	sql := granuleRecordSQLByStatus["final"]
+	if s, ok := granuleRecordSQLByStatus[r.Status]; ok {
+		sql = s
+	}
+	var res recovery.GranuleResult
+	var stored *recovery.StoredGranule
+	err := d.one(ctx, func(q querier) error {
+		var other *string
+		var id *int64
+		var g recovery.StoredGranule
+		var errJSON, queryFields *string
+		// Nullable scan targets for the columns that are NOT NULL in a row:
+		// a dropped write returns NULLs.
+		var gid, status *string
+		var collID *int64
+		var archived *bool
+		dest := granuleDest(&g, &errJSON, &queryFields)
+		dest[0], dest[1], dest[2], dest[4], dest[7] = &id, &gid, &status, &collID, &archived
+		err := q.QueryRow(ctx, sql, r.GranuleID, r.Status, r.CollectionID, r.CreatedAt, r.UpdatedAt, r.Published,
+			r.Duration, r.TimeToArchive, r.TimeToProcess, r.ProductVolume, nullJSON(r.Error), r.CmrLink, r.PdrID,
+			r.ProviderID, r.Beginning, r.Ending, r.LastUpdate, r.ProcessingEnd, r.ProcessingStart, r.Production,
+			nullJSON(r.QueryFields), r.Timestamp, r.ProducerGranuleID, gw.ExecutionID).Scan(append([]any{&other}, dest...)...)
+		if err != nil {
+			return err
+		}
+		if other != nil {
+			return &otherCollection{recovery.OtherCollectionError(r.GranuleID, gw.CollectionID, *other)}
+		}
+		if id == nil {
+			res.Dropped = true
+			return nil
+		}
+		g.CumulusID, g.GranuleID, g.Status, g.CollectionCumulusID, g.Archived = *id, *gid, *status, *collID, *archived
+		g.Error, g.QueryFields = deref(errJSON), deref(queryFields)
+		res.CumulusID = *id
+		stored = &g
+		return nil
+	})
+	var oc *otherCollection
+	if errors.As(err, &oc) {
+		return res, nil, oc.err
+	}
+	if err != nil {
+		return res, nil, err
+	}
+	return res, stored, nil
+}
+
+func (d *DB) MarkGranuleFailedRecord(ctx context.Context, granuleID string, collectionID int64, errJSON string) (*recovery.StoredGranule, error) {
+	var stored *recovery.StoredGranule
+	err := d.one(ctx, func(q querier) error {
+		var g recovery.StoredGranule
+		var e, qf *string
+		err := q.QueryRow(ctx, `UPDATE granules AS g SET status = 'failed', error = $3::jsonb
+WHERE granule_id = $1 AND collection_cumulus_id = $2 RETURNING `+storedGranuleCols,
+			granuleID, collectionID, errJSON).Scan(granuleDest(&g, &e, &qf)...)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		g.Error, g.QueryFields = deref(e), deref(qf)
+		stored = &g
+		return nil
+	})
+	return stored, err
+}
+
+// CompleteGranule reads what translatePostgresGranuleToApiGranule reads:
+// the collection, the execution URL (the most recent by timestamp, NULLs
+// first as knex's orderBy desc gives), the PDR and provider names, and
+// the files (v21 does not order them; here by cumulus_id).
+func (d *DB) CompleteGranule(ctx context.Context, g *recovery.StoredGranule) error {
+	err := d.q.QueryRow(ctx, `SELECT (SELECT c.name || '___' || c.version FROM collections c WHERE c.cumulus_id = $2),
+  (SELECT e.url FROM executions e JOIN granules_executions ge ON ge.execution_cumulus_id = e.cumulus_id
+   WHERE ge.granule_cumulus_id = $1 ORDER BY e."timestamp" DESC LIMIT 1),
+  (SELECT p.name FROM pdrs p WHERE p.cumulus_id = $3),
+  (SELECT v.name FROM providers v WHERE v.cumulus_id = $4)`,
+		g.CumulusID, g.CollectionCumulusID, g.PdrCumulusID, g.ProviderCumulusID).Scan(&g.CollectionID, &g.ExecutionURL, &g.PdrName, &g.Provider)
+	if err != nil {
+		return Classify(err)
+	}
+	rows, err := d.q.Query(ctx, `SELECT bucket, key, checksum_value, checksum_type, file_name, source, type, file_size
+FROM files WHERE granule_cumulus_id = $1 ORDER BY cumulus_id`, g.CumulusID)
+	if err != nil {
+		return Classify(err)
+	}
+	defer rows.Close()
+	g.Files = g.Files[:0]
+	for rows.Next() {
+		var f recovery.StoredFile
+		if err := rows.Scan(&f.Bucket, &f.Key, &f.ChecksumValue, &f.ChecksumType, &f.FileName, &f.Source, &f.Type, &f.Size); err != nil {
+			return Classify(err)
+		}
+		g.Files = append(g.Files, f)
+	}
+	return Classify(rows.Err())
+}

@@ -1,0 +1,125 @@
+// Package snspub publishes the write core's notifications
+// (recovery.Notifier) to the three SNS topics Cumulus v21 publishes to:
+// execution_sns_topic_arn, granule_sns_topic_arn, pdr_sns_topic_arn.
+package snspub
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/arn"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+
+	"github.com/deadletter/deadletter/internal/recovery"
+)
+
+// Topics are the ARNs of the three topics.
+type Topics struct {
+	Execution, Granule, Pdr string
+}
+
+// TopicsFromEnv reads v21's environment names (execution_sns_topic_arn,
+// granule_sns_topic_arn, pdr_sns_topic_arn).
+func TopicsFromEnv(getenv func(string) string) Topics {
+	return Topics{
+		Execution: getenv(recovery.TopicExecution.EnvVar()),
+		Granule:   getenv(recovery.TopicGranule.EnvVar()),
+		Pdr:       getenv(recovery.TopicPdr.EnvVar()),
+	}
+}
+
+// ARN is the topic's ARN ("" when not set).
+func (t Topics) ARN(topic recovery.Topic) string {
+	switch topic {
+	case recovery.TopicExecution:
+		return t.Execution
+	case recovery.TopicGranule:
+		return t.Granule
+	case recovery.TopicPdr:
+		return t.Pdr
+	}
+	return ""
+}
+
+// None reports whether no topic is set.
+func (t Topics) None() bool { return t == Topics{} }
+
+// Missing names the topics that are not set (their environment names).
+func (t Topics) Missing() []string {
+	var out []string
+	for _, topic := range recovery.Topics {
+		if t.ARN(topic) == "" {
+			out = append(out, topic.EnvVar())
+		}
+	}
+	return out
+}
+
+// Validate checks that all three are set and are SNS topic ARNs: all
+// three or none, as v21 requires each one it publishes to.
+func (t Topics) Validate() error {
+	if m := t.Missing(); len(m) > 0 {
+		return fmt.Errorf("SNS topics: all three topic ARNs are needed, or none; missing %s", strings.Join(m, ", "))
+	}
+	for _, topic := range recovery.Topics {
+		a, err := arn.Parse(t.ARN(topic))
+		if err != nil || a.Service != "sns" || a.Resource == "" || strings.Contains(a.Resource, ":") {
+			return fmt.Errorf("SNS topics: %s %q is not an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)", topic.EnvVar(), t.ARN(topic))
+		}
+	}
+	return nil
+}
+
+// API is the part of the SNS client the publisher uses.
+type API interface {
+	Publish(ctx context.Context, in *sns.PublishInput, optFns ...func(*sns.Options)) (*sns.PublishOutput, error)
+}
+
+// Publisher is a recovery.Notifier on SNS. It is safe for concurrent use.
+// Each publish is one Publish call with the SDK's retries (the client's
+// retryer: throttling and server errors are retried, a missing topic or
+// denied access is not); v21 retries with p-retry instead.
+type Publisher struct {
+	client API
+	topics Topics
+
+	mu     sync.Mutex
+	counts recovery.PublishCounts
+}
+
+var _ recovery.Notifier = (*Publisher)(nil)
+
+// New returns a publisher to the topics, which must all be set
+// (Topics.Validate).
+func New(client API, topics Topics) (*Publisher, error) {
+	if err := topics.Validate(); err != nil {
+		return nil, err
+	}
+	return &Publisher{client: client, topics: topics}, nil
+}
+
+// Publish sends message as the SNS Message of one notification to the
+// topic's ARN, as publishSnsMessageWithRetry does.
+func (p *Publisher) Publish(ctx context.Context, topic recovery.Topic, message []byte) error {
+	topicARN := p.topics.ARN(topic)
+	if topicARN == "" {
+		return fmt.Errorf("no topic ARN for %s notifications", topic)
+	}
+	if _, err := p.client.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(topicARN), Message: aws.String(string(message))}); err != nil {
+		return fmt.Errorf("SNS Publish to %s: %w", topicARN, err)
+	}
+	p.mu.Lock()
+	p.counts.Add(topic)
+	p.mu.Unlock()
+	return nil
+}
+
+// Counts are the notifications published so far, per topic.
+func (p *Publisher) Counts() recovery.PublishCounts {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.counts
+}
