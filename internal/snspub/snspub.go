@@ -58,16 +58,25 @@ func (t Topics) Missing() []string {
 	return out
 }
 
+// TopicError names the topic variable that is missing or not an ARN.
+type TopicError struct {
+	EnvVar, Value, Problem string
+}
+
+func (e *TopicError) Error() string { return "SNS topics: " + e.Problem }
+
 // Validate checks that all three are set and are SNS topic ARNs: all
-// three or none, as v21 requires each one it publishes to.
+// three or none, as v21 requires each one it publishes to. Its error is a
+// *TopicError.
 func (t Topics) Validate() error {
 	if m := t.Missing(); len(m) > 0 {
-		return fmt.Errorf("SNS topics: all three topic ARNs are needed, or none; missing %s", strings.Join(m, ", "))
+		return &TopicError{EnvVar: m[0], Problem: fmt.Sprintf("all three topic ARNs are needed, or none; missing %s", strings.Join(m, ", "))}
 	}
 	for _, topic := range recovery.Topics {
 		a, err := arn.Parse(t.ARN(topic))
 		if err != nil || a.Service != "sns" || a.Resource == "" || strings.Contains(a.Resource, ":") {
-			return fmt.Errorf("SNS topics: %s %q is not an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)", topic.EnvVar(), t.ARN(topic))
+			return &TopicError{EnvVar: topic.EnvVar(), Value: t.ARN(topic),
+				Problem: fmt.Sprintf("%s %q is not an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)", topic.EnvVar(), t.ARN(topic))}
 		}
 	}
 	return nil

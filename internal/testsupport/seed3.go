@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -219,8 +220,14 @@ var timestampCols = map[string]bool{"created_at": true, "updated_at": true, "tim
 // UploadSeed3 puts the seed-3 fixture's other S3 objects (CMR files, data
 // files, `replace` payloads) into their buckets and its 150 archive objects
 // into demo-internal under demo/, as Cumulus left them.
+//
+// The fixture's buckets have fixed names (its messages name them), so one
+// test at a time, across the test processes of a `go test ./...`, holds
+// them: UploadSeed3 waits for a lock file and keeps it until the test's
+// cleanup has removed the buckets.
 func UploadSeed3(t testing.TB, c *s3.Client) {
 	t.Helper()
+	lockSeed3(t)
 	dir := Seed3Dir(t)
 	entries, _ := os.ReadDir(filepath.Join(dir, "archive", "_fixtures", "s3"))
 	for _, b := range entries {
@@ -231,4 +238,19 @@ func UploadSeed3(t testing.TB, c *s3.Client) {
 	if n := UploadTree(t, c, "demo-internal", filepath.Join(dir, "archive", "demo"), "demo/"); n != 150 {
 		t.Fatalf("uploaded %d archive objects, want 150", n)
 	}
+}
+
+// lockSeed3 takes the seed-3 buckets' lock for the rest of the test.
+func lockSeed3(t testing.TB) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "deadletter-seed3-buckets.lock"), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	// Registered before the buckets' cleanups, so it runs after them.
+	t.Cleanup(func() { f.Close() })
 }

@@ -102,6 +102,8 @@ func TestWriterRowsMatchRecover(t *testing.T) {
 	keys, records := seed3Records(t)
 	dlq := &sqsRecorder{}
 	h := testHandler(t, writerDB, sfn, dlq)
+	writerTopics, recoverTopics := testsupport.NewNotificationTopics(t), testsupport.NewNotificationTopics(t)
+	h.Writer.Notifier = writerTopics.Publisher(t)
 	var logs bytes.Buffer
 	h.Log = &logs
 	byID := map[string]string{}
@@ -121,19 +123,21 @@ func TestWriterRowsMatchRecover(t *testing.T) {
 	}
 
 	for k, v := range map[string]string{
-		"AWS_ENDPOINT_URL_S3": testsupport.S3Endpoint(t), "AWS_ENDPOINT_URL_SFN": sfn.URL,
+		"AWS_ENDPOINT_URL_S3": testsupport.S3Endpoint(t), "AWS_ENDPOINT_URL_SFN": sfn.URL, "AWS_ENDPOINT_URL_SNS": testsupport.SQSEndpoint(t),
 		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": testsupport.AccessKey, "AWS_SECRET_ACCESS_KEY": testsupport.SecretKey,
 		"AWS_EC2_METADATA_DISABLED": "true", "AWS_PROFILE": "", "AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
 	} {
 		t.Setenv(k, v)
 	}
 	ios, _, out, errOut := iostreams.Test()
-	getenv := func(k string) string { return map[string]string{"DEADLETTER_NO_PROMPT": "1"}[k] }
+	recoverEnv := map[string]string{"DEADLETTER_NO_PROMPT": "1", "execution_sns_topic_arn": recoverTopics.Topics.Execution,
+		"granule_sns_topic_arn": recoverTopics.Topics.Granule, "pdr_sns_topic_arn": recoverTopics.Topics.Pdr}
+	getenv := func(k string) string { return recoverEnv[k] }
 	ios.SetEnv(getenv)
 	code := dla.Run(context.Background(), dla.NewFactory(ios, getenv), []string{"recover", "--archive", "s3://demo-internal/demo",
 		"--database-url", recoverDB, "--yes", "--concurrency", "1", "-o", "ndjson"})
-	if code != 3 {
-		t.Fatalf("dla recover exit %d, want 3: %s", code, errOut)
+	if code != 3 || strings.Contains(out.String(), `"stopped_by"`) {
+		t.Fatalf("dla recover exit %d, want 3 (some objects fail) without a stop: %s", code, errOut)
 	}
 
 	// The same messages fail: recover's failures are the writer's dead letters.
@@ -174,6 +178,21 @@ func TestWriterRowsMatchRecover(t *testing.T) {
 		t.Fatalf("only %d rows compared: the fixture did not load", total)
 	}
 	t.Logf("rows identical in the five tables: %d", total)
+
+	// The same notifications on each topic (as multisets: the order of a
+	// message's granules is the same, the interleaving across topics is not
+	// compared).
+	for _, topic := range recovery.Topics {
+		a := testsupport.SortedKeys(writerTopics.Keys(t, topic))
+		b := testsupport.SortedKeys(recoverTopics.Keys(t, topic))
+		if strings.Join(a, "\n") != strings.Join(b, "\n") {
+			t.Errorf("%s notifications: the writer published %d, recover %d, and they differ:\n%s", topic, len(a), len(b), firstDiff(a, b))
+		}
+		if len(a) == 0 {
+			t.Errorf("no %s notification published", topic)
+		}
+		t.Logf("%s notifications identical: %d", topic, len(a))
+	}
 }
 
 func canonicalRows(rows []map[string]any) []string {

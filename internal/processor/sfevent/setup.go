@@ -12,6 +12,7 @@ import (
 	"github.com/deadletter/deadletter/internal/awsread"
 	"github.com/deadletter/deadletter/internal/cumulusdb"
 	"github.com/deadletter/deadletter/internal/recovery"
+	"github.com/deadletter/deadletter/internal/snspub"
 )
 
 // New builds the handler at cold start: the database pool (kept for the
@@ -41,13 +42,19 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 		pool.Close()
 		return nil, fmt.Errorf("%s: %w", cumulusdb.Target(poolCfg), err)
 	}
+	pub, err := snspub.New(awsconfig.SNS(awsCfg, settings), cfg.Topics)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
 	return &Handler{
 		Writer: recovery.Writer{
-			DB:      cumulusdb.New(pool),
-			SFN:     awsread.StepFunctions{Client: awsconfig.SFN(awsCfg, settings)},
-			Objects: awsread.Objects{Client: awsconfig.S3(awsCfg, settings), ReplaceBucket: cfg.SystemBucket},
-			Region:  awsCfg.Region,
-			Now:     time.Now,
+			DB:       cumulusdb.New(pool),
+			SFN:      awsread.StepFunctions{Client: awsconfig.SFN(awsCfg, settings)},
+			Objects:  awsread.Objects{Client: awsconfig.S3(awsCfg, settings), ReplaceBucket: cfg.SystemBucket},
+			Region:   awsCfg.Region,
+			Now:      time.Now,
+			Notifier: pub,
 		},
 		SQS:             awsconfig.SQS(awsCfg, settings),
 		DeadLetterQueue: cfg.DeadLetterQueue,

@@ -19,6 +19,7 @@ package sfevent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/recovery"
+	"github.com/deadletter/deadletter/internal/snspub"
 	"github.com/deadletter/deadletter/internal/workflow/dlarecover"
 )
 
@@ -57,6 +59,10 @@ type Config struct {
 	DatabaseURL     string
 	MaxPool         int
 	SystemBucket    string
+	// Topics are the execution, granule and PDR notification topics
+	// (execution_sns_topic_arn, granule_sns_topic_arn, pdr_sns_topic_arn):
+	// all three are required, as in v21.
+	Topics snspub.Topics
 }
 
 // EnvError names the variable and the value that stop a cold start.
@@ -76,6 +82,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		DatabaseURL:     getenv(EnvDatabaseURL),
 		SystemBucket:    getenv(EnvSystemBucket),
 		MaxPool:         DefaultMaxPool,
+		Topics:          snspub.TopicsFromEnv(getenv),
+	}
+	var te *snspub.TopicError
+	if err := c.Topics.Validate(); errors.As(err, &te) {
+		return c, &EnvError{te.EnvVar, te.Value, te.Problem}
 	}
 	if v := getenv(EnvDBMaxPool); v != "" {
 		n, err := strconv.Atoi(v)
@@ -209,6 +220,9 @@ func (h *Handler) record(ctx context.Context, raw json.RawMessage) (l RecordLog)
 	}
 	if wr.Result != nil {
 		l.Result = wr.Result.Outcome()
+		if p := wr.Result.Published; p != nil {
+			l.Published = p.Execution + p.Granule + p.Pdr
+		}
 		if l.ExecutionArn == "" {
 			l.ExecutionArn = wr.Result.ExecutionArn
 		}
@@ -219,7 +233,10 @@ func (h *Handler) record(ctx context.Context, raw json.RawMessage) (l RecordLog)
 	}
 	l.Result = recovery.Failed
 	l.Error, l.ErrorClass = err.Error(), recovery.Class(err)
-	if recovery.IsTransient(err) {
+	// A notification that could not be published after a committed write
+	// sends the record to the DeadLetterQueue, as in v21 (recover from the
+	// archive republishes it); other transient failures are retried.
+	if recovery.IsTransient(err) && !recovery.IsPublishError(err) {
 		l.Outcome, l.Reason = OutcomeRetry, "transient: the database or AWS was unavailable"
 		return l
 	}

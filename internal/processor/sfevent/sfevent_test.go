@@ -172,16 +172,36 @@ func TestWriterDeadLettersUnparseableBodies(t *testing.T) {
 }
 
 func TestLoadConfig(t *testing.T) {
+	topics := map[string]string{
+		"execution_sns_topic_arn": "arn:aws:sns:us-east-1:123456789012:demo-executions",
+		"granule_sns_topic_arn":   "arn:aws:sns:us-east-1:123456789012:demo-granules",
+		"pdr_sns_topic_arn":       "arn:aws:sns:us-east-1:123456789012:demo-pdrs",
+	}
+	with := func(extra map[string]string, drop ...string) map[string]string {
+		env := map[string]string{}
+		for k, v := range topics {
+			env[k] = v
+		}
+		for k, v := range extra {
+			env[k] = v
+		}
+		for _, k := range drop {
+			delete(env, k)
+		}
+		return env
+	}
 	for _, tc := range []struct {
 		env  map[string]string
 		want string // in the error; "" for none
 	}{
-		{map[string]string{"DATABASE_URL": "postgres://x@h/db"}, ""},
-		{map[string]string{"databaseCredentialSecretArn": "arn:secret", "dbMaxPool": "8"}, ""},
-		{map[string]string{}, "databaseCredentialSecretArn"},
-		{map[string]string{"databaseCredentialSecretArn": "a", "DATABASE_URL": "b"}, "not both"},
-		{map[string]string{"DATABASE_URL": "b", "dbMaxPool": "lots"}, `dbMaxPool="lots"`},
-		{map[string]string{"DATABASE_URL": "b", "dbMaxPool": "0"}, `dbMaxPool="0"`},
+		{with(map[string]string{"DATABASE_URL": "postgres://x@h/db"}), ""},
+		{with(map[string]string{"databaseCredentialSecretArn": "arn:secret", "dbMaxPool": "8"}), ""},
+		{with(nil), "databaseCredentialSecretArn"},
+		{with(map[string]string{"databaseCredentialSecretArn": "a", "DATABASE_URL": "b"}), "not both"},
+		{with(map[string]string{"DATABASE_URL": "b", "dbMaxPool": "lots"}), `dbMaxPool="lots"`},
+		{with(map[string]string{"DATABASE_URL": "b", "dbMaxPool": "0"}), `dbMaxPool="0"`},
+		{with(map[string]string{"DATABASE_URL": "b"}, "granule_sns_topic_arn"), `granule_sns_topic_arn=""`},
+		{with(map[string]string{"DATABASE_URL": "b", "pdr_sns_topic_arn": "demo-pdrs"}), `pdr_sns_topic_arn="demo-pdrs"`},
 	} {
 		_, err := LoadConfig(func(k string) string { return tc.env[k] })
 		var ee *EnvError
