@@ -183,11 +183,15 @@ func marker(b string) string {
 }
 
 // delayed is the number of parked (delayed) messages in the DLQ.
-func (f *fixture) delayed() int {
-	out, err := f.c.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(f.dlq),
+func (f *fixture) delayed() int { return delayedIn(f.t, f.c, f.dlq) }
+
+// delayedIn is the number of delayed messages in a queue.
+func delayedIn(t *testing.T, c *sqs.Client, queueURL string) int {
+	t.Helper()
+	out, err := c.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queueURL),
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
 	if err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	var n int
 	fmt.Sscan(out.Attributes["ApproximateNumberOfMessagesDelayed"], &n)
