@@ -44,7 +44,13 @@ func New(ctx context.Context, getenv func(string) string, log io.Writer) (*Handl
 	if err != nil {
 		return nil, fmt.Errorf("push-dlq: %w", err)
 	}
-	return &Handler{Config: cfg, API: awsconfig.SQS(awsCfg, awsconfig.Settings{}), Log: log}, nil
+	h := &Handler{Config: cfg, API: awsconfig.SQS(awsCfg, awsconfig.Settings{}), Log: log}
+	if err := cfg.Policy.Validate(false); err != nil {
+		// `pushdlq replay` refuses this without --allow-wide-window; the
+		// processor, a drop-in replacement, runs it but says so.
+		h.write(map[string]string{"type": "warning", "warning": err.Error()})
+	}
+	return h, nil
 }
 
 // RecordLog is the log line of one record.

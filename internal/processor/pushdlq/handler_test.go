@@ -505,4 +505,10 @@ func TestBadEnvironmentFailsTheColdStart(t *testing.T) {
 	if _, err = processor.New(context.Background(), func(k string) string { return env[k] }, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), `PROCESS_ERROR_CODES="1004,*"`) {
 		t.Fatalf("error %v", err)
 	}
+	// '*' over more than 24 hours: run (a drop-in replacement), with a warning.
+	var log bytes.Buffer
+	env[core.EnvStartAt], env[core.EnvErrorCodes] = "2025-11-12T08:30:00Z", "*"
+	if _, err = processor.New(context.Background(), func(k string) string { return env[k] }, &log); err != nil || !strings.Contains(log.String(), `"type":"warning"`) {
+		t.Fatalf("error %v, log %s", err, log.String())
+	}
 }
