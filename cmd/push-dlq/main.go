@@ -7,16 +7,16 @@ import (
 	"context"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
-
-	"github.com/deadletter/deadletter/internal/processor/lambdainit"
+	"github.com/deadletter/deadletter/internal/processor/lambdastart"
 	"github.com/deadletter/deadletter/internal/processor/pushdlq"
 )
 
 func main() {
-	h, err := pushdlq.New(context.Background(), os.Getenv, os.Stdout)
-	if err != nil {
-		lambdainit.Fail(err) // a failed cold start, naming the variable and its value
-	}
-	lambda.Start(h.Handle)
+	lambdastart.Run("push-dlq", func(ctx context.Context) (any, error) {
+		h, err := pushdlq.New(ctx, os.Getenv, os.Stdout)
+		if err != nil {
+			return nil, err
+		}
+		return h.Handle, nil
+	})
 }

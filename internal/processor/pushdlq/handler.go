@@ -38,11 +38,11 @@ type Handler struct {
 func New(ctx context.Context, getenv func(string) string, log io.Writer) (*Handler, error) {
 	cfg, err := core.LoadConfig(getenv)
 	if err != nil {
-		return nil, fmt.Errorf("push-dlq configuration: %w", err)
+		return nil, err // names the variable and its value
 	}
 	awsCfg, err := awsconfig.Load(ctx, awsconfig.Settings{})
 	if err != nil {
-		return nil, fmt.Errorf("push-dlq: %w", err)
+		return nil, err
 	}
 	h := &Handler{Config: cfg, API: awsconfig.SQS(awsCfg, awsconfig.Settings{}), Log: log}
 	if err := cfg.Policy.Validate(false); err != nil {
