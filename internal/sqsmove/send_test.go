@@ -2,7 +2,6 @@ package sqsmove_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -36,21 +35,12 @@ func TestSendBatchesPerTargetByCountAndBytes(t *testing.T) {
 		if op != "SendMessageBatch" {
 			return nil, nil
 		}
-		var in struct {
-			QueueUrl string
-			Entries  []struct {
-				MessageBody       string
-				DelaySeconds      int
-				MessageGroupId    string
-				MessageAttributes map[string]struct{ DataType, StringValue string }
-			}
-		}
-		json.Unmarshal(b, &in)
+		in := testsupport.ParseSendBatch(t, b)
 		c := call{queue: in.QueueUrl, entries: len(in.Entries)}
 		for _, e := range in.Entries {
 			c.bytes += len(e.MessageBody)
 			for k, a := range e.MessageAttributes {
-				c.bytes += len(k) + len(a.DataType) + len(a.StringValue)
+				c.bytes += len(k) + len(a.DataType) + len(aws.ToString(a.StringValue))
 			}
 			c.delays = append(c.delays, e.DelaySeconds)
 			if e.MessageGroupId != "" {

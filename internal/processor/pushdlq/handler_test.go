@@ -198,41 +198,21 @@ func delayedIn(t *testing.T, c *sqs.Client, queueURL string) int {
 	return n
 }
 
-// sendRequests records the SendMessageBatch requests that pass the proxy.
+// recordSends records the entries of the SendMessageBatch requests that
+// pass the proxy, with the queue each went to.
 type sentEntry struct {
-	Queue        string
-	Body         string
-	DelaySeconds int
-	Attributes   map[string]struct {
-		DataType    string
-		StringValue *string
-		BinaryValue []byte
-	}
+	Queue string
+	testsupport.SendBatchEntry
 }
 
 func (f *fixture) recordSends() *[]sentEntry {
 	var sent []sentEntry
 	f.proxy.SetHook(func(op string, b []byte) ([]byte, *testsupport.Reply) {
-		if op != "SendMessageBatch" {
-			return nil, nil
-		}
-		var in struct {
-			QueueUrl string
-			Entries  []struct {
-				MessageBody       string
-				DelaySeconds      int
-				MessageAttributes map[string]struct {
-					DataType    string
-					StringValue *string
-					BinaryValue []byte
-				}
+		if op == "SendMessageBatch" {
+			in := testsupport.ParseSendBatch(f.t, b)
+			for _, e := range in.Entries {
+				sent = append(sent, sentEntry{in.QueueUrl, e})
 			}
-		}
-		if err := json.Unmarshal(b, &in); err != nil {
-			f.t.Errorf("SendMessageBatch request: %v", err)
-		}
-		for _, e := range in.Entries {
-			sent = append(sent, sentEntry{in.QueueUrl, e.MessageBody, e.DelaySeconds, e.MessageAttributes})
 		}
 		return nil, nil
 	})
@@ -270,11 +250,11 @@ func TestEligibleAreSentAndTheRestParkedWithDelayAndAttributes(t *testing.T) {
 		}
 		parked++
 		if e.DelaySeconds != core.ParkDelaySeconds {
-			t.Errorf("%s parked with DelaySeconds %d", e.Body, e.DelaySeconds)
+			t.Errorf("%s parked with DelaySeconds %d", e.MessageBody, e.DelaySeconds)
 		}
-		if len(e.Attributes) != 3 || e.Attributes["blob"].DataType != "Binary" || len(e.Attributes["blob"].BinaryValue) != 3 ||
-			e.Attributes["attempt"].DataType != "Number" || !strings.HasPrefix(aws.ToString(e.Attributes["origin"].StringValue), "push-") {
-			t.Errorf("%s parked with attributes %+v", e.Body, e.Attributes)
+		if len(e.MessageAttributes) != 3 || e.MessageAttributes["blob"].DataType != "Binary" || len(e.MessageAttributes["blob"].BinaryValue) != 3 ||
+			e.MessageAttributes["attempt"].DataType != "Number" || !strings.HasPrefix(aws.ToString(e.MessageAttributes["origin"].StringValue), "push-") {
+			t.Errorf("%s parked with attributes %+v", e.MessageBody, e.MessageAttributes)
 		}
 	}
 	if parked != 4 {
