@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -121,21 +120,4 @@ func Receive(t testing.TB, c *sqs.Client, queueURL string, n int, visibility int
 		}
 	}
 	return all
-}
-
-// LambdaRecord is a received message as Lambda's SQS event source mapping
-// hands it to a function (the event's JSON shape: messageAttributes with
-// stringValue/binaryValue/dataType).
-func LambdaRecord(m types.Message, queueARN string) events.SQSMessage {
-	rec := events.SQSMessage{
-		MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body),
-		Md5OfBody: aws.ToString(m.MD5OfBody), Md5OfMessageAttributes: aws.ToString(m.MD5OfMessageAttributes),
-		Attributes: m.Attributes, MessageAttributes: map[string]events.SQSMessageAttribute{},
-		EventSource: "aws:sqs", EventSourceARN: queueARN, AWSRegion: "us-east-1",
-	}
-	for k, v := range m.MessageAttributes {
-		rec.MessageAttributes[k] = events.SQSMessageAttribute{DataType: aws.ToString(v.DataType), StringValue: v.StringValue,
-			BinaryValue: v.BinaryValue, StringListValues: []string{}, BinaryListValues: [][]byte{}}
-	}
-	return rec
 }

@@ -323,10 +323,11 @@ type SendBatchEntry struct {
 	}
 }
 
-// ParseSendBatch reads a SendMessageBatch request body.
+// ParseSendBatch reads a SendMessageBatch request body; a body it cannot
+// read fails the test (t may be nil: then it reads as no entries).
 func ParseSendBatch(t testing.TB, body []byte) SendBatchRequest {
 	var in SendBatchRequest
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := json.Unmarshal(body, &in); err != nil && t != nil {
 		t.Errorf("SendMessageBatch request %q: %v", body, err)
 	}
 	return in

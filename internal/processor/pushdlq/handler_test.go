@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	core "github.com/deadletter/deadletter/internal/pushdlq"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/testsupport"
+	"github.com/deadletter/deadletter/internal/testsupport/lambdart"
 )
 
 const (
@@ -87,10 +89,7 @@ func (f *fixture) seed(bodies ...string) events.SQSEvent {
 		f.bodies[id] = i
 	}
 	msgs := testsupport.Receive(f.t, f.c, f.dlq, len(bodies), 600)
-	var ev events.SQSEvent
-	for _, m := range msgs {
-		ev.Records = append(ev.Records, testsupport.LambdaRecord(m, "arn:aws:sqs:us-east-1:000000000000:"+sqsmove.Name(f.dlq)))
-	}
+	ev := lambdart.NewSQSEvent("arn:aws:sqs:us-east-1:000000000000:"+sqsmove.Name(f.dlq), "us-east-1", msgs)
 	b, err := json.Marshal(ev)
 	if err != nil {
 		f.t.Fatal(err)
@@ -352,42 +351,7 @@ func keys(m map[string]bool) []string {
 // failure, its batch mates are sent and not reported.
 func TestOneRejectedEntryIsExactlyTheBatchItemFailure(t *testing.T) {
 	f := newFixture(t, "1004", 1)
-	rejected := 0
-	var rejectedID string
-	f.proxy.SetHook(func(op string, b []byte) ([]byte, *testsupport.Reply) {
-		if op != "SendMessageBatch" || !bytes.Contains(b, []byte("reject-me")) {
-			return nil, nil
-		}
-		var in map[string]any
-		json.Unmarshal(b, &in)
-		var kept []any
-		for _, e := range in["Entries"].([]any) {
-			if strings.Contains(e.(map[string]any)["MessageBody"].(string), "reject-me") {
-				rejectedID = e.(map[string]any)["Id"].(string)
-				rejected++
-				continue
-			}
-			kept = append(kept, e)
-		}
-		if len(kept) == 0 { // a retry of the rejected entry alone
-			return nil, &testsupport.Reply{Status: 200, Body: `{"Successful":[],"Failed":[{"Id":"` + rejectedID +
-				`","Code":"InternalError","SenderFault":false,"Message":"rejected by the test"}]}`}
-		}
-		in["Entries"] = kept
-		nb, _ := json.Marshal(in)
-		return nb, nil
-	})
-	f.proxy.SetAfter(func(op string, req, resp []byte) []byte {
-		if op != "SendMessageBatch" || !bytes.Contains(req, []byte("reject-me")) {
-			return resp
-		}
-		var out map[string]any
-		json.Unmarshal(resp, &out)
-		failed, _ := out["Failed"].([]any)
-		out["Failed"] = append(failed, map[string]any{"Id": rejectedID, "Code": "InternalError", "SenderFault": false, "Message": "rejected by the test"})
-		nb, _ := json.Marshal(out)
-		return nb
-	})
+	rejected := rejectEntries(f.proxy, "reject-me", nil)
 	var bodies []string
 	for i := range 10 {
 		m := fmt.Sprint("ok-", i)
@@ -407,8 +371,8 @@ func TestOneRejectedEntryIsExactlyTheBatchItemFailure(t *testing.T) {
 	if len(failed) != 1 || !failed[want] {
 		t.Fatalf("batch item failures %v, want exactly %s; log:\n%s", failed, want, f.log)
 	}
-	if rejected < 2 {
-		t.Errorf("the rejected entry was tried %d times; a server-side failure is retried", rejected)
+	if n := rejected.Load(); n < 2 {
+		t.Errorf("the rejected entry was tried %d times; a server-side failure is retried", n)
 	}
 	if l := lines[want]; l.Outcome != "failed" || !strings.Contains(l.Error, "rejected by the test") {
 		t.Errorf("logged %+v", l)
@@ -491,4 +455,80 @@ func TestBadEnvironmentFailsTheColdStart(t *testing.T) {
 	if _, err = processor.New(context.Background(), func(k string) string { return env[k] }, &log); err != nil || !strings.Contains(log.String(), `"type":"warning"`) {
 		t.Fatalf("error %v, log %s", err, log.String())
 	}
+}
+
+// rejectEntries makes the proxy reject, in every SendMessageBatch while
+// active() (always when nil), each entry whose body contains marker: the
+// entry is taken out of the request and reported failed (InternalError, not
+// the sender's fault) in the reply; the other entries are sent for real. It
+// counts the entries rejected.
+func rejectEntries(p *testsupport.Proxy, marker string, active func() bool) *atomic.Int32 {
+	var n atomic.Int32
+	on := func(op string, b []byte) bool {
+		return op == "SendMessageBatch" && bytes.Contains(b, []byte(marker)) && (active == nil || active())
+	}
+	failure := func(id string) map[string]any {
+		return map[string]any{"Id": id, "Code": "InternalError", "SenderFault": false, "Message": "rejected by the test"}
+	}
+	rejectedIDs := func(b []byte) []string {
+		var ids []string
+		for _, e := range testsupport.ParseSendBatch(nil, b).Entries {
+			if strings.Contains(e.MessageBody, marker) {
+				ids = append(ids, e.Id)
+			}
+		}
+		return ids
+	}
+	p.SetHook(func(op string, b []byte) ([]byte, *testsupport.Reply) {
+		if !on(op, b) {
+			return nil, nil
+		}
+		var in map[string]any
+		json.Unmarshal(b, &in)
+		var kept []any
+		for _, e := range in["Entries"].([]any) {
+			if strings.Contains(e.(map[string]any)["MessageBody"].(string), marker) {
+				n.Add(1)
+				continue
+			}
+			kept = append(kept, e)
+		}
+		if len(kept) == 0 { // the rejected entries alone
+			var failed []any
+			for _, id := range rejectedIDs(b) {
+				failed = append(failed, failure(id))
+			}
+			out, _ := json.Marshal(map[string]any{"Successful": []any{}, "Failed": failed})
+			return nil, &testsupport.Reply{Status: 200, Body: string(out)}
+		}
+		in["Entries"] = kept
+		nb, _ := json.Marshal(in)
+		return nb, nil
+	})
+	p.SetAfter(func(op string, req, resp []byte) []byte {
+		if op != "SendMessageBatch" || !bytes.Contains(req, []byte(marker)) {
+			return resp
+		}
+		var out map[string]any
+		if json.Unmarshal(resp, &out) != nil {
+			return resp
+		}
+		listed := map[string]bool{}
+		for _, k := range []string{"Successful", "Failed"} {
+			l, _ := out[k].([]any)
+			for _, e := range l {
+				listed[fmt.Sprint(e.(map[string]any)["Id"])] = true
+			}
+		}
+		failed, _ := out["Failed"].([]any)
+		for _, id := range rejectedIDs(req) {
+			if !listed[id] {
+				failed = append(failed, failure(id))
+			}
+		}
+		out["Failed"] = failed
+		nb, _ := json.Marshal(out)
+		return nb
+	})
+	return &n
 }

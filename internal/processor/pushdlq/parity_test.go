@@ -19,6 +19,7 @@ import (
 	"github.com/deadletter/deadletter/internal/pushdlq/gen"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/testsupport"
+	"github.com/deadletter/deadletter/internal/testsupport/lambdart"
 )
 
 // decision is what parity compares: eligible or not, the reason, and the
@@ -147,11 +148,8 @@ func TestDecisionParityWithPushdlqReplay(t *testing.T) {
 	msgs := testsupport.Receive(t, c, p.DLQ, len(p.IDs), 900)
 	var batches [][]events.SQSMessage
 	for i := 0; i < len(msgs); i += 10 {
-		var recs []events.SQSMessage
-		for _, m := range msgs[i:min(i+10, len(msgs))] {
-			recs = append(recs, testsupport.LambdaRecord(m, "arn:aws:sqs:us-east-1:000000000000:"+sqsmove.Name(p.DLQ)))
-		}
-		batches = append(batches, recs)
+		ev := lambdart.NewSQSEvent("arn:aws:sqs:us-east-1:000000000000:"+sqsmove.Name(p.DLQ), "us-east-1", msgs[i:min(i+10, len(msgs))])
+		batches = append(batches, ev.Records)
 	}
 	for _, all := range policies {
 		proc, sums := processorDecisions(t, p.Env(all), batches, p.DLQ)
