@@ -30,12 +30,8 @@ type PushDLQ struct {
 // attributes PushAttributes gives it.
 func NewPushDLQ(t testing.TB, c *sqs.Client, n int) *PushDLQ {
 	t.Helper()
-	prefix := "pp" + RandomHex(3) + "-"
-	p := &PushDLQ{DLQ: CreateQueue(t, c, prefix+"push-dlq", nil), ByID: map[string]gen.Case{}}
-	p.Base = strings.TrimSuffix(p.DLQ, "push-dlq")
-	for _, prio := range gen.ParityPriorities {
-		CreateQueue(t, c, fmt.Sprintf("%sP%d", prefix, prio), nil)
-	}
+	p := &PushDLQ{ByID: map[string]gen.Case{}}
+	p.DLQ, p.Base = NewPushQueues(t, c, "pp", gen.ParityPriorities...)
 	p.Cases = gen.Parity(n, 11)
 	bodies := make([]string, len(p.Cases))
 	for i, cs := range p.Cases {
@@ -46,6 +42,19 @@ func NewPushDLQ(t testing.TB, c *sqs.Client, n int) *PushDLQ {
 		p.ByID[id] = p.Cases[i]
 	}
 	return p
+}
+
+// NewPushQueues creates a push DLQ (PREFIX-RANDOM-push-dlq) and the
+// priority queues ${base}P<priority> for each priority, deleted after the
+// test, and returns the DLQ's URL and the base URL.
+func NewPushQueues(t testing.TB, c *sqs.Client, prefix string, priorities ...int) (dlq, base string) {
+	t.Helper()
+	prefix += RandomHex(3) + "-"
+	dlq = CreateQueue(t, c, prefix+"push-dlq", nil)
+	for _, p := range priorities {
+		CreateQueue(t, c, fmt.Sprintf("%sP%d", prefix, p), nil)
+	}
+	return dlq, strings.TrimSuffix(dlq, "push-dlq")
 }
 
 // Target is the priority queue of a priority.

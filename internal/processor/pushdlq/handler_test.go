@@ -53,19 +53,19 @@ func awsEnv(t *testing.T, sqsEndpoint string) {
 	t.Setenv("AWS_ENDPOINT_URL_SQS", sqsEndpoint)
 }
 
+// processorEnv is the function's environment for the test window.
+func processorEnv(dlq, base, codes string) map[string]string {
+	return map[string]string{core.EnvDLQURL: dlq, core.EnvBaseURL: base, core.EnvStartAt: winStart, core.EnvEndAt: winEnd, core.EnvErrorCodes: codes}
+}
+
 func newFixture(t *testing.T, codes string, priorities ...int) *fixture {
 	t.Helper()
 	endpoint := testsupport.SQSEndpoint(t)
 	f := &fixture{t: t, c: testsupport.SQSClientAt(endpoint), log: &bytes.Buffer{}, bodies: map[string]int{}}
 	f.proxy = testsupport.NewProxy(t, endpoint)
-	prefix := "pf" + testsupport.RandomHex(3) + "-"
-	f.dlq = testsupport.CreateQueue(t, f.c, prefix+"push-dlq", nil)
-	f.base = strings.TrimSuffix(f.dlq, "push-dlq")
-	for _, p := range priorities {
-		testsupport.CreateQueue(t, f.c, fmt.Sprintf("%sP%d", prefix, p), nil)
-	}
+	f.dlq, f.base = testsupport.NewPushQueues(t, f.c, "pf", priorities...)
 	awsEnv(t, f.proxy.URL)
-	env := map[string]string{core.EnvDLQURL: f.dlq, core.EnvBaseURL: f.base, core.EnvStartAt: winStart, core.EnvEndAt: winEnd, core.EnvErrorCodes: codes}
+	env := processorEnv(f.dlq, f.base, codes)
 	h, err := processor.New(context.Background(), func(k string) string { return env[k] }, f.log)
 	if err != nil {
 		t.Fatal(err)

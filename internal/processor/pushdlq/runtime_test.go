@@ -45,16 +45,9 @@ func newRTWorld(t *testing.T, codes string, bodies []string, priorities ...int) 
 	endpoint := testsupport.SQSEndpoint(t)
 	w := &rtWorld{t: t, c: testsupport.SQSClientAt(endpoint), bodies: bodies}
 	w.proxy = testsupport.NewProxy(t, endpoint)
-	prefix := "rt" + testsupport.RandomHex(3) + "-"
-	w.dlq = testsupport.CreateQueue(t, w.c, prefix+"push-dlq", nil)
-	w.base = strings.TrimSuffix(w.dlq, "push-dlq")
-	for _, p := range priorities {
-		testsupport.CreateQueue(t, w.c, fmt.Sprintf("%sP%d", prefix, p), nil)
-	}
+	w.dlq, w.base = testsupport.NewPushQueues(t, w.c, "rt", priorities...)
 	w.ids = testsupport.SendBodies(t, w.c, w.dlq, bodies, testsupport.PushAttributes)
-	env := map[string]string{"AWS_ENDPOINT_URL_SQS": w.proxy.URL, core.EnvDLQURL: w.dlq, core.EnvBaseURL: w.base,
-		core.EnvStartAt: winStart, core.EnvEndAt: winEnd, core.EnvErrorCodes: codes}
-	w.start(env)
+	w.start(lambdart.Env(processorEnv(w.dlq, w.base, codes), map[string]string{"AWS_ENDPOINT_URL_SQS": w.proxy.URL}))
 	return w
 }
 
