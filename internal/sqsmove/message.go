@@ -10,6 +10,8 @@ package sqsmove
 import (
 	"context"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -57,6 +59,29 @@ func fromSQS(m types.Message) Message {
 	out.MessageAttributes = make(map[string]Attribute, len(m.MessageAttributes))
 	for k, v := range m.MessageAttributes {
 		out.MessageAttributes[k] = Attribute{DataType: aws.ToString(v.DataType), StringValue: v.StringValue, BinaryValue: v.BinaryValue}
+	}
+	return out
+}
+
+// FromLambda is a record of a Lambda SQS event as a Message: the event
+// spells message attributes stringValue/binaryValue/dataType, and its
+// attributes are the system attributes (MessageGroupId, SentTimestamp,
+// ...). The list values of the event's shape are not used by SQS and are
+// dropped.
+func FromLambda(m events.SQSMessage) Message {
+	out := Message{
+		MessageID:     m.MessageId,
+		ReceiptHandle: m.ReceiptHandle,
+		Body:          m.Body,
+		MD5OfBody:     m.Md5OfBody,
+		Attributes:    m.Attributes,
+	}
+	if out.Attributes == nil {
+		out.Attributes = map[string]string{}
+	}
+	out.MessageAttributes = make(map[string]Attribute, len(m.MessageAttributes))
+	for k, v := range m.MessageAttributes {
+		out.MessageAttributes[k] = Attribute{DataType: v.DataType, StringValue: v.StringValue, BinaryValue: v.BinaryValue}
 	}
 	return out
 }

@@ -211,7 +211,7 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 			}
 		}()
 	}
-	pending := map[string]*batch{}
+	pending := &batcher{maxEntries: maxEntries, maxBytes: r.MaxBatchBytes}
 	dispatch := func(b *batch) {
 		if len(b.entries) > 0 {
 			work <- b
@@ -246,22 +246,12 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 			r.emit(Result{Ord: ord, Msg: m, Route: rt, Outcome: OutcomeFailed, Err: err})
 			return nil
 		}
-		b := pending[target]
-		if b == nil {
-			b = &batch{target: target, park: rt.Park}
-			pending[target] = b
+		if full := pending.add(target, entry{Ref{ord, m}, rt}); full != nil {
+			dispatch(full)
 		}
-		size := m.size()
-		if len(b.entries) == maxEntries || (len(b.entries) > 0 && b.bytes+size > r.MaxBatchBytes) {
-			dispatch(b)
-			b = &batch{target: target, park: rt.Park}
-			pending[target] = b
-		}
-		b.entries = append(b.entries, entry{Ref{ord, m}, rt})
-		b.bytes += size
 		return nil
 	})
-	for _, b := range pending {
+	for _, b := range pending.rest() {
 		dispatch(b)
 	}
 	close(work)
@@ -444,7 +434,7 @@ func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
 	r.counts.Batches++
 	r.countsMu.Unlock()
 
-	res := r.sendEntries(work, b)
+	res := sendEntries(work, r.API, b)
 	// Paused past the hold's deadline while the send was in flight: the
 	// messages were ours when sent, but others may have received them since.
 	r.Hold.Expiring(0)
@@ -661,7 +651,7 @@ func isThrottle(err error) bool {
 
 // sendEntries calls SendMessageBatch, retrying entries (and whole calls)
 // that failed through no fault of the sender.
-func (r *Replayer) sendEntries(ctx context.Context, b *batch) sendResult {
+func sendEntries(ctx context.Context, api API, b *batch) sendResult {
 	res := sendResult{accepted: map[int]string{}, failed: map[int]error{}, uncertain: map[int]error{}}
 	pending := b.entries
 	for attempt := 0; len(pending) > 0; attempt++ {
@@ -670,9 +660,9 @@ func (r *Replayer) sendEntries(ctx context.Context, b *batch) sendResult {
 		for i, e := range pending {
 			id := strconv.Itoa(i)
 			byID[id] = e
-			input.Entries = append(input.Entries, r.sendEntry(id, b, e))
+			input.Entries = append(input.Entries, sendEntry(id, b, e))
 		}
-		out, err := r.API.SendMessageBatch(ctx, input, sendOnce)
+		out, err := api.SendMessageBatch(ctx, input, sendOnce)
 		if err != nil {
 			wrapped := fmt.Errorf("send to %s: %w", b.target, err)
 			if OutcomeUnknown(err) {
@@ -736,14 +726,14 @@ func (r *Replayer) sendEntries(ctx context.Context, b *batch) sendResult {
 	return res
 }
 
-func (r *Replayer) sendEntry(id string, b *batch, e entry) types.SendMessageBatchRequestEntry {
+func sendEntry(id string, b *batch, e entry) types.SendMessageBatchRequestEntry {
 	m := e.Msg
 	out := types.SendMessageBatchRequestEntry{
 		Id:                aws.String(id),
 		MessageBody:       aws.String(m.Body),
 		MessageAttributes: m.sendAttributes(),
 	}
-	if b.park && e.route.Delay > 0 {
+	if e.route.Park && e.route.Delay > 0 {
 		out.DelaySeconds = e.route.Delay
 	}
 	if IsFIFO(b.target) {

@@ -3,6 +3,7 @@ package testsupport
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -299,4 +300,35 @@ func s3Op(r *http.Request) string {
 		return "PutObject"
 	}
 	return r.Method
+}
+
+// SendBatchRequest is a SendMessageBatch request as a Proxy hook sees it
+// (the AWS JSON protocol body).
+type SendBatchRequest struct {
+	QueueUrl string
+	Entries  []SendBatchEntry
+}
+
+// SendBatchEntry is one entry of a SendBatchRequest.
+type SendBatchEntry struct {
+	Id                     string
+	MessageBody            string
+	DelaySeconds           int
+	MessageGroupId         string
+	MessageDeduplicationId string
+	MessageAttributes      map[string]struct {
+		DataType    string
+		StringValue *string
+		BinaryValue []byte
+	}
+}
+
+// ParseSendBatch reads a SendMessageBatch request body; a body it cannot
+// read fails the test (t may be nil: then it reads as no entries).
+func ParseSendBatch(t testing.TB, body []byte) SendBatchRequest {
+	var in SendBatchRequest
+	if err := json.Unmarshal(body, &in); err != nil && t != nil {
+		t.Errorf("SendMessageBatch request %q: %v", body, err)
+	}
+	return in
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/pushdlq"
 	"github.com/deadletter/deadletter/internal/sqsmove"
+	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
 )
 
 // ReplayOptions are pushdlq replay's inputs.
@@ -494,20 +495,21 @@ func (r *replayRun) load(ctx context.Context) error {
 // observe decides one scanned message and counts it; it stops the scan
 // once --max eligible messages are held.
 func (r *replayRun) observe(_ int, m *sqsmove.Message) bool {
-	c := pushdlq.ParseCommand(m.Body)
-	r.tally.add(c)
+	st := r.decide(m.Body)
+	r.tally.add(st.Command)
 	delete(r.resume.Held, m.MessageID) // it came back: the interrupted run no longer holds it
 	if r.resume.Moved[m.MessageID] {
 		r.tally.AlreadySent++
 		return false
 	}
-	d := r.decide(c)
-	r.tally.decide(c, d)
+	r.tally.decide(st.Command, st.Decision)
 	return r.opts.Max > 0 && r.tally.Eligible >= r.opts.Max
 }
 
-func (r *replayRun) decide(c pushdlq.Command) pushdlq.Decision {
-	return pushdlq.Decide(c, r.opts.policy, r.opts.BaseURL)
+// decide is the processor's decision and route for a body (one function
+// for both: internal/workflow/pushreplay).
+func (r *replayRun) decide(body string) pushreplay.Step {
+	return pushreplay.Decide(body, r.opts.policy, r.opts.BaseURL)
 }
 
 // checkTargets refuses a plan that would send to the DLQ itself.
@@ -590,13 +592,13 @@ func (r *replayRun) printPlan() {
 	r.summary.Scanned, r.summary.Eligible, r.summary.Ineligible = t.Scanned, t.Eligible, ineligible
 }
 
+// route is the processor's route, except that ineligible messages are
+// parked only under --ineligible park (and only when there is a DLQ);
+// otherwise they route nowhere and are released.
 func (r *replayRun) route(m *sqsmove.Message) sqsmove.Route {
-	d := r.decide(pushdlq.ParseCommand(m.Body))
-	switch {
-	case d.Eligible:
-		return sqsmove.Route{Target: d.Target}
-	case r.opts.Ineligible == "park" && r.s != nil:
-		return sqsmove.Route{Park: true, Delay: pushdlq.ParkDelaySeconds}
+	st := r.decide(m.Body)
+	if st.Decision.Eligible || (r.opts.Ineligible == "park" && r.s != nil) {
+		return st.Route
 	}
 	return sqsmove.Route{}
 }
@@ -908,8 +910,9 @@ func (r *replayRun) finish() {
 			if st != sqsmove.Held {
 				return nil
 			}
-			c := pushdlq.ParseCommand(m.Body)
-			switch d := r.decide(c); {
+			step := r.decide(m.Body)
+			c := step.Command
+			switch d := step.Decision; {
 			case d.Eligible && r.opts.DryRun:
 				line := messageLine(m.MessageID, "would_send", c)
 				line.Target = &d.Target

@@ -28,3 +28,45 @@ func TestGenerateMixIsDeterministicAndParses(t *testing.T) {
 		t.Errorf("mix %v", codes)
 	}
 }
+
+// The corpus's own expectations agree with the core's decision, and it
+// covers what the parity test promises (the processor-vs-CLI parity test
+// is in internal/processor/pushdlq).
+func TestParityCorpusCoversAndAgreesWithDecide(t *testing.T) {
+	cases := Parity(300, 1)
+	if len(cases) < 300 {
+		t.Fatalf("%d cases", len(cases))
+	}
+	start, end := ParityStart.UnixMilli(), ParityEnd.UnixMilli()
+	_, codes, _ := pushdlq.ParseCodes(ParityCodes)
+	reasons := map[pushdlq.Reason]int{}
+	forms := map[pushdlq.CreatedAtForm]int{}
+	for _, all := range []bool{false, true} {
+		p := pushdlq.Policy{Start: start, End: end, AllCodes: all, Codes: codes}
+		for _, c := range cases {
+			el, prio, reason := c.Expect(all, codes, start, end)
+			cmd := pushdlq.ParseCommand(c.Body)
+			d := pushdlq.Decide(cmd, p, "b-")
+			want := pushdlq.Decision{Eligible: el, Reason: reason}
+			if el {
+				want.Target = pushdlq.TargetURL("b-", prio)
+			}
+			if d != want {
+				t.Errorf("%s (all=%v): %s: decided %+v, want %+v", c.Label, all, c.Body, d, want)
+			}
+			reasons[d.Reason]++
+			forms[cmd.CreatedAtForm]++
+		}
+	}
+	for r := range map[pushdlq.Reason]bool{"": true, pushdlq.ReasonBodyNotJSON: true, pushdlq.ReasonBodyNotObject: true, pushdlq.ReasonNoPriority: true,
+		pushdlq.ReasonBadPriority: true, pushdlq.ReasonNoCreatedAt: true, pushdlq.ReasonBadCreatedAt: true, pushdlq.ReasonBadErrorCode: true,
+		pushdlq.ReasonNoErrorMetadata: true, pushdlq.ReasonNoErrorCode: true, pushdlq.ReasonCodeNotSelected: true,
+		pushdlq.ReasonBeforeWindow: true, pushdlq.ReasonAfterWindow: true} {
+		if reasons[r] == 0 {
+			t.Errorf("no case decided %q", r)
+		}
+	}
+	if forms[pushdlq.CreatedAtEpochMs] == 0 || forms[pushdlq.CreatedAtNumericString] == 0 || forms[pushdlq.CreatedAtISO8601] == 0 {
+		t.Errorf("createdAt forms %v", forms)
+	}
+}

@@ -1,0 +1,22 @@
+// Command push-dlq is the push-dlq Lambda function (runtime provided.al2023,
+// handler bootstrap): it replays the slice of the push DLQ its environment
+// selects and parks the rest. See docs/processors.md.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/deadletter/deadletter/internal/processor/lambdastart"
+	"github.com/deadletter/deadletter/internal/processor/pushdlq"
+)
+
+func main() {
+	lambdastart.Run("push-dlq", func(ctx context.Context) (any, error) {
+		h, err := pushdlq.New(ctx, os.Getenv, os.Stdout)
+		if err != nil {
+			return nil, err
+		}
+		return h.Handle, nil
+	})
+}

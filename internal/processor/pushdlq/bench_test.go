@@ -1,0 +1,46 @@
+package pushdlq_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	processor "github.com/deadletter/deadletter/internal/processor/pushdlq"
+	core "github.com/deadletter/deadletter/internal/pushdlq"
+	"github.com/deadletter/deadletter/internal/testsupport"
+)
+
+// BenchmarkHandleBatchOf10 is the handler's time for one event of ten
+// records on fauxqs (seven replayed to two priority queues, three parked),
+// the function's work per invocation without the Lambda runtime.
+func BenchmarkHandleBatchOf10(b *testing.B) {
+	c := testsupport.SQSClient(b)
+	prefix := "pb" + testsupport.RandomHex(3) + "-"
+	dlq := testsupport.CreateQueue(b, c, prefix+"push-dlq", nil)
+	testsupport.CreateQueue(b, c, prefix+"P1", nil)
+	testsupport.CreateQueue(b, c, prefix+"P2", nil)
+	start, end, _ := core.ParseWindow(winStart + "/" + winEnd)
+	h := &processor.Handler{API: c, Log: io.Discard, Config: core.Config{DLQURL: dlq, BaseURL: strings.TrimSuffix(dlq, "push-dlq"),
+		Policy: core.Policy{Start: start, End: end, Codes: []int{1004}}}}
+	var ev events.SQSEvent
+	for i := range 10 {
+		created := inWindow
+		if i >= 7 {
+			created = before
+		}
+		v := fmt.Sprint("push-", i)
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprint("m-", i), Body: body(1+i%2, created, 1004, v),
+			MessageAttributes: map[string]events.SQSMessageAttribute{"origin": {DataType: "String", StringValue: &v}}})
+	}
+	b.ResetTimer()
+	for range b.N {
+		resp, err := h.Handle(context.Background(), ev)
+		if err != nil || len(resp.BatchItemFailures) > 0 {
+			b.Fatal(err, resp)
+		}
+	}
+}

@@ -1,0 +1,102 @@
+// Package pushreplay is the replay workflow shared by `pushdlq replay` and
+// the push-dlq processor: the one step from a message body to a decision
+// and a route (Decide), and the processor's whole batch (Process). The
+// policy itself is internal/pushdlq; moving messages is internal/sqsmove.
+package pushreplay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/deadletter/deadletter/internal/pushdlq"
+	"github.com/deadletter/deadletter/internal/sqsmove"
+)
+
+// Step is what the replay does with one message.
+type Step struct {
+	Command  pushdlq.Command
+	Decision pushdlq.Decision
+	// Route: an eligible message goes to Decision.Target; anything else,
+	// a malformed body included, is parked in the DLQ with
+	// pushdlq.ParkDelaySeconds of delay.
+	Route sqsmove.Route
+}
+
+// Decide parses a DLQ message body and applies the policy to it, for the
+// CLI and the processor alike.
+func Decide(body string, p pushdlq.Policy, base string) Step {
+	c := pushdlq.ParseCommand(body)
+	d := pushdlq.Decide(c, p, base)
+	st := Step{Command: c, Decision: d}
+	if d.Eligible {
+		st.Route = sqsmove.Route{Target: d.Target}
+	} else {
+		st.Route = sqsmove.Route{Park: true, Delay: pushdlq.ParkDelaySeconds}
+	}
+	return st
+}
+
+// Result is what became of one record of a batch.
+type Result struct {
+	MessageID string
+	Step      Step
+	// Queue is where the record was sent: its target, or the DLQ when it
+	// was parked.
+	Queue   string
+	Outcome sqsmove.Outcome // sent, parked, failed or uncertain
+	NewID   string          // the id the queue gave it
+	Err     error           // why it failed or is uncertain
+}
+
+// Retry reports whether the record must be a batch item failure: its send
+// failed (it is nowhere else) or got no reply (it may be in its queue: a
+// retry may deliver it twice, which at-least-once delivery allows, while
+// dropping it could lose it). A record that was sent or parked never is.
+func (r Result) Retry() bool {
+	return r.Outcome != sqsmove.OutcomeSent && r.Outcome != sqsmove.OutcomeParked
+}
+
+// PossibleDuplicate reports a record whose send got no reply: it may be in
+// its queue already, and its retry may put it there twice.
+func (r Result) PossibleDuplicate() bool { return r.Outcome == sqsmove.OutcomeUncertain }
+
+// ErrTargetIsDLQ says why an eligible message was parked instead: its
+// target queue is the DLQ itself (PUSH_QUEUE_BASE_URL is wrong), and
+// sending it there without a delay would loop on it.
+var ErrTargetIsDLQ = errors.New("the target queue is the DLQ itself (check PUSH_QUEUE_BASE_URL); parked instead")
+
+// Process decides every message of one batch and sends each to its route:
+// eligible ones to their priority queue, the rest parked in cfg.DLQURL with
+// DelaySeconds 900, message attributes kept, batched per queue. It returns
+// one Result per message, in order. The caller deletes from its source (or
+// lets the event source mapping delete) exactly the messages whose Result
+// does not ask for a retry.
+func Process(ctx context.Context, api sqsmove.API, cfg pushdlq.Config, msgs []*sqsmove.Message) []Result {
+	results := make([]Result, len(msgs))
+	items := make([]sqsmove.Item, len(msgs))
+	for i, m := range msgs {
+		st := Decide(m.Body, cfg.Policy, cfg.BaseURL)
+		r := &results[i]
+		r.MessageID, r.Step, r.Queue = m.MessageID, st, cfg.DLQURL
+		if st.Decision.Eligible {
+			r.Queue = st.Decision.Target
+			if sqsmove.SameQueue(r.Queue, cfg.DLQURL) {
+				r.Queue, r.Err = cfg.DLQURL, ErrTargetIsDLQ
+				st.Route = sqsmove.Route{Park: true, Delay: pushdlq.ParkDelaySeconds}
+			}
+		}
+		items[i] = sqsmove.Item{Msg: m, Queue: r.Queue, Route: st.Route}
+	}
+	for i, s := range sqsmove.Send(ctx, api, items, 4) {
+		r := &results[i]
+		r.Outcome, r.NewID = s.Outcome, s.NewID
+		if s.Err != nil {
+			r.Err = s.Err
+		}
+		if r.Retry() && r.Err == nil {
+			r.Err = fmt.Errorf("send to %s: %s", r.Queue, r.Outcome)
+		}
+	}
+	return results
+}
