@@ -14,11 +14,12 @@ import (
 // as Cumulus's getCumulusMessageFromExecutionEvent does (the CLI's and the
 // processors' recovery.Unwrap: input or output by status, the failed step's
 // output from the execution history, a `replace` payload read from S3).
-// ok is false when there is none: Cumulus's hoist would have caught an
-// exception and derived nothing from the message. A non-nil error is a
+// When there is none, msg does not exist and why says why: Cumulus's hoist
+// would have caught an exception and derived nothing from the message. A
+// non-nil error is a
 // failure a retry may cure (S3 or Step Functions unavailable); Hoist
 // returns it as it is.
-type MessageFunc func(d *Decoded) (msg gjson.Result, ok bool, err error)
+type MessageFunc func(d *Decoded) (msg gjson.Result, why string, err error)
 
 // Hoisted is one DLQ record turned into the DLA record Cumulus's writer
 // stores.
@@ -172,15 +173,12 @@ func (h *Hoisted) derive(d *Decoded, message MessageFunc) (hoistedValues, error)
 		h.Reason = fmt.Sprintf("detail.%s is not a JSON string", src)
 		return f, nil
 	}
-	msg, ok, err := message(d)
+	msg, why, err := message(d)
 	if err != nil {
 		return f, err
 	}
-	if !ok {
-		h.Reason = "no Cumulus message"
-		if len(d.Problems) > 0 {
-			h.Reason += ": " + strings.Join(d.Problems, "; ")
-		}
+	if !msg.Exists() {
+		h.Reason = "no Cumulus message: " + why
 		return f, nil
 	}
 	f.collectionID, f.providerID, f.granules = MessageFields(msg)

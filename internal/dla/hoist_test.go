@@ -11,11 +11,11 @@ import (
 )
 
 // inputMessage is a MessageFunc without AWS: the message Decode found.
-func inputMessage(d *Decoded) (gjson.Result, bool, error) {
+func inputMessage(d *Decoded) (gjson.Result, string, error) {
 	if d.Message == "" {
-		return gjson.Result{}, false, nil
+		return gjson.Result{}, strings.Join(d.Problems, "; "), nil
 	}
-	return gjson.Parse(d.Message), true, nil
+	return gjson.Parse(d.Message), "", nil
 }
 
 func quoted(v any) string {
@@ -143,7 +143,7 @@ func TestHoistArchivesAnUnparseableRecordAsItCame(t *testing.T) {
 func TestHoistReturnsTheMessageFuncsError(t *testing.T) {
 	boom := errors.New("S3 is down")
 	rec := sqsRecord("body", sfnEvent(`{"status":"FAILED","input":"{}"}`), "x")
-	if _, err := Hoist([]byte(rec), func(*Decoded) (gjson.Result, bool, error) { return gjson.Result{}, false, boom }); !errors.Is(err, boom) {
+	if _, err := Hoist([]byte(rec), func(*Decoded) (gjson.Result, string, error) { return gjson.Result{}, "", boom }); !errors.Is(err, boom) {
 		t.Fatalf("err = %v", err)
 	}
 }
