@@ -219,19 +219,12 @@ func (p *jsParser) object(b *strings.Builder) error {
 			index[k] = len(members)
 			members = append(members, jsMember{k, vb.String()})
 		}
-		p.space()
-		if p.i >= len(p.s) {
-			return p.fail("unexpected end")
+		if more, err := p.next('}'); err != nil || !more {
+			if err != nil {
+				return err
+			}
+			break
 		}
-		if p.s[p.i] == ',' {
-			p.i++
-			continue
-		}
-		if p.s[p.i] != '}' {
-			return p.fail("expected ',' or '}'")
-		}
-		p.i++
-		break
 	}
 	// Array-index keys first, in numeric order; the rest keep their order.
 	sort.SliceStable(members, func(a, c int) bool {
@@ -293,21 +286,28 @@ func (p *jsParser) array(b *strings.Builder) error {
 		if err := p.value(b); err != nil {
 			return err
 		}
-		p.space()
-		if p.i >= len(p.s) {
-			return p.fail("unexpected end")
+		if more, err := p.next(']'); err != nil || !more {
+			b.WriteByte(']')
+			return err
 		}
-		if p.s[p.i] == ',' {
-			p.i++
-			continue
-		}
-		if p.s[p.i] != ']' {
-			return p.fail("expected ',' or ']'")
-		}
-		p.i++
-		b.WriteByte(']')
-		return nil
 	}
+}
+
+// next reads what follows a member or element: a comma (more follow) or
+// the closing bracket.
+func (p *jsParser) next(closing byte) (more bool, err error) {
+	p.space()
+	switch {
+	case p.i >= len(p.s):
+		return false, p.fail("unexpected end")
+	case p.s[p.i] == ',':
+		p.i++
+		return true, nil
+	case p.s[p.i] != closing:
+		return false, p.fail(fmt.Sprintf("expected ',' or '%c'", closing))
+	}
+	p.i++
+	return false, nil
 }
 
 func (p *jsParser) number(b *strings.Builder) error {

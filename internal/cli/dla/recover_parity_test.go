@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -77,26 +76,7 @@ func ensureBucket(t *testing.T, c *s3.Client, name string) {
 
 // uploadTree puts every file under dir into bucket, keyed by its relative path.
 func uploadTree(t *testing.T, c *s3.Client, bucket, dir, prefix string) int {
-	t.Helper()
-	n := 0
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		body, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		n++
-		_, err = c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket),
-			Key: aws.String(prefix + filepath.ToSlash(rel)), Body: bytes.NewReader(body)})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return testsupport.UploadTree(t, c, bucket, dir, prefix)
 }
 
 // keySet is listKeys as a set.
@@ -126,18 +106,7 @@ func listKeys(t *testing.T, c *s3.Client, bucket, prefix string) []string {
 }
 
 func loadSFN(t *testing.T, path string) map[string]testsupport.SFNExecution {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Executions map[string]testsupport.SFNExecution `json:"executions"`
-	}
-	if err := json.Unmarshal(b, &f); err != nil {
-		t.Fatal(err)
-	}
-	return f.Executions
+	return testsupport.LoadSFNExecutions(t, path)
 }
 
 type oracle struct {

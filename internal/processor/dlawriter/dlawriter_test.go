@@ -5,19 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/awsread"
@@ -105,34 +104,10 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{s3: testsupport.S3Client(t), log: &bytes.Buffer{}}
 	e.bucket = testsupport.NewBucket(t, e.s3)
-	root := seed3 + "/archive/_fixtures/s3/demo-internal"
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		body, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		_, err = e.s3.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(e.bucket),
-			Key: aws.String(filepath.ToSlash(rel)), Body: bytes.NewReader(body)})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
+	if testsupport.UploadTree(t, e.s3, e.bucket, seed3+"/archive/_fixtures/s3/demo-internal", "") == 0 {
+		t.Fatal("no replace payloads uploaded")
 	}
-	b, err := os.ReadFile(seed3 + "/archive/_fixtures/sfn.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Executions map[string]testsupport.SFNExecution `json:"executions"`
-	}
-	if err := json.Unmarshal(b, &f); err != nil {
-		t.Fatal(err)
-	}
-	e.sfn = testsupport.NewSFNFake(t, f.Executions)
+	e.sfn = testsupport.NewSFNFake(t, testsupport.LoadSFNExecutions(t, seed3+"/archive/_fixtures/sfn.json"))
 	e.objs = aliasObjects{Objects: awsread.Objects{Client: e.s3, ReplaceBucket: e.bucket}, alias: "demo-internal"}
 	return e
 }
@@ -428,25 +403,16 @@ func TestArchiverReportsExactlyTheFailedPut(t *testing.T) {
 	if len(keys) != 9 {
 		t.Fatalf("%d objects written, want 9: %v", len(keys), keys)
 	}
-	if contains(keys, store.failed[0]) {
+	if slices.Contains(keys, store.failed[0]) {
 		t.Errorf("the failed record was written: %s", store.failed[0])
 	}
 	// The retry (the victim alone, as SQS delivers it again).
 	if f := feed(t, e.processor(nil), []writerInput{victim}); len(f) != 0 {
 		t.Fatalf("retry failed: %v", f)
 	}
-	if got := e.keys(t); len(got) != 10 || !contains(got, store.failed[0]) {
-		t.Errorf("after the retry: %d objects; the victim's key %s present: %v", len(got), store.failed[0], contains(got, store.failed[0]))
+	if got := e.keys(t); len(got) != 10 || !slices.Contains(got, store.failed[0]) {
+		t.Errorf("after the retry: %d objects; the victim's key %s present: %v", len(got), store.failed[0], slices.Contains(got, store.failed[0]))
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // TestHandleSQSEventArchivesTheStructsRecords checks the events.SQSEvent
