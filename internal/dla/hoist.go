@@ -61,7 +61,8 @@ const ArchiveErrorKey = "archiveError"
 // A record whose layers cannot be parsed (not JSON, nested deeper than
 // MaxDepth or than 64 layers) is returned Raw: the record as it came, with
 // ArchiveErrorKey saying why, where v21 throws and the batch is retried
-// until the DLQ's retention drops it.
+// until the DLQ's retention drops it. A nil message derives no message
+// fields.
 func Hoist(raw []byte, message MessageFunc) (*Hoisted, error) {
 	h := &Hoisted{}
 	top := gjson.ParseBytes(raw)
@@ -171,6 +172,10 @@ func (h *Hoisted) derive(d *Decoded, message MessageFunc) (hoistedValues, error)
 	running := df[2].Type == gjson.String && (df[2].Str == "RUNNING" || df[2].Str == "SUCCEEDED")
 	if field.Type != gjson.String && (running || field.Exists()) {
 		h.Reason = fmt.Sprintf("detail.%s is not a JSON string", src)
+		return f, nil
+	}
+	if message == nil {
+		h.Reason = "no Cumulus message: no MessageFunc given"
 		return f, nil
 	}
 	msg, why, err := message(d)
