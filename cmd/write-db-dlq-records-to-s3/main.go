@@ -5,18 +5,18 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/deadletter/deadletter/internal/processor/dlawriter"
+	"github.com/deadletter/deadletter/internal/processor/lambdastart"
 )
 
 func main() {
-	p, err := dlawriter.New(context.Background(), os.Getenv)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	lambda.Start(p.Handle)
+	lambdastart.Run("write-db-dlq-records-to-s3", func(ctx context.Context) (any, error) {
+		p, err := dlawriter.New(ctx, os.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		return p.Handle, nil
+	})
 }

@@ -1,6 +1,8 @@
 package awsconfig
 
 import (
+	"context"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
@@ -22,4 +24,13 @@ func SecretsManager(cfg aws.Config, s Settings) *secretsmanager.Client {
 			o.BaseEndpoint = aws.String(s.EndpointURL)
 		}
 	})
+}
+
+// SecretText reads a secret's string value by name or ARN.
+func SecretText(ctx context.Context, c *secretsmanager.Client, id string) ([]byte, error) {
+	out, err := c.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
+	if err != nil {
+		return nil, err
+	}
+	return []byte(aws.ToString(out.SecretString)), nil
 }

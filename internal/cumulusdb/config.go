@@ -1,13 +1,18 @@
 package cumulusdb
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// ErrConnString: the connection string does not parse.
+var ErrConnString = errors.New("the database connection string cannot be parsed (it is not repeated here, as it may hold a password)")
 
 // PoolConfig parses a connection string (a postgres:// URL or key=value
 // pairs; "" reads the standard PG* environment variables) into a pool
@@ -16,7 +21,7 @@ import (
 func PoolConfig(connString string, maxConns int) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
-		return nil, errors.New("the database connection string cannot be parsed (it is not repeated here, as it may hold a password)")
+		return nil, ErrConnString
 	}
 	if maxConns > 0 {
 		cfg.MaxConns = int32(maxConns)
@@ -70,4 +75,45 @@ func ApplySecret(cfg *pgxpool.Config, secretJSON []byte) error {
 func Target(cfg *pgxpool.Config) string {
 	cc := cfg.ConnConfig
 	return fmt.Sprintf("postgres://%s@%s:%d/%s", cc.User, cc.Host, cc.Port, cc.Database)
+}
+
+// SecretReader returns a secret's text by its name or ARN (Secrets
+// Manager's GetSecretValue, in the caller's adapter).
+type SecretReader func(ctx context.Context, id string) ([]byte, error)
+
+// Configure builds the pool configuration of `dla recover` and the
+// db-writer processor alike: from a connection string, or from the Cumulus
+// database secret secretID (read with read) when one is given.
+func Configure(ctx context.Context, connString, secretID string, maxConns int, read SecretReader) (*pgxpool.Config, error) {
+	cfg, err := PoolConfig(connString, maxConns)
+	if err != nil || secretID == "" {
+		return cfg, err
+	}
+	text, err := read(ctx, secretID)
+	if err != nil {
+		return nil, fmt.Errorf("reading the database secret %s: %w", secretID, err)
+	}
+	if err := ApplySecret(cfg, text); err != nil {
+		return nil, fmt.Errorf("database secret %s: %w", secretID, err)
+	}
+	return cfg, nil
+}
+
+// CheckTables refuses a database that lacks Cumulus's tables: dla never
+// creates tables in a database it did not create.
+func CheckTables(ctx context.Context, pool *pgxpool.Pool) error {
+	var missing []string
+	for _, t := range Tables {
+		var ok bool
+		if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, t).Scan(&ok); err != nil {
+			return err
+		}
+		if !ok {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the database has no table %s: is it a Cumulus database? (dla never creates tables in one it did not create)", strings.Join(missing, ", "))
+	}
+	return nil
 }

@@ -110,3 +110,9 @@ func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// WithError is the record v21's sfEventSqsToDbRecords sends to its dead
+// letter queue when a write fails: {...record, error: String(err)}.
+func WithError(record, errText string) string {
+	return objSet(record, "error", jsonString(errText))
+}

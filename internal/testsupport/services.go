@@ -6,15 +6,12 @@
 package testsupport
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"io/fs"
 	"net"
 	"net/url"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -109,29 +106,4 @@ func RandomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// UploadTree puts every file under dir into bucket, keyed by prefix and its
-// path relative to dir, and returns how many it put.
-func UploadTree(t testing.TB, client *s3.Client, bucket, dir, prefix string) int {
-	t.Helper()
-	n := 0
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		body, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		n++
-		_, err = client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket),
-			Key: aws.String(prefix + filepath.ToSlash(rel)), Body: bytes.NewReader(body)})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -136,20 +135,4 @@ func (f *SFNFake) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		errorOut(400, "UnknownOperationException", "unsupported operation "+op)
 	}
-}
-
-// LoadSFNExecutions reads the executions of a fixture's sfn.json.
-func LoadSFNExecutions(t testing.TB, path string) map[string]SFNExecution {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Executions map[string]SFNExecution `json:"executions"`
-	}
-	if err := json.Unmarshal(b, &f); err != nil {
-		t.Fatal(err)
-	}
-	return f.Executions
 }

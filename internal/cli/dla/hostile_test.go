@@ -91,7 +91,7 @@ func s3Hostile(t *testing.T, c *s3.Client) *hostileArchive {
 		_, _ = b.ReadFrom(out.Body)
 		return b.Bytes(), true
 	}
-	h.keys = func() []string { k := listKeys(t, c, bucket, ""); slices.Sort(k); return k }
+	h.keys = func() []string { k := testsupport.ListKeys(t, c, bucket, ""); slices.Sort(k); return k }
 	return h
 }
 
@@ -340,7 +340,7 @@ func TestRecoverLostCopyReply(t *testing.T) {
 	if r.code != 3 {
 		t.Fatalf("first run: exit %d: %s", r.code, r.stderr)
 	}
-	keys := keySet(t, e.s3, bucket, "")
+	keys := testsupport.KeySet(t, e.s3, bucket, "")
 	if !keys[key] {
 		t.Fatalf("the original is gone after a copy whose reply was lost: %v", keys)
 	}
@@ -349,7 +349,7 @@ func TestRecoverLostCopyReply(t *testing.T) {
 	if r.code != 3 {
 		t.Fatalf("re-run: exit %d: %s", r.code, r.stderr)
 	}
-	got := listKeys(t, e.s3, bucket, "")
+	got := testsupport.ListKeys(t, e.s3, bucket, "")
 	want := []string{hostileRoot + "failed-sqs/2024-03-20/lost-reply"}
 	if !slices.Equal(got, want) {
 		t.Errorf("after the re-run: %q, want only %q (one copy, original deleted)", got, want)

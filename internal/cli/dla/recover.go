@@ -8,15 +8,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
-	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/awsread"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
@@ -25,6 +21,7 @@ import (
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/recovery"
 	"github.com/deadletter/deadletter/internal/selection"
+	"github.com/deadletter/deadletter/internal/workflow/dlarecover"
 )
 
 // RecoverOptions are dla recover's inputs.
@@ -184,56 +181,10 @@ func (p *recoverPlan) add(key string, d *dla.Decoded) error {
 }
 
 // ObjectResult is one object's line in -o ndjson.
-type ObjectResult struct {
-	Type         string                    `json:"type"`
-	Key          string                    `json:"key"`
-	KeyBase64    *string                   `json:"key_base64,omitempty"` // the key's bytes when they are not UTF-8
-	Result       string                    `json:"result"`               // written, dropped, failed, unreadable, left
-	Action       string                    `json:"action"`               // deleted, moved, kept, left, none
-	MovedTo      string                    `json:"moved_to,omitempty"`
-	Error        string                    `json:"error,omitempty"`
-	ErrorClass   string                    `json:"error_class,omitempty"`
-	ExecutionArn string                    `json:"execution_arn,omitempty"`
-	Status       string                    `json:"status,omitempty"`
-	Source       string                    `json:"message_source,omitempty"`
-	Execution    string                    `json:"execution,omitempty"`
-	Pdr          string                    `json:"pdr,omitempty"`
-	Granules     []recovery.GranuleOutcome `json:"granules,omitempty"`
-	Warnings     []string                  `json:"warnings,omitempty"`
-	DryRun       bool                      `json:"dry_run,omitempty"`
-	res          *recovery.Result
-}
+type ObjectResult = dlarecover.Object
 
 // RecoverSummary is the summary record.
-type RecoverSummary struct {
-	Type            string  `json:"type"`
-	DryRun          bool    `json:"dry_run"`
-	Keep            bool    `json:"keep"`
-	Database        string  `json:"database"`
-	Selected        int     `json:"selected"`
-	Processed       int     `json:"processed"`
-	Written         int     `json:"written"`
-	Dropped         int     `json:"dropped"`
-	Failed          int     `json:"failed"`
-	Unreadable      int     `json:"unreadable"`
-	Left            int     `json:"left"`          // left in place (database/AWS unavailable, read errors)
-	NotProcessed    int     `json:"not_processed"` // selected but never reached (a stop or an interrupt)
-	LeftAlone       int     `json:"unreadable_left_alone"`
-	Deleted         int     `json:"deleted"`
-	Moved           int     `json:"moved"`
-	Executions      int     `json:"executions_written"`
-	Pdrs            int     `json:"pdrs_written"`
-	PdrsDropped     int     `json:"pdrs_dropped"`
-	GranulesWritten int     `json:"granules_written"`
-	GranulesDropped int     `json:"granules_dropped"`
-	GranulesFailed  int     `json:"granules_failed"`
-	FilesFailed     int     `json:"granules_marked_failed_for_files"`
-	NoProcTimes     int     `json:"written_without_processing_times"`
-	SNS             string  `json:"sns"`
-	Interrupted     bool    `json:"interrupted"`
-	StoppedBy       string  `json:"stopped_by,omitempty"`
-	Seconds         float64 `json:"seconds"`
-}
+type RecoverSummary = dlarecover.Summary
 
 func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	f := opts.Factory
@@ -297,22 +248,18 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	if dburl == "" && opts.DBSecret == "" {
 		dburl = f.Getenv("DATABASE_URL")
 	}
-	poolCfg, err := cumulusdb.PoolConfig(dburl, maxPool)
-	if err != nil {
-		return cmdutil.UsageErrorf("%v", err)
-	}
-	if opts.DBSecret != "" {
+	poolCfg, err := cumulusdb.Configure(ctx, dburl, opts.DBSecret, maxPool, func(ctx context.Context, id string) ([]byte, error) {
 		cfg, err := loadAWS()
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out, err := awsconfig.SecretsManager(cfg, *f.AWS).GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(opts.DBSecret)})
-		if err != nil {
-			return fmt.Errorf("reading the database secret %s: %w", opts.DBSecret, err)
-		}
-		if err := cumulusdb.ApplySecret(poolCfg, []byte(aws.ToString(out.SecretString))); err != nil {
-			return fmt.Errorf("database secret %s: %w", opts.DBSecret, err)
-		}
+		return awsconfig.SecretText(ctx, awsconfig.SecretsManager(cfg, *f.AWS), id)
+	})
+	switch {
+	case errors.Is(err, cumulusdb.ErrConnString):
+		return cmdutil.UsageErrorf("%v", err)
+	case err != nil:
+		return err
 	}
 	w := &recovery.Writer{Now: f.Now, Region: "us-east-1"}
 	if !opts.Offline {
@@ -336,7 +283,7 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 		return fmt.Errorf("connecting to %s: %w", cumulusdb.Target(poolCfg), err)
 	}
 	defer pool.Close()
-	if err := checkTables(ctx, pool); err != nil {
+	if err := cumulusdb.CheckTables(ctx, pool); err != nil {
 		return fmt.Errorf("%s: %w", cumulusdb.Target(poolCfg), err)
 	}
 	var lock *cumulusdb.ArchiveLock
@@ -386,11 +333,23 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 		}
 	}
 
-	db := cumulusdb.New(pool)
-	r := &recoverRun{opts: opts, store: store, layout: scope.Layout, db: db, pool: pool, writer: w, plan: plan, lock: lock,
-		progress: progress, sum: &RecoverSummary{Type: "summary", DryRun: opts.DryRun, Keep: opts.Keep,
-			Database: plan.Database, Selected: plan.Objects, SNS: snsNote, LeftAlone: plan.LeftAlone}}
-	return r.run(ctx, scope)
+	sum := &RecoverSummary{Type: "summary", DryRun: opts.DryRun, Keep: opts.Keep,
+		Database: plan.Database, Selected: plan.Objects, SNS: snsNote, LeftAlone: plan.LeftAlone}
+	run := &dlarecover.Run{Store: store, Layout: scope.Layout, DB: cumulusdb.New(pool), Pool: pool, Writer: w, Lock: lock,
+		DryRun: opts.DryRun, Keep: opts.Keep, LeaveUnreadable: opts.LeaveUnreadable, Concurrency: opts.Select.concurrency,
+		Now: f.Now, Sum: sum,
+		Warnf: func(format string, args ...any) {
+			fmt.Fprintf(f.IO.ErrOut, "dla: %s\n", output.Escape(fmt.Sprintf(format, args...)))
+		},
+		Progress: func(s *RecoverSummary) {
+			progress.Update("recovering: %d/%d objects, %d written, %d failed", s.Processed, plan.Objects, s.Written+s.Dropped, s.Failed)
+			progress.Clear()
+		},
+	}
+	scope.Keys = nil
+	scope.KeyStream = plan.spool.Keys
+	scope.Limit = 0
+	return runRecoverObjects(ctx, opts, run, scope)
 }
 
 // undatable: with a date selection, an object outside the date folders (a
@@ -400,23 +359,6 @@ func undatable(scope selection.Scope, key string) bool {
 }
 
 const snsNote = "no SNS notifications were sent (dla recover does not publish them)"
-
-func checkTables(ctx context.Context, pool *pgxpool.Pool) error {
-	var missing []string
-	for _, t := range cumulusdb.Tables {
-		var ok bool
-		if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, t).Scan(&ok); err != nil {
-			return err
-		}
-		if !ok {
-			missing = append(missing, t)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("the database has no table %s: is it a Cumulus database? (dla never creates tables in one it did not create)", strings.Join(missing, ", "))
-	}
-	return nil
-}
 
 func printPlan(w io.Writer, p *recoverPlan, opts *RecoverOptions) {
 	mode := "recover"
@@ -466,353 +408,46 @@ func printPlan(w io.Writer, p *recoverPlan, opts *RecoverOptions) {
 	}
 }
 
-type recoverRun struct {
-	opts     *RecoverOptions
-	store    archive.Store
-	layout   dla.Layout
-	db       *cumulusdb.DB
-	pool     *pgxpool.Pool
-	writer   *recovery.Writer
-	plan     *recoverPlan
-	lock     *cumulusdb.ArchiveLock // nil in a dry run
-	progress *cmdutil.Progress
-	sum      *RecoverSummary
-
-	mu       sync.Mutex
-	toDelete []string
-	stopErr  error
-	out      func(ObjectResult) error
-	closeOut func() error
-}
-
-type workItem struct {
-	key string
-	d   *dla.Decoded
-	err error // fetch/decode error
-}
-
-func (r *recoverRun) run(ctx context.Context, scope selection.Scope) error {
-	f := r.opts.Factory
-	start := time.Now()
-	switch r.opts.Output.Value {
+// runRecoverObjects runs the workflow over the planned keys, printing each
+// object's result as it comes, then the summary.
+func runRecoverObjects(ctx context.Context, opts *RecoverOptions, run *dlarecover.Run, scope selection.Scope) error {
+	f := opts.Factory
+	var emit func(ObjectResult) error
+	closeOut := func() error { return nil }
+	switch opts.Output.Value {
 	case "json", "ndjson":
-		js := output.NewJSONStream(output.JSONOut(f.IO), r.opts.Output.Value == "ndjson")
-		r.out = func(o ObjectResult) error { return js.Write(o) }
-		r.closeOut = js.Close
+		js := output.NewJSONStream(output.JSONOut(f.IO), opts.Output.Value == "ndjson")
+		emit, closeOut = func(o ObjectResult) error { return js.Write(o) }, js.Close
 	default:
 		w := output.TerminalOut(f.IO) // archive text is escaped on a terminal
-		r.out = func(o ObjectResult) error { return printObjectText(w, o) }
-		r.closeOut = func() error { return nil }
+		emit = func(o ObjectResult) error { return printObjectText(w, o) }
 	}
-
-	// Writes and archive actions run on a context that an interrupt does
-	// not cancel: objects in flight finish; nothing new starts.
-	workCtx := context.WithoutCancel(ctx)
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	if r.lock != nil {
-		go func() {
-			select {
-			case <-r.lock.Lost():
-				r.mu.Lock()
-				if r.stopErr == nil {
-					r.stopErr = r.lock.Err()
-				}
-				r.mu.Unlock()
-				stop()
-			case <-runCtx.Done():
-			}
-		}()
-	}
-	scope.Keys = nil
-	scope.KeyStream = r.plan.spool.Keys
-	scope.Limit = 0
-
-	items := make(chan workItem)
-	results := make(chan ObjectResult, r.opts.Select.concurrency)
-	var wg sync.WaitGroup
-	for range r.opts.Select.concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for it := range items {
-				res := r.process(workCtx, it)
-				if res.Result == "left" && res.ErrorClass == "Transient" {
-					r.mu.Lock()
-					if r.stopErr == nil {
-						r.stopErr = errors.New(res.Error)
-					}
-					r.mu.Unlock()
-					stop()
-				}
-				results <- res
-			}
-		}()
-	}
-	var outErr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for res := range results {
-			r.count(res)
-			r.progress.Update("recovering: %d/%d objects, %d written, %d failed", r.sum.Processed, r.plan.Objects, r.sum.Written+r.sum.Dropped, r.sum.Failed)
-			if outErr == nil {
-				r.progress.Clear()
-				if outErr = r.out(res); outErr != nil {
-					stop() // stdout is gone: start nothing new, finish what is in flight
-				}
-			}
-		}
-	}()
-	_, selErr := selection.Run(runCtx, r.store, scope, min(r.opts.Select.concurrency*2, 64), func(sr selection.Result) error {
-		select {
-		case items <- workItem{key: sr.Entry.Key, d: sr.Decoded, err: sr.Err}:
-			return nil
-		case <-runCtx.Done():
-			return runCtx.Err()
-		}
+	var emitErr error
+	err := run.Run(ctx, scope, func(o ObjectResult) error {
+		emitErr = emit(o)
+		return emitErr
 	})
-	close(items)
-	wg.Wait()
-	close(results)
-	<-done
-	delErr := r.flushDeletes(workCtx)
-	r.progress.Clear()
-	// Processed leaves out the objects left in place, which were reached:
-	// not processed is what was never reached, so the two never overlap.
-	r.sum.NotProcessed = r.sum.Selected - r.sum.Processed - r.sum.Left
-	r.sum.Seconds = time.Since(start).Seconds()
-	if ctx.Err() != nil {
-		r.sum.Interrupted = true
+	sum := run.Sum
+	outErr := emitErr
+	if cerr := closeOut(); cerr != nil && outErr == nil {
+		outErr = cerr
 	}
-	if r.stopErr != nil {
-		r.sum.StoppedBy = r.stopErr.Error()
-	} else if outErr != nil {
-		r.sum.StoppedBy = "stdout was closed; the objects in flight were finished"
+	if werr := writeSummary(opts, sum); werr != nil && outErr == nil {
+		outErr = werr
 	}
-	if err := r.closeOut(); err != nil && outErr == nil {
-		outErr = err
-	}
-	if err := writeSummary(r.opts, r.sum); err != nil && outErr == nil {
-		outErr = err
-	}
+	var stopped *dlarecover.StoppedError
 	switch {
 	case outErr != nil:
 		return outErr
-	case delErr != nil:
-		return delErr
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case r.stopErr != nil:
-		return &cmdutil.ExitError{Code: cmdutil.ExitPartial, Err: fmt.Errorf("stopped: %v; %s not processed, left in place: re-run to continue", r.stopErr, output.Plural(r.sum.NotProcessed+r.sum.Left, "object"))}
-	case selErr != nil && !errors.Is(selErr, context.Canceled):
-		return selErr
-	case r.sum.Failed > 0 || r.sum.Unreadable > 0 || r.sum.Left > 0:
+	case errors.As(err, &stopped):
+		return &cmdutil.ExitError{Code: cmdutil.ExitPartial, Err: fmt.Errorf("stopped: %v; %s not processed, left in place: re-run to continue", stopped.Err, output.Plural(stopped.Left, "object"))}
+	case err != nil:
+		return err
+	}
+	if sum.Failed > 0 || sum.Unreadable > 0 || sum.Left > 0 {
 		return cmdutil.PartialError
 	}
 	return nil
-}
-
-// process writes one object and acts on the archive.
-func (r *recoverRun) process(ctx context.Context, it workItem) ObjectResult {
-	o := ObjectResult{Type: "object", Key: it.key, KeyBase64: dla.KeyBase64(it.key), DryRun: r.opts.DryRun}
-	if it.err != nil && !dla.IsDecodeError(it.err) {
-		// The object could not be fetched: nothing is known of it.
-		o.Result, o.Action, o.Error, o.ErrorClass = "left", "left", it.err.Error(), "ReadError"
-		return o
-	}
-	d := it.d
-	if it.err != nil && (d == nil || len(d.Layers) == 0) {
-		o.Result, o.Error, o.ErrorClass = "unreadable", it.err.Error(), "Unreadable"
-		if r.opts.LeaveUnreadable {
-			o.Action = "left"
-			return o
-		}
-		r.move(ctx, &o, d)
-		return o
-	}
-	o.ExecutionArn, o.Status = d.ExecutionArn, d.Status
-	var werr error
-	if it.err != nil {
-		werr = &recovery.UnwrapError{Reason: it.err.Error()}
-	} else {
-		werr = r.write(ctx, d, &o)
-	}
-	switch {
-	case werr == nil:
-		o.Result = o.res.Outcome()
-		r.remove(ctx, &o)
-	case recovery.IsTransient(werr):
-		o.Result, o.Action, o.Error, o.ErrorClass = "left", "left", werr.Error(), "Transient"
-	default:
-		o.Result, o.Error, o.ErrorClass = "failed", werr.Error(), recovery.Class(werr)
-		r.move(ctx, &o, d)
-	}
-	return o
-}
-
-func (r *recoverRun) write(ctx context.Context, d *dla.Decoded, o *ObjectResult) error {
-	msg, err := recovery.Unwrap(ctx, d, r.writer.SFN, r.writer.Objects)
-	if err != nil {
-		return err
-	}
-	o.Source, o.Warnings = msg.Source, msg.Warnings
-	w := *r.writer
-	var tx interface{ Rollback(context.Context) error }
-	if r.opts.DryRun {
-		t, err := r.pool.Begin(ctx)
-		if err != nil {
-			return cumulusdb.Classify(err)
-		}
-		defer t.Rollback(ctx)
-		tx = t
-		w.DB = r.db.InTx(t)
-	} else {
-		w.DB = r.db
-	}
-	res, err := w.Write(ctx, msg.JSON)
-	o.res = res
-	if res != nil {
-		o.Execution, o.Pdr, o.Granules = res.Execution, res.Pdr, res.Granules
-		o.Warnings = append(o.Warnings, res.Warnings...)
-		if o.ExecutionArn == "" {
-			o.ExecutionArn = res.ExecutionArn
-		}
-	}
-	if tx != nil {
-		_ = tx.Rollback(ctx)
-	}
-	return err
-}
-
-// remove deletes a written object (batched), unless --keep or --dry-run.
-func (r *recoverRun) remove(ctx context.Context, o *ObjectResult) {
-	switch {
-	case r.opts.DryRun:
-		o.Action = "would delete"
-	case r.opts.Keep:
-		o.Action = "kept"
-	default:
-		o.Action = "deleted"
-		r.mu.Lock()
-		r.toDelete = append(r.toDelete, o.Key)
-		full := len(r.toDelete) >= 1000
-		r.mu.Unlock()
-		if full {
-			_ = r.flushDeletes(ctx)
-		}
-	}
-}
-
-// flushDeletes deletes the written objects gathered so far.
-func (r *recoverRun) flushDeletes(ctx context.Context) error {
-	r.mu.Lock()
-	keys := r.toDelete
-	r.toDelete = nil
-	r.mu.Unlock()
-	if len(keys) == 0 {
-		return nil
-	}
-	failed, err := r.store.DeleteMany(ctx, keys)
-	if err != nil {
-		return fmt.Errorf("deleting %d written objects (they stay in place; a re-run rewrites them harmlessly): %w", len(keys), err)
-	}
-	r.mu.Lock()
-	r.sum.Deleted += len(keys) - len(failed)
-	r.mu.Unlock()
-	if len(failed) > 0 {
-		for k, e := range failed {
-			fmt.Fprintf(r.opts.Factory.IO.ErrOut, "dla: written but not deleted %s: %v\n", output.Escape(textKey(k)), output.Escape(e.Error()))
-		}
-		return fmt.Errorf("%s could not be deleted (a re-run rewrites them harmlessly)", output.Plural(len(failed), "written object"))
-	}
-	return nil
-}
-
-// move copies a failed object to failed-sqs/<date>/<name> (or <name>.1 ...
-// when that name is taken by another object), then deletes the original
-// only once the copy is confirmed to hold the same bytes.
-func (r *recoverRun) move(ctx context.Context, o *ObjectResult, d *dla.Decoded) {
-	eventTime := ""
-	if d != nil {
-		eventTime = d.Time
-	}
-	dst := r.layout.FailedKey(o.Key, eventTime, r.opts.Factory.Now())
-	switch {
-	case r.opts.DryRun:
-		o.Action, o.MovedTo = "would move", dst
-		return
-	case r.opts.Keep:
-		o.Action = "kept"
-		return
-	}
-	moved, err := archive.Move(ctx, r.store, o.Key, dst)
-	switch {
-	case errors.Is(err, archive.ErrSelfCopy):
-		o.Action = "left" // already in failed-sqs under its date
-		o.MovedTo = dst
-		return
-	case err != nil && moved != "":
-		o.Action, o.MovedTo = "copied", moved
-		o.Error += fmt.Sprintf(" (%v)", err)
-		return
-	case err != nil:
-		o.Action = "left"
-		o.Error += fmt.Sprintf(" (and the move to %s failed, so it stays in place: %v)", dst, err)
-		return
-	}
-	dst = moved
-	o.Action, o.MovedTo = "moved", dst
-	r.mu.Lock()
-	r.sum.Moved++
-	r.mu.Unlock()
-}
-
-func (r *recoverRun) count(o ObjectResult) {
-	s := r.sum
-	s.Processed++
-	result := o.Result
-	if (result == recovery.Failed || result == "unreadable") && (o.Action == "left" || o.Action == "copied") {
-		result = "left" // its move failed: it is still where it was
-	}
-	switch result {
-	case recovery.Written:
-		s.Written++
-	case recovery.Dropped:
-		s.Dropped++
-	case recovery.Failed:
-		s.Failed++
-	case "unreadable":
-		s.Unreadable++
-	case "left":
-		s.Left++
-		s.Processed--
-	}
-	if o.Execution == recovery.Written {
-		s.Executions++
-	}
-	switch o.Pdr {
-	case recovery.Written:
-		s.Pdrs++
-	case recovery.Dropped:
-		s.PdrsDropped++
-	}
-	for _, g := range o.Granules {
-		switch g.Outcome {
-		case recovery.Written:
-			s.GranulesWritten++
-		case recovery.Dropped:
-			s.GranulesDropped++
-		case recovery.Failed:
-			s.GranulesFailed++
-		}
-		if g.FilesError != "" {
-			s.FilesFailed++
-		}
-	}
-	if o.res != nil && o.res.DescribeCalled && !o.res.ProcessingTimes && (o.Result == recovery.Written || o.Result == recovery.Dropped) {
-		s.NoProcTimes++
-	}
 }
 
 func printObjectText(w io.Writer, o ObjectResult) error {

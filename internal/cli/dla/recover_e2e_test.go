@@ -50,7 +50,7 @@ func TestRecoverGeneratedArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	left := keySet(t, e.s3, bucket, "demo/dead-letter-archive/")
+	left := testsupport.KeySet(t, e.s3, bucket, "demo/dead-letter-archive/")
 	layout := dla.Layout{Stack: "demo"}
 	counts := map[string]int{}
 	for _, o := range results(t, r.stdout) {
@@ -97,7 +97,7 @@ func TestRecoverGeneratedArchive(t *testing.T) {
 	if len(generated) != 0 {
 		t.Errorf("%d generated objects have no result", len(generated))
 	}
-	if sqsLeft := listKeys(t, e.s3, bucket, layout.AreaPrefix(dla.AreaSQS)); len(sqsLeft) != 0 {
+	if sqsLeft := testsupport.ListKeys(t, e.s3, bucket, layout.AreaPrefix(dla.AreaSQS)); len(sqsLeft) != 0 {
 		t.Errorf("still in sqs/: %v", sqsLeft)
 	}
 	if counts["written"] < 100 || counts["unreadable"] == 0 {
@@ -251,7 +251,7 @@ func TestRecoverRetryFailed(t *testing.T) {
 		t.Fatalf("first run: exit %d, want 3: %s", r.code, r.stderr)
 	}
 	layout := dla.Layout{Stack: "demo"}
-	failedBefore := listKeys(t, e.s3, bucket, layout.AreaPrefix(dla.AreaFailed))
+	failedBefore := testsupport.ListKeys(t, e.s3, bucket, layout.AreaPrefix(dla.AreaFailed))
 	collection := fmt.Sprintf("%s___%s", missing["name"], missing["version"])
 
 	conn, err := pgx.Connect(ctx, e.dbURL)
@@ -267,7 +267,7 @@ func TestRecoverRetryFailed(t *testing.T) {
 	if r.code != 3 { // the malformed objects fail again
 		t.Fatalf("retry: exit %d, want 3: %s", r.code, r.stderr)
 	}
-	failedAfter := keySet(t, e.s3, bucket, layout.AreaPrefix(dla.AreaFailed))
+	failedAfter := testsupport.KeySet(t, e.s3, bucket, layout.AreaPrefix(dla.AreaFailed))
 	written, stayed := 0, 0
 	for _, o := range results(t, r.stdout) {
 		if o["type"] != "object" {

@@ -18,9 +18,9 @@ import (
 // faultArchive uploads the seed3 archive to a fresh bucket and returns the
 // environment, the bucket and an S3 proxy in front of the server.
 func faultArchive(t *testing.T) (*recoverEnv, string, *testsupport.Proxy) {
-	e := newRecoverEnv(t, seed3Seed(t), nil)
+	e := newRecoverEnv(t, testsupport.Seed3Seed(t), nil)
 	bucket := testsupport.NewBucket(t, e.s3)
-	uploadTree(t, e.s3, bucket, seed3+"/archive/demo", "demo/")
+	testsupport.UploadTree(t, e.s3, bucket, seed3+"/archive/demo", "demo/")
 	proxy := testsupport.NewProxy(t, testsupport.S3Endpoint(t))
 	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.URL)
 	return e, bucket, proxy
@@ -56,7 +56,7 @@ func TestRecoverCopyFailureKeepsOriginal(t *testing.T) {
 	if r.code != 3 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	left := keySet(t, e.s3, bucket, "demo/dead-letter-archive/")
+	left := testsupport.KeySet(t, e.s3, bucket, "demo/dead-letter-archive/")
 	failed := 0
 	for _, o := range results(t, r.stdout) {
 		if o["type"] != "object" {
@@ -106,7 +106,7 @@ func TestRecoverDatabaseLostMidRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	present := keySet(t, e.s3, bucket, "demo/dead-letter-archive/sqs/")
+	present := testsupport.KeySet(t, e.s3, bucket, "demo/dead-letter-archive/sqs/")
 	var summary map[string]any
 	processed := 0
 	for _, o := range results(t, r.stdout) {
@@ -158,7 +158,7 @@ func TestRecoverDatabaseLostMidRun(t *testing.T) {
 	if r.code != 3 || strings.Contains(r.stderr, "stopped") {
 		t.Fatalf("re-run: exit %d: %s", r.code, r.stderr)
 	}
-	if left := listKeys(t, e.s3, bucket, "demo/dead-letter-archive/sqs/"); len(left) != 0 {
+	if left := testsupport.ListKeys(t, e.s3, bucket, "demo/dead-letter-archive/sqs/"); len(left) != 0 {
 		t.Fatalf("after the re-run %d objects remain in sqs/", len(left))
 	}
 }

@@ -2,19 +2,15 @@ package dla
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
@@ -45,70 +41,6 @@ func newRecoverEnv(t testing.TB, seed []byte, executions map[string]testsupport.
 	return e
 }
 
-// seed3Seed is the seed3 fixture's reference rows.
-func seed3Seed(t testing.TB) []byte {
-	b, err := os.ReadFile(seed3 + "/archive/_fixtures/seed.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// ensureBucket creates a fixed-name bucket, emptied and removed afterwards.
-func ensureBucket(t *testing.T, c *s3.Client, name string) {
-	t.Helper()
-	ctx := context.Background()
-	_, _ = c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)})
-	t.Cleanup(func() {
-		p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(name)})
-		for p.HasMorePages() {
-			page, err := p.NextPage(ctx)
-			if err != nil {
-				break
-			}
-			for _, o := range page.Contents {
-				_, _ = c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(name), Key: o.Key})
-			}
-		}
-		_, _ = c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(name)})
-	})
-}
-
-// uploadTree puts every file under dir into bucket, keyed by its relative path.
-func uploadTree(t *testing.T, c *s3.Client, bucket, dir, prefix string) int {
-	return testsupport.UploadTree(t, c, bucket, dir, prefix)
-}
-
-// keySet is listKeys as a set.
-func keySet(t *testing.T, c *s3.Client, bucket, prefix string) map[string]bool {
-	t.Helper()
-	set := map[string]bool{}
-	for _, k := range listKeys(t, c, bucket, prefix) {
-		set[k] = true
-	}
-	return set
-}
-
-func listKeys(t *testing.T, c *s3.Client, bucket, prefix string) []string {
-	t.Helper()
-	var keys []string
-	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range page.Contents {
-			keys = append(keys, aws.ToString(o.Key))
-		}
-	}
-	return keys
-}
-
-func loadSFN(t *testing.T, path string) map[string]testsupport.SFNExecution {
-	return testsupport.LoadSFNExecutions(t, path)
-}
-
 type oracle struct {
 	Objects []struct {
 		Key           string   `json:"key"`
@@ -135,15 +67,8 @@ type manifest struct {
 // v21 wrote and compares every outcome and every database row with what
 // Cumulus v21's own recovery did (recovery-oracle.json).
 func TestRecoverParityWithCumulusV21(t *testing.T) {
-	e := newRecoverEnv(t, seed3Seed(t), loadSFN(t, seed3+"/archive/_fixtures/sfn.json"))
-	entries, _ := os.ReadDir(seed3 + "/archive/_fixtures/s3")
-	for _, b := range entries {
-		ensureBucket(t, e.s3, b.Name())
-		uploadTree(t, e.s3, b.Name(), filepath.Join(seed3, "archive/_fixtures/s3", b.Name()), "")
-	}
-	if n := uploadTree(t, e.s3, "demo-internal", seed3+"/archive/demo", "demo/"); n != 150 {
-		t.Fatalf("uploaded %d archive objects, want 150", n)
-	}
+	e := newRecoverEnv(t, testsupport.Seed3Seed(t), testsupport.LoadSFN(t, seed3+"/archive/_fixtures/sfn.json"))
+	testsupport.UploadSeed3(t, e.s3)
 	var orc oracle
 	var man manifest
 	readJSON(t, seed3+"/recovery-oracle.json", &orc)
@@ -243,13 +168,13 @@ func TestRecoverParityWithCumulusV21(t *testing.T) {
 	t.Logf("object outcomes identical to v21: %d / %d (%d documented improvements)", same, total, len(improved))
 
 	// The archive afterwards: successes gone, failures under failed-sqs.
-	left := listKeys(t, e.s3, "demo-internal", "demo/dead-letter-archive/sqs/")
+	left := testsupport.ListKeys(t, e.s3, "demo-internal", "demo/dead-letter-archive/sqs/")
 	if len(left) != 0 {
 		t.Errorf("objects left in sqs/: %v", left)
 	}
 
 	// Every table, normalised as the oracle is.
-	tables := dumpTables(t, e.dbURL, runStart)
+	tables := testsupport.DumpTables(t, e.dbURL, runStart)
 	rowsSame, rowsTotal, v21Rows, v21Same := 0, 0, 0, 0
 	for _, name := range []string{"executions", "pdrs", "granules", "files", "granules_executions"} {
 		want := keyRows(name, orc.Tables[name])
@@ -385,88 +310,4 @@ func equalRows(a, b map[string]any) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	return bytes.Equal(ja, jb)
-}
-
-// dumpTables reads the five tables with natural keys for foreign keys,
-// timestamps as ISO strings, run-time values as the oracle's markers.
-func dumpTables(t *testing.T, dbURL string, runStart time.Time) map[string][]map[string]any {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	queries := map[string]string{
-		"executions": `SELECT to_jsonb(e) - 'cumulus_id' - 'async_operation_cumulus_id' - 'collection_cumulus_id' - 'parent_cumulus_id'
-  || jsonb_build_object('async_operation', a.id, 'collection', c.name || '___' || c.version, 'parent_arn', p.arn)
-  FROM executions e LEFT JOIN async_operations a ON a.cumulus_id = e.async_operation_cumulus_id
-  LEFT JOIN collections c ON c.cumulus_id = e.collection_cumulus_id LEFT JOIN executions p ON p.cumulus_id = e.parent_cumulus_id`,
-		"pdrs": `SELECT to_jsonb(d) - 'cumulus_id' - 'collection_cumulus_id' - 'provider_cumulus_id' - 'execution_cumulus_id'
-  || jsonb_build_object('collection', c.name || '___' || c.version, 'provider', pr.name, 'execution_arn', x.arn)
-  FROM pdrs d JOIN collections c ON c.cumulus_id = d.collection_cumulus_id JOIN providers pr ON pr.cumulus_id = d.provider_cumulus_id
-  LEFT JOIN executions x ON x.cumulus_id = d.execution_cumulus_id`,
-		"granules": `SELECT to_jsonb(g) - 'cumulus_id' - 'collection_cumulus_id' - 'pdr_cumulus_id' - 'provider_cumulus_id'
-  || jsonb_build_object('collection', c.name || '___' || c.version, 'pdr', d.name, 'provider', pr.name)
-  FROM granules g JOIN collections c ON c.cumulus_id = g.collection_cumulus_id LEFT JOIN pdrs d ON d.cumulus_id = g.pdr_cumulus_id
-  LEFT JOIN providers pr ON pr.cumulus_id = g.provider_cumulus_id`,
-		"files": `SELECT to_jsonb(f) - 'cumulus_id' - 'granule_cumulus_id'
-  || jsonb_build_object('granule_id', g.granule_id, 'granule_collection', c.name || '___' || c.version)
-  FROM files f JOIN granules g ON g.cumulus_id = f.granule_cumulus_id JOIN collections c ON c.cumulus_id = g.collection_cumulus_id`,
-		"granules_executions": `SELECT jsonb_build_object('granule_id', g.granule_id, 'collection', c.name || '___' || c.version, 'execution_arn', x.arn)
-  FROM granules_executions ge JOIN granules g ON g.cumulus_id = ge.granule_cumulus_id
-  JOIN collections c ON c.cumulus_id = g.collection_cumulus_id JOIN executions x ON x.cumulus_id = ge.execution_cumulus_id`,
-	}
-	out := map[string][]map[string]any{}
-	for name, q := range queries {
-		rows, err := conn.Query(ctx, q)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		for rows.Next() {
-			var raw []byte
-			if err := rows.Scan(&raw); err != nil {
-				t.Fatal(err)
-			}
-			var m map[string]any
-			dec := json.NewDecoder(bytes.NewReader(raw))
-			dec.UseNumber()
-			if err := dec.Decode(&m); err != nil {
-				t.Fatal(err)
-			}
-			out[name] = append(out[name], normaliseDumped(name, m, runStart))
-		}
-		rows.Close()
-	}
-	return out
-}
-
-var timestampCols = map[string]bool{"created_at": true, "updated_at": true, "timestamp": true, "beginning_date_time": true,
-	"ending_date_time": true, "last_update_date_time": true, "processing_end_date_time": true,
-	"processing_start_date_time": true, "production_date_time": true}
-
-func normaliseDumped(table string, m map[string]any, runStart time.Time) map[string]any {
-	for k, v := range m {
-		switch {
-		case timestampCols[k] && v != nil:
-			ts, err := time.Parse(time.RFC3339Nano, v.(string))
-			if err != nil {
-				continue
-			}
-			if !ts.Before(runStart) {
-				m[k] = "<NOW>"
-			} else {
-				m[k] = ts.UTC().Format("2006-01-02T15:04:05.000Z")
-			}
-		case k == "duration" && (table == "granules" || table == "pdrs") && v != nil:
-			m[k] = "<NOW_DURATION>"
-		case (k == "product_volume" || k == "file_size") && v != nil:
-			m[k] = string(v.(json.Number))
-		}
-		if n, ok := m[k].(json.Number); ok {
-			f, _ := n.Float64()
-			m[k] = f
-		}
-	}
-	return m
 }

@@ -174,7 +174,7 @@ func TestTesterMoveOverwritesNameTakenBetweenHeadAndCopy(t *testing.T) {
 	moved, err := archive.Move(ctx, store, src, dst)
 	t.Logf("moved to %q, err %v", moved, err)
 	var bodies []string
-	for _, k := range listKeys(t, c, bucket, "") {
+	for _, k := range testsupport.ListKeys(t, c, bucket, "") {
 		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(k)})
 		if err != nil {
 			t.Fatal(err)

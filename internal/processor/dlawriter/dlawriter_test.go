@@ -107,7 +107,7 @@ func newEnv(t *testing.T) *env {
 	if testsupport.UploadTree(t, e.s3, e.bucket, seed3+"/archive/_fixtures/s3/demo-internal", "") == 0 {
 		t.Fatal("no replace payloads uploaded")
 	}
-	e.sfn = testsupport.NewSFNFake(t, testsupport.LoadSFNExecutions(t, seed3+"/archive/_fixtures/sfn.json"))
+	e.sfn = testsupport.NewSFNFake(t, testsupport.LoadSFN(t, seed3+"/archive/_fixtures/sfn.json"))
 	e.objs = aliasObjects{Objects: awsread.Objects{Client: e.s3, ReplaceBucket: e.bucket}, alias: "demo-internal"}
 	return e
 }

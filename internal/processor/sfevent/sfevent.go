@@ -1,0 +1,252 @@
+// Package sfevent is the db-writer processor: Cumulus's
+// sfEventSqsToDbRecords as a Go Lambda. Each SQS record holds a Step
+// Functions "Execution Status Change" event; it is unwrapped to its Cumulus
+// message and written with the write core `dla recover` uses
+// (dlarecover.WriteMessage → internal/recovery), so the CLI and the
+// processor can never write a record differently.
+//
+// What happens to a record:
+//   - written (or dropped by a write constraint): done, the event source
+//     mapping deletes it;
+//   - the write failed for a reason a retry cannot fix: the record, with
+//     its `error`, is sent to the DeadLetterQueue, as v21 does; if that send
+//     fails, the record is a batch item failure, so it is never dropped;
+//   - the database, Step Functions or S3 was unavailable (a transient
+//     error): a batch item failure, retried by SQS (v21 sends these to the
+//     DLQ at once, where they wait for a manual recovery).
+package sfevent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/tidwall/gjson"
+
+	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/recovery"
+	"github.com/deadletter/deadletter/internal/workflow/dlarecover"
+)
+
+// Environment variable names, as Cumulus v21's Terraform sets them.
+const (
+	EnvDeadLetterQueue = "DeadLetterQueue"
+	EnvDBSecret        = "databaseCredentialSecretArn"
+	EnvDBMaxPool       = "dbMaxPool"
+	EnvSystemBucket    = "system_bucket"
+	// EnvDatabaseURL is ours: a connection string instead of the secret.
+	EnvDatabaseURL = "DATABASE_URL"
+)
+
+// DefaultMaxPool is the connections one function instance opens at most.
+// Lambda runs many instances at once against one database, so each keeps
+// few; the records of a batch are written this many at a time.
+const DefaultMaxPool = 4
+
+// Config is the processor's environment.
+type Config struct {
+	DeadLetterQueue string
+	DBSecret        string
+	DatabaseURL     string
+	MaxPool         int
+	SystemBucket    string
+}
+
+// EnvError names the variable and the value that stop a cold start.
+type EnvError struct {
+	Name, Value, Problem string
+}
+
+func (e *EnvError) Error() string {
+	return fmt.Sprintf("%s=%q: %s", e.Name, e.Value, e.Problem)
+}
+
+// LoadConfig reads the environment.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	c := Config{
+		DeadLetterQueue: getenv(EnvDeadLetterQueue),
+		DBSecret:        getenv(EnvDBSecret),
+		DatabaseURL:     getenv(EnvDatabaseURL),
+		SystemBucket:    getenv(EnvSystemBucket),
+		MaxPool:         DefaultMaxPool,
+	}
+	if v := getenv(EnvDBMaxPool); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			return c, &EnvError{EnvDBMaxPool, v, "not a connection count from 1 to 1000"}
+		}
+		c.MaxPool = n
+	}
+	if c.DBSecret == "" && c.DatabaseURL == "" {
+		return c, &EnvError{EnvDBSecret, "", "the database is not set: set " + EnvDBSecret + " (the Cumulus database secret) or " + EnvDatabaseURL}
+	}
+	if c.DBSecret != "" && c.DatabaseURL != "" {
+		return c, &EnvError{EnvDatabaseURL, "(not shown)", "set " + EnvDBSecret + " or " + EnvDatabaseURL + ", not both"}
+	}
+	return c, nil
+}
+
+// SQSAPI is the SQS call the processor makes.
+type SQSAPI interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+// Handler writes the records of one invocation.
+type Handler struct {
+	// Writer is the template each record is written with (its DB, SFN,
+	// Objects and Notifier are shared; it is copied per record).
+	Writer          recovery.Writer
+	SQS             SQSAPI
+	DeadLetterQueue string
+	Concurrency     int
+	Log             io.Writer // one JSON line per record, and a summary
+	logMu           sync.Mutex
+}
+
+// Outcomes of a record, in its log line.
+const (
+	OutcomeWritten      = "written"       // or dropped: the message needs nothing more
+	OutcomeDeadLettered = "dead_lettered" // sent to the DeadLetterQueue with its error
+	OutcomeRetry        = "retry"         // a batch item failure: SQS delivers it again
+)
+
+// RecordLog is the log line of one record.
+type RecordLog struct {
+	Type         string `json:"type"` // "record"
+	MessageID    string `json:"messageId"`
+	Outcome      string `json:"outcome"`
+	Result       string `json:"result,omitempty"` // the write's: written, dropped, failed
+	ExecutionArn string `json:"executionArn,omitempty"`
+	Status       string `json:"status,omitempty"`
+	Error        string `json:"error,omitempty"`
+	ErrorClass   string `json:"errorClass,omitempty"`
+	Reason       string `json:"reason,omitempty"` // why it is retried
+	Published    int    `json:"snsPublished,omitempty"`
+}
+
+// Summary is the log line of one invocation.
+type Summary struct {
+	Type         string  `json:"type"` // "summary"
+	Records      int     `json:"records"`
+	Written      int     `json:"written"`
+	DeadLettered int     `json:"deadLettered"`
+	Retried      int     `json:"retried"`
+	Seconds      float64 `json:"seconds"`
+}
+
+// Handle processes one SQS event. Each element of Records is kept as the
+// JSON it came as, so a record sent to the DeadLetterQueue is the record
+// v21 would send ({...record, error}), byte for byte but for `error`.
+func (h *Handler) Handle(ctx context.Context, event json.RawMessage) (events.SQSEventResponse, error) {
+	start := time.Now()
+	var in struct {
+		Records []json.RawMessage `json:"Records"`
+	}
+	if err := json.Unmarshal(event, &in); err != nil {
+		// Not an SQS event at all: nothing can be named or retried singly.
+		return events.SQSEventResponse{}, fmt.Errorf("the invocation is not an SQS event: %w", err)
+	}
+	logs := make([]RecordLog, len(in.Records))
+	limit := max(h.Concurrency, 1)
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i, rec := range in.Records {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			logs[i] = h.record(ctx, rec)
+			h.log(logs[i])
+		}()
+	}
+	wg.Wait()
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	sum := Summary{Type: "summary", Records: len(in.Records)}
+	for _, l := range logs {
+		switch l.Outcome {
+		case OutcomeWritten:
+			sum.Written++
+		case OutcomeDeadLettered:
+			sum.DeadLettered++
+		default:
+			sum.Retried++
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: l.MessageID})
+		}
+	}
+	sum.Seconds = time.Since(start).Seconds()
+	h.log(sum)
+	return resp, nil
+}
+
+// record handles one record; it never panics its way out.
+func (h *Handler) record(ctx context.Context, raw json.RawMessage) (l RecordLog) {
+	l = RecordLog{Type: "record", MessageID: gjson.GetBytes(raw, "messageId").String()}
+	defer func() {
+		if p := recover(); p != nil {
+			l.Outcome, l.Reason = OutcomeRetry, fmt.Sprintf("internal error: %v", p)
+		}
+	}()
+	d, derr := dla.Decode(raw)
+	if d != nil {
+		l.ExecutionArn, l.Status = d.ExecutionArn, d.Status
+	}
+	var err error
+	var wr dlarecover.Written
+	if derr != nil {
+		// The body is not JSON, or nests too deep: no retry can fix it.
+		err = &recovery.UnwrapError{Reason: derr.Error()}
+	} else {
+		w := h.Writer
+		wr, err = dlarecover.WriteMessage(ctx, &w, d)
+	}
+	if wr.Result != nil {
+		l.Result = wr.Result.Outcome()
+		if l.ExecutionArn == "" {
+			l.ExecutionArn = wr.Result.ExecutionArn
+		}
+	}
+	if err == nil {
+		l.Outcome = OutcomeWritten
+		return l
+	}
+	l.Result = recovery.Failed
+	l.Error, l.ErrorClass = err.Error(), recovery.Class(err)
+	if recovery.IsTransient(err) {
+		l.Outcome, l.Reason = OutcomeRetry, "transient: the database or AWS was unavailable"
+		return l
+	}
+	if h.DeadLetterQueue == "" {
+		// v21 drops the record here; it is retried instead, and SQS's
+		// redrive policy moves it to the DLQ after maxReceiveCount.
+		l.Outcome, l.Reason = OutcomeRetry, EnvDeadLetterQueue+" is not set: not dropped, left to SQS's redrive"
+		return l
+	}
+	body := recovery.WithError(string(raw), err.Error())
+	if _, serr := h.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(h.DeadLetterQueue), MessageBody: aws.String(body)}); serr != nil {
+		l.Outcome, l.Reason = OutcomeRetry, "sending it to the DeadLetterQueue failed: "+serr.Error()
+		return l
+	}
+	l.Outcome = OutcomeDeadLettered
+	return l
+}
+
+func (h *Handler) log(v any) {
+	if h.Log == nil {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	h.logMu.Lock()
+	defer h.logMu.Unlock()
+	_, _ = h.Log.Write(append(b, '\n'))
+}

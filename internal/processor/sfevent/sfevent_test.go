@@ -1,0 +1,195 @@
+package sfevent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/jackc/pgx/v5"
+	"github.com/tidwall/gjson"
+
+	"github.com/deadletter/deadletter/internal/testsupport"
+)
+
+// eventBody is a Step Functions status-change event whose Cumulus message
+// writes one execution of the collection name___version.
+func eventBody(name, collection, version string) string {
+	arn := "arn:aws:states:us-east-1:123456789012:execution:demo-Test:" + name
+	msg, _ := json.Marshal(map[string]any{
+		"cumulus_meta": map[string]any{"execution_name": name, "state_machine": "arn:aws:states:us-east-1:123456789012:stateMachine:demo-Test",
+			"workflow_start_time": 1709251200000},
+		"meta":    map[string]any{"collection": map[string]any{"name": collection, "version": version}, "workflow_name": "Test"},
+		"payload": map[string]any{},
+	})
+	ev, _ := json.Marshal(map[string]any{
+		"version": "0", "id": "ev-" + name, "detail-type": "Step Functions Execution Status Change", "source": "aws.states",
+		"time": "2024-03-01T00:00:05Z", "region": "us-east-1",
+		"detail": map[string]any{"executionArn": arn, "stateMachineArn": "arn:aws:states:us-east-1:123456789012:stateMachine:demo-Test",
+			"name": name, "status": "SUCCEEDED", "startDate": 1709251200000, "stopDate": 1709251205000, "input": string(msg), "output": string(msg)},
+	})
+	return string(ev)
+}
+
+func sqsRecord(id, body string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"messageId": id, "receiptHandle": "rh-" + id, "body": body,
+		"attributes": map[string]string{"ApproximateReceiveCount": "1", "SentTimestamp": "1709251206000"}, "messageAttributes": map[string]any{},
+		"md5OfBody": "x", "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:in", "awsRegion": "us-east-1"})
+	return b
+}
+
+func sqsEvent(records ...json.RawMessage) []byte {
+	b, _ := json.Marshal(map[string]any{"Records": records})
+	return b
+}
+
+func failedIDs(t *testing.T, h *Handler, event []byte) []string {
+	t.Helper()
+	resp, err := h.Handle(context.Background(), event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{}
+	for _, f := range resp.BatchItemFailures {
+		ids = append(ids, f.ItemIdentifier)
+	}
+	return ids
+}
+
+func executionExists(t *testing.T, dbURL, name string) bool {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM executions WHERE arn LIKE '%:' || $1`, name).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
+// A write that fails for good goes to the DeadLetterQueue (real SQS) as
+// v21 sends it, {...record, error}; the written record does not; neither
+// is a batch item failure.
+func TestWriterDeadLettersFailedWrites(t *testing.T) {
+	c := testsupport.SQSClient(t)
+	dlq := testsupport.NewQueue(t, c, "sfevent-dlq-", false)
+	dbURL := testsupport.NewCumulusDatabase(t, testsupport.Seed3Seed(t))
+	h := testHandler(t, dbURL, testsupport.NewSFNFake(t, nil), c)
+	h.DeadLetterQueue = dlq
+	good, bad := sqsRecord("m-good", eventBody("good1", "MOD09GQ", "006")), sqsRecord("m-bad", eventBody("bad1", "NOPE", "1"))
+	if ids := failedIDs(t, h, sqsEvent(good, bad)); len(ids) != 0 {
+		t.Fatalf("batch item failures %v, want none", ids)
+	}
+	if !executionExists(t, dbURL, "good1") || executionExists(t, dbURL, "bad1") {
+		t.Fatalf("executions: good1 written %v, bad1 written %v", executionExists(t, dbURL, "good1"), executionExists(t, dbURL, "bad1"))
+	}
+	msgs := testsupport.Drain(t, c, dlq, time.Second)
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages in the DeadLetterQueue, want 1", len(msgs))
+	}
+	body := aws.ToString(msgs[0].Body)
+	if e := gjson.Get(body, "error").Str; !strings.HasPrefix(e, "UnmetRequirementsError") {
+		t.Errorf("error %q, want an UnmetRequirementsError", e)
+	}
+	var sent, orig map[string]any
+	_ = json.Unmarshal([]byte(body), &sent)
+	_ = json.Unmarshal(bad, &orig)
+	delete(sent, "error")
+	if !reflect.DeepEqual(sent, orig) {
+		t.Errorf("the dead letter is not the record plus its error:\n got %v\nwant %v", sent, orig)
+	}
+}
+
+// When the DeadLetterQueue cannot take the record (here: it does not
+// exist), the record is a batch item failure: SQS keeps it, nothing is
+// dropped. The written record is not retried.
+func TestWriterRetriesWhatTheDeadLetterQueueRefuses(t *testing.T) {
+	c := testsupport.SQSClient(t)
+	dbURL := testsupport.NewCumulusDatabase(t, testsupport.Seed3Seed(t))
+	h := testHandler(t, dbURL, testsupport.NewSFNFake(t, nil), c)
+	h.DeadLetterQueue = testsupport.SQSEndpoint(t) + "/000000000000/no-such-queue-" + testsupport.RandomHex(4)
+	ids := failedIDs(t, h, sqsEvent(sqsRecord("m-good", eventBody("good2", "MOD09GQ", "006")), sqsRecord("m-bad", eventBody("bad2", "NOPE", "1"))))
+	if !reflect.DeepEqual(ids, []string{"m-bad"}) {
+		t.Fatalf("batch item failures %v, want [m-bad]", ids)
+	}
+	h.DeadLetterQueue = ""
+	ids = failedIDs(t, h, sqsEvent(sqsRecord("m-bad", eventBody("bad3", "NOPE", "1"))))
+	if !reflect.DeepEqual(ids, []string{"m-bad"}) {
+		t.Fatalf("without a DeadLetterQueue: batch item failures %v, want [m-bad] (v21 drops it)", ids)
+	}
+}
+
+// With the database unreachable, every record is a batch item failure and
+// none is dead-lettered: the failure is not the message's.
+func TestWriterRetriesWhenTheDatabaseIsDown(t *testing.T) {
+	c := testsupport.SQSClient(t)
+	dlq := testsupport.NewQueue(t, c, "sfevent-dlq-", false)
+	dbURL := testsupport.NewCumulusDatabase(t, testsupport.Seed3Seed(t))
+	proxy := testsupport.NewTCPProxy(t, strings.Split(strings.SplitN(dbURL, "@", 2)[1], "/")[0])
+	h := testHandler(t, proxy.ViaProxy(t, dbURL), testsupport.NewSFNFake(t, nil), c)
+	h.DeadLetterQueue = dlq
+	proxy.Cut()
+	ids := failedIDs(t, h, sqsEvent(sqsRecord("m1", eventBody("down1", "MOD09GQ", "006")), sqsRecord("m2", eventBody("down2", "NOPE", "1"))))
+	if !reflect.DeepEqual(ids, []string{"m1", "m2"}) {
+		t.Fatalf("batch item failures %v, want [m1 m2]", ids)
+	}
+	if msgs := testsupport.Drain(t, c, dlq, 500*time.Millisecond); len(msgs) != 0 {
+		t.Fatalf("%d records dead-lettered while the database was down", len(msgs))
+	}
+	proxy.Restore()
+	if ids := failedIDs(t, h, sqsEvent(sqsRecord("m1", eventBody("down1", "MOD09GQ", "006")))); len(ids) != 0 {
+		t.Fatalf("after the database came back: batch item failures %v", ids)
+	}
+	if !executionExists(t, dbURL, "down1") {
+		t.Fatal("down1 not written once the database came back")
+	}
+}
+
+// A body that is not JSON can never be written: dead-lettered at once with
+// the reason (v21 fails the whole batch, again and again).
+func TestWriterDeadLettersUnparseableBodies(t *testing.T) {
+	rec := &sqsRecorder{}
+	h := testHandler(t, testsupport.NewCumulusDatabase(t, nil), testsupport.NewSFNFake(t, nil), rec)
+	ids := failedIDs(t, h, sqsEvent(sqsRecord("m-junk", "{not json"), sqsRecord("m-deep", strings.Repeat("[", 600)+strings.Repeat("]", 600))))
+	if len(ids) != 0 {
+		t.Fatalf("batch item failures %v, want none", ids)
+	}
+	if len(rec.bodies) != 2 {
+		t.Fatalf("%d dead letters, want 2", len(rec.bodies))
+	}
+	for _, b := range rec.bodies {
+		if e := gjson.Get(b, "error").Str; e == "" {
+			t.Errorf("dead letter without its reason: %.200s", b)
+		}
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string // in the error; "" for none
+	}{
+		{map[string]string{"DATABASE_URL": "postgres://x@h/db"}, ""},
+		{map[string]string{"databaseCredentialSecretArn": "arn:secret", "dbMaxPool": "8"}, ""},
+		{map[string]string{}, "databaseCredentialSecretArn"},
+		{map[string]string{"databaseCredentialSecretArn": "a", "DATABASE_URL": "b"}, "not both"},
+		{map[string]string{"DATABASE_URL": "b", "dbMaxPool": "lots"}, `dbMaxPool="lots"`},
+		{map[string]string{"DATABASE_URL": "b", "dbMaxPool": "0"}, `dbMaxPool="0"`},
+	} {
+		_, err := LoadConfig(func(k string) string { return tc.env[k] })
+		var ee *EnvError
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.env, err)
+		case tc.want != "" && (err == nil || !errors.As(err, &ee) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: error %v, want one naming %s", tc.env, err, tc.want)
+		}
+	}
+}

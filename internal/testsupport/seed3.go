@@ -1,0 +1,234 @@
+package testsupport
+
+// The seed-3 fixture (a real Cumulus v21 archive, testdata/cumulus-v21-seed3)
+// as tests load it into the real services, and the database tables read
+// back the way its recovery oracle lists them.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/jackc/pgx/v5"
+)
+
+// Seed3Dir is testdata/cumulus-v21-seed3, found from the test's directory.
+func Seed3Dir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "testdata", "cumulus-v21-seed3")
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = parent
+	}
+}
+
+// EnsureBucket creates a fixed-name bucket, emptied and removed afterwards.
+func EnsureBucket(t testing.TB, c *s3.Client, name string) {
+	t.Helper()
+	ctx := context.Background()
+	_, _ = c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)})
+	t.Cleanup(func() {
+		p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(name)})
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				break
+			}
+			for _, o := range page.Contents {
+				_, _ = c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(name), Key: o.Key})
+			}
+		}
+		_, _ = c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(name)})
+	})
+}
+
+// UploadTree puts every file under dir into bucket, keyed by its relative path.
+func UploadTree(t testing.TB, c *s3.Client, bucket, dir, prefix string) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		body, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		n++
+		_, err = c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket),
+			Key: aws.String(prefix + filepath.ToSlash(rel)), Body: bytes.NewReader(body)})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// KeySet is listKeys as a set.
+func KeySet(t testing.TB, c *s3.Client, bucket, prefix string) map[string]bool {
+	t.Helper()
+	set := map[string]bool{}
+	for _, k := range ListKeys(t, c, bucket, prefix) {
+		set[k] = true
+	}
+	return set
+}
+
+func ListKeys(t testing.TB, c *s3.Client, bucket, prefix string) []string {
+	t.Helper()
+	var keys []string
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+	}
+	return keys
+}
+
+func LoadSFN(t testing.TB, path string) map[string]SFNExecution {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Executions map[string]SFNExecution `json:"executions"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	return f.Executions
+}
+
+// DumpTables reads the five tables with natural keys for foreign keys,
+// timestamps as ISO strings, run-time values as the oracle's markers.
+func DumpTables(t testing.TB, dbURL string, runStart time.Time) map[string][]map[string]any {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	queries := map[string]string{
+		"executions": `SELECT to_jsonb(e) - 'cumulus_id' - 'async_operation_cumulus_id' - 'collection_cumulus_id' - 'parent_cumulus_id'
+  || jsonb_build_object('async_operation', a.id, 'collection', c.name || '___' || c.version, 'parent_arn', p.arn)
+  FROM executions e LEFT JOIN async_operations a ON a.cumulus_id = e.async_operation_cumulus_id
+  LEFT JOIN collections c ON c.cumulus_id = e.collection_cumulus_id LEFT JOIN executions p ON p.cumulus_id = e.parent_cumulus_id`,
+		"pdrs": `SELECT to_jsonb(d) - 'cumulus_id' - 'collection_cumulus_id' - 'provider_cumulus_id' - 'execution_cumulus_id'
+  || jsonb_build_object('collection', c.name || '___' || c.version, 'provider', pr.name, 'execution_arn', x.arn)
+  FROM pdrs d JOIN collections c ON c.cumulus_id = d.collection_cumulus_id JOIN providers pr ON pr.cumulus_id = d.provider_cumulus_id
+  LEFT JOIN executions x ON x.cumulus_id = d.execution_cumulus_id`,
+		"granules": `SELECT to_jsonb(g) - 'cumulus_id' - 'collection_cumulus_id' - 'pdr_cumulus_id' - 'provider_cumulus_id'
+  || jsonb_build_object('collection', c.name || '___' || c.version, 'pdr', d.name, 'provider', pr.name)
+  FROM granules g JOIN collections c ON c.cumulus_id = g.collection_cumulus_id LEFT JOIN pdrs d ON d.cumulus_id = g.pdr_cumulus_id
+  LEFT JOIN providers pr ON pr.cumulus_id = g.provider_cumulus_id`,
+		"files": `SELECT to_jsonb(f) - 'cumulus_id' - 'granule_cumulus_id'
+  || jsonb_build_object('granule_id', g.granule_id, 'granule_collection', c.name || '___' || c.version)
+  FROM files f JOIN granules g ON g.cumulus_id = f.granule_cumulus_id JOIN collections c ON c.cumulus_id = g.collection_cumulus_id`,
+		"granules_executions": `SELECT jsonb_build_object('granule_id', g.granule_id, 'collection', c.name || '___' || c.version, 'execution_arn', x.arn)
+  FROM granules_executions ge JOIN granules g ON g.cumulus_id = ge.granule_cumulus_id
+  JOIN collections c ON c.cumulus_id = g.collection_cumulus_id JOIN executions x ON x.cumulus_id = ge.execution_cumulus_id`,
+	}
+	out := map[string][]map[string]any{}
+	for name, q := range queries {
+		rows, err := conn.Query(ctx, q)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for rows.Next() {
+			var raw []byte
+			if err := rows.Scan(&raw); err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.UseNumber()
+			if err := dec.Decode(&m); err != nil {
+				t.Fatal(err)
+			}
+			out[name] = append(out[name], normaliseDumped(name, m, runStart))
+		}
+		rows.Close()
+	}
+	return out
+}
+
+func normaliseDumped(table string, m map[string]any, runStart time.Time) map[string]any {
+	for k, v := range m {
+		switch {
+		case timestampCols[k] && v != nil:
+			ts, err := time.Parse(time.RFC3339Nano, v.(string))
+			if err != nil {
+				continue
+			}
+			if !ts.Before(runStart) {
+				m[k] = "<NOW>"
+			} else {
+				m[k] = ts.UTC().Format("2006-01-02T15:04:05.000Z")
+			}
+		case k == "duration" && (table == "granules" || table == "pdrs") && v != nil:
+			m[k] = "<NOW_DURATION>"
+		case (k == "product_volume" || k == "file_size") && v != nil:
+			m[k] = string(v.(json.Number))
+		}
+		if n, ok := m[k].(json.Number); ok {
+			f, _ := n.Float64()
+			m[k] = f
+		}
+	}
+	return m
+}
+
+// Seed3Seed is the seed3 fixture's reference rows.
+func Seed3Seed(t testing.TB) []byte {
+	b, err := os.ReadFile(filepath.Join(Seed3Dir(t), "archive", "_fixtures", "seed.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+var timestampCols = map[string]bool{"created_at": true, "updated_at": true, "timestamp": true, "beginning_date_time": true,
+	"ending_date_time": true, "last_update_date_time": true, "processing_end_date_time": true,
+	"processing_start_date_time": true, "production_date_time": true}
+
+// UploadSeed3 puts the seed-3 fixture's other S3 objects (CMR files, data
+// files, `replace` payloads) into their buckets and its 150 archive objects
+// into demo-internal under demo/, as Cumulus left them.
+func UploadSeed3(t testing.TB, c *s3.Client) {
+	t.Helper()
+	dir := Seed3Dir(t)
+	entries, _ := os.ReadDir(filepath.Join(dir, "archive", "_fixtures", "s3"))
+	for _, b := range entries {
+		EnsureBucket(t, c, b.Name())
+		UploadTree(t, c, b.Name(), filepath.Join(dir, "archive", "_fixtures", "s3", b.Name()), "")
+	}
+	EnsureBucket(t, c, "demo-internal")
+	if n := UploadTree(t, c, "demo-internal", filepath.Join(dir, "archive", "demo"), "demo/"); n != 150 {
+		t.Fatalf("uploaded %d archive objects, want 150", n)
+	}
+}

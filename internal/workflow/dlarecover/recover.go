@@ -1,0 +1,452 @@
+// Package dlarecover is the recover workflow: for each selected archive
+// object, re-run Cumulus's database writes (internal/recovery), then delete
+// the object when the write succeeded, or move it to
+// failed-sqs/<date>/<name> when it failed. `dla recover` calls it; so does
+// the db-writer processor, for the write step alone (WriteMessage).
+//
+// What the workflow guarantees: an object is deleted only after its write
+// committed; a failed object is moved (copy, read back, then delete: see
+// archive.Move) and never overwrites another; an object whose write could
+// not be attempted (database or AWS unavailable, a read error) is left in
+// place and counted as left; an interrupt lets the objects in flight finish
+// and starts nothing new.
+package dlarecover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/cumulusdb"
+	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/recovery"
+	"github.com/deadletter/deadletter/internal/selection"
+)
+
+// Object is one object's outcome (a line of `dla recover -o ndjson`).
+type Object struct {
+	Type         string                    `json:"type"`
+	Key          string                    `json:"key"`
+	KeyBase64    *string                   `json:"key_base64,omitempty"` // the key's bytes when they are not UTF-8
+	Result       string                    `json:"result"`               // written, dropped, failed, unreadable, left
+	Action       string                    `json:"action"`               // deleted, moved, kept, left, none
+	MovedTo      string                    `json:"moved_to,omitempty"`
+	Error        string                    `json:"error,omitempty"`
+	ErrorClass   string                    `json:"error_class,omitempty"`
+	ExecutionArn string                    `json:"execution_arn,omitempty"`
+	Status       string                    `json:"status,omitempty"`
+	Source       string                    `json:"message_source,omitempty"`
+	Execution    string                    `json:"execution,omitempty"`
+	Pdr          string                    `json:"pdr,omitempty"`
+	Granules     []recovery.GranuleOutcome `json:"granules,omitempty"`
+	Warnings     []string                  `json:"warnings,omitempty"`
+	DryRun       bool                      `json:"dry_run,omitempty"`
+	res          *recovery.Result
+}
+
+// Summary sums a run (the summary record of `dla recover`).
+type Summary struct {
+	Type            string  `json:"type"`
+	DryRun          bool    `json:"dry_run"`
+	Keep            bool    `json:"keep"`
+	Database        string  `json:"database"`
+	Selected        int     `json:"selected"`
+	Processed       int     `json:"processed"`
+	Written         int     `json:"written"`
+	Dropped         int     `json:"dropped"`
+	Failed          int     `json:"failed"`
+	Unreadable      int     `json:"unreadable"`
+	Left            int     `json:"left"`          // left in place (database/AWS unavailable, read errors)
+	NotProcessed    int     `json:"not_processed"` // selected but never reached (a stop or an interrupt)
+	LeftAlone       int     `json:"unreadable_left_alone"`
+	Deleted         int     `json:"deleted"`
+	Moved           int     `json:"moved"`
+	Executions      int     `json:"executions_written"`
+	Pdrs            int     `json:"pdrs_written"`
+	PdrsDropped     int     `json:"pdrs_dropped"`
+	GranulesWritten int     `json:"granules_written"`
+	GranulesDropped int     `json:"granules_dropped"`
+	GranulesFailed  int     `json:"granules_failed"`
+	FilesFailed     int     `json:"granules_marked_failed_for_files"`
+	NoProcTimes     int     `json:"written_without_processing_times"`
+	SNS             string  `json:"sns"`
+	Interrupted     bool    `json:"interrupted"`
+	StoppedBy       string  `json:"stopped_by,omitempty"`
+	Seconds         float64 `json:"seconds"`
+}
+
+// StoppedError says the run stopped before the end (the database lock was
+// lost, the database or AWS became unavailable): what was not reached is
+// left in place for a re-run.
+type StoppedError struct {
+	Err  error
+	Left int // objects not processed or left in place
+}
+
+func (e *StoppedError) Error() string {
+	return fmt.Sprintf("stopped: %v; %d not processed or left in place: re-run to continue", e.Err, e.Left)
+}
+func (e *StoppedError) Unwrap() error { return e.Err }
+
+// Run recovers a selection.
+type Run struct {
+	Store           archive.Store
+	Layout          dla.Layout
+	DB              *cumulusdb.DB
+	Pool            *pgxpool.Pool // a dry run writes in a transaction of its own, rolled back
+	Writer          *recovery.Writer
+	Lock            *cumulusdb.ArchiveLock // nil in a dry run
+	DryRun          bool
+	Keep            bool // write, but keep every archive object
+	LeaveUnreadable bool // leave unreadable objects where they are
+	Concurrency     int
+	Now             func() time.Time
+	// Warnf reports what goes wrong outside one object's result (a batch
+	// delete that failed for some keys).
+	Warnf func(format string, args ...any)
+	// Progress is called after each object's result is counted.
+	Progress func(*Summary)
+	Sum      *Summary
+
+	mu       sync.Mutex
+	toDelete []string
+	stopErr  error
+}
+
+type workItem struct {
+	key string
+	d   *dla.Decoded
+	err error // fetch/decode error
+}
+
+// Run recovers every object of scope (its Keys or KeyStream), calling emit
+// with each object's result in the order they finish. An emit error (stdout
+// closed) stops new work; objects in flight finish. The returned error is
+// the first of: emit's, a failed batch delete, the context's, a
+// *StoppedError, the selection's.
+func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) error) error {
+	start := time.Now()
+	if r.Concurrency <= 0 {
+		r.Concurrency = 1
+	}
+	if r.Warnf == nil {
+		r.Warnf = func(string, ...any) {}
+	}
+	// Writes and archive actions run on a context that an interrupt does
+	// not cancel: objects in flight finish; nothing new starts.
+	workCtx := context.WithoutCancel(ctx)
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	if r.Lock != nil {
+		go func() {
+			select {
+			case <-r.Lock.Lost():
+				r.stopWith(r.Lock.Err())
+				stop()
+			case <-runCtx.Done():
+			}
+		}()
+	}
+
+	items := make(chan workItem)
+	results := make(chan Object, r.Concurrency)
+	var wg sync.WaitGroup
+	for range r.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range items {
+				res := r.process(workCtx, it)
+				if res.Result == "left" && res.ErrorClass == "Transient" {
+					r.stopWith(errors.New(res.Error))
+					stop()
+				}
+				results <- res
+			}
+		}()
+	}
+	var outErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for res := range results {
+			r.count(res)
+			if r.Progress != nil {
+				r.Progress(r.Sum)
+			}
+			if outErr == nil {
+				if outErr = emit(res); outErr != nil {
+					stop() // stdout is gone: start nothing new, finish what is in flight
+				}
+			}
+		}
+	}()
+	_, selErr := selection.Run(runCtx, r.Store, scope, min(r.Concurrency*2, 64), func(sr selection.Result) error {
+		select {
+		case items <- workItem{key: sr.Entry.Key, d: sr.Decoded, err: sr.Err}:
+			return nil
+		case <-runCtx.Done():
+			return runCtx.Err()
+		}
+	})
+	close(items)
+	wg.Wait()
+	close(results)
+	<-done
+	delErr := r.flushDeletes(workCtx)
+	// Processed leaves out the objects left in place, which were reached:
+	// not processed is what was never reached, so the two never overlap.
+	r.Sum.NotProcessed = r.Sum.Selected - r.Sum.Processed - r.Sum.Left
+	r.Sum.Seconds = time.Since(start).Seconds()
+	if ctx.Err() != nil {
+		r.Sum.Interrupted = true
+	}
+	if r.stopErr != nil {
+		r.Sum.StoppedBy = r.stopErr.Error()
+	} else if outErr != nil {
+		r.Sum.StoppedBy = "stdout was closed; the objects in flight were finished"
+	}
+	switch {
+	case outErr != nil:
+		return outErr
+	case delErr != nil:
+		return delErr
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case r.stopErr != nil:
+		return &StoppedError{Err: r.stopErr, Left: r.Sum.NotProcessed + r.Sum.Left}
+	case selErr != nil && !errors.Is(selErr, context.Canceled):
+		return selErr
+	}
+	return nil
+}
+
+func (r *Run) stopWith(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopErr == nil {
+		r.stopErr = err
+	}
+}
+
+// process writes one object and acts on the archive.
+func (r *Run) process(ctx context.Context, it workItem) Object {
+	o := Object{Type: "object", Key: it.key, KeyBase64: dla.KeyBase64(it.key), DryRun: r.DryRun}
+	if it.err != nil && !dla.IsDecodeError(it.err) {
+		// The object could not be fetched: nothing is known of it.
+		o.Result, o.Action, o.Error, o.ErrorClass = "left", "left", it.err.Error(), "ReadError"
+		return o
+	}
+	d := it.d
+	if it.err != nil && (d == nil || len(d.Layers) == 0) {
+		o.Result, o.Error, o.ErrorClass = "unreadable", it.err.Error(), "Unreadable"
+		if r.LeaveUnreadable {
+			o.Action = "left"
+			return o
+		}
+		r.move(ctx, &o, d)
+		return o
+	}
+	o.ExecutionArn, o.Status = d.ExecutionArn, d.Status
+	var werr error
+	if it.err != nil {
+		werr = &recovery.UnwrapError{Reason: it.err.Error()}
+	} else {
+		werr = r.write(ctx, d, &o)
+	}
+	switch {
+	case werr == nil:
+		o.Result = o.res.Outcome()
+		r.remove(ctx, &o)
+	case recovery.IsTransient(werr):
+		o.Result, o.Action, o.Error, o.ErrorClass = "left", "left", werr.Error(), "Transient"
+	default:
+		o.Result, o.Error, o.ErrorClass = "failed", werr.Error(), recovery.Class(werr)
+		r.move(ctx, &o, d)
+	}
+	return o
+}
+
+// Written is what WriteMessage did with one message.
+type Written struct {
+	Message *recovery.Message // the unwrapped Cumulus message (nil when unwrapping failed)
+	Result  *recovery.Result  // the writes (nil when nothing was attempted)
+}
+
+// WriteMessage unwraps a decoded archive object or queue message to its
+// Cumulus message and writes it with w, as Cumulus's sfEventSqsToDbRecords
+// does. The db-writer processor and recover both write through it.
+func WriteMessage(ctx context.Context, w *recovery.Writer, d *dla.Decoded) (Written, error) {
+	msg, err := recovery.Unwrap(ctx, d, w.SFN, w.Objects)
+	if err != nil {
+		return Written{}, err
+	}
+	res, err := w.Write(ctx, msg.JSON)
+	return Written{Message: msg, Result: res}, err
+}
+
+func (r *Run) write(ctx context.Context, d *dla.Decoded, o *Object) error {
+	w := *r.Writer
+	if r.DryRun {
+		t, err := r.Pool.Begin(ctx)
+		if err != nil {
+			return cumulusdb.Classify(err)
+		}
+		defer t.Rollback(ctx)
+		w.DB = r.DB.InTx(t)
+	} else {
+		w.DB = r.DB
+	}
+	wr, err := WriteMessage(ctx, &w, d)
+	if wr.Message != nil {
+		o.Source, o.Warnings = wr.Message.Source, wr.Message.Warnings
+	}
+	o.res = wr.Result
+	if res := wr.Result; res != nil {
+		o.Execution, o.Pdr, o.Granules = res.Execution, res.Pdr, res.Granules
+		o.Warnings = append(o.Warnings, res.Warnings...)
+		if o.ExecutionArn == "" {
+			o.ExecutionArn = res.ExecutionArn
+		}
+	}
+	return err
+}
+
+// remove deletes a written object (batched), unless --keep or --dry-run.
+func (r *Run) remove(ctx context.Context, o *Object) {
+	switch {
+	case r.DryRun:
+		o.Action = "would delete"
+	case r.Keep:
+		o.Action = "kept"
+	default:
+		o.Action = "deleted"
+		r.mu.Lock()
+		r.toDelete = append(r.toDelete, o.Key)
+		full := len(r.toDelete) >= 1000
+		r.mu.Unlock()
+		if full {
+			_ = r.flushDeletes(ctx)
+		}
+	}
+}
+
+// flushDeletes deletes the written objects gathered so far.
+func (r *Run) flushDeletes(ctx context.Context) error {
+	r.mu.Lock()
+	keys := r.toDelete
+	r.toDelete = nil
+	r.mu.Unlock()
+	if len(keys) == 0 {
+		return nil
+	}
+	failed, err := r.Store.DeleteMany(ctx, keys)
+	if err != nil {
+		return fmt.Errorf("deleting %d written objects (they stay in place; a re-run rewrites them harmlessly): %w", len(keys), err)
+	}
+	r.mu.Lock()
+	r.Sum.Deleted += len(keys) - len(failed)
+	r.mu.Unlock()
+	if len(failed) > 0 {
+		for k, e := range failed {
+			r.Warnf("written but not deleted %s: %v", k, e)
+		}
+		what := fmt.Sprintf("%d written objects", len(failed))
+		if len(failed) == 1 {
+			what = "1 written object"
+		}
+		return fmt.Errorf("%s could not be deleted (a re-run rewrites them harmlessly)", what)
+	}
+	return nil
+}
+
+// move copies a failed object to failed-sqs/<date>/<name> (or <name>.1 ...
+// when that name is taken by another object), then deletes the original
+// only once the copy is confirmed to hold the same bytes.
+func (r *Run) move(ctx context.Context, o *Object, d *dla.Decoded) {
+	eventTime := ""
+	if d != nil {
+		eventTime = d.Time
+	}
+	dst := r.Layout.FailedKey(o.Key, eventTime, r.Now())
+	switch {
+	case r.DryRun:
+		o.Action, o.MovedTo = "would move", dst
+		return
+	case r.Keep:
+		o.Action = "kept"
+		return
+	}
+	moved, err := archive.Move(ctx, r.Store, o.Key, dst)
+	switch {
+	case errors.Is(err, archive.ErrSelfCopy):
+		o.Action = "left" // already in failed-sqs under its date
+		o.MovedTo = dst
+		return
+	case err != nil && moved != "":
+		o.Action, o.MovedTo = "copied", moved
+		o.Error += fmt.Sprintf(" (%v)", err)
+		return
+	case err != nil:
+		o.Action = "left"
+		o.Error += fmt.Sprintf(" (and the move to %s failed, so it stays in place: %v)", dst, err)
+		return
+	}
+	o.Action, o.MovedTo = "moved", moved
+	r.mu.Lock()
+	r.Sum.Moved++
+	r.mu.Unlock()
+}
+
+// count adds one object's result to the summary.
+func (r *Run) count(o Object) {
+	s := r.Sum
+	s.Processed++
+	result := o.Result
+	if (result == recovery.Failed || result == "unreadable") && (o.Action == "left" || o.Action == "copied") {
+		result = "left" // its move failed: it is still where it was
+	}
+	switch result {
+	case recovery.Written:
+		s.Written++
+	case recovery.Dropped:
+		s.Dropped++
+	case recovery.Failed:
+		s.Failed++
+	case "unreadable":
+		s.Unreadable++
+	case "left":
+		s.Left++
+		s.Processed--
+	}
+	if o.Execution == recovery.Written {
+		s.Executions++
+	}
+	switch o.Pdr {
+	case recovery.Written:
+		s.Pdrs++
+	case recovery.Dropped:
+		s.PdrsDropped++
+	}
+	for _, g := range o.Granules {
+		switch g.Outcome {
+		case recovery.Written:
+			s.GranulesWritten++
+		case recovery.Dropped:
+			s.GranulesDropped++
+		case recovery.Failed:
+			s.GranulesFailed++
+		}
+		if g.FilesError != "" {
+			s.FilesFailed++
+		}
+	}
+	if o.res != nil && o.res.DescribeCalled && !o.res.ProcessingTimes && (o.Result == recovery.Written || o.Result == recovery.Dropped) {
+		s.NoProcTimes++
+	}
+}
