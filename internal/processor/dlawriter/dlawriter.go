@@ -25,7 +25,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -69,9 +68,12 @@ type Processor struct {
 	SFN     recovery.StepFunctions
 	Objects recovery.Objects
 	Now     func() time.Time
-	Log     *slog.Logger
+	// Log gets one JSON line per record (RecordLog) and one per
+	// invocation (Summary).
+	Log io.Writer
 	// Concurrency bounds the records handled at once (10 when 0).
 	Concurrency int
+	logMu       sync.Mutex
 }
 
 // New builds the processor from the environment: AWS clients as the CLI
@@ -98,7 +100,7 @@ func NewWith(cfg Config, bucket archive.Store, sfn recovery.StepFunctions, objs 
 	l := dla.Layout{Stack: cfg.Stack}
 	return &Processor{
 		Layout: l, Store: archive.Contain(bucket, l.Root()), SFN: sfn, Objects: objs,
-		Now: time.Now, Log: slog.New(slog.NewJSONHandler(log, nil)),
+		Now: time.Now, Log: log,
 	}
 }
 
@@ -119,12 +121,25 @@ const (
 	Failed      Outcome = "failed"       // not written; returned as a batch item failure
 )
 
-// Result is one record's outcome.
-type Result struct {
-	MessageID string
-	Key       string
-	Outcome   Outcome
-	Reason    string
+// RecordLog is one record's outcome, and its log line.
+type RecordLog struct {
+	Type      string  `json:"type"` // "record"
+	MessageID string  `json:"messageId"`
+	Key       string  `json:"key,omitempty"`
+	Outcome   Outcome `json:"outcome"`
+	// Reason says why the record was archived raw or failed, or why no
+	// Cumulus message was found in it.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Summary is the log line of one invocation.
+type Summary struct {
+	Type        string  `json:"type"` // "summary"
+	Records     int     `json:"records"`
+	Archived    int     `json:"archived"`
+	ArchivedRaw int     `json:"archivedRaw"`
+	Failed      int     `json:"failed"`
+	Seconds     float64 `json:"seconds"`
 }
 
 // HandleSQSEvent is Handle for an events.SQSEvent (each record marshalled
@@ -146,31 +161,37 @@ func (p *Processor) HandleSQSEvent(ctx context.Context, ev events.SQSEvent) (eve
 // is delivered again) only when a record that was not written has no
 // message id to name it by.
 func (p *Processor) Handle(ctx context.Context, ev Event) (events.SQSEventResponse, error) {
+	start := time.Now()
 	results := p.Archive(ctx, ev.Records)
-	var resp events.SQSEventResponse
-	counts := map[Outcome]int{}
-	var unnamed int
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	sum := Summary{Type: "summary", Records: len(results)}
+	unnamed := 0
 	for _, r := range results {
-		counts[r.Outcome]++
-		p.Log.Info("record", "messageId", r.MessageID, "key", r.Key, "outcome", string(r.Outcome), "reason", r.Reason)
-		if r.Outcome == Failed {
+		switch r.Outcome {
+		case Archived:
+			sum.Archived++
+		case ArchivedRaw:
+			sum.ArchivedRaw++
+		default:
+			sum.Failed++
 			if r.MessageID == "" {
 				unnamed++
 			}
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageID})
 		}
 	}
-	p.Log.Info("summary", "records", len(results), "archived", counts[Archived], "archivedRaw", counts[ArchivedRaw], "failed", counts[Failed])
+	sum.Seconds = time.Since(start).Seconds()
+	p.log(sum)
 	if unnamed > 0 {
 		return events.SQSEventResponse{}, fmt.Errorf("%d records were not archived and have no messageId to report them by; failing the batch", unnamed)
 	}
 	return resp, nil
 }
 
-// Archive archives records, Concurrency at a time, and returns each one's
-// result in order.
-func (p *Processor) Archive(ctx context.Context, records []json.RawMessage) []Result {
-	results := make([]Result, len(records))
+// Archive archives records, Concurrency at a time, logs each one's line,
+// and returns them in order.
+func (p *Processor) Archive(ctx context.Context, records []json.RawMessage) []RecordLog {
+	results := make([]RecordLog, len(records))
 	n := p.Concurrency
 	if n <= 0 {
 		n = 10
@@ -183,24 +204,45 @@ func (p *Processor) Archive(ctx context.Context, records []json.RawMessage) []Re
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			results[i] = p.archiveOne(ctx, raw)
+			p.log(results[i])
 		}()
 	}
 	wg.Wait()
 	return results
 }
 
-func (p *Processor) archiveOne(ctx context.Context, raw []byte) Result {
+func (p *Processor) log(v any) {
+	if p.Log == nil {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	p.logMu.Lock()
+	defer p.logMu.Unlock()
+	_, _ = p.Log.Write(append(b, '\n'))
+}
+
+// archiveOne archives one record; a panic fails the record (it is
+// delivered again), not the batch.
+func (p *Processor) archiveOne(ctx context.Context, raw []byte) (r RecordLog) {
+	r = RecordLog{Type: "record", MessageID: gjson.GetBytes(raw, "messageId").String()}
+	defer func() {
+		if e := recover(); e != nil {
+			r.Outcome, r.Reason = Failed, fmt.Sprintf("internal error: %v", e)
+		}
+	}()
 	h, err := dla.Hoist(raw, p.message(ctx))
 	if err != nil {
-		id := gjson.GetBytes(raw, "messageId").String()
-		return Result{MessageID: id, Outcome: Failed, Reason: err.Error()}
+		r.Outcome, r.Reason = Failed, err.Error()
+		return r
 	}
-	key := p.Key(h, raw)
-	r := Result{MessageID: h.MessageID, Key: key, Outcome: Archived, Reason: h.Reason}
+	r.MessageID, r.Key, r.Outcome, r.Reason = h.MessageID, p.Key(h, raw), Archived, h.Reason
 	if h.Raw {
 		r.Outcome = ArchivedRaw
 	}
-	if err := p.Store.Put(ctx, key, h.JSON); err != nil {
+	if err := p.Store.Put(ctx, r.Key, h.JSON); err != nil {
 		r.Outcome, r.Reason = Failed, err.Error()
 	}
 	return r

@@ -141,7 +141,7 @@ func feed(t *testing.T, p *dlawriter.Processor, ins []writerInput) (failures []s
 }
 
 type logLine struct {
-	Msg         string `json:"msg"`
+	Type        string `json:"type"`
 	MessageID   string `json:"messageId"`
 	Key         string `json:"key"`
 	Outcome     string `json:"outcome"`
@@ -219,7 +219,7 @@ func TestArchiverParityWithCumulusV21(t *testing.T) {
 	keyOf := map[string]string{}
 	summaries := 0
 	for _, l := range lines {
-		switch l.Msg {
+		switch l.Type {
 		case "record":
 			keyOf[l.MessageID] = l.Key
 		case "summary":
@@ -305,7 +305,7 @@ func TestArchiverParityWithCumulusV21(t *testing.T) {
 		t.Fatalf("batch item failures on the retry: %v", f)
 	}
 	for _, l := range logLines(t, e.log) {
-		if l.Msg == "record" && keyOf[l.MessageID] != l.Key {
+		if l.Type == "record" && keyOf[l.MessageID] != l.Key {
 			t.Errorf("%s: retried under %s, first under %s", l.MessageID, l.Key, keyOf[l.MessageID])
 		}
 	}
@@ -389,10 +389,10 @@ func TestArchiverReportsExactlyTheFailedPut(t *testing.T) {
 	}
 	var summary logLine
 	for _, l := range logLines(t, e.log) {
-		if l.Msg == "record" && (l.MessageID == rec.MessageID) != (l.Outcome == string(dlawriter.Failed)) {
+		if l.Type == "record" && (l.MessageID == rec.MessageID) != (l.Outcome == string(dlawriter.Failed)) {
 			t.Errorf("log: %+v", l)
 		}
-		if l.Msg == "summary" {
+		if l.Type == "summary" {
 			summary = l
 		}
 	}
@@ -457,5 +457,57 @@ func TestConfigFromEnvUsesV21sNamesAndTexts(t *testing.T) {
 	cfg, err := dlawriter.ConfigFromEnv(func(k string) string { return map[string]string{"stackName": "s", "system_bucket": "b"}[k] })
 	if err != nil || cfg != (dlawriter.Config{SystemBucket: "b", Stack: "s"}) {
 		t.Errorf("%+v %v", cfg, err)
+	}
+}
+
+// localProcessor is a processor over a local directory, without AWS.
+func localProcessor(t *testing.T, wrap func(archive.Store) archive.Store) (*dlawriter.Processor, archive.Store, *bytes.Buffer) {
+	t.Helper()
+	local, err := archive.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var store archive.Store = local
+	if wrap != nil {
+		store = wrap(local)
+	}
+	log := &bytes.Buffer{}
+	return dlawriter.NewWith(dlawriter.Config{SystemBucket: "b", Stack: "demo"}, store, nil, nil, log), local, log
+}
+
+// A record that was not written and has no messageId cannot be named in
+// batchItemFailures: the whole batch fails, so that it is delivered again.
+func TestAnUnnamedRecordThatFailsFailsTheBatch(t *testing.T) {
+	p, _, _ := localProcessor(t, func(s archive.Store) archive.Store {
+		return &failingPuts{Store: s, fail: func([]byte) bool { return true }}
+	})
+	resp, err := p.Handle(context.Background(), dlawriter.Event{Records: []json.RawMessage{[]byte(`{"body":"{}"}`)}})
+	if err == nil {
+		t.Fatalf("no error; response %+v", resp)
+	}
+	p, local, _ := localProcessor(t, nil)
+	resp, err = p.Handle(context.Background(), dlawriter.Event{Records: []json.RawMessage{[]byte(`{"body":"{}"}`), []byte(`{"body":"{}"}`)}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	var keys []string
+	_ = local.List(context.Background(), "demo/", false, func(e archive.Entry) error { keys = append(keys, e.Key); return nil })
+	if len(keys) != 1 {
+		t.Errorf("the same unnamed record twice gave %d objects, want 1 (its bytes name it): %v", len(keys), keys)
+	}
+}
+
+// An execution name no store can take (a NUL byte) is archived as unknown.
+func TestAnExecutionNameNoStoreTakesIsArchivedAsUnknown(t *testing.T) {
+	p, _, log := localProcessor(t, nil)
+	rec := `{"messageId":"m1","eventSourceARN":"q","body":"{\"time\":\"2024-05-06T00:00:00Z\",\"detail\":{\"executionArn\":\"arn:x:e\\u0000vil\",\"status\":\"RUNNING\",\"input\":\"{}\"}}"}`
+	resp, err := p.Handle(context.Background(), dlawriter.Event{Records: []json.RawMessage{[]byte(rec)}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("%+v %v: %s", resp, err, log)
+	}
+	lines := logLines(t, log)
+	want := "demo/dead-letter-archive/sqs/2024-05-06/unknown-" + dla.MessageUUID("q", "m1")
+	if lines[0].Key != want || lines[0].Outcome != string(dlawriter.Archived) {
+		t.Errorf("%+v, want key %s", lines[0], want)
 	}
 }
