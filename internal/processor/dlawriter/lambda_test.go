@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -166,4 +167,41 @@ func TestArchiverBootstrapFailsItsColdStartWithV21sText(t *testing.T) {
 	if !errors.Is(err, lambdart.ErrInitFailed) || !strings.Contains(err.Error(), "Could not determine archive path as stackName env var is undefined.") {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+// BenchmarkArchiverBatchOf10 measures the real bootstrap under the
+// harness: cold start, time per batch of 10 seed-3 records (hoisted,
+// failed executions unwrapped through the Step Functions fake, put to
+// versitygw), peak memory.
+func BenchmarkArchiverBatchOf10(b *testing.B) {
+	s3c := testsupport.S3Client(b)
+	bucket := testsupport.NewBucket(b, s3c)
+	sfn := testsupport.NewSFNFake(b, testsupport.LoadSFN(b, seed3+"/archive/_fixtures/sfn.json"))
+	rt := lambdart.Start(b, lambdart.Function{Bootstrap: lambdart.Build(b, "./cmd/write-db-dlq-records-to-s3"),
+		Env: lambdart.Env(lambdart.ServiceEnv(b, "s3"), map[string]string{
+			"AWS_ENDPOINT_URL_SFN": sfn.URL, "system_bucket": bucket, "stackName": "demo"})})
+	var recs []json.RawMessage
+	raw, err := os.ReadFile(seed3 + "/writer-inputs.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ins []writerInput
+	if err := json.Unmarshal(raw, &ins); err != nil {
+		b.Fatal(err)
+	}
+	for _, in := range ins[20:30] { // a mix of layers and statuses
+		recs = append(recs, in.Record)
+	}
+	payload, _ := json.Marshal(map[string]any{"Records": recs})
+	ctx := context.Background()
+	if _, err := rt.Invoke(ctx, payload); err != nil { // the cold start, outside ns/op
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		inv, err := rt.Invoke(ctx, payload)
+		if err != nil || !bytes.Contains(inv.Payload, []byte(`"batchItemFailures":[]`)) {
+			b.Fatalf("%s %v", inv.Payload, err)
+		}
+	}
+	rt.Stats().Report(b)
 }
