@@ -1,6 +1,10 @@
 package dla
 
-import "testing"
+import (
+	"encoding/json"
+	"os"
+	"testing"
+)
 
 // The expected texts are what Node.js prints for
 // JSON.stringify(JSON.parse(in)).
@@ -15,6 +19,8 @@ func TestStringifyIsJavaScripts(t *testing.T) {
 			"\"é\u2028<>&/😀\\ud800x\\u001f\x7f\\\"\\\\\\b\\f\\n\\r\\t\""},
 		{"lone low surrogate, then a pair", `"\udc00\ud83d\ude00\ud83d"`, `"\udc00😀\ud83d"`},
 		{"bytes that are not UTF-8", "\"a\xffb\"", "\"a\uFFFDb\""},
+		{"more numbers", `[123e-20,1e-6,1.5e300,2e-7,9007199254740993,0.1e1,100e-2,1e21,999999999999999999999,4.35,0.000001234]`,
+			`[1.23e-18,0.000001,1.5e+300,2e-7,9007199254740992,1,1,1e+21,1e+21,4.35,0.000001234]`},
 		{"white space and nesting", " { \"a\" : [ 1 , { } , [ ] , true , false , null ] } ", `{"a":[1,{},[],true,false,null]}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -34,5 +40,26 @@ func TestStringifyIsJavaScripts(t *testing.T) {
 func TestQuoteJSEscapesOnlyWhatJavaScriptDoes(t *testing.T) {
 	if got, want := QuoteJS("<&>\u2028\"\\\x01é"), "\"<&>\u2028\\\"\\\\\\u0001é\""; got != want {
 		t.Errorf("QuoteJS = %s, want %s", got, want)
+	}
+}
+
+// TestStringifyMatchesNode compares Stringify with what Node.js printed for
+// 800 random texts (testdata/stringify-cases.js wrote them).
+func TestStringifyMatchesNode(t *testing.T) {
+	b, err := os.ReadFile("testdata/stringify-node.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Node  string
+		Cases []struct{ In, Want string }
+	}
+	if err := json.Unmarshal(b, &f); err != nil || len(f.Cases) < 800 {
+		t.Fatalf("%d cases: %v", len(f.Cases), err)
+	}
+	for _, c := range f.Cases {
+		if got, err := Stringify(c.In); err != nil || got != c.Want {
+			t.Errorf("Stringify(%s) = %s, %v; Node %s printed %s", c.In, got, err, f.Node, c.Want)
+		}
 	}
 }
