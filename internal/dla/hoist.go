@@ -228,15 +228,15 @@ func MessageFields(msg gjson.Result) (collectionID, providerID, granules string)
 }
 
 // archiveRaw keeps the record as it came, with why, under ArchiveErrorKey.
-// The key is added to the record's text (no parse: the record may be
-// nested too deep to parse); a text that is not an object is kept as a
-// string under "record".
+// The key is added to the record's text, which is kept byte for byte; a
+// text that is not a JSON object (or nests too deep to check that it is
+// one) is kept as a JSON string under "record".
 func (h *Hoisted) archiveRaw(raw []byte, reason string) {
 	h.Raw, h.Reason = true, reason
 	h.ExecutionArn, h.Time = "", ""
 	member := QuoteJS(ArchiveErrorKey) + ":" + QuoteJS(reason)
 	t := bytes.TrimSpace(bytes.TrimPrefix(raw, utf8BOM))
-	if len(t) >= 2 && t[0] == '{' && t[len(t)-1] == '}' && gjson.ValidBytes(t) {
+	if len(t) >= 2 && t[0] == '{' && t[len(t)-1] == '}' && ValidJSONBytes(t) {
 		inside := bytes.TrimSpace(t[1 : len(t)-1])
 		var b bytes.Buffer
 		b.WriteByte('{')

@@ -140,6 +140,16 @@ func TestHoistArchivesAnUnparseableRecordAsItCame(t *testing.T) {
 	}
 }
 
+func TestHoistKeepsARecordThatIsNoObjectAsAString(t *testing.T) {
+	deep := `{"messageId":"m","x":` + strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1) + `}`
+	for _, rec := range []string{`[1,2]`, `not json`, deep} {
+		h, m := hoisted(t, rec)
+		if !h.Raw || m["record"] != rec || m[ArchiveErrorKey] == "" {
+			t.Errorf("%.40s: raw %v, stored %.100s", rec, h.Raw, h.JSON)
+		}
+	}
+}
+
 func TestHoistReturnsTheMessageFuncsError(t *testing.T) {
 	boom := errors.New("S3 is down")
 	rec := sqsRecord("body", sfnEvent(`{"status":"FAILED","input":"{}"}`), "x")
