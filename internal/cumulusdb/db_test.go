@@ -254,8 +254,11 @@ func TestSchemaInvalidGranuleMarksRowFailed(t *testing.T) {
 	if s := queryString(t, pool, `SELECT status FROM granules WHERE granule_id = 'G16'`); s != "failed" {
 		t.Fatalf("status %s", s)
 	}
-	if s := queryString(t, pool, `SELECT error->>'errors' FROM granules WHERE granule_id = 'G16'`); !strings.Contains(s, "SchemaValdationError") {
-		t.Fatalf("error %s", s)
+	// The errors string v21 stores: the message's (empty) exception, then the
+	// thrown SchemaValidationError with ajv's error list as its detail.
+	want := `[{},{"Error":"Failed writing granule record due to SchemaValdationError.","Cause":{"name":"SchemaValidationError","detail":"[{\"keyword\":\"type\",\"dataPath\":\".files[0].checksum\",\"schemaPath\":\"#/properties/files/items/properties/checksum/type\",\"params\":{\"type\":\"string\"},\"message\":\"should be string\"}]"}}]`
+	if s := queryString(t, pool, `SELECT error->>'errors' FROM granules WHERE granule_id = 'G16'`); s != want {
+		t.Fatalf("error\n got %s\nwant %s", s, want)
 	}
 }
 

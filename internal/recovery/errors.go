@@ -39,13 +39,8 @@ func (e *RecordDoesNotExist) Error() string {
 	return fmt.Sprintf("RecordDoesNotExist: Record in %s with identifiers %s does not exist.", e.Table, e.Key)
 }
 
-// SchemaValidationError: the API form of a granule breaks Cumulus's granule
-// schema.
-type SchemaValidationError struct{ Problems []string }
-
-func (e *SchemaValidationError) Error() string {
-	return "SchemaValidationError: The record has validation errors: " + strings.Join(e.Problems, "; ")
-}
+// SchemaValidationError (the API form of a granule breaks Cumulus's
+// granule schema) is in schema.go.
 
 // GranuleError is one granule's failure inside a message.
 type GranuleError struct {

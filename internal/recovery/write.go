@@ -430,16 +430,18 @@ func (w *Writer) writeGranule(ctx context.Context, g gjson.Result, mc *messageCo
 		if !final {
 			return verr
 		}
-		errJSON := failureError(mc.workflowError, "Failed writing granule record due to SchemaValdationError.", verr.Error())
+		errJSON := schemaFailureError(mc.workflowError, verr)
 		ok, err := w.DB.MarkGranuleFailed(ctx, gw.Row.GranuleID, *cid, errJSON)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("%w (and the granule could not be marked failed: %v)", verr, &RecordDoesNotExist{
-				Table: "granules", Key: fmt.Sprintf(`{"granule_id":%s,"collection_cumulus_id":%d}`, jsonString(gw.Row.GranuleID), *cid)})
+			// updateGranuleStatusToFailed's lookup throws, and that error
+			// replaces the schema error.
+			return &RecordDoesNotExist{
+				Table: "granules", Key: fmt.Sprintf(`{"granule_id":%s,"collection_cumulus_id":%d}`, jsonString(gw.Row.GranuleID), *cid)}
 		}
-		return verr
+		return &SchemaFailedGranuleError{Cause: verr}
 	}
 	r, err := w.DB.WriteGranule(ctx, gw)
 	if err != nil {
@@ -465,15 +467,26 @@ func (w *Writer) writeGranule(ctx context.Context, g gjson.Result, mc *messageCo
 	return nil
 }
 
-// failureError is the error Cumulus writes on a granule it marks failed:
-// {errors: JSON string of [workflow error (if any), {Error, Cause}]}.
+// failureError is the error Cumulus writes on a granule whose files fail:
+// {errors: JSON string of [workflow error (unless empty), {Error, Cause}]},
+// the cause a string. (A schema failure's is schemaFailureError.)
 func failureError(workflowError, headline, cause string) string {
-	var items []string
+	var prior []string
 	if workflowError != "" && workflowError != "{}" && workflowError != "[]" {
-		items = append(items, compact(workflowError))
+		prior = append(prior, workflowError)
 	}
-	items = append(items, buildObject([]kv{{"Error", jsonString(headline)}, {"Cause", jsonString(cause)}}))
-	return buildObject([]kv{{"errors", jsonString("[" + strings.Join(items, ",") + "]")}})
+	return errorsColumn(prior, headline, jsStringifyString(cause))
+}
+
+// errorsColumn is {errors: JSON.stringify([...prior, {Error: headline,
+// Cause: cause}])}, prior and causeJSON being JSON texts.
+func errorsColumn(prior []string, headline, causeJSON string) string {
+	items := make([]string, 0, len(prior)+1)
+	for _, p := range prior {
+		items = append(items, jsStringify(p))
+	}
+	items = append(items, buildObject([]kv{{"Error", jsStringifyString(headline)}, {"Cause", causeJSON}}))
+	return buildObject([]kv{{"errors", jsStringifyString("[" + strings.Join(items, ",") + "]")}})
 }
 
 // OtherCollectionError is v21's cross-collection granule_id refusal.

@@ -17,13 +17,15 @@ type dbFake struct {
 	dropGranules                                       bool
 	filesErr                                           error
 
-	execRows   []*ExecutionRow
-	pdrRows    []*PdrRow
-	granules   []*GranuleWrite
-	files      map[int64][]FileRow
-	marked     []string // granule ids marked failed
-	links      []string
-	writeCalls int
+	execRows    []*ExecutionRow
+	pdrRows     []*PdrRow
+	granules    []*GranuleWrite
+	files       map[int64][]FileRow
+	marked      []string // granule ids marked failed
+	markedErrs  []string // the error column each was marked with
+	markMissing bool     // MarkGranuleFailed finds no granule row
+	links       []string
+	writeCalls  int
 }
 
 func newDBFake() *dbFake {
@@ -73,9 +75,13 @@ func (d *dbFake) WriteGranule(_ context.Context, g *GranuleWrite) (GranuleResult
 	d.granules = append(d.granules, g)
 	return GranuleResult{CumulusID: int64(100 + len(d.granules)), Dropped: d.dropGranules}, nil
 }
-func (d *dbFake) MarkGranuleFailed(_ context.Context, gid string, _ int64, _ string) (bool, error) {
+func (d *dbFake) MarkGranuleFailed(_ context.Context, gid string, _ int64, errJSON string) (bool, error) {
 	d.writeCalls++
+	if d.markMissing {
+		return false, nil
+	}
 	d.marked = append(d.marked, gid)
+	d.markedErrs = append(d.markedErrs, errJSON)
 	return true, nil
 }
 func (d *dbFake) WriteFiles(_ context.Context, id int64, files []FileRow) error {
@@ -243,6 +249,30 @@ func TestWriteGranuleFailures(t *testing.T) {
 	var sv *SchemaValidationError
 	if !errors.As(err, &sv) || len(db.marked) != 1 || len(db.granules) != 0 {
 		t.Errorf("schema-invalid: %v, marked %v, written %d", err, db.marked, len(db.granules))
+	}
+	// The error column and the message's error are v21's (issue 11's example).
+	const v21Column = `{"errors":"[{},{\"Error\":\"Failed writing granule record due to SchemaValdationError.\",\"Cause\":{\"name\":\"SchemaValidationError\",\"detail\":\"[{\\\"keyword\\\":\\\"type\\\",\\\"dataPath\\\":\\\".files[0].checksum\\\",\\\"schemaPath\\\":\\\"#/properties/files/items/properties/checksum/type\\\",\\\"params\\\":{\\\"type\\\":\\\"string\\\"},\\\"message\\\":\\\"should be string\\\"}]\"}}]"}`
+	if len(db.markedErrs) != 1 || db.markedErrs[0] != v21Column {
+		t.Errorf("schema-invalid error column\n got %q\nwant %s", db.markedErrs, v21Column)
+	}
+	if want := "AggregateError: granule G1: Error: Granule/granule files failed schema validation and will be updated in the datastore with the error and a status of failed"; err == nil || err.Error() != want {
+		t.Errorf("schema-invalid message error\n got %v\nwant %s", err, want)
+	}
+
+	// A schema-invalid running granule is not marked; the schema error is the message's.
+	db = newDBFake()
+	_, err = write(t, db, nil, message(replace(`"checksum":"abc"`, `"checksum":123`), replace(`"status":"completed"`, `"status":"running"`)))
+	if !errors.As(err, &sv) || len(db.marked) != 0 || !strings.HasSuffix(err.Error(), `granule G1: SchemaValidationError: The record has validation errors: [{"keyword":"type","dataPath":".files[0].checksum","schemaPath":"#/properties/files/items/properties/checksum/type","params":{"type":"string"},"message":"should be string"}]`) {
+		t.Errorf("schema-invalid running: %v, marked %v", err, db.marked)
+	}
+
+	// When the granule row is not there to be marked, v21's lookup error replaces the schema error.
+	db = newDBFake()
+	db.markMissing = true
+	_, err = write(t, db, nil, message(replace(`"checksum":"abc"`, `"checksum":123`)))
+	var rdne *RecordDoesNotExist
+	if !errors.As(err, &rdne) || errors.As(err, &sv) || !strings.Contains(err.Error(), `RecordDoesNotExist: Record in granules with identifiers {"granule_id":"G1","collection_cumulus_id":1} does not exist.`) {
+		t.Errorf("schema-invalid, no row to mark: %v", err)
 	}
 
 	// Files that fail mark the granule failed; the message still counts as written (as v21).
