@@ -99,6 +99,9 @@ func Decode(raw []byte) (*Decoded, error) {
 		layer, body, isSQS := splitLayer(cur)
 		if len(d.Layers) == 0 {
 			topFields = layer.Metadata
+			if v := fieldValue(topFields, ArchiveErrorKey); v.Type == gjson.String {
+				d.problem("archived as it came by the DLA writer: %s", v.Str)
+			}
 		}
 		if !isSQS {
 			innerFields = layer.Metadata // the innermost object, already walked
@@ -355,30 +358,19 @@ func (d *Decoded) derive(inner, detail, cumulusMeta, eventTime gjson.Result) (de
 // deriveFromMessage reads collectionId, granules and providerId from a
 // Cumulus message, with the rules of Cumulus's DLA writer.
 func (d *Decoded) deriveFromMessage(msg gjson.Result, f *derivedFields) {
-	top := pick(msg, "meta", "payload", "replace")
-	meta, payload := top[0], top[1]
-	if r := top[2]; r.IsObject() {
+	if r := pick(msg, "replace")[0]; r.IsObject() {
 		d.problem("the Cumulus message is held in S3 (replace: s3://%s/%s); fields from the partial message only",
 			r.Get("Bucket").String(), r.Get("Key").String())
 	}
-	mf := pick(meta, "collection", "provider")
-	coll := pick(mf[0], "name", "version")
-	name, version := truthyString(coll[0]), truthyString(coll[1])
-	if name != "" && version != "" {
-		f.collectionID = name + "___" + version
-	}
-	if gs := payload.Get("granules"); gs.IsArray() {
+	coll, prov, grans := MessageFields(msg)
+	f.collectionID, f.providerID = scalarString(gjson.Parse(coll)), scalarString(gjson.Parse(prov))
+	if gs := gjson.Parse(grans); gs.IsArray() {
 		f.hasGranules = true
 		f.granules = []string{}
 		gs.ForEach(func(_, g gjson.Result) bool {
-			f.granules = append(f.granules, truthyString(g.Get("granuleId")))
+			f.granules = append(f.granules, scalarString(g))
 			return true
 		})
-	}
-	p := mf[1]
-	if p.IsObject() && p.Get("id").Type == gjson.String && p.Get("protocol").Type == gjson.String &&
-		p.Get("host").Type == gjson.String && (!p.Get("port").Exists() || p.Get("port").Type == gjson.Number) {
-		f.providerID = truthyString(p.Get("id"))
 	}
 }
 
