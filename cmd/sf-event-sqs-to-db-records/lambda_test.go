@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/tidwall/gjson"
 
+	"github.com/deadletter/deadletter/internal/recovery"
 	"github.com/deadletter/deadletter/internal/testsupport"
 	"github.com/deadletter/deadletter/internal/testsupport/lambdart"
 )
@@ -50,6 +51,7 @@ type fixture struct {
 	env       map[string]string
 	good, bad map[string]string // input message id -> execution name
 	bin       string
+	topics    *testsupport.NotificationTopics
 }
 
 func newFixture(t *testing.T, n int, createDLQ bool) *fixture {
@@ -83,8 +85,11 @@ func newFixture(t *testing.T, n int, createDLQ bool) *fixture {
 			f.good[id] = names[i]
 		}
 	}
-	f.env = lambdart.Env(lambdart.ServiceEnv(t, "sqs", "s3"), map[string]string{
+	f.topics = testsupport.NewNotificationTopics(t)
+	f.env = lambdart.Env(lambdart.ServiceEnv(t, "sqs", "sns", "s3"), map[string]string{
 		"DATABASE_URL": f.proxy.ViaProxy(t, f.dbURL), "DeadLetterQueue": f.dlq, "dbMaxPool": "1",
+		"execution_sns_topic_arn": f.topics.Topics.Execution, "granule_sns_topic_arn": f.topics.Topics.Granule,
+		"pdr_sns_topic_arn": f.topics.Topics.Pdr,
 	})
 	return f
 }
@@ -167,6 +172,9 @@ func TestLambdaWritesAndDeadLetters(t *testing.T) {
 	st := drain(t, f, rt)
 	if d := f.conserved(t); d != 0 {
 		t.Errorf("%d duplicates without a fault", d)
+	}
+	if n := len(f.topics.Keys(t, recovery.TopicExecution)); n != len(f.good) {
+		t.Errorf("%d execution notifications, want one per written record (%d)", n, len(f.good))
 	}
 	if st.Crashes+st.FunctionErrors != 0 {
 		t.Errorf("crashes %d, function errors %d", st.Crashes, st.FunctionErrors)
@@ -273,7 +281,9 @@ func TestLambdaConservationUnderFaults(t *testing.T) {
 // start with the variable and its value.
 func TestLambdaColdStartNamesTheBadVariable(t *testing.T) {
 	bin := lambdart.Build(t, "./cmd/sf-event-sqs-to-db-records")
-	rt := lambdart.Start(t, lambdart.Function{Bootstrap: bin, Env: map[string]string{"DATABASE_URL": "postgres://x@127.0.0.1:1/db", "dbMaxPool": "many"}})
+	rt := lambdart.Start(t, lambdart.Function{Bootstrap: bin, Env: map[string]string{"DATABASE_URL": "postgres://x@127.0.0.1:1/db", "dbMaxPool": "many",
+		"execution_sns_topic_arn": "arn:aws:sns:us-east-1:123456789012:e", "granule_sns_topic_arn": "arn:aws:sns:us-east-1:123456789012:g",
+		"pdr_sns_topic_arn": "arn:aws:sns:us-east-1:123456789012:p"}})
 	_, err := rt.Invoke(context.Background(), []byte(`{"Records":[]}`))
 	if err == nil || !strings.Contains(err.Error(), `dbMaxPool="many"`) {
 		t.Fatalf("invoke error %v, want a failed init naming dbMaxPool=\"many\"", err)
