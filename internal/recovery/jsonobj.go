@@ -3,11 +3,11 @@ package recovery
 import (
 	"bytes"
 	"encoding/json"
-	"math"
-	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/deadletter/deadletter/internal/dla"
 )
 
 // Small order-preserving edits of JSON object texts. Cumulus stringifies
@@ -119,136 +119,12 @@ func WithError(record, errText string) string {
 	return objSet(record, "error", jsonString(errText))
 }
 
-// jsStringifyString is JSON.stringify of a string: the short escapes, other
-// control characters as \u00xx, and nothing else escaped (no HTML escapes,
-// U+2028 and U+2029 as they are), unlike encoding/json.
-func jsStringifyString(s string) string {
-	var b strings.Builder
-	b.Grow(len(s) + 2)
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\f':
-			b.WriteString(`\f`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		default:
-			if r < 0x20 {
-				b.WriteString(`\u00`)
-				b.WriteByte("0123456789abcdef"[r>>4])
-				b.WriteByte("0123456789abcdef"[r&0xf])
-			} else {
-				b.WriteRune(r)
-			}
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
-
-// jsStringify is JSON.stringify(JSON.parse(raw)): JavaScript's key order
-// (array indexes first, a repeated key in its first place with its last
-// value), numbers as JavaScript prints them, strings escaped as
-// JSON.stringify escapes them. raw that is not JSON is returned as it is.
+// jsStringify is JSON.stringify(JSON.parse(raw)) (dla.Stringify); raw that
+// is not JSON is returned as it is.
 func jsStringify(raw string) string {
-	if !gjson.Valid(raw) {
+	out, err := dla.Stringify(raw)
+	if err != nil {
 		return raw
 	}
-	var b strings.Builder
-	writeJS(&b, gjson.Parse(raw))
-	return b.String()
-}
-
-func writeJS(b *strings.Builder, v gjson.Result) {
-	switch {
-	case v.IsObject():
-		fields := fieldsOf(v.Raw)
-		last := map[string]string{}
-		for _, f := range fields {
-			last[f.key] = f.raw
-		}
-		b.WriteByte('{')
-		for i, k := range forInOrder(fields) {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(jsStringifyString(k))
-			b.WriteByte(':')
-			writeJS(b, gjson.Parse(last[k]))
-		}
-		b.WriteByte('}')
-	case v.IsArray():
-		b.WriteByte('[')
-		for i, e := range v.Array() {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			writeJS(b, e)
-		}
-		b.WriteByte(']')
-	case v.Type == gjson.String:
-		b.WriteString(jsStringifyString(v.Str))
-	case v.Type == gjson.Number:
-		b.WriteString(jsNumber(v.Num))
-	case v.Type == gjson.True:
-		b.WriteString("true")
-	case v.Type == gjson.False:
-		b.WriteString("false")
-	default:
-		b.WriteString("null")
-	}
-}
-
-// jsNumber is JSON.stringify of a number (Number.prototype.toString, and
-// null for the infinities).
-func jsNumber(x float64) string {
-	if math.IsInf(x, 0) || math.IsNaN(x) {
-		return "null"
-	}
-	if x == 0 {
-		return "0"
-	}
-	sign := ""
-	if x < 0 {
-		sign, x = "-", -x
-	}
-	// Shortest round-trip digits d1.d2...dk and exponent e: x = 0.d1...dk * 10^n, n = e+1.
-	mant, exp, _ := strings.Cut(strconv.FormatFloat(x, 'e', -1, 64), "e")
-	digits := strings.Replace(mant, ".", "", 1)
-	e, _ := strconv.Atoi(exp)
-	k, n := len(digits), e+1
-	switch {
-	case k <= n && n <= 21:
-		return sign + digits + strings.Repeat("0", n-k)
-	case 0 < n && n <= 21:
-		return sign + digits[:n] + "." + digits[n:]
-	case -6 < n && n <= 0:
-		return sign + "0." + strings.Repeat("0", -n) + digits
-	}
-	m := digits[:1]
-	if k > 1 {
-		m += "." + digits[1:]
-	}
-	es := "+"
-	if n-1 < 0 {
-		es = "-"
-	}
-	return sign + m + "e" + es + strconv.Itoa(abs(n-1))
-}
-
-func abs(n int) int {
-	if n < 0 {
-		return -n
-	}
-	return n
+	return out
 }

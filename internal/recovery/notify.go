@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/deadletter/deadletter/internal/dla"
 )
 
 // SNS notifications, as Cumulus v21 publishes them after each write
@@ -171,7 +173,7 @@ func (o *apiObject) json(key, s string) {
 }
 func (o *apiObject) real(key string, f *float32) {
 	if f != nil {
-		o.raw(key, jsNumber(float4(*f)))
+		o.raw(key, dla.JSNumber(float4(*f)))
 	}
 }
 func (o *apiObject) boolean(key string, b *bool) {

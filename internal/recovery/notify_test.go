@@ -1,6 +1,10 @@
 package recovery
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/deadletter/deadletter/internal/dla"
+)
 
 func TestJSNumberAndFloat4(t *testing.T) {
 	for _, c := range []struct {
@@ -11,8 +15,8 @@ func TestJSNumberAndFloat4(t *testing.T) {
 		{123456789012, "123456789012"}, {float4(12.345), "12.345"}, {float4(1714521599), "1714521600"},
 		{float4(0.1), "0.1"},
 	} {
-		if got := jsNumber(c.f); got != c.want {
-			t.Errorf("jsNumber(%v) = %s, want %s", c.f, got, c.want)
+		if got := dla.JSNumber(c.f); got != c.want {
+			t.Errorf("dla.JSNumber(%v) = %s, want %s", c.f, got, c.want)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/deadletter/deadletter/internal/dla"
 )
 
 // The API granule schema of Cumulus v21 (packages/api/lib/schemas.js
@@ -105,11 +107,11 @@ type SchemaError struct {
 
 func (e SchemaError) json() string {
 	return buildObject([]kv{
-		{"keyword", jsStringifyString(e.Keyword)},
-		{"dataPath", jsStringifyString(e.DataPath)},
-		{"schemaPath", jsStringifyString(e.SchemaPath)},
+		{"keyword", dla.QuoteJS(e.Keyword)},
+		{"dataPath", dla.QuoteJS(e.DataPath)},
+		{"schemaPath", dla.QuoteJS(e.SchemaPath)},
 		{"params", e.Params},
-		{"message", jsStringifyString(e.Message)},
+		{"message", dla.QuoteJS(e.Message)},
 	})
 }
 
@@ -134,7 +136,7 @@ func (e *SchemaValidationError) Error() string {
 // causeJSON is JSON.stringify of the thrown error: its own enumerable
 // properties, name then detail (message and stack are not enumerable).
 func (e *SchemaValidationError) causeJSON() string {
-	return buildObject([]kv{{"name", `"SchemaValidationError"`}, {"detail", jsStringifyString(e.Detail())}})
+	return buildObject([]kv{{"name", `"SchemaValidationError"`}, {"detail", dla.QuoteJS(e.Detail())}})
 }
 
 // SchemaFailedGranuleError is what v21 throws for a granule in a final
@@ -176,7 +178,7 @@ func validateObject(fields []kv, dataPath, schemaPath string, props []schemaProp
 	for _, k := range forInOrder(fields) {
 		if !slices.ContainsFunc(props, func(p schemaProp) bool { return p.name == k }) {
 			return SchemaError{"additionalProperties", dataPath, schemaPath + "/additionalProperties",
-				buildObject([]kv{{"additionalProperty", jsStringifyString(k)}}), "should NOT have additional properties"}, true
+				buildObject([]kv{{"additionalProperty", dla.QuoteJS(k)}}), "should NOT have additional properties"}, true
 		}
 	}
 	for _, p := range props {
@@ -184,7 +186,7 @@ func validateObject(fields []kv, dataPath, schemaPath string, props []schemaProp
 		if !ok {
 			if slices.Contains(required, p.name) {
 				return SchemaError{"required", dataPath, schemaPath + "/required",
-					buildObject([]kv{{"missingProperty", jsStringifyString(p.name)}}),
+					buildObject([]kv{{"missingProperty", dla.QuoteJS(p.name)}}),
 					"should have required property '" + p.name + "'"}, true
 			}
 			continue
@@ -203,7 +205,7 @@ func validateProp(v gjson.Result, p schemaProp, dataPath, schemaPath string) (Sc
 	if p.enum != nil && !slices.Contains(p.enum, v.Str) {
 		vals := make([]string, len(p.enum))
 		for i, e := range p.enum {
-			vals[i] = jsStringifyString(e)
+			vals[i] = dla.QuoteJS(e)
 		}
 		return SchemaError{"enum", dataPath, schemaPath + "/enum",
 			`{"allowedValues":[` + strings.Join(vals, ",") + `]}`, "should be equal to one of the allowed values"}, true
@@ -224,7 +226,7 @@ func validateProp(v gjson.Result, p schemaProp, dataPath, schemaPath string) (Sc
 
 func typeError(t jsonType, dataPath, schemaPath string) SchemaError {
 	return SchemaError{"type", dataPath, schemaPath + "/type",
-		buildObject([]kv{{"type", jsStringifyString(t.String())}}), "should be " + t.String()}
+		buildObject([]kv{{"type", dla.QuoteJS(t.String())}}), "should be " + t.String()}
 }
 
 // ajvHasType is ajv v6's checkDataType: integer is a number with no

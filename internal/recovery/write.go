@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/deadletter/deadletter/internal/dla"
 )
 
 // Lookups are the cumulus_ids the requirements gate found.
@@ -547,7 +549,7 @@ func failureError(workflowError, headline, cause string) string {
 	if workflowError != "" && workflowError != "{}" && workflowError != "[]" {
 		prior = append(prior, workflowError)
 	}
-	return errorsColumn(prior, headline, jsStringifyString(cause))
+	return errorsColumn(prior, headline, dla.QuoteJS(cause))
 }
 
 // errorsColumn is {errors: JSON.stringify([...prior, {Error: headline,
@@ -557,8 +559,8 @@ func errorsColumn(prior []string, headline, causeJSON string) string {
 	for _, p := range prior {
 		items = append(items, jsStringify(p))
 	}
-	items = append(items, buildObject([]kv{{"Error", jsStringifyString(headline)}, {"Cause", causeJSON}}))
-	return buildObject([]kv{{"errors", jsStringifyString("[" + strings.Join(items, ",") + "]")}})
+	items = append(items, buildObject([]kv{{"Error", dla.QuoteJS(headline)}, {"Cause", causeJSON}}))
+	return buildObject([]kv{{"errors", dla.QuoteJS("[" + strings.Join(items, ",") + "]")}})
 }
 
 // OtherCollectionError is v21's cross-collection granule_id refusal.
