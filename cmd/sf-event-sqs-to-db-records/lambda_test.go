@@ -185,7 +185,7 @@ func TestLambdaWritesAndDeadLetters(t *testing.T) {
 		switch l["type"] {
 		case "record":
 			records++
-			if l["messageId"] == "" || l["outcome"] == "" {
+			if l["message_id"] == "" || l["outcome"] == "" {
 				t.Errorf("record log line without its id or outcome: %v", l)
 			}
 		case "summary":

@@ -34,6 +34,7 @@ import (
 	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/awsread"
 	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/processor/jsonlog"
 	"github.com/deadletter/deadletter/internal/recovery"
 	"github.com/tidwall/gjson"
 )
@@ -73,7 +74,6 @@ type Processor struct {
 	Log io.Writer
 	// Concurrency bounds the records handled at once (10 when 0).
 	Concurrency int
-	logMu       sync.Mutex
 }
 
 // New builds the processor from the environment: AWS clients as the CLI
@@ -124,7 +124,7 @@ const (
 // RecordLog is one record's outcome, and its log line.
 type RecordLog struct {
 	Type      string  `json:"type"` // "record"
-	MessageID string  `json:"messageId"`
+	MessageID string  `json:"message_id"`
 	Key       string  `json:"key,omitempty"`
 	Outcome   Outcome `json:"outcome"`
 	// Reason says why the record was archived raw or failed, or why no
@@ -137,7 +137,7 @@ type Summary struct {
 	Type        string  `json:"type"` // "summary"
 	Records     int     `json:"records"`
 	Archived    int     `json:"archived"`
-	ArchivedRaw int     `json:"archivedRaw"`
+	ArchivedRaw int     `json:"archived_raw"`
 	Failed      int     `json:"failed"`
 	Seconds     float64 `json:"seconds"`
 }
@@ -211,18 +211,7 @@ func (p *Processor) Archive(ctx context.Context, records []json.RawMessage) []Re
 	return results
 }
 
-func (p *Processor) log(v any) {
-	if p.Log == nil {
-		return
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return
-	}
-	p.logMu.Lock()
-	defer p.logMu.Unlock()
-	_, _ = p.Log.Write(append(b, '\n'))
-}
+func (p *Processor) log(v any) { jsonlog.Line(p.Log, v) }
 
 // archiveOne archives one record; a panic fails the record (it is
 // delivered again), not the batch.

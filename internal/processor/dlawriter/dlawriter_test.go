@@ -142,13 +142,13 @@ func feed(t *testing.T, p *dlawriter.Processor, ins []writerInput) (failures []s
 
 type logLine struct {
 	Type        string `json:"type"`
-	MessageID   string `json:"messageId"`
+	MessageID   string `json:"message_id"`
 	Key         string `json:"key"`
 	Outcome     string `json:"outcome"`
 	Reason      string `json:"reason"`
 	Records     int    `json:"records"`
 	Archived    int    `json:"archived"`
-	ArchivedRaw int    `json:"archivedRaw"`
+	ArchivedRaw int    `json:"archived_raw"`
 	Failed      int    `json:"failed"`
 }
 

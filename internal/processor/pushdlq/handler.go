@@ -7,15 +7,13 @@ package pushdlq
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
 	"sort"
-	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/deadletter/deadletter/internal/awsconfig"
+	"github.com/deadletter/deadletter/internal/processor/jsonlog"
 	core "github.com/deadletter/deadletter/internal/pushdlq"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
@@ -28,7 +26,6 @@ type Handler struct {
 	// Log gets one JSON line per record and a summary line per
 	// invocation (stdout in Lambda, where it goes to CloudWatch Logs).
 	Log io.Writer
-	mu  sync.Mutex // one line at a time
 }
 
 // New builds the handler at cold start: the configuration from the
@@ -146,12 +143,4 @@ func recordLog(r pushreplay.Result) RecordLog {
 	return l
 }
 
-func (h *Handler) write(v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		b = []byte(fmt.Sprintf(`{"type":"error","error":%q}`, err.Error()))
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.Log.Write(append(b, '\n'))
-}
+func (h *Handler) write(v any) { jsonlog.Line(h.Log, v) }

@@ -32,6 +32,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/processor/jsonlog"
 	"github.com/deadletter/deadletter/internal/recovery"
 	"github.com/deadletter/deadletter/internal/snspub"
 	"github.com/deadletter/deadletter/internal/workflow/dlarecover"
@@ -118,7 +119,6 @@ type Handler struct {
 	DeadLetterQueue string
 	Concurrency     int
 	Log             io.Writer // one JSON line per record, and a summary
-	logMu           sync.Mutex
 }
 
 // Outcomes of a record, in its log line.
@@ -131,15 +131,15 @@ const (
 // RecordLog is the log line of one record.
 type RecordLog struct {
 	Type         string `json:"type"` // "record"
-	MessageID    string `json:"messageId"`
+	MessageID    string `json:"message_id"`
 	Outcome      string `json:"outcome"`
 	Result       string `json:"result,omitempty"` // the write's: written, dropped, failed
-	ExecutionArn string `json:"executionArn,omitempty"`
+	ExecutionArn string `json:"execution_arn,omitempty"`
 	Status       string `json:"status,omitempty"`
 	Error        string `json:"error,omitempty"`
-	ErrorClass   string `json:"errorClass,omitempty"`
+	ErrorClass   string `json:"error_class,omitempty"`
 	Reason       string `json:"reason,omitempty"` // why it is retried
-	Published    int    `json:"snsPublished,omitempty"`
+	Published    int    `json:"sns_published,omitempty"`
 }
 
 // Summary is the log line of one invocation.
@@ -147,7 +147,7 @@ type Summary struct {
 	Type         string  `json:"type"` // "summary"
 	Records      int     `json:"records"`
 	Written      int     `json:"written"`
-	DeadLettered int     `json:"deadLettered"`
+	DeadLettered int     `json:"dead_lettered"`
 	Retried      int     `json:"retried"`
 	Seconds      float64 `json:"seconds"`
 }
@@ -255,15 +255,4 @@ func (h *Handler) record(ctx context.Context, raw json.RawMessage) (l RecordLog)
 	return l
 }
 
-func (h *Handler) log(v any) {
-	if h.Log == nil {
-		return
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return
-	}
-	h.logMu.Lock()
-	defer h.logMu.Unlock()
-	_, _ = h.Log.Write(append(b, '\n'))
-}
+func (h *Handler) log(v any) { jsonlog.Line(h.Log, v) }
