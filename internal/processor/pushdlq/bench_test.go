@@ -1,7 +1,9 @@
 package pushdlq_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	processor "github.com/deadletter/deadletter/internal/processor/pushdlq"
 	core "github.com/deadletter/deadletter/internal/pushdlq"
 	"github.com/deadletter/deadletter/internal/testsupport"
+	"github.com/deadletter/deadletter/internal/testsupport/lambdart"
 )
 
 // BenchmarkHandleBatchOf10 is the handler's time for one event of ten
@@ -43,4 +46,37 @@ func BenchmarkHandleBatchOf10(b *testing.B) {
 			b.Fatal(err, resp)
 		}
 	}
+}
+
+// BenchmarkRuntimeBatchOf10 is the real bootstrap under the Lambda runtime
+// API harness: ns/op per warm invocation of ten records (seven replayed,
+// three parked), plus the cold start and the peak memory of the process.
+func BenchmarkRuntimeBatchOf10(b *testing.B) {
+	c := testsupport.SQSClient(b)
+	dlq, base := testsupport.NewPushQueues(b, c, "pr", 1, 2)
+	rt := lambdart.Start(b, lambdart.Function{Bootstrap: lambdart.Build(b, "./cmd/push-dlq"),
+		Env: lambdart.Env(lambdart.ServiceEnv(b, "sqs"), map[string]string{
+			core.EnvDLQURL: dlq, core.EnvBaseURL: base, core.EnvStartAt: winStart, core.EnvEndAt: winEnd, core.EnvErrorCodes: "1004"})})
+	var ev events.SQSEvent
+	for i := range 10 {
+		created := inWindow
+		if i >= 7 {
+			created = before
+		}
+		v := fmt.Sprint("push-", i)
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprint("m-", i), Body: body(1+i%2, created, 1004, v),
+			MessageAttributes: map[string]events.SQSMessageAttribute{"origin": {DataType: "String", StringValue: &v}}})
+	}
+	payload, _ := json.Marshal(ev)
+	ctx := context.Background()
+	if _, err := rt.Invoke(ctx, payload); err != nil { // the cold start, outside ns/op
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		inv, err := rt.Invoke(ctx, payload)
+		if err != nil || !bytes.Contains(inv.Payload, []byte(`"batchItemFailures":[]`)) {
+			b.Fatalf("%s %v", inv.Payload, err)
+		}
+	}
+	rt.Stats().Report(b)
 }
