@@ -30,13 +30,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/tidwall/gjson"
+
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/awsread"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/processor/jsonlog"
 	"github.com/deadletter/deadletter/internal/recovery"
-	"github.com/tidwall/gjson"
 )
 
 // Config is the processor's environment, under Cumulus v21's names.
