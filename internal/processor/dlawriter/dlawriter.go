@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -246,13 +247,30 @@ func (p *Processor) Key(h *dla.Hoisted, raw []byte) string {
 		id = "sha256:" + hex.EncodeToString(sum[:])
 	}
 	uuid := dla.MessageUUID(h.EventSourceARN, id)
-	now := p.Now()
+	now := p.dateless(raw)
 	key := h.Key(p.Layout, uuid, now)
 	if archive.CheckKey(p.Layout.Root(), key) != nil {
 		// An execution name S3 or the store cannot take (a NUL byte).
 		key = p.Layout.DatePrefix(dla.AreaSQS, dla.DatePartition(h.Time, now)) + dla.ArchiveFileName("", uuid)
 	}
 	return key
+}
+
+// dateless is the instant a record without a valid event time is dated
+// by. v21 dates it by the moment it writes it; here it is the moment SQS
+// first handed the message to the archiver (ApproximateFirstReceiveTimestamp,
+// else SentTimestamp), which is the same day on the first delivery and
+// stays the same on every redelivery, so a record retried after midnight
+// UTC overwrites its object instead of adding one in the next day's folder.
+// Only a record with neither attribute is dated by the clock.
+func (p *Processor) dateless(raw []byte) time.Time {
+	for _, a := range []string{"ApproximateFirstReceiveTimestamp", "SentTimestamp"} {
+		v := gjson.GetBytes(raw, "attributes."+a)
+		if ms, err := strconv.ParseInt(v.String(), 10, 64); err == nil && v.Type == gjson.String && ms > 0 {
+			return time.UnixMilli(ms).UTC()
+		}
+	}
+	return p.Now()
 }
 
 // message finds a record's Cumulus message as `dla recover` does. A
