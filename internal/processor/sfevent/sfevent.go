@@ -22,7 +22,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -95,6 +97,14 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			return c, &EnvError{EnvDBMaxPool, v, "not a connection count from 1 to 1000"}
 		}
 		c.MaxPool = n
+	}
+	if q := c.DeadLetterQueue; q != "" {
+		// A name or an ARN where the URL belongs would fail every send:
+		// each failed write would be retried until SQS's redrive.
+		u, err := url.Parse(q)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.Trim(u.Path, "/") == "" {
+			return c, &EnvError{EnvDeadLetterQueue, q, "not an SQS queue URL (https://sqs.<region>.amazonaws.com/<account>/<queue>)"}
+		}
 	}
 	if c.DBSecret == "" && c.DatabaseURL == "" {
 		return c, &EnvError{EnvDBSecret, "", "the database is not set: set " + EnvDBSecret + " (the Cumulus database secret) or " + EnvDatabaseURL}
