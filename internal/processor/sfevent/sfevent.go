@@ -168,17 +168,25 @@ type Summary struct {
 func (h *Handler) Handle(ctx context.Context, event json.RawMessage) (events.SQSEventResponse, error) {
 	start := time.Now()
 	var in struct {
-		Records []json.RawMessage `json:"Records"`
+		Records *[]json.RawMessage `json:"Records"`
 	}
 	if err := json.Unmarshal(event, &in); err != nil {
 		// Not an SQS event at all: nothing can be named or retried singly.
 		return events.SQSEventResponse{}, fmt.Errorf("the invocation is not an SQS event: %w", err)
 	}
-	logs := make([]RecordLog, len(in.Records))
+	if in.Records == nil {
+		// An event from anything but SQS (a Step Functions event sent
+		// straight to the function, say): succeeding would drop it
+		// unwritten; failing lets Lambda retry it or send it to the
+		// function's failure destination (v21 throws on it too).
+		return events.SQSEventResponse{}, errors.New("the invocation is not an SQS event: it has no Records list")
+	}
+	records := *in.Records
+	logs := make([]RecordLog, len(records))
 	limit := max(h.Concurrency, 1)
 	sem := make(chan struct{}, limit)
 	var wg sync.WaitGroup
-	for i, rec := range in.Records {
+	for i, rec := range records {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -190,7 +198,7 @@ func (h *Handler) Handle(ctx context.Context, event json.RawMessage) (events.SQS
 	}
 	wg.Wait()
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
-	sum := Summary{Type: "summary", Records: len(in.Records)}
+	sum := Summary{Type: "summary", Records: len(records)}
 	for _, l := range logs {
 		switch l.Outcome {
 		case OutcomeWritten:
