@@ -14,6 +14,11 @@
 //   - the database, Step Functions or S3 was unavailable (a transient
 //     error): a batch item failure, retried by SQS (v21 sends these to the
 //     DLQ at once, where they wait for a manual recovery).
+//
+// An invocation whose payload has no Records list is not an SQS event: it
+// fails (v21 throws on it too), so that Lambda retries it or sends it to
+// the function's failure destination instead of dropping it. A
+// DeadLetterQueue that is not a queue URL fails the cold start.
 package sfevent
 
 import (
