@@ -62,3 +62,37 @@ func TestColdStartNeverShowsTheDatabasePassword(t *testing.T) {
 		})
 	}
 }
+
+// TestColdStartNeverShowsTheSecretsPassword: the database comes from
+// Cumulus's secret (databaseCredentialSecretArn), served by a Secrets
+// Manager fake. A secret the cold start cannot use (its port is not a
+// number; its server refuses; no such secret) fails the init naming the
+// variable and the secret's ARN, and the password in it appears nowhere.
+func TestColdStartNeverShowsTheSecretsPassword(t *testing.T) {
+	const pw = "Pw1MARKERyy"
+	bin := lambdart.Build(t, "./cmd/sf-event-sqs-to-db-records")
+	arn := func(name string) string { return "arn:aws:secretsmanager:us-east-1:123456789012:secret:" + name }
+	sm := testsupport.NewSecretsFake(t, map[string]string{
+		arn("badport"): `{"host":"127.0.0.1","port":"54x32","username":"u","password":"` + pw + `","database":"db"}`,
+		arn("refused"): `{"host":"127.0.0.1","port":1,"username":"u","password":"` + pw + `","database":"db"}`,
+		arn("broken"):  `{"host":"127.0.0.1","password":"` + pw,
+	})
+	topics := map[string]string{"execution_sns_topic_arn": "arn:aws:sns:us-east-1:123456789012:e",
+		"granule_sns_topic_arn": "arn:aws:sns:us-east-1:123456789012:g", "pdr_sns_topic_arn": "arn:aws:sns:us-east-1:123456789012:p"}
+	for _, name := range []string{"badport", "refused", "broken", "missing"} {
+		t.Run(name, func(t *testing.T) {
+			rt := lambdart.Start(t, lambdart.Function{Bootstrap: bin, Env: lambdart.Env(lambdart.ServiceEnv(t, "sqs", "sns", "s3"), topics,
+				map[string]string{"databaseCredentialSecretArn": arn(name), "AWS_ENDPOINT_URL_SECRETS_MANAGER": sm.URL})})
+			_, err := rt.Invoke(context.Background(), []byte(`{"Records":[]}`))
+			if !errors.Is(err, lambdart.ErrInitFailed) {
+				t.Fatalf("invoke error %v, want a failed init", err)
+			}
+			if strings.Contains(err.Error(), pw) || strings.Contains(string(rt.Logs()), pw) {
+				t.Errorf("the password is shown:\n%s\n%s", err, rt.Logs())
+			}
+			if !strings.Contains(err.Error(), `databaseCredentialSecretArn="`+arn(name)+`"`) {
+				t.Errorf("the init error does not name the variable and its value: %v", err)
+			}
+		})
+	}
+}
