@@ -46,7 +46,7 @@ func TestColdStartNeverShowsTheDatabasePassword(t *testing.T) {
 	} {
 		t.Run("", func(t *testing.T) {
 			rt := lambdart.Start(t, lambdart.Function{Bootstrap: bin, Env: lambdart.Env(lambdart.ServiceEnv(t, "sqs", "sns", "s3"), topics,
-				map[string]string{"DATABASE_URL": url, "DeadLetterQueue": "https://sqs.us-east-1.amazonaws.com/123456789012/dlq"})})
+				map[string]string{"DATABASE_URL": url, "DeadLetterQueue": "https://sqs.us-east-1.amazonaws.com/123456789012/dlq", "system_bucket": "demo-internal"})})
 			_, err := rt.Invoke(context.Background(), []byte(`{"Records":[]}`))
 			if !errors.Is(err, lambdart.ErrInitFailed) {
 				t.Fatalf("%s: invoke error %v, want a failed init", strings.ReplaceAll(url, pw, "<pw>"), err)
@@ -82,7 +82,7 @@ func TestColdStartNeverShowsTheSecretsPassword(t *testing.T) {
 	for _, name := range []string{"badport", "refused", "broken", "missing"} {
 		t.Run(name, func(t *testing.T) {
 			rt := lambdart.Start(t, lambdart.Function{Bootstrap: bin, Env: lambdart.Env(lambdart.ServiceEnv(t, "sqs", "sns", "s3"), topics,
-				map[string]string{"databaseCredentialSecretArn": arn(name), "AWS_ENDPOINT_URL_SECRETS_MANAGER": sm.URL})})
+				map[string]string{"databaseCredentialSecretArn": arn(name), "AWS_ENDPOINT_URL_SECRETS_MANAGER": sm.URL, "system_bucket": "demo-internal"})})
 			_, err := rt.Invoke(context.Background(), []byte(`{"Records":[]}`))
 			if !errors.Is(err, lambdart.ErrInitFailed) {
 				t.Fatalf("invoke error %v, want a failed init", err)

@@ -18,7 +18,10 @@
 // An invocation whose payload has no Records list is not an SQS event: it
 // fails (v21 throws on it too), so that Lambda retries it or sends it to
 // the function's failure destination instead of dropping it. A
-// DeadLetterQueue that is not a queue URL fails the cold start.
+// DeadLetterQueue that is not a queue URL fails the cold start, as does a
+// missing system_bucket: v21's function reads a message held in S3
+// (`replace`) from any bucket; this one only from the system bucket, so it
+// needs that variable, which v21's environment block may lack.
 package sfevent
 
 import (
@@ -116,6 +119,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.DBSecret != "" && c.DatabaseURL != "" {
 		return c, &EnvError{EnvDatabaseURL, "(not shown)", "set " + EnvDBSecret + " or " + EnvDatabaseURL + ", not both"}
+	}
+	if c.SystemBucket == "" {
+		// Without it every message Cumulus held in S3 (`replace`) would be
+		// dead-lettered, with an error about a local archive.
+		return c, &EnvError{EnvSystemBucket, "", "required: a Cumulus message too large for Step Functions is held in S3 (replace), and is read only from this bucket (Cumulus's system bucket)"}
 	}
 	return c, nil
 }

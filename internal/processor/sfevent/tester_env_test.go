@@ -16,6 +16,7 @@ func TestLoadConfigRefusesADeadLetterQueueThatIsNotAURL(t *testing.T) {
 		"granule_sns_topic_arn":   "arn:aws:sns:us-east-1:123456789012:demo-granules",
 		"pdr_sns_topic_arn":       "arn:aws:sns:us-east-1:123456789012:demo-pdrs",
 		"DATABASE_URL":            "postgres://x@h/db",
+		"system_bucket":           "demo-internal",
 	}
 	for _, q := range []string{"demo-sfEventSqsToDbRecordsDeadLetterQueue", "arn:aws:sqs:us-east-1:123456789012:demo-dlq",
 		"https://sqs.us-east-1.amazonaws.com", "sqs.us-east-1.amazonaws.com/123456789012/demo-dlq", "https://sqs.us-east-1.amazonaws.com/"} {
@@ -31,5 +32,27 @@ func TestLoadConfigRefusesADeadLetterQueueThatIsNotAURL(t *testing.T) {
 		if _, err := LoadConfig(func(k string) string { return env[k] }); err != nil {
 			t.Errorf("%s: %v", q, err)
 		}
+	}
+}
+
+// TestLoadConfigRequiresTheSystemBucket: without system_bucket, every
+// message Cumulus held in S3 (`replace`) would be dead-lettered (with an
+// error about a local archive) instead of written; the cold start fails
+// instead, naming the variable.
+func TestLoadConfigRequiresTheSystemBucket(t *testing.T) {
+	env := map[string]string{
+		"execution_sns_topic_arn": "arn:aws:sns:us-east-1:123456789012:demo-executions",
+		"granule_sns_topic_arn":   "arn:aws:sns:us-east-1:123456789012:demo-granules",
+		"pdr_sns_topic_arn":       "arn:aws:sns:us-east-1:123456789012:demo-pdrs",
+		"DATABASE_URL":            "postgres://x@h/db",
+	}
+	_, err := LoadConfig(func(k string) string { return env[k] })
+	var ee *EnvError
+	if !errors.As(err, &ee) || !strings.Contains(err.Error(), `system_bucket=""`) {
+		t.Fatalf("error %v, want one naming system_bucket", err)
+	}
+	env["system_bucket"] = "demo-internal"
+	if c, err := LoadConfig(func(k string) string { return env[k] }); err != nil || c.SystemBucket != "demo-internal" {
+		t.Fatalf("%+v %v", c, err)
 	}
 }
