@@ -27,6 +27,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,6 +56,10 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, errors.New("System bucket env var is required.")
 	case c.Stack == "":
 		return c, errors.New("Could not determine archive path as stackName env var is undefined.")
+	case strings.ContainsAny(c.SystemBucket, "/: \t\n"):
+		// s3://bucket, an ARN, a path: no put could ever succeed, and
+		// every record would be retried until the DLQ's retention drops it.
+		return c, fmt.Errorf("system_bucket=%q: not a bucket name (give the name alone)", c.SystemBucket)
 	}
 	return c, nil
 }
