@@ -198,8 +198,22 @@ func (h *Handler) Handle(ctx context.Context, event json.RawMessage) (events.SQS
 	logs := make([]RecordLog, len(records))
 	limit := max(h.Concurrency, 1)
 	sem := make(chan struct{}, limit)
+	// SQS's at-least-once delivery can put two copies of one message in
+	// one batch: the copy is handled once, so that a failed write sends
+	// one dead letter (one archive object), not two.
+	copyOf := make([]int, len(records)) // 1 + the index of the first copy; 0 for a first
+	first := map[string]int{}
 	var wg sync.WaitGroup
 	for i, rec := range records {
+		ids := gjson.GetManyBytes(rec, "eventSourceARN", "messageId")
+		if ids[1].String() != "" {
+			key := ids[0].String() + "\n" + ids[1].String()
+			if j, ok := first[key]; ok {
+				copyOf[i] = j + 1
+				continue
+			}
+			first[key] = i
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -210,9 +224,16 @@ func (h *Handler) Handle(ctx context.Context, event json.RawMessage) (events.SQS
 		}()
 	}
 	wg.Wait()
+	for i, j := range copyOf {
+		if j > 0 {
+			logs[i] = logs[j-1]
+			logs[i].Reason = "a second copy of this message in the event: handled once"
+			h.log(logs[i])
+		}
+	}
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	sum := Summary{Type: "summary", Records: len(records)}
-	for _, l := range logs {
+	for i, l := range logs {
 		switch l.Outcome {
 		case OutcomeWritten:
 			sum.Written++
@@ -220,7 +241,9 @@ func (h *Handler) Handle(ctx context.Context, event json.RawMessage) (events.SQS
 			sum.DeadLettered++
 		default:
 			sum.Retried++
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: l.MessageID})
+			if copyOf[i] == 0 {
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: l.MessageID})
+			}
 		}
 	}
 	sum.Seconds = time.Since(start).Seconds()
