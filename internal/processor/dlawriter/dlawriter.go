@@ -243,6 +243,9 @@ func (p *Processor) archiveOne(ctx context.Context, raw []byte) (r RecordLog) {
 	return r
 }
 
+// maxKeyBytes is the longest key S3 takes (UTF-8 bytes).
+const maxKeyBytes = 1024
+
 // Key is the record's archive key: the v21 form, with a UUID that is the
 // same each time the SQS message is delivered.
 func (p *Processor) Key(h *dla.Hoisted, raw []byte) string {
@@ -254,8 +257,10 @@ func (p *Processor) Key(h *dla.Hoisted, raw []byte) string {
 	uuid := dla.MessageUUID(h.EventSourceARN, id)
 	now := p.dateless(raw)
 	key := h.Key(p.Layout, uuid, now)
-	if archive.CheckKey(p.Layout.Root(), key) != nil {
-		// An execution name S3 or the store cannot take (a NUL byte).
+	if archive.CheckKey(p.Layout.Root(), key) != nil || len(key) > maxKeyBytes {
+		// An execution name S3 or the store cannot take (a NUL byte, or
+		// longer than a key may be): every put would fail, and the record
+		// would be retried until the DLQ's retention dropped it.
 		key = p.Layout.DatePrefix(dla.AreaSQS, dla.DatePartition(h.Time, now)) + dla.ArchiveFileName("", uuid)
 	}
 	return key
