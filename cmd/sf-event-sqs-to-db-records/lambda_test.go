@@ -87,7 +87,7 @@ func newFixture(t *testing.T, n int, createDLQ bool) *fixture {
 	}
 	f.topics = testsupport.NewNotificationTopics(t)
 	f.env = lambdart.Env(lambdart.ServiceEnv(t, "sqs", "sns", "s3"), map[string]string{
-		"DATABASE_URL": f.proxy.ViaProxy(t, f.dbURL), "DeadLetterQueue": f.dlq, "dbMaxPool": "1",
+		"DATABASE_URL": f.proxy.ViaProxy(t, f.dbURL), "DeadLetterQueue": f.dlq, "dbMaxPool": "1", "system_bucket": "demo-internal",
 		"execution_sns_topic_arn": f.topics.Topics.Execution, "granule_sns_topic_arn": f.topics.Topics.Granule,
 		"pdr_sns_topic_arn": f.topics.Topics.Pdr,
 	})

@@ -26,6 +26,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,6 +57,10 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, errors.New("System bucket env var is required.")
 	case c.Stack == "":
 		return c, errors.New("Could not determine archive path as stackName env var is undefined.")
+	case strings.ContainsAny(c.SystemBucket, "/: \t\n"):
+		// s3://bucket, an ARN, a path: no put could ever succeed, and
+		// every record would be retried until the DLQ's retention drops it.
+		return c, fmt.Errorf("system_bucket=%q: not a bucket name (give the name alone)", c.SystemBucket)
 	}
 	return c, nil
 }
@@ -238,6 +244,9 @@ func (p *Processor) archiveOne(ctx context.Context, raw []byte) (r RecordLog) {
 	return r
 }
 
+// maxKeyBytes is the longest key S3 takes (UTF-8 bytes).
+const maxKeyBytes = 1024
+
 // Key is the record's archive key: the v21 form, with a UUID that is the
 // same each time the SQS message is delivered.
 func (p *Processor) Key(h *dla.Hoisted, raw []byte) string {
@@ -247,13 +256,32 @@ func (p *Processor) Key(h *dla.Hoisted, raw []byte) string {
 		id = "sha256:" + hex.EncodeToString(sum[:])
 	}
 	uuid := dla.MessageUUID(h.EventSourceARN, id)
-	now := p.Now()
+	now := p.dateless(raw)
 	key := h.Key(p.Layout, uuid, now)
-	if archive.CheckKey(p.Layout.Root(), key) != nil {
-		// An execution name S3 or the store cannot take (a NUL byte).
+	if archive.CheckKey(p.Layout.Root(), key) != nil || len(key) > maxKeyBytes {
+		// An execution name S3 or the store cannot take (a NUL byte, or
+		// longer than a key may be): every put would fail, and the record
+		// would be retried until the DLQ's retention dropped it.
 		key = p.Layout.DatePrefix(dla.AreaSQS, dla.DatePartition(h.Time, now)) + dla.ArchiveFileName("", uuid)
 	}
 	return key
+}
+
+// dateless is the instant a record without a valid event time is dated
+// by. v21 dates it by the moment it writes it; here it is the moment SQS
+// first handed the message to the archiver (ApproximateFirstReceiveTimestamp,
+// else SentTimestamp), which is the same day on the first delivery and
+// stays the same on every redelivery, so a record retried after midnight
+// UTC overwrites its object instead of adding one in the next day's folder.
+// Only a record with neither attribute is dated by the clock.
+func (p *Processor) dateless(raw []byte) time.Time {
+	for _, a := range []string{"ApproximateFirstReceiveTimestamp", "SentTimestamp"} {
+		v := gjson.GetBytes(raw, "attributes."+a)
+		if ms, err := strconv.ParseInt(v.String(), 10, 64); err == nil && v.Type == gjson.String && ms > 0 {
+			return time.UnixMilli(ms).UTC()
+		}
+	}
+	return p.Now()
 }
 
 // message finds a record's Cumulus message as `dla recover` does. A

@@ -28,7 +28,7 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 		return awsconfig.SecretText(ctx, awsconfig.SecretsManager(awsCfg, settings), id)
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", cfg.databaseVar(), err)
 	}
 	// Idle connections close before Lambda freezes the instance for long;
 	// a connection found dead is replaced, not used.
@@ -36,11 +36,11 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 	poolCfg.HealthCheckPeriod = time.Minute
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to %s: %w", cumulusdb.Target(poolCfg), err)
+		return nil, fmt.Errorf("%s: connecting to %s: %w", cfg.databaseVar(), cumulusdb.Target(poolCfg), err)
 	}
 	if err := cumulusdb.CheckTables(ctx, pool); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("%s: %w", cumulusdb.Target(poolCfg), err)
+		return nil, fmt.Errorf("%s: %s: %w", cfg.databaseVar(), cumulusdb.Target(poolCfg), err)
 	}
 	pub, err := snspub.New(awsconfig.SNS(awsCfg, settings), cfg.Topics)
 	if err != nil {
@@ -61,4 +61,14 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 		Concurrency:     cfg.MaxPool,
 		Log:             os.Stdout,
 	}, nil
+}
+
+// databaseVar names the variable the database came from, for a cold start
+// that fails on it: the secret's ARN is shown, the connection string is
+// not (it may hold a password; cumulusdb.Target shows it without one).
+func (c Config) databaseVar() string {
+	if c.DatabaseURL != "" {
+		return EnvDatabaseURL
+	}
+	return fmt.Sprintf("%s=%q", EnvDBSecret, c.DBSecret)
 }

@@ -14,6 +14,14 @@
 //   - the database, Step Functions or S3 was unavailable (a transient
 //     error): a batch item failure, retried by SQS (v21 sends these to the
 //     DLQ at once, where they wait for a manual recovery).
+//
+// An invocation whose payload has no Records list is not an SQS event: it
+// fails (v21 throws on it too), so that Lambda retries it or sends it to
+// the function's failure destination instead of dropping it. A
+// DeadLetterQueue that is not a queue URL fails the cold start, as does a
+// missing system_bucket: v21's function reads a message held in S3
+// (`replace`) from any bucket; this one only from the system bucket, so it
+// needs that variable, which v21's environment block may lack.
 package sfevent
 
 import (
@@ -22,7 +30,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -96,11 +106,24 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		}
 		c.MaxPool = n
 	}
+	if q := c.DeadLetterQueue; q != "" {
+		// A name or an ARN where the URL belongs would fail every send:
+		// each failed write would be retried until SQS's redrive.
+		u, err := url.Parse(q)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.Trim(u.Path, "/") == "" {
+			return c, &EnvError{EnvDeadLetterQueue, q, "not an SQS queue URL (https://sqs.<region>.amazonaws.com/<account>/<queue>)"}
+		}
+	}
 	if c.DBSecret == "" && c.DatabaseURL == "" {
 		return c, &EnvError{EnvDBSecret, "", "the database is not set: set " + EnvDBSecret + " (the Cumulus database secret) or " + EnvDatabaseURL}
 	}
 	if c.DBSecret != "" && c.DatabaseURL != "" {
 		return c, &EnvError{EnvDatabaseURL, "(not shown)", "set " + EnvDBSecret + " or " + EnvDatabaseURL + ", not both"}
+	}
+	if c.SystemBucket == "" {
+		// Without it every message Cumulus held in S3 (`replace`) would be
+		// dead-lettered, with an error about a local archive.
+		return c, &EnvError{EnvSystemBucket, "", "required: a Cumulus message too large for Step Functions is held in S3 (replace), and is read only from this bucket (Cumulus's system bucket)"}
 	}
 	return c, nil
 }
@@ -158,17 +181,39 @@ type Summary struct {
 func (h *Handler) Handle(ctx context.Context, event json.RawMessage) (events.SQSEventResponse, error) {
 	start := time.Now()
 	var in struct {
-		Records []json.RawMessage `json:"Records"`
+		Records *[]json.RawMessage `json:"Records"`
 	}
 	if err := json.Unmarshal(event, &in); err != nil {
 		// Not an SQS event at all: nothing can be named or retried singly.
 		return events.SQSEventResponse{}, fmt.Errorf("the invocation is not an SQS event: %w", err)
 	}
-	logs := make([]RecordLog, len(in.Records))
+	if in.Records == nil {
+		// An event from anything but SQS (a Step Functions event sent
+		// straight to the function, say): succeeding would drop it
+		// unwritten; failing lets Lambda retry it or send it to the
+		// function's failure destination (v21 throws on it too).
+		return events.SQSEventResponse{}, errors.New("the invocation is not an SQS event: it has no Records list")
+	}
+	records := *in.Records
+	logs := make([]RecordLog, len(records))
 	limit := max(h.Concurrency, 1)
 	sem := make(chan struct{}, limit)
+	// SQS's at-least-once delivery can put two copies of one message in
+	// one batch: the copy is handled once, so that a failed write sends
+	// one dead letter (one archive object), not two.
+	copyOf := make([]int, len(records)) // 1 + the index of the first copy; 0 for a first
+	first := map[string]int{}
 	var wg sync.WaitGroup
-	for i, rec := range in.Records {
+	for i, rec := range records {
+		ids := gjson.GetManyBytes(rec, "eventSourceARN", "messageId")
+		if ids[1].String() != "" {
+			key := ids[0].String() + "\n" + ids[1].String()
+			if j, ok := first[key]; ok {
+				copyOf[i] = j + 1
+				continue
+			}
+			first[key] = i
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -179,9 +224,16 @@ func (h *Handler) Handle(ctx context.Context, event json.RawMessage) (events.SQS
 		}()
 	}
 	wg.Wait()
+	for i, j := range copyOf {
+		if j > 0 {
+			logs[i] = logs[j-1]
+			logs[i].Reason = "a second copy of this message in the event: handled once"
+			h.log(logs[i])
+		}
+	}
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
-	sum := Summary{Type: "summary", Records: len(in.Records)}
-	for _, l := range logs {
+	sum := Summary{Type: "summary", Records: len(records)}
+	for i, l := range logs {
 		switch l.Outcome {
 		case OutcomeWritten:
 			sum.Written++
@@ -189,7 +241,9 @@ func (h *Handler) Handle(ctx context.Context, event json.RawMessage) (events.SQS
 			sum.DeadLettered++
 		default:
 			sum.Retried++
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: l.MessageID})
+			if copyOf[i] == 0 {
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: l.MessageID})
+			}
 		}
 	}
 	sum.Seconds = time.Since(start).Seconds()

@@ -176,6 +176,7 @@ func TestLoadConfig(t *testing.T) {
 		"execution_sns_topic_arn": "arn:aws:sns:us-east-1:123456789012:demo-executions",
 		"granule_sns_topic_arn":   "arn:aws:sns:us-east-1:123456789012:demo-granules",
 		"pdr_sns_topic_arn":       "arn:aws:sns:us-east-1:123456789012:demo-pdrs",
+		"system_bucket":           "demo-internal",
 	}
 	with := func(extra map[string]string, drop ...string) map[string]string {
 		env := map[string]string{}
