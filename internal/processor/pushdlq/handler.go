@@ -7,6 +7,7 @@ package pushdlq
 
 import (
 	"context"
+	"errors"
 	"io"
 	"sort"
 
@@ -36,6 +37,13 @@ func New(ctx context.Context, getenv func(string) string, log io.Writer) (*Handl
 	cfg, err := core.LoadConfig(getenv)
 	if err != nil {
 		return nil, err // names the variable and its value
+	}
+	if sqsmove.IsFIFO(cfg.DLQURL) {
+		// Every park would be refused (a FIFO queue takes no per-message
+		// DelaySeconds) and come back as a batch item failure, forever:
+		// each malformed or ineligible message a poison pill.
+		return nil, &core.EnvError{Name: core.EnvDLQURL, Value: cfg.DLQURL,
+			Err: errors.New("is a FIFO queue; the push DLQ must be a standard queue: parking re-sends a message with DelaySeconds 900, which a FIFO queue refuses")}
 	}
 	awsCfg, err := awsconfig.Load(ctx, awsconfig.Settings{})
 	if err != nil {
