@@ -75,6 +75,10 @@ type RecordLog struct {
 	// send got no reply, so it may be in Target already.
 	Retry             bool `json:"retry"`
 	PossibleDuplicate bool `json:"possible_duplicate,omitempty"`
+	// DuplicateInEvent: an earlier record of the event was the same
+	// message (same id); it was not sent again, and this line repeats that
+	// record's outcome.
+	DuplicateInEvent bool `json:"duplicate_in_event,omitempty"`
 }
 
 // SummaryLog is the log line of one invocation.
@@ -87,7 +91,8 @@ type SummaryLog struct {
 	Failed             int            `json:"failed"`
 	Uncertain          int            `json:"uncertain"`
 	BatchItemFailures  int            `json:"batch_item_failures"`
-	Ineligible         map[string]int `json:"ineligible"` // by reason
+	DuplicatesInEvent  int            `json:"duplicates_in_event,omitempty"` // records repeating an earlier one, not counted above
+	Ineligible         map[string]int `json:"ineligible"`                    // by reason
 	WindowStart        int64          `json:"window_start"`
 	WindowEnd          int64          `json:"window_end"`
 	Codes              string         `json:"codes"`
@@ -108,6 +113,10 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		WindowStart: h.Config.Policy.Start, WindowEnd: h.Config.Policy.End, Codes: h.Config.Policy.CodesString()}
 	for _, r := range results {
 		h.write(recordLog(r))
+		if r.DuplicateOf >= 0 {
+			sum.DuplicatesInEvent++ // its id is reported (or not) with the earlier record
+			continue
+		}
 		d := r.Step.Decision
 		if d.Eligible {
 			sum.Eligible++
@@ -138,7 +147,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 func recordLog(r pushreplay.Result) RecordLog {
 	d := r.Step.Decision
 	l := RecordLog{Type: "record", MessageID: r.MessageID, Decision: "park", Eligible: d.Eligible, Target: r.Queue,
-		Outcome: string(r.Outcome), NewID: r.NewID, Retry: r.Retry(), PossibleDuplicate: r.PossibleDuplicate()}
+		Outcome: string(r.Outcome), NewID: r.NewID, Retry: r.Retry(), PossibleDuplicate: r.PossibleDuplicate(), DuplicateInEvent: r.DuplicateOf >= 0}
 	if r.Step.Route.Target != "" {
 		l.Decision = "replay"
 	}
