@@ -8,8 +8,11 @@ package pushdlq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net/url"
 	"sort"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -37,6 +40,18 @@ func New(ctx context.Context, getenv func(string) string, log io.Writer) (*Handl
 	cfg, err := core.LoadConfig(getenv)
 	if err != nil {
 		return nil, err // names the variable and its value
+	}
+	// The function sends to these as they are (pushdlq replay resolves a
+	// queue name; the processor does not): a name or a typo would fail
+	// every park, or every replay, and come back forever.
+	for _, v := range []struct{ name, value, want string }{
+		{core.EnvDLQURL, cfg.DLQURL, "https://sqs.REGION.amazonaws.com/ACCOUNT/NAME"},
+		{core.EnvBaseURL, cfg.BaseURL, "https://sqs.REGION.amazonaws.com/ACCOUNT/PREFIX, to which P<priority> is appended"},
+	} {
+		if u, err := url.Parse(v.value); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||
+			strings.Trim(u.Path, "/") == "" || u.RawQuery != "" || u.Fragment != "" {
+			return nil, &core.EnvError{Name: v.name, Value: v.value, Err: fmt.Errorf("not an SQS queue URL (want %s)", v.want)}
+		}
 	}
 	if sqsmove.IsFIFO(cfg.DLQURL) {
 		// Every park would be refused (a FIFO queue takes no per-message
