@@ -91,3 +91,30 @@ func TestTesterSameMessageTwiceInOneEventIsSentOnce(t *testing.T) {
 		t.Errorf("lost reply for a repeated record: failures %v, lines %+v", failures, lines)
 	}
 }
+
+// Records without a message id (never from SQS, but an event can say
+// anything) are not taken for one message: each is sent. One whose send
+// fails is reported with its empty id, which Lambda reads as the whole
+// batch failed: every record comes back, none is lost.
+func TestTesterRecordsWithoutMessageIDAreEachSent(t *testing.T) {
+	f := newFixture(t, "1004", 1)
+	ev := f.seed(body(1, inWindow, 1004, "anon-1"), body(1, inWindow+1, 1004, "anon-2"), body(9, inWindow, 1004, "anon-p9"))
+	for i := range ev.Records {
+		ev.Records[i].MessageId = ""
+	}
+	failures, lines, sum := f.handleRaw(ev)
+	if len(failures) != 1 || failures[0] != "" {
+		t.Errorf("batch item failures %q, want the one empty id of the P9 record", failures)
+	}
+	for i, l := range lines {
+		if l.DuplicateInEvent || (l.Outcome == "sent") != (i < 2) {
+			t.Errorf("record %d logged %+v", i, l)
+		}
+	}
+	if sum.Sent != 2 || sum.Failed != 1 || sum.DuplicatesInEvent != 0 {
+		t.Errorf("summary %+v", sum)
+	}
+	if p1 := f.queue(1); p1["anon-1"] != 1 || p1["anon-2"] != 1 || len(p1) != 2 {
+		t.Errorf("P1 holds %v", p1)
+	}
+}
