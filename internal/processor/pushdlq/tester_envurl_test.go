@@ -3,6 +3,7 @@ package pushdlq_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	processor "github.com/deadletter/deadletter/internal/processor/pushdlq"
 	core "github.com/deadletter/deadletter/internal/pushdlq"
 	"github.com/deadletter/deadletter/internal/testsupport"
+	"github.com/deadletter/deadletter/internal/testsupport/lambdart"
 )
 
 // PUSH_DLQ_QUEUE_URL and PUSH_QUEUE_BASE_URL that are not queue URLs fail
@@ -51,6 +53,30 @@ func TestTesterQueueVariablesMustBeURLs(t *testing.T) {
 		}
 		if want := bad.name + `="` + bad.value + `"`; !strings.Contains(err.Error(), want) {
 			t.Errorf("%s=%q: error %v, want it to name %s", bad.name, bad.value, err, want)
+		}
+	}
+}
+
+// The same through the real bootstrap: each bad queue variable is an init
+// error naming it, and the function never asks for an event.
+func TestTesterRuntimeBadQueueVariablesFailTheColdStart(t *testing.T) {
+	endpoint := testsupport.SQSEndpoint(t)
+	c := testsupport.SQSClientAt(endpoint)
+	dlq, base := testsupport.NewPushQueues(t, c, "pf", 1)
+	fifo := testsupport.CreateQueue(t, c, "pf"+testsupport.RandomHex(3)+"-dlq.fifo", map[string]string{"FifoQueue": "true"})
+	for _, bad := range []struct{ name, value string }{
+		{core.EnvDLQURL, fifo},
+		{core.EnvDLQURL, dlq[strings.LastIndex(dlq, "/")+1:]},
+		{core.EnvBaseURL, "push-queue-"},
+	} {
+		env := lambdart.Env(processorEnv(dlq, base, "1004"), lambdart.ServiceEnv(t, "sqs"), map[string]string{bad.name: bad.value})
+		rt := lambdart.Start(t, lambdart.Function{Bootstrap: lambdart.Build(t, "./cmd/push-dlq"), Name: "push-dlq", Env: env})
+		_, err := rt.Invoke(context.Background(), []byte(`{"Records":[]}`))
+		if !errors.Is(err, lambdart.ErrInitFailed) || !strings.Contains(err.Error(), bad.name+`="`+bad.value+`"`) {
+			t.Errorf("%s=%q: invoke: %v", bad.name, bad.value, err)
+		}
+		if s := rt.Stats(); s.ColdStarts != 0 || s.Invocations != 0 {
+			t.Errorf("%s=%q: stats %+v", bad.name, bad.value, s)
 		}
 	}
 }
