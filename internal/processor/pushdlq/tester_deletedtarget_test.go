@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -29,8 +30,17 @@ func TestTesterTargetDeletedBetweenBatches(t *testing.T) {
 	ev := f.seed(bodies...)
 	p1 := core.TargetURL(f.base, 1)
 	var calls atomic.Int32
+	firstDone := make(chan struct{})
+	var once sync.Once
+	f.proxy.SetAfter(func(op string, req, resp []byte) []byte {
+		if op == "SendMessageBatch" && strings.Contains(string(req), sqsmove.Name(p1)) {
+			once.Do(func() { close(firstDone) })
+		}
+		return resp
+	})
 	f.proxy.SetHook(func(op string, b []byte) ([]byte, *testsupport.Reply) {
 		if op == "SendMessageBatch" && strings.Contains(string(b), sqsmove.Name(p1)) && calls.Add(1) == 2 {
+			<-firstDone // the first batch is in P1: delete it now
 			if _, err := f.c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(p1)}); err != nil {
 				t.Error(err)
 			}
@@ -54,6 +64,7 @@ func TestTesterTargetDeletedBetweenBatches(t *testing.T) {
 	}
 	f.deleteDone(ev, failed)
 	f.proxy.SetHook(nil)
+	f.proxy.SetAfter(nil)
 	testsupport.CreateQueue(t, f.c, sqsmove.Name(p1), nil)
 	// The ESM redelivers the failed records.
 	var again events.SQSEvent
