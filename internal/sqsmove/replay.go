@@ -655,6 +655,11 @@ func sendEntries(ctx context.Context, api API, b *batch) sendResult {
 	res := sendResult{accepted: map[int]string{}, failed: map[int]error{}, uncertain: map[int]error{}}
 	pending := b.entries
 	for attempt := 0; len(pending) > 0; attempt++ {
+		// A retried entry's earlier failure no longer holds: this call
+		// may deliver it, and its reply says what became of it.
+		for _, e := range pending {
+			delete(res.failed, e.Ord)
+		}
 		input := &sqs.SendMessageBatchInput{QueueUrl: aws.String(b.target)}
 		byID := map[string]entry{}
 		for i, e := range pending {

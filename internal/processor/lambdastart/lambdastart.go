@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -17,7 +19,14 @@ import (
 
 // Run builds the handler with build (a function lambda.Start accepts, such
 // as a method value) and serves it; it never returns.
+//
+// A log line that cannot be written (stdout a pipe nobody reads any more)
+// is lost rather than fatal: by default Go kills a process with SIGPIPE on
+// such a write to stdout, and a processor logs after its side effects and
+// before its response, so the batch would come back and be done again, at
+// every redelivery.
 func Run(name string, build func(context.Context) (any, error)) {
+	signal.Ignore(syscall.SIGPIPE)
 	h, err := build(context.Background())
 	if err != nil {
 		Fail(name, err)

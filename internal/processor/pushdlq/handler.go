@@ -7,8 +7,12 @@ package pushdlq
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"net/url"
 	"sort"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -36,6 +40,25 @@ func New(ctx context.Context, getenv func(string) string, log io.Writer) (*Handl
 	cfg, err := core.LoadConfig(getenv)
 	if err != nil {
 		return nil, err // names the variable and its value
+	}
+	// The function sends to these as they are (pushdlq replay resolves a
+	// queue name; the processor does not): a name or a typo would fail
+	// every park, or every replay, and come back forever.
+	for _, v := range []struct{ name, value, want string }{
+		{core.EnvDLQURL, cfg.DLQURL, "https://sqs.REGION.amazonaws.com/ACCOUNT/NAME"},
+		{core.EnvBaseURL, cfg.BaseURL, "https://sqs.REGION.amazonaws.com/ACCOUNT/PREFIX, to which P<priority> is appended"},
+	} {
+		if u, err := url.Parse(v.value); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||
+			strings.Trim(u.Path, "/") == "" || u.RawQuery != "" || u.Fragment != "" {
+			return nil, &core.EnvError{Name: v.name, Value: v.value, Err: fmt.Errorf("not an SQS queue URL (want %s)", v.want)}
+		}
+	}
+	if sqsmove.IsFIFO(cfg.DLQURL) {
+		// Every park would be refused (a FIFO queue takes no per-message
+		// DelaySeconds) and come back as a batch item failure, forever:
+		// each malformed or ineligible message a poison pill.
+		return nil, &core.EnvError{Name: core.EnvDLQURL, Value: cfg.DLQURL,
+			Err: errors.New("is a FIFO queue; the push DLQ must be a standard queue: parking re-sends a message with DelaySeconds 900, which a FIFO queue refuses")}
 	}
 	awsCfg, err := awsconfig.Load(ctx, awsconfig.Settings{})
 	if err != nil {
@@ -67,6 +90,10 @@ type RecordLog struct {
 	// send got no reply, so it may be in Target already.
 	Retry             bool `json:"retry"`
 	PossibleDuplicate bool `json:"possible_duplicate,omitempty"`
+	// DuplicateInEvent: an earlier record of the event was the same
+	// message (same id); it was not sent again, and this line repeats that
+	// record's outcome.
+	DuplicateInEvent bool `json:"duplicate_in_event,omitempty"`
 }
 
 // SummaryLog is the log line of one invocation.
@@ -79,7 +106,8 @@ type SummaryLog struct {
 	Failed             int            `json:"failed"`
 	Uncertain          int            `json:"uncertain"`
 	BatchItemFailures  int            `json:"batch_item_failures"`
-	Ineligible         map[string]int `json:"ineligible"` // by reason
+	DuplicatesInEvent  int            `json:"duplicates_in_event,omitempty"` // records repeating an earlier one, not counted above
+	Ineligible         map[string]int `json:"ineligible"`                    // by reason
 	WindowStart        int64          `json:"window_start"`
 	WindowEnd          int64          `json:"window_end"`
 	Codes              string         `json:"codes"`
@@ -100,6 +128,10 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		WindowStart: h.Config.Policy.Start, WindowEnd: h.Config.Policy.End, Codes: h.Config.Policy.CodesString()}
 	for _, r := range results {
 		h.write(recordLog(r))
+		if r.DuplicateOf >= 0 {
+			sum.DuplicatesInEvent++ // its id is reported (or not) with the earlier record
+			continue
+		}
 		d := r.Step.Decision
 		if d.Eligible {
 			sum.Eligible++
@@ -130,7 +162,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 func recordLog(r pushreplay.Result) RecordLog {
 	d := r.Step.Decision
 	l := RecordLog{Type: "record", MessageID: r.MessageID, Decision: "park", Eligible: d.Eligible, Target: r.Queue,
-		Outcome: string(r.Outcome), NewID: r.NewID, Retry: r.Retry(), PossibleDuplicate: r.PossibleDuplicate()}
+		Outcome: string(r.Outcome), NewID: r.NewID, Retry: r.Retry(), PossibleDuplicate: r.PossibleDuplicate(), DuplicateInEvent: r.DuplicateOf >= 0}
 	if r.Step.Route.Target != "" {
 		l.Decision = "replay"
 	}

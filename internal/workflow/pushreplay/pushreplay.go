@@ -47,6 +47,11 @@ type Result struct {
 	Outcome sqsmove.Outcome // sent, parked, failed or uncertain
 	NewID   string          // the id the queue gave it
 	Err     error           // why it failed or is uncertain
+	// DuplicateOf is, for a record with the same message id as an earlier
+	// record of the batch (SQS's at-least-once delivery can put one message
+	// in a batch twice), the index of that record, whose result it shares:
+	// it is not sent a second time. -1 otherwise.
+	DuplicateOf int
 }
 
 // Retry reports whether the record must be a batch item failure: its send
@@ -69,15 +74,24 @@ var ErrTargetIsDLQ = errors.New("the target queue is the DLQ itself (check PUSH_
 // Process decides every message of one batch and sends each to its route:
 // eligible ones to their priority queue, the rest parked in cfg.DLQURL with
 // DelaySeconds 900, message attributes kept, batched per queue. It returns
-// one Result per message, in order. The caller deletes from its source (or
+// one Result per message, in order; a message that appears twice (the
+// same message id) is sent once, and both records get its result. The caller deletes from its source (or
 // lets the event source mapping delete) exactly the messages whose Result
 // does not ask for a retry.
 func Process(ctx context.Context, api sqsmove.API, cfg pushdlq.Config, msgs []*sqsmove.Message) []Result {
 	results := make([]Result, len(msgs))
-	items := make([]sqsmove.Item, len(msgs))
+	items := make([]sqsmove.Item, 0, len(msgs))
+	sendOrd := make([]int, 0, len(msgs)) // items[k] is results[sendOrd[k]]
+	first := map[string]int{}
 	for i, m := range msgs {
-		st := Decide(m.Body, cfg.Policy, cfg.BaseURL)
 		r := &results[i]
+		r.DuplicateOf = -1
+		if j, dup := first[m.MessageID]; dup && m.MessageID != "" {
+			r.DuplicateOf = j
+			continue
+		}
+		first[m.MessageID] = i
+		st := Decide(m.Body, cfg.Policy, cfg.BaseURL)
 		r.MessageID, r.Step, r.Queue = m.MessageID, st, cfg.DLQURL
 		if st.Decision.Eligible {
 			r.Queue = st.Decision.Target
@@ -86,16 +100,23 @@ func Process(ctx context.Context, api sqsmove.API, cfg pushdlq.Config, msgs []*s
 				st.Route = sqsmove.Route{Park: true, Delay: pushdlq.ParkDelaySeconds}
 			}
 		}
-		items[i] = sqsmove.Item{Msg: m, Queue: r.Queue, Route: st.Route}
+		items = append(items, sqsmove.Item{Msg: m, Queue: r.Queue, Route: st.Route})
+		sendOrd = append(sendOrd, i)
 	}
-	for i, s := range sqsmove.Send(ctx, api, items, 4) {
-		r := &results[i]
+	for k, s := range sqsmove.Send(ctx, api, items, 4) {
+		r := &results[sendOrd[k]]
 		r.Outcome, r.NewID = s.Outcome, s.NewID
 		if s.Err != nil {
 			r.Err = s.Err
 		}
 		if r.Retry() && r.Err == nil {
 			r.Err = fmt.Errorf("send to %s: %s", r.Queue, r.Outcome)
+		}
+	}
+	for i := range results {
+		if j := results[i].DuplicateOf; j >= 0 {
+			results[i] = results[j]
+			results[i].DuplicateOf = j
 		}
 	}
 	return results
