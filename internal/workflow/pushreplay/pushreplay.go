@@ -98,6 +98,7 @@ func Process(ctx context.Context, api sqsmove.API, cfg pushdlq.Config, msgs []*s
 			if sqsmove.SameQueue(r.Queue, cfg.DLQURL) {
 				r.Queue, r.Err = cfg.DLQURL, ErrTargetIsDLQ
 				st.Route = sqsmove.Route{Park: true, Delay: pushdlq.ParkDelaySeconds}
+				r.Step.Route = st.Route // logged as parked, which it is
 			}
 		}
 		items = append(items, sqsmove.Item{Msg: m, Queue: r.Queue, Route: st.Route})

@@ -37,7 +37,7 @@ func TestProcessNeverSendsToTheDLQWithoutADelay(t *testing.T) {
 	cfg := pushdlq.Config{DLQURL: dlq, BaseURL: strings.TrimSuffix(dlq, "P1"), Policy: policy}
 	m := &sqsmove.Message{MessageID: "m1", Body: `{"priority":1,"createdAt":1763109000000,"errorCode":1004}`}
 	res := pushreplay.Process(context.Background(), c, cfg, []*sqsmove.Message{m})
-	if r := res[0]; !r.Step.Decision.Eligible || r.Outcome != sqsmove.OutcomeParked || r.Queue != dlq || !errors.Is(r.Err, pushreplay.ErrTargetIsDLQ) || r.Retry() {
+	if r := res[0]; !r.Step.Decision.Eligible || r.Outcome != sqsmove.OutcomeParked || r.Queue != dlq || !errors.Is(r.Err, pushreplay.ErrTargetIsDLQ) || r.Retry() || !r.Step.Route.Park {
 		t.Fatalf("%+v", r)
 	}
 	if testsupport.QueueEmpty(t, c, dlq) {
