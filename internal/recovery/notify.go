@@ -66,6 +66,14 @@ func (e *PublishError) Error() string {
 }
 func (e *PublishError) Unwrap() error { return e.Err }
 
+// ErrNotificationRejected is wrapped by a Notifier's error when the
+// notification itself can never be published (SNS: larger than its 256 KiB
+// limit), whatever the retries, as opposed to a topic or a service that
+// fails. The message then fails, as in v21 (its object goes to
+// failed-sqs/, never deleted), instead of stopping the run as an outage
+// would: a re-run would stop at it again, and never reach what follows it.
+var ErrNotificationRejected = errors.New("the notification is refused for what it holds")
+
 // IsPublishError reports whether err (or an error it wraps) is a
 // PublishError.
 func IsPublishError(err error) bool {
@@ -352,9 +360,13 @@ func (w *Writer) recordSource() (RecordSource, error) {
 }
 
 // publish sends one notification and counts it in res. A failure is a
-// TransientError holding a PublishError.
+// TransientError holding a PublishError, or the PublishError alone when
+// the notification was rejected (ErrNotificationRejected).
 func (w *Writer) publish(ctx context.Context, res *Result, topic Topic, message []byte) error {
 	if err := w.Notifier.Publish(ctx, topic, message); err != nil {
+		if errors.Is(err, ErrNotificationRejected) {
+			return &PublishError{Topic: topic, Err: err}
+		}
 		return &TransientError{Err: &PublishError{Topic: topic, Err: err}}
 	}
 	if res != nil {

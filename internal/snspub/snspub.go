@@ -110,12 +110,22 @@ func New(client API, topics Topics) (*Publisher, error) {
 	return &Publisher{client: client, topics: topics}, nil
 }
 
+// MaxMessageBytes is the largest Message SNS publishes (256 KiB, in bytes
+// of UTF-8); a longer one is refused with InvalidParameter ("Message too
+// long"), retries or not.
+const MaxMessageBytes = 256 << 10
+
 // Publish sends message as the SNS Message of one notification to the
-// topic's ARN, as publishSnsMessageWithRetry does.
+// topic's ARN, as publishSnsMessageWithRetry does. A message longer than
+// MaxMessageBytes is not sent: its error wraps
+// recovery.ErrNotificationRejected.
 func (p *Publisher) Publish(ctx context.Context, topic recovery.Topic, message []byte) error {
 	topicARN := p.topics.ARN(topic)
 	if topicARN == "" {
 		return fmt.Errorf("no topic ARN for %s notifications", topic)
+	}
+	if len(message) > MaxMessageBytes {
+		return fmt.Errorf("SNS Publish to %s: %w: %d bytes, more than SNS's limit of %d", topicARN, recovery.ErrNotificationRejected, len(message), MaxMessageBytes)
 	}
 	if _, err := p.client.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(topicARN), Message: aws.String(string(message))}); err != nil {
 		return fmt.Errorf("SNS Publish to %s: %w", topicARN, err)
