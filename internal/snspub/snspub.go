@@ -5,6 +5,7 @@ package snspub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/arn"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/deadletter/deadletter/internal/recovery"
 )
@@ -95,8 +97,9 @@ type Publisher struct {
 	client API
 	topics Topics
 
-	mu     sync.Mutex
-	counts recovery.PublishCounts
+	mu          sync.Mutex
+	counts      recovery.PublishCounts
+	unconfirmed recovery.PublishCounts
 }
 
 var _ recovery.Notifier = (*Publisher)(nil)
@@ -127,13 +130,53 @@ func (p *Publisher) Publish(ctx context.Context, topic recovery.Topic, message [
 	if len(message) > MaxMessageBytes {
 		return fmt.Errorf("SNS Publish to %s: %w: %d bytes, more than SNS's limit of %d", topicARN, recovery.ErrNotificationRejected, len(message), MaxMessageBytes)
 	}
-	if _, err := p.client.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(topicARN), Message: aws.String(string(message))}); err != nil {
+	unknown := 0
+	_, err := p.client.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(topicARN), Message: aws.String(string(message))},
+		countUnknownAttempts(&unknown))
+	p.mu.Lock()
+	for range unknown {
+		p.unconfirmed.Add(topic)
+	}
+	if err == nil {
+		p.counts.Add(topic)
+	}
+	p.mu.Unlock()
+	if err != nil {
 		return fmt.Errorf("SNS Publish to %s: %w", topicARN, err)
 	}
-	p.mu.Lock()
-	p.counts.Add(topic)
-	p.mu.Unlock()
 	return nil
+}
+
+// countUnknownAttempts counts, in *n, the attempts of one call that failed
+// without a reply saying SNS refused them (no reply, or a server error):
+// SNS may have published them. When such an attempt is retried, the topic
+// may receive the notification twice; when the call fails, once or more
+// although it is not counted as published.
+func countUnknownAttempts(n *int) func(*sns.Options) {
+	return func(o *sns.Options) {
+		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+			// After the retry middleware: once per attempt.
+			return s.Finalize.Insert(middleware.FinalizeMiddlewareFunc("DeadletterUnknownAttempts",
+				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+					out, md, err := next.HandleFinalize(ctx, in)
+					var status interface{ HTTPStatusCode() int }
+					if err != nil && !(errors.As(err, &status) && status.HTTPStatusCode() < 500) {
+						*n++
+					}
+					return out, md, err
+				}), "Retry", middleware.After)
+		})
+	}
+}
+
+// Unconfirmed counts, per topic, the publish attempts whose outcome is
+// unknown (the reply was lost, or was a server error): SNS may have
+// delivered each of them besides what Counts counts. A topic has received
+// at least Counts and at most Counts plus Unconfirmed.
+func (p *Publisher) Unconfirmed() recovery.PublishCounts {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.unconfirmed
 }
 
 // Counts are the notifications published so far, per topic.
