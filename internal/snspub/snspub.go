@@ -90,6 +90,7 @@ type API interface {
 }
 
 // Publisher is a recovery.Notifier on SNS. It is safe for concurrent use.
+// Each topic is published to in its own region (the ARN's).
 // Each publish is one Publish call with the SDK's retries (the client's
 // retryer: throttling and server errors are retried, a missing topic or
 // denied access is not); v21 retries with p-retry instead.
@@ -132,7 +133,7 @@ func (p *Publisher) Publish(ctx context.Context, topic recovery.Topic, message [
 	}
 	unknown := 0
 	_, err := p.client.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(topicARN), Message: aws.String(string(message))},
-		countUnknownAttempts(&unknown))
+		inRegionOf(topicARN), countUnknownAttempts(&unknown))
 	p.mu.Lock()
 	for range unknown {
 		p.unconfirmed.Add(topic)
@@ -145,6 +146,18 @@ func (p *Publisher) Publish(ctx context.Context, topic recovery.Topic, message [
 		return fmt.Errorf("SNS Publish to %s: %w", topicARN, err)
 	}
 	return nil
+}
+
+// inRegionOf sends the call to the topic's region: SNS publishes to a
+// topic only through its own region's endpoint (InvalidParameter:
+// TopicArn otherwise), whatever region the AWS settings name. v21 runs in
+// its topics' region.
+func inRegionOf(topicARN string) func(*sns.Options) {
+	return func(o *sns.Options) {
+		if a, err := arn.Parse(topicARN); err == nil && a.Region != "" {
+			o.Region = a.Region
+		}
+	}
 }
 
 // countUnknownAttempts counts, in *n, the attempts of one call that failed
