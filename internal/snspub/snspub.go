@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -24,13 +25,12 @@ type Topics struct {
 }
 
 // TopicsFromEnv reads v21's environment names (execution_sns_topic_arn,
-// granule_sns_topic_arn, pdr_sns_topic_arn).
+// granule_sns_topic_arn, pdr_sns_topic_arn), without the white space
+// around a value (a trailing newline or space would pass for part of the
+// topic's name, and every publish would fail NotFound).
 func TopicsFromEnv(getenv func(string) string) Topics {
-	return Topics{
-		Execution: getenv(recovery.TopicExecution.EnvVar()),
-		Granule:   getenv(recovery.TopicGranule.EnvVar()),
-		Pdr:       getenv(recovery.TopicPdr.EnvVar()),
-	}
+	get := func(t recovery.Topic) string { return strings.TrimSpace(getenv(t.EnvVar())) }
+	return Topics{Execution: get(recovery.TopicExecution), Granule: get(recovery.TopicGranule), Pdr: get(recovery.TopicPdr)}
 }
 
 // ARN is the topic's ARN ("" when not set).
@@ -67,7 +67,11 @@ type TopicError struct {
 
 func (e *TopicError) Error() string { return "SNS topics: " + e.Problem }
 
-// Validate checks that all three are set and are SNS topic ARNs: all
+// topicName is what SNS allows a topic's name to be.
+var topicName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}(\.fifo)?$`)
+
+// Validate checks that all three are set and are SNS topic ARNs (with a
+// name SNS allows: letters, digits, - and _, .fifo at the end): all
 // three or none, as v21 requires each one it publishes to. Its error is a
 // *TopicError.
 func (t Topics) Validate() error {
@@ -76,7 +80,7 @@ func (t Topics) Validate() error {
 	}
 	for _, topic := range recovery.Topics {
 		a, err := arn.Parse(t.ARN(topic))
-		if err != nil || a.Service != "sns" || a.Resource == "" || strings.Contains(a.Resource, ":") {
+		if err != nil || a.Service != "sns" || !topicName.MatchString(a.Resource) {
 			return &TopicError{EnvVar: topic.EnvVar(), Value: t.ARN(topic),
 				Problem: fmt.Sprintf("%s %q is not an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)", topic.EnvVar(), t.ARN(topic))}
 		}

@@ -39,3 +39,20 @@ func TestTesterSNSUnconfirmedCountsLostRepliesNotRefusals(t *testing.T) {
 		t.Fatalf("counts %+v, unconfirmed %+v, received %d; want 1, 1, 2 (throttled %d)", c, u, got, throttled)
 	}
 }
+
+// A topic ARN whose name SNS could not hold (white space, a slash, a
+// colon) is refused when the topics are read, before anything is written,
+// instead of failing each publish after its write.
+func TestTesterSNSTopicNameIsChecked(t *testing.T) {
+	ok := snspub.Topics{Execution: "arn:aws:sns:us-east-1:1:e", Granule: "arn:aws:sns:us-east-1:1:g_1-x", Pdr: "arn:aws:sns:us-east-1:1:p.fifo"}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"arn:aws:sns:us-east-1:1:g ", "arn:aws:sns:us-east-1:1:g\n", "arn:aws:sns:us-east-1:1:a/b", "arn:aws:sns:us-east-1:1:a:b", "arn:aws:sns:us-east-1:1:"} {
+		topics := ok
+		topics.Granule = bad
+		if err := topics.Validate(); err == nil || !strings.Contains(err.Error(), "granule_sns_topic_arn") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
