@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"regexp"
 	"strings"
 	"sync"
@@ -164,24 +165,31 @@ func inRegionOf(topicARN string) func(*sns.Options) {
 	}
 }
 
-// countUnknownAttempts counts, in *n, the attempts of one call that failed
-// without a reply saying SNS refused them (no reply, or a server error):
-// SNS may have published them. When such an attempt is retried, the topic
-// may receive the notification twice; when the call fails, once or more
-// although it is not counted as published.
+// countUnknownAttempts counts, in *n, the attempts of one call that were
+// sent and failed without a reply saying SNS refused them (no reply, or a
+// server error): SNS may have published them. When such an attempt is
+// retried, the topic may receive the notification twice; when the call
+// fails, once or more although it is not counted as published. An attempt
+// that never left (no credentials, a signing error, a connection refused)
+// is not counted.
 func countUnknownAttempts(n *int) func(*sns.Options) {
 	return func(o *sns.Options) {
 		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
-			// After the retry middleware: once per attempt.
-			return s.Finalize.Insert(middleware.FinalizeMiddlewareFunc("DeadletterUnknownAttempts",
-				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-					out, md, err := next.HandleFinalize(ctx, in)
+			// The deserialize step runs once per attempt (the retries are in
+			// the finalize step, before it), around the send itself.
+			return s.Deserialize.Add(middleware.DeserializeMiddlewareFunc("DeadletterUnknownAttempts",
+				func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+					out, md, err := next.HandleDeserialize(ctx, in)
 					var status interface{ HTTPStatusCode() int }
-					if err != nil && !(errors.As(err, &status) && status.HTTPStatusCode() < 500) {
+					var op *net.OpError
+					// A reply below 500 is SNS's refusal; a status of 0 is no reply.
+					refused := errors.As(err, &status) && status.HTTPStatusCode() > 0 && status.HTTPStatusCode() < 500 ||
+						errors.As(err, &op) && op.Op == "dial"
+					if err != nil && !refused {
 						*n++
 					}
 					return out, md, err
-				}), "Retry", middleware.After)
+				}), middleware.Before)
 		})
 	}
 }

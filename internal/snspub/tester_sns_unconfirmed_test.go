@@ -2,6 +2,7 @@ package snspub_test
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
 
@@ -54,5 +55,50 @@ func TestTesterSNSTopicNameIsChecked(t *testing.T) {
 		if err := topics.Validate(); err == nil || !strings.Contains(err.Error(), "granule_sns_topic_arn") {
 			t.Errorf("%q: %v", bad, err)
 		}
+	}
+}
+
+// A publish that never left (the connection refused) is not a possible
+// duplicate: SNS cannot have published it.
+func TestTesterSNSRefusedConnectionIsNotUnconfirmed(t *testing.T) {
+	topics := testsupport.NewNotificationTopics(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	p, err := snspub.New(testsupport.SNSClientAt("http://"+addr), topics.Topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Publish(context.Background(), recovery.TopicPdr, []byte(`{}`)); err == nil {
+		t.Fatal("published through a closed port")
+	}
+	if c, u := p.Counts(), p.Unconfirmed(); c != (recovery.PublishCounts{}) || u != (recovery.PublishCounts{}) {
+		t.Fatalf("counts %+v, unconfirmed %+v; want none", c, u)
+	}
+}
+
+// The connection cut after SNS received the publish (the reply never
+// comes back: the SDK sees no status at all). SNS published it; the SDK's
+// retry publishes it again. The attempt without a reply is a possible
+// duplicate, as the topic's two copies show. (The break: an error without
+// a reply carries status 0, which was taken for a refusal below 500.)
+func TestTesterSNSReplyCutIsUnconfirmed(t *testing.T) {
+	topics := testsupport.NewNotificationTopics(t)
+	proxy := testsupport.NewDropReplyProxy(t, testsupport.SQSEndpoint(t), func(_ string, nth int, body []byte) bool {
+		return nth == 1 && strings.Contains(string(body), "Action=Publish")
+	})
+	p, err := snspub.New(testsupport.SNSClientAt(proxy.URL), topics.Topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Publish(context.Background(), recovery.TopicExecution, []byte(`{"arn":"a","status":"completed"}`)); err != nil {
+		t.Fatal(err)
+	}
+	got := len(topics.Messages(t, recovery.TopicExecution))
+	if c, u := p.Counts(), p.Unconfirmed(); c != (recovery.PublishCounts{Execution: 1}) || u != (recovery.PublishCounts{Execution: 1}) || got != 2 || proxy.Dropped("") != 1 {
+		t.Fatalf("counts %+v, unconfirmed %+v, received %d, dropped %d; want 1, 1, 2, 1", c, u, got, proxy.Dropped(""))
 	}
 }
