@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/arn"
@@ -103,6 +104,14 @@ type Publisher struct {
 	client API
 	topics Topics
 
+	// AttemptTimeout bounds each attempt (DefaultAttemptTimeout from New):
+	// an endpoint that takes the request and never answers would otherwise
+	// hold the publish, and the object in flight, for ever (the SDK's HTTP
+	// client waits for a reply without limit, and recover's writes run on a
+	// context an interrupt does not cancel). An attempt that times out is
+	// of unknown outcome (Unconfirmed).
+	AttemptTimeout time.Duration
+
 	mu          sync.Mutex
 	counts      recovery.PublishCounts
 	unconfirmed recovery.PublishCounts
@@ -110,13 +119,17 @@ type Publisher struct {
 
 var _ recovery.Notifier = (*Publisher)(nil)
 
+// DefaultAttemptTimeout is a Publisher's AttemptTimeout: far above what
+// one Publish takes.
+const DefaultAttemptTimeout = 30 * time.Second
+
 // New returns a publisher to the topics, which must all be set
 // (Topics.Validate).
 func New(client API, topics Topics) (*Publisher, error) {
 	if err := topics.Validate(); err != nil {
 		return nil, err
 	}
-	return &Publisher{client: client, topics: topics}, nil
+	return &Publisher{client: client, topics: topics, AttemptTimeout: DefaultAttemptTimeout}, nil
 }
 
 // MaxMessageBytes is the largest Message SNS publishes (256 KiB, in bytes
@@ -138,7 +151,7 @@ func (p *Publisher) Publish(ctx context.Context, topic recovery.Topic, message [
 	}
 	unknown := 0
 	_, err := p.client.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(topicARN), Message: aws.String(string(message))},
-		inRegionOf(topicARN), countUnknownAttempts(&unknown))
+		inRegionOf(topicARN), countUnknownAttempts(&unknown, p.AttemptTimeout))
 	p.mu.Lock()
 	for range unknown {
 		p.unconfirmed.Add(topic)
@@ -172,13 +185,20 @@ func inRegionOf(topicARN string) func(*sns.Options) {
 // fails, once or more although it is not counted as published. An attempt
 // that never left (no credentials, a signing error, a connection refused)
 // is not counted.
-func countUnknownAttempts(n *int) func(*sns.Options) {
+//
+// Each attempt is bounded by timeout (none when 0).
+func countUnknownAttempts(n *int, timeout time.Duration) func(*sns.Options) {
 	return func(o *sns.Options) {
 		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
 			// The deserialize step runs once per attempt (the retries are in
 			// the finalize step, before it), around the send itself.
 			return s.Deserialize.Add(middleware.DeserializeMiddlewareFunc("DeadletterUnknownAttempts",
 				func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+					if timeout > 0 {
+						var cancel context.CancelFunc
+						ctx, cancel = context.WithTimeout(ctx, timeout)
+						defer cancel()
+					}
 					out, md, err := next.HandleDeserialize(ctx, in)
 					var status interface{ HTTPStatusCode() int }
 					var op *net.OpError

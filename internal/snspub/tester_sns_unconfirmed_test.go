@@ -2,9 +2,12 @@ package snspub_test
 
 import (
 	"context"
+	"io"
 	"net"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/deadletter/deadletter/internal/recovery"
 	"github.com/deadletter/deadletter/internal/snspub"
@@ -100,5 +103,55 @@ func TestTesterSNSReplyCutIsUnconfirmed(t *testing.T) {
 	got := len(topics.Messages(t, recovery.TopicExecution))
 	if c, u := p.Counts(), p.Unconfirmed(); c != (recovery.PublishCounts{Execution: 1}) || u != (recovery.PublishCounts{Execution: 1}) || got != 2 || proxy.Dropped("") != 1 {
 		t.Fatalf("counts %+v, unconfirmed %+v, received %d, dropped %d; want 1, 1, 2, 1", c, u, got, proxy.Dropped(""))
+	}
+}
+
+// An SNS endpoint that takes the request and never answers (a black hole
+// behind a load balancer, a half-open connection). The break: the SDK's
+// HTTP client waits for a reply without limit, so the publish, and in
+// recover the object in flight (whose context an interrupt does not
+// cancel), hung for ever. What must hold: the publish ends with an error,
+// unpublished, and its attempts count as of unknown outcome.
+func TestTesterSNSEndpointThatNeverAnswers(t *testing.T) {
+	topics := testsupport.NewNotificationTopics(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+			go io.Copy(io.Discard, c) // read the request, never answer
+		}
+	}()
+	p, err := snspub.New(testsupport.SNSClientAt("http://"+ln.Addr().String()), topics.Topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.AttemptTimeout != snspub.DefaultAttemptTimeout || p.AttemptTimeout <= 0 {
+		t.Fatalf("attempt timeout %v", p.AttemptTimeout)
+	}
+	p.AttemptTimeout = 200 * time.Millisecond
+	if err := p.Publish(context.Background(), recovery.TopicPdr, []byte(`{}`)); err == nil {
+		t.Fatal("published to an endpoint that never answers")
+	}
+	if c, u := p.Counts(), p.Unconfirmed(); c != (recovery.PublishCounts{}) || u.Pdr == 0 {
+		t.Fatalf("counts %+v, unconfirmed %+v; want none published, the attempts unconfirmed", c, u)
 	}
 }
