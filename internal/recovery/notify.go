@@ -45,11 +45,27 @@ type Notifier interface {
 	Publish(ctx context.Context, topic Topic, message []byte) error
 }
 
-// DiscardNotifier publishes nothing and never fails: a dry run's
-// Notifier, so that the notifications are still built and counted.
-type DiscardNotifier struct{}
+// DiscardNotifier publishes nothing: a dry run's Notifier, so that the
+// notifications are still built and counted. It fails only where Check
+// (the real Notifier's, when it is a Checker) says the notification would
+// be refused whatever the service does.
+type DiscardNotifier struct {
+	Check func(topic Topic, message []byte) error
+}
 
-func (DiscardNotifier) Publish(context.Context, Topic, []byte) error { return nil }
+func (d DiscardNotifier) Publish(_ context.Context, topic Topic, message []byte) error {
+	if d.Check != nil {
+		return d.Check(topic, message)
+	}
+	return nil
+}
+
+// Checker is a Notifier that can tell, without publishing, that it would
+// refuse a notification (its error wraps ErrNotificationRejected), so
+// that a dry run fails what the run will fail.
+type Checker interface {
+	Check(topic Topic, message []byte) error
+}
 
 // PublishError: a write was committed but its notification could not be
 // published. The Writer returns it inside a TransientError: v21 throws

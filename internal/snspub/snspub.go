@@ -142,13 +142,10 @@ const MaxMessageBytes = 256 << 10
 // MaxMessageBytes is not sent: its error wraps
 // recovery.ErrNotificationRejected.
 func (p *Publisher) Publish(ctx context.Context, topic recovery.Topic, message []byte) error {
+	if err := p.Check(topic, message); err != nil {
+		return err
+	}
 	topicARN := p.topics.ARN(topic)
-	if topicARN == "" {
-		return fmt.Errorf("no topic ARN for %s notifications", topic)
-	}
-	if len(message) > MaxMessageBytes {
-		return fmt.Errorf("SNS Publish to %s: %w: %d bytes, more than SNS's limit of %d", topicARN, recovery.ErrNotificationRejected, len(message), MaxMessageBytes)
-	}
 	unknown := 0
 	_, err := p.client.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(topicARN), Message: aws.String(string(message))},
 		inRegionOf(topicARN), countUnknownAttempts(&unknown, p.AttemptTimeout))
@@ -165,6 +162,22 @@ func (p *Publisher) Publish(ctx context.Context, topic recovery.Topic, message [
 	}
 	return nil
 }
+
+// Check is what Publish checks before sending: a topic ARN, and a message
+// SNS can take (not longer than MaxMessageBytes: that error wraps
+// recovery.ErrNotificationRejected).
+func (p *Publisher) Check(topic recovery.Topic, message []byte) error {
+	topicARN := p.topics.ARN(topic)
+	if topicARN == "" {
+		return fmt.Errorf("no topic ARN for %s notifications", topic)
+	}
+	if len(message) > MaxMessageBytes {
+		return fmt.Errorf("SNS Publish to %s: %w: %d bytes, more than SNS's limit of %d", topicARN, recovery.ErrNotificationRejected, len(message), MaxMessageBytes)
+	}
+	return nil
+}
+
+var _ recovery.Checker = (*Publisher)(nil)
 
 // inRegionOf sends the call to the topic's region: SNS publishes to a
 // topic only through its own region's endpoint (InvalidParameter:

@@ -93,3 +93,48 @@ func TestTesterSNSOversizedNotificationDoesNotBlockTheRun(t *testing.T) {
 		}
 	}
 }
+
+// The same object in a dry run: the dry run publishes nothing, but it
+// must say what the run will do. The break: its notifications were only
+// counted, never checked, so the dry run said "written, would delete" for
+// an object the run then fails and moves to failed-sqs.
+func TestTesterSNSDryRunSaysWhatAnOversizedNotificationDoes(t *testing.T) {
+	e := newRecoverEnv(t, gen.ReferenceSeed(), nil)
+	topics := withTopics(t, e)
+	bucket := testsupport.NewBucket(t, e.s3)
+	layout := dla.Layout{Stack: "demo"}
+	big := testerRewrite(t, testerValidMessage(t), "0000000000000000ac9107e06c5fe319", strings.Repeat("c", 300<<10))
+	key := layout.AreaPrefix(dla.AreaSQS) + "2024-03-01/000-oversized-notification"
+	if err := archive.NewS3(e.s3, bucket).Put(context.Background(), key, big); err != nil {
+		t.Fatal(err)
+	}
+	now := func() time.Time { return time.Date(2024, 3, 20, 12, 0, 0, 0, time.UTC) }
+	args := []string{"recover", "--archive", "s3://" + bucket + "/demo", "--database-url", e.dbURL, "--yes", "--offline", "-o", "ndjson"}
+	outcome := func(stdout string) (string, string) {
+		for _, o := range results(t, stdout) {
+			if o["key"] == key {
+				return o["result"].(string), o["action"].(string)
+			}
+		}
+		t.Fatalf("no result for %s: %s", key, stdout)
+		return "", ""
+	}
+	dry := runAt(t, now, e.env, "", append(args, "--dry-run")...)
+	dryResult, dryAction := outcome(dry.stdout)
+	real := runAt(t, now, e.env, "", args...)
+	result, action := outcome(real.stdout)
+	if result != "failed" || action != "moved" {
+		t.Fatalf("run: %s %s", result, action)
+	}
+	if dryResult != result || dryAction != "would move" {
+		t.Errorf("dry run said %s, %s; the run then: %s, %s", dryResult, dryAction, result, action)
+	}
+	if dry.code != real.code {
+		t.Errorf("dry run exit %d, run exit %d", dry.code, real.code)
+	}
+	for _, topic := range recovery.Topics {
+		if m := topics.Messages(t, topic); len(m) != 0 {
+			t.Errorf("%s: %d published", topic, len(m))
+		}
+	}
+}

@@ -323,8 +323,13 @@ func (r *Run) write(ctx context.Context, d *dla.Decoded, o *Object) error {
 	w := *r.Writer
 	if r.DryRun && w.Notifier != nil {
 		// Nothing is ever published in a dry run; the notifications are
-		// built from the rolled-back rows and counted.
-		w.Notifier = recovery.DiscardNotifier{}
+		// built from the rolled-back rows and counted, and checked as the
+		// run will check them (a message SNS cannot take fails).
+		d := recovery.DiscardNotifier{}
+		if c, ok := w.Notifier.(recovery.Checker); ok {
+			d.Check = c.Check
+		}
+		w.Notifier = d
 	}
 	if r.DryRun {
 		t, err := r.Pool.Begin(ctx)
