@@ -73,7 +73,7 @@ func (e *TopicError) Error() string { return "SNS topics: " + e.Problem }
 var topicName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}(\.fifo)?$`)
 
 // Validate checks that all three are set and are SNS topic ARNs (with a
-// name SNS allows: letters, digits, - and _, .fifo at the end): all
+// name SNS allows: letters, digits, - and _), of standard topics: all
 // three or none, as v21 requires each one it publishes to. Its error is a
 // *TopicError.
 func (t Topics) Validate() error {
@@ -85,6 +85,12 @@ func (t Topics) Validate() error {
 		if err != nil || a.Service != "sns" || !topicName.MatchString(a.Resource) {
 			return &TopicError{EnvVar: topic.EnvVar(), Value: t.ARN(topic),
 				Problem: fmt.Sprintf("%s %q is not an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)", topic.EnvVar(), t.ARN(topic))}
+		}
+		if strings.HasSuffix(a.Resource, ".fifo") {
+			// Publish needs a MessageGroupId there, which v21 never sends:
+			// every publish would fail, after its write.
+			return &TopicError{EnvVar: topic.EnvVar(), Value: t.ARN(topic),
+				Problem: fmt.Sprintf("%s %q is a FIFO topic; Cumulus publishes to standard topics", topic.EnvVar(), t.ARN(topic))}
 		}
 	}
 	return nil

@@ -45,14 +45,16 @@ func TestTesterSNSUnconfirmedCountsLostRepliesNotRefusals(t *testing.T) {
 }
 
 // A topic ARN whose name SNS could not hold (white space, a slash, a
-// colon) is refused when the topics are read, before anything is written,
+// colon), or a FIFO topic (Publish needs a MessageGroupId there, which v21
+// never sends), is refused when the topics are read, before anything is written,
 // instead of failing each publish after its write.
 func TestTesterSNSTopicNameIsChecked(t *testing.T) {
-	ok := snspub.Topics{Execution: "arn:aws:sns:us-east-1:1:e", Granule: "arn:aws:sns:us-east-1:1:g_1-x", Pdr: "arn:aws:sns:us-east-1:1:p.fifo"}
+	ok := snspub.Topics{Execution: "arn:aws:sns:us-east-1:1:e", Granule: "arn:aws:sns:us-east-1:1:g_1-x", Pdr: "arn:aws:sns:us-east-1:1:p"}
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"arn:aws:sns:us-east-1:1:g ", "arn:aws:sns:us-east-1:1:g\n", "arn:aws:sns:us-east-1:1:a/b", "arn:aws:sns:us-east-1:1:a:b", "arn:aws:sns:us-east-1:1:"} {
+	for _, bad := range []string{"arn:aws:sns:us-east-1:1:g ", "arn:aws:sns:us-east-1:1:g\n", "arn:aws:sns:us-east-1:1:a/b", "arn:aws:sns:us-east-1:1:a:b", "arn:aws:sns:us-east-1:1:",
+		"arn:aws:sns:us-east-1:1:g.fifo"} {
 		topics := ok
 		topics.Granule = bad
 		if err := topics.Validate(); err == nil || !strings.Contains(err.Error(), "granule_sns_topic_arn") {
