@@ -1,13 +1,10 @@
 package dla
 
 import (
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/tidwall/gjson"
 
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/dla/gen"
@@ -28,25 +25,14 @@ func TestTesterSNSLostRepliesAndDenialAtConcurrency8(t *testing.T) {
 	layout := dla.Layout{Stack: "demo"}
 	proxy := testsupport.NewProxy(t, testsupport.SQSEndpoint(t))
 	var mu sync.Mutex
-	posts, granulePublishes := 0, 0
+	posts := 0
 	proxy.SetLoseReply(func(op string) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		posts++
 		return op == "POST" && posts%7 == 0
 	})
-	proxy.SetHook(func(op string, body []byte) ([]byte, *testsupport.Reply) {
-		q, err := url.ParseQuery(string(body))
-		if err != nil || q.Get("Action") != "Publish" || q.Get("TopicArn") != topics.Topics.Granule {
-			return nil, nil
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if granulePublishes++; granulePublishes < 60 {
-			return nil, nil
-		}
-		return nil, &testsupport.Reply{Status: 403, Body: `<ErrorResponse><Error><Type>Sender</Type><Code>AuthorizationError</Code><Message>denied (test proxy)</Message></Error></ErrorResponse>`}
-	})
+	denyTopicAfter(proxy, topics.Topics.Granule, 59)
 	t.Setenv("AWS_ENDPOINT_URL_SNS", proxy.URL)
 	now := func() time.Time { return time.Date(2024, 3, 20, 12, 0, 0, 0, time.UTC) }
 	r := runAt(t, now, e.env, "", "recover", "--archive", "s3://"+bucket+"/demo", "--database-url", e.dbURL, "--yes",
@@ -54,17 +40,8 @@ func TestTesterSNSLostRepliesAndDenialAtConcurrency8(t *testing.T) {
 	if r.code != 3 || !strings.Contains(r.stderr, "stopped") {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	got := map[recovery.Topic][]string{}
-	for _, topic := range recovery.Topics {
-		got[topic] = topics.Messages(t, topic)
-	}
-	execs, granules := map[string]bool{}, map[string]bool{}
-	for _, m := range got[recovery.TopicExecution] {
-		execs[gjson.Get(m, "arn").String()] = true
-	}
-	for _, m := range got[recovery.TopicGranule] {
-		granules[gjson.Get(m, "record.granuleId").String()] = true
-	}
+	rcv := receivedNotifications(t, topics)
+	got := rcv.msgs
 	after := testsupport.KeySet(t, e.s3, bucket, layout.AreaPrefix(dla.AreaSQS))
 	sns, dup := snsSummary(t, r.stdout)
 	deleted, left := 0, 0
@@ -76,15 +53,7 @@ func TestTesterSNSLostRepliesAndDenialAtConcurrency8(t *testing.T) {
 		switch o["action"] {
 		case "deleted":
 			deleted++
-			if o["execution"] == "written" && !execs[o["execution_arn"].(string)] {
-				t.Errorf("%s deleted, execution not published", key)
-			}
-			gs, _ := o["granules"].([]any)
-			for _, g := range gs {
-				if g := g.(map[string]any); g["outcome"] == "written" && !granules[g["granule_id"].(string)] {
-					t.Errorf("%s deleted, granule %v not published", key, g["granule_id"])
-				}
-			}
+			rcv.checkDeleted(t, o)
 		case "left":
 			left++
 			if !after[key] {

@@ -1,13 +1,9 @@
 package dla
 
 import (
-	"bytes"
 	"context"
-	"io"
-	"net"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,98 +15,6 @@ import (
 	"github.com/deadletter/deadletter/internal/recovery"
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
-
-// sqlCutProxy forwards PostgreSQL connections and, the first time a
-// client sends a statement holding marker, cuts every connection before
-// the statement reaches the server and refuses new ones until restore: a
-// database lost at exactly that step.
-type sqlCutProxy struct {
-	addr   string
-	target string
-	marker []byte
-	mu     sync.Mutex
-	conns  []net.Conn
-	down   bool
-	fired  bool
-}
-
-func newSQLCutProxy(t *testing.T, dbURL, marker string) (*sqlCutProxy, string) {
-	t.Helper()
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &sqlCutProxy{addr: ln.Addr().String(), target: u.Host, marker: []byte(marker)}
-	t.Cleanup(func() { ln.Close(); p.cut() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.mu.Lock()
-			if p.down {
-				p.mu.Unlock()
-				c.Close()
-				continue
-			}
-			s, err := net.Dial("tcp", p.target)
-			if err != nil {
-				p.mu.Unlock()
-				c.Close()
-				continue
-			}
-			p.conns = append(p.conns, c, s)
-			p.mu.Unlock()
-			go func() {
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := c.Read(buf)
-					if n > 0 {
-						p.mu.Lock()
-						hit := !p.fired && bytes.Contains(buf[:n], p.marker)
-						p.fired = p.fired || hit
-						p.mu.Unlock()
-						if hit {
-							p.cut()
-							return
-						}
-						if _, werr := s.Write(buf[:n]); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						s.Close()
-						return
-					}
-				}
-			}()
-			go func() { _, _ = io.Copy(c, s); c.Close() }()
-		}
-	}()
-	u.Host = p.addr
-	return p, u.String()
-}
-
-func (p *sqlCutProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = true
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-func (p *sqlCutProxy) restore() {
-	p.mu.Lock()
-	p.down = false
-	p.mu.Unlock()
-}
 
 // The database is lost after a granule's upsert committed and before the
 // re-read its notification needs (the collection, the files, the execution
@@ -124,13 +28,19 @@ func TestTesterSNSDatabaseLostBeforeTheGranuleReread(t *testing.T) {
 	bucket := generatedArchive(t, e, 40)
 	layout := dla.Layout{Stack: "demo"}
 	// The first statement of CompleteGranule (cumulusdb/records.go).
-	proxy, viaProxy := newSQLCutProxy(t, e.dbURL, "(SELECT e.url FROM executions e JOIN granules_executions ge")
+	u, err := url.Parse(e.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testsupport.NewTCPProxy(t, u.Host)
+	viaProxy := proxy.ViaProxy(t, e.dbURL)
+	proxy.CutBefore("(SELECT e.url FROM executions e JOIN granules_executions ge")
 	now := func() time.Time { return time.Date(2024, 3, 20, 12, 0, 0, 0, time.UTC) }
 	args := []string{"recover", "--archive", "s3://" + bucket + "/demo", "--database-url", viaProxy, "--yes",
 		"--offline", "--concurrency", "1", "-o", "ndjson"}
 	r := runAt(t, now, e.env, "", args...)
-	if r.code != 3 || !strings.Contains(r.stderr, "stopped") || !proxy.fired {
-		t.Fatalf("exit %d, cut %v: %s", r.code, proxy.fired, r.stderr)
+	if r.code != 3 || !strings.Contains(r.stderr, "stopped") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	var cutObj, sum map[string]any
 	for _, o := range results(t, r.stdout) {
@@ -176,7 +86,7 @@ func TestTesterSNSDatabaseLostBeforeTheGranuleReread(t *testing.T) {
 		}
 	}
 	// Back: the re-run publishes it and deletes the object.
-	proxy.restore()
+	proxy.Restore()
 	r = runAt(t, now, e.env, "", args...)
 	if r.code == 1 || r.code == 2 || testsupport.KeySet(t, e.s3, bucket, layout.AreaPrefix(dla.AreaSQS))[key] {
 		t.Fatalf("re-run: exit %d, %s still in sqs/: %s", r.code, key, r.stderr)

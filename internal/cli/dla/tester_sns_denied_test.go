@@ -28,39 +28,16 @@ func TestTesterSNSOneTopicDeniedMidwayAtConcurrency8(t *testing.T) {
 	layout := dla.Layout{Stack: "demo"}
 	before := testsupport.KeySet(t, e.s3, bucket, layout.AreaPrefix(dla.AreaSQS))
 	proxy := testsupport.NewProxy(t, testsupport.SQSEndpoint(t))
-	var mu sync.Mutex
-	granulePublishes, denied := 0, 0
-	proxy.SetHook(func(op string, body []byte) ([]byte, *testsupport.Reply) {
-		q, err := url.ParseQuery(string(body))
-		if err != nil || q.Get("Action") != "Publish" || q.Get("TopicArn") != topics.Topics.Granule {
-			return nil, nil
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if granulePublishes++; granulePublishes <= 40 {
-			return nil, nil
-		}
-		denied++
-		return nil, &testsupport.Reply{Status: 403, Body: `<ErrorResponse><Error><Type>Sender</Type><Code>AuthorizationError</Code><Message>User is not authorized to perform: SNS:Publish (test proxy)</Message></Error></ErrorResponse>`}
-	})
+	denied := denyTopicAfter(proxy, topics.Topics.Granule, 40)
 	t.Setenv("AWS_ENDPOINT_URL_SNS", proxy.URL)
 	now := func() time.Time { return time.Date(2024, 3, 20, 12, 0, 0, 0, time.UTC) }
 	r := runAt(t, now, e.env, "", "recover", "--archive", "s3://"+bucket+"/demo", "--database-url", e.dbURL, "--yes",
 		"--offline", "--concurrency", "8", "-o", "ndjson")
-	if r.code != 3 || !strings.Contains(r.stderr, "stopped") || denied == 0 {
-		t.Fatalf("exit %d, %d denied: %s", r.code, denied, r.stderr)
+	if r.code != 3 || !strings.Contains(r.stderr, "stopped") || denied() == 0 {
+		t.Fatalf("exit %d, %d denied: %s", r.code, denied(), r.stderr)
 	}
-	execs, granules := map[string]bool{}, map[string]bool{}
-	got := map[recovery.Topic][]string{}
-	for _, topic := range recovery.Topics {
-		got[topic] = topics.Messages(t, topic)
-	}
-	for _, m := range got[recovery.TopicExecution] {
-		execs[gjson.Get(m, "arn").String()] = true
-	}
-	for _, m := range got[recovery.TopicGranule] {
-		granules[gjson.Get(m, "record.granuleId").String()] = true
-	}
+	rcv := receivedNotifications(t, topics)
+	got := rcv.msgs
 	after := testsupport.KeySet(t, e.s3, bucket, layout.AreaPrefix(dla.AreaSQS))
 	leftByDenial, deleted := 0, 0
 	var sns map[string]any
@@ -76,16 +53,7 @@ func TestTesterSNSOneTopicDeniedMidwayAtConcurrency8(t *testing.T) {
 			if after[key] {
 				t.Errorf("%s reported deleted, still in sqs/", key)
 			}
-			if o["execution"] == "written" && !execs[o["execution_arn"].(string)] {
-				t.Errorf("%s deleted, its execution %v never published", key, o["execution_arn"])
-			}
-			gs, _ := o["granules"].([]any)
-			for _, g := range gs {
-				g := g.(map[string]any)
-				if g["outcome"] == "written" && !granules[g["granule_id"].(string)] {
-					t.Errorf("%s deleted, its granule %v never published", key, g["granule_id"])
-				}
-			}
+			rcv.checkDeleted(t, o)
 		case "left":
 			if !after[key] || !before[key] {
 				t.Errorf("%s reported left, not in sqs/", key)
@@ -103,5 +71,70 @@ func TestTesterSNSOneTopicDeniedMidwayAtConcurrency8(t *testing.T) {
 			t.Errorf("%s: received %d, summary %v", topic, len(got[topic]), sns)
 		}
 	}
-	t.Logf("%d deleted, %d left by the denial, %d granule publishes denied", deleted, leftByDenial, denied)
+	t.Logf("%d deleted, %d left by the denial, %d granule publishes denied", deleted, leftByDenial, denied())
+}
+
+// snsReceived is what the three topics received: their messages, and the
+// execution ARNs and granule ids published.
+type snsReceived struct {
+	msgs            map[recovery.Topic][]string
+	execs, granules map[string]bool
+}
+
+// receivedNotifications drains the topics.
+func receivedNotifications(t *testing.T, topics *testsupport.NotificationTopics) snsReceived {
+	t.Helper()
+	rcv := snsReceived{msgs: map[recovery.Topic][]string{}, execs: map[string]bool{}, granules: map[string]bool{}}
+	for _, topic := range recovery.Topics {
+		rcv.msgs[topic] = topics.Messages(t, topic)
+	}
+	for _, m := range rcv.msgs[recovery.TopicExecution] {
+		rcv.execs[gjson.Get(m, "arn").String()] = true
+	}
+	for _, m := range rcv.msgs[recovery.TopicGranule] {
+		rcv.granules[gjson.Get(m, "record.granuleId").String()] = true
+	}
+	return rcv
+}
+
+// checkDeleted fails the test when an object recover deleted (o, its
+// ndjson line) wrote an execution or a granule that no notification
+// carries.
+func (rcv snsReceived) checkDeleted(t *testing.T, o map[string]any) {
+	t.Helper()
+	if o["execution"] == "written" && !rcv.execs[o["execution_arn"].(string)] {
+		t.Errorf("%s deleted, its execution %v never published", o["key"], o["execution_arn"])
+	}
+	gs, _ := o["granules"].([]any)
+	for _, g := range gs {
+		if g := g.(map[string]any); g["outcome"] == "written" && !rcv.granules[g["granule_id"].(string)] {
+			t.Errorf("%s deleted, its granule %v never published", o["key"], g["granule_id"])
+		}
+	}
+}
+
+// denyTopicAfter makes proxy answer AuthorizationError (403) to each
+// Publish to topicARN after the first n, as SNS does once a policy denies
+// it; it returns how many it has denied so far.
+func denyTopicAfter(proxy *testsupport.Proxy, topicARN string, n int) (denied func() int) {
+	var mu sync.Mutex
+	seen, refused := 0, 0
+	proxy.SetHook(func(op string, body []byte) ([]byte, *testsupport.Reply) {
+		q, err := url.ParseQuery(string(body))
+		if err != nil || q.Get("Action") != "Publish" || q.Get("TopicArn") != topicARN {
+			return nil, nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if seen++; seen <= n {
+			return nil, nil
+		}
+		refused++
+		return nil, &testsupport.Reply{Status: 403, Body: `<ErrorResponse><Error><Type>Sender</Type><Code>AuthorizationError</Code><Message>User is not authorized to perform: SNS:Publish (test proxy)</Message></Error></ErrorResponse>`}
+	})
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return refused
+	}
 }

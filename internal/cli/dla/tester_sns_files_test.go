@@ -2,8 +2,6 @@ package dla
 
 import (
 	"context"
-	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,50 +12,6 @@ import (
 	"github.com/deadletter/deadletter/internal/dla/gen"
 	"github.com/deadletter/deadletter/internal/recovery"
 )
-
-// testerRenameKey renames every object member old to new, inside nested
-// JSON texts too.
-func testerRenameKey(t *testing.T, msg []byte, old, new string) []byte {
-	t.Helper()
-	var walk func(v any) any
-	walk = func(v any) any {
-		switch v := v.(type) {
-		case map[string]any:
-			for k, x := range v {
-				if k == old {
-					delete(v, k)
-					k = new
-				}
-				v[k] = walk(x)
-			}
-		case []any:
-			for i, x := range v {
-				v[i] = walk(x)
-			}
-		case string:
-			if s := strings.TrimSpace(v); strings.HasPrefix(s, "{") || strings.HasPrefix(s, "[") {
-				var inner any
-				if json.Unmarshal([]byte(v), &inner) == nil {
-					b, err := json.Marshal(walk(inner))
-					if err != nil {
-						t.Fatal(err)
-					}
-					return string(b)
-				}
-			}
-		}
-		return v
-	}
-	var v any
-	if err := json.Unmarshal(msg, &v); err != nil {
-		t.Fatal(err)
-	}
-	b, err := json.Marshal(walk(v))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // A FAILED message whose granules' files cannot be written (no key), among
 // other objects at concurrency 8. v21 marks each granule failed and
@@ -70,7 +24,12 @@ func TestTesterSNSFilesFailPublishedTwiceAtConcurrency8(t *testing.T) {
 	topics := withTopics(t, e)
 	bucket := generatedArchive(t, e, 30)
 	layout := dla.Layout{Stack: "demo"}
-	msg := testerRenameKey(t, testerValidMessage(t), "key", "no_key")
+	msg := testerTransform(t, testerValidMessage(t), func(k string) string {
+		if k == "key" {
+			return "no_key"
+		}
+		return k
+	}, nil)
 	key := layout.AreaPrefix(dla.AreaSQS) + "2024-03-01/files-fail"
 	if err := archive.NewS3(e.s3, bucket).Put(context.Background(), key, msg); err != nil {
 		t.Fatal(err)

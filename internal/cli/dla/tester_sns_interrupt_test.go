@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/dla/gen"
@@ -53,17 +51,8 @@ func TestTesterSNSInterruptBetweenWriteAndPublish(t *testing.T) {
 	if code == 0 || ctx.Err() == nil {
 		t.Fatalf("exit %d, interrupted %v: %s", code, ctx.Err() != nil, stderr)
 	}
-	got := map[recovery.Topic][]string{}
-	for _, topic := range recovery.Topics {
-		got[topic] = topics.Messages(t, topic)
-	}
-	execs, granules := map[string]bool{}, map[string]bool{}
-	for _, m := range got[recovery.TopicExecution] {
-		execs[gjson.Get(m, "arn").String()] = true
-	}
-	for _, m := range got[recovery.TopicGranule] {
-		granules[gjson.Get(m, "record.granuleId").String()] = true
-	}
+	rcv := receivedNotifications(t, topics)
+	got := rcv.msgs
 	after := testsupport.KeySet(t, e.s3, bucket, layout.AreaPrefix(dla.AreaSQS))
 	var sum map[string]any
 	reported := map[string]bool{}
@@ -82,15 +71,7 @@ func TestTesterSNSInterruptBetweenWriteAndPublish(t *testing.T) {
 		if after[key] {
 			t.Errorf("%s reported deleted, still in sqs/", key)
 		}
-		if o["execution"] == "written" && !execs[o["execution_arn"].(string)] {
-			t.Errorf("%s deleted, execution %v not published", key, o["execution_arn"])
-		}
-		gs, _ := o["granules"].([]any)
-		for _, g := range gs {
-			if g := g.(map[string]any); g["outcome"] == "written" && !granules[g["granule_id"].(string)] {
-				t.Errorf("%s deleted, granule %v not published", key, g["granule_id"])
-			}
-		}
+		rcv.checkDeleted(t, o)
 	}
 	if sum == nil || sum["interrupted"] != true {
 		t.Fatalf("summary %v", sum)
