@@ -45,11 +45,27 @@ type Notifier interface {
 	Publish(ctx context.Context, topic Topic, message []byte) error
 }
 
-// DiscardNotifier publishes nothing and never fails: a dry run's
-// Notifier, so that the notifications are still built and counted.
-type DiscardNotifier struct{}
+// DiscardNotifier publishes nothing: a dry run's Notifier, so that the
+// notifications are still built and counted. It fails only where Check
+// (the real Notifier's, when it is a Checker) says the notification would
+// be refused whatever the service does.
+type DiscardNotifier struct {
+	Check func(topic Topic, message []byte) error
+}
 
-func (DiscardNotifier) Publish(context.Context, Topic, []byte) error { return nil }
+func (d DiscardNotifier) Publish(_ context.Context, topic Topic, message []byte) error {
+	if d.Check != nil {
+		return d.Check(topic, message)
+	}
+	return nil
+}
+
+// Checker is a Notifier that can tell, without publishing, that it would
+// refuse a notification (its error wraps ErrNotificationRejected), so
+// that a dry run fails what the run will fail.
+type Checker interface {
+	Check(topic Topic, message []byte) error
+}
 
 // PublishError: a write was committed but its notification could not be
 // published. The Writer returns it inside a TransientError: v21 throws
@@ -65,6 +81,14 @@ func (e *PublishError) Error() string {
 	return fmt.Sprintf("publishing the %s notification: %v", e.Topic, e.Err)
 }
 func (e *PublishError) Unwrap() error { return e.Err }
+
+// ErrNotificationRejected is wrapped by a Notifier's error when the
+// notification itself can never be published (SNS: larger than its 256 KiB
+// limit), whatever the retries, as opposed to a topic or a service that
+// fails. The message then fails, as in v21 (its object goes to
+// failed-sqs/, never deleted), instead of stopping the run as an outage
+// would: a re-run would stop at it again, and never reach what follows it.
+var ErrNotificationRejected = errors.New("the notification is refused for what it holds")
 
 // IsPublishError reports whether err (or an error it wraps) is a
 // PublishError.
@@ -352,9 +376,13 @@ func (w *Writer) recordSource() (RecordSource, error) {
 }
 
 // publish sends one notification and counts it in res. A failure is a
-// TransientError holding a PublishError.
+// TransientError holding a PublishError, or the PublishError alone when
+// the notification was rejected (ErrNotificationRejected).
 func (w *Writer) publish(ctx context.Context, res *Result, topic Topic, message []byte) error {
 	if err := w.Notifier.Publish(ctx, topic, message); err != nil {
+		if errors.Is(err, ErrNotificationRejected) {
+			return &PublishError{Topic: topic, Err: err}
+		}
 		return &TransientError{Err: &PublishError{Topic: topic, Err: err}}
 	}
 	if res != nil {

@@ -380,6 +380,11 @@ func (w *Writer) writeGranules(ctx context.Context, msg, granules gjson.Result, 
 		res.Granules = append(res.Granules, out)
 		return ctx.Err() == nil
 	})
+	if left := int(granules.Get("#").Int()) - len(res.Granules); left > 0 {
+		// The context ended between two granules: the message is not done
+		// (its other granules were neither written nor published).
+		return &TransientError{Err: fmt.Errorf("%d granules not written: %w", left, ctx.Err())}
+	}
 	if len(errs) == 0 {
 		return nil
 	}

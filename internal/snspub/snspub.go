@@ -5,13 +5,18 @@ package snspub
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/arn"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/deadletter/deadletter/internal/recovery"
 )
@@ -22,13 +27,12 @@ type Topics struct {
 }
 
 // TopicsFromEnv reads v21's environment names (execution_sns_topic_arn,
-// granule_sns_topic_arn, pdr_sns_topic_arn).
+// granule_sns_topic_arn, pdr_sns_topic_arn), without the white space
+// around a value (a trailing newline or space would pass for part of the
+// topic's name, and every publish would fail NotFound).
 func TopicsFromEnv(getenv func(string) string) Topics {
-	return Topics{
-		Execution: getenv(recovery.TopicExecution.EnvVar()),
-		Granule:   getenv(recovery.TopicGranule.EnvVar()),
-		Pdr:       getenv(recovery.TopicPdr.EnvVar()),
-	}
+	get := func(t recovery.Topic) string { return strings.TrimSpace(getenv(t.EnvVar())) }
+	return Topics{Execution: get(recovery.TopicExecution), Granule: get(recovery.TopicGranule), Pdr: get(recovery.TopicPdr)}
 }
 
 // ARN is the topic's ARN ("" when not set).
@@ -65,7 +69,11 @@ type TopicError struct {
 
 func (e *TopicError) Error() string { return "SNS topics: " + e.Problem }
 
-// Validate checks that all three are set and are SNS topic ARNs: all
+// topicName is what SNS allows a topic's name to be.
+var topicName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}(\.fifo)?$`)
+
+// Validate checks that all three are set and are SNS topic ARNs (with a
+// name SNS allows: letters, digits, - and _), of standard topics: all
 // three or none, as v21 requires each one it publishes to. Its error is a
 // *TopicError.
 func (t Topics) Validate() error {
@@ -74,9 +82,15 @@ func (t Topics) Validate() error {
 	}
 	for _, topic := range recovery.Topics {
 		a, err := arn.Parse(t.ARN(topic))
-		if err != nil || a.Service != "sns" || a.Resource == "" || strings.Contains(a.Resource, ":") {
+		if err != nil || a.Service != "sns" || !topicName.MatchString(a.Resource) {
 			return &TopicError{EnvVar: topic.EnvVar(), Value: t.ARN(topic),
 				Problem: fmt.Sprintf("%s %q is not an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)", topic.EnvVar(), t.ARN(topic))}
+		}
+		if strings.HasSuffix(a.Resource, ".fifo") {
+			// Publish needs a MessageGroupId there, which v21 never sends:
+			// every publish would fail, after its write.
+			return &TopicError{EnvVar: topic.EnvVar(), Value: t.ARN(topic),
+				Problem: fmt.Sprintf("%s %q is a FIFO topic; Cumulus publishes to standard topics", topic.EnvVar(), t.ARN(topic))}
 		}
 	}
 	return nil
@@ -88,6 +102,7 @@ type API interface {
 }
 
 // Publisher is a recovery.Notifier on SNS. It is safe for concurrent use.
+// Each topic is published to in its own region (the ARN's).
 // Each publish is one Publish call with the SDK's retries (the client's
 // retryer: throttling and server errors are retried, a missing topic or
 // denied access is not); v21 retries with p-retry instead.
@@ -95,11 +110,24 @@ type Publisher struct {
 	client API
 	topics Topics
 
-	mu     sync.Mutex
-	counts recovery.PublishCounts
+	// AttemptTimeout bounds each attempt (DefaultAttemptTimeout from New):
+	// an endpoint that takes the request and never answers would otherwise
+	// hold the publish, and the object in flight, for ever (the SDK's HTTP
+	// client waits for a reply without limit, and recover's writes run on a
+	// context an interrupt does not cancel). An attempt that times out is
+	// of unknown outcome (Unconfirmed).
+	AttemptTimeout time.Duration
+
+	mu          sync.Mutex
+	counts      recovery.PublishCounts
+	unconfirmed recovery.PublishCounts
 }
 
 var _ recovery.Notifier = (*Publisher)(nil)
+
+// DefaultAttemptTimeout is a Publisher's AttemptTimeout: far above what
+// one Publish takes.
+const DefaultAttemptTimeout = 30 * time.Second
 
 // New returns a publisher to the topics, which must all be set
 // (Topics.Validate).
@@ -107,23 +135,112 @@ func New(client API, topics Topics) (*Publisher, error) {
 	if err := topics.Validate(); err != nil {
 		return nil, err
 	}
-	return &Publisher{client: client, topics: topics}, nil
+	return &Publisher{client: client, topics: topics, AttemptTimeout: DefaultAttemptTimeout}, nil
 }
 
+// MaxMessageBytes is the largest Message SNS publishes (256 KiB, in bytes
+// of UTF-8); a longer one is refused with InvalidParameter ("Message too
+// long"), retries or not.
+const MaxMessageBytes = 256 << 10
+
 // Publish sends message as the SNS Message of one notification to the
-// topic's ARN, as publishSnsMessageWithRetry does.
+// topic's ARN, as publishSnsMessageWithRetry does. A message longer than
+// MaxMessageBytes is not sent: its error wraps
+// recovery.ErrNotificationRejected.
 func (p *Publisher) Publish(ctx context.Context, topic recovery.Topic, message []byte) error {
+	if err := p.Check(topic, message); err != nil {
+		return err
+	}
+	topicARN := p.topics.ARN(topic)
+	unknown := 0
+	_, err := p.client.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(topicARN), Message: aws.String(string(message))},
+		inRegionOf(topicARN), countUnknownAttempts(&unknown, p.AttemptTimeout))
+	p.mu.Lock()
+	for range unknown {
+		p.unconfirmed.Add(topic)
+	}
+	if err == nil {
+		p.counts.Add(topic)
+	}
+	p.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("SNS Publish to %s: %w", topicARN, err)
+	}
+	return nil
+}
+
+// Check is what Publish checks before sending: a topic ARN, and a message
+// SNS can take (not longer than MaxMessageBytes: that error wraps
+// recovery.ErrNotificationRejected).
+func (p *Publisher) Check(topic recovery.Topic, message []byte) error {
 	topicARN := p.topics.ARN(topic)
 	if topicARN == "" {
 		return fmt.Errorf("no topic ARN for %s notifications", topic)
 	}
-	if _, err := p.client.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(topicARN), Message: aws.String(string(message))}); err != nil {
-		return fmt.Errorf("SNS Publish to %s: %w", topicARN, err)
+	if len(message) > MaxMessageBytes {
+		return fmt.Errorf("SNS Publish to %s: %w: %d bytes, more than SNS's limit of %d", topicARN, recovery.ErrNotificationRejected, len(message), MaxMessageBytes)
 	}
-	p.mu.Lock()
-	p.counts.Add(topic)
-	p.mu.Unlock()
 	return nil
+}
+
+var _ recovery.Checker = (*Publisher)(nil)
+
+// inRegionOf sends the call to the topic's region: SNS publishes to a
+// topic only through its own region's endpoint (InvalidParameter:
+// TopicArn otherwise), whatever region the AWS settings name. v21 runs in
+// its topics' region.
+func inRegionOf(topicARN string) func(*sns.Options) {
+	return func(o *sns.Options) {
+		if a, err := arn.Parse(topicARN); err == nil && a.Region != "" {
+			o.Region = a.Region
+		}
+	}
+}
+
+// countUnknownAttempts counts, in *n, the attempts of one call that were
+// sent and failed without a reply saying SNS refused them (no reply, or a
+// server error): SNS may have published them. When such an attempt is
+// retried, the topic may receive the notification twice; when the call
+// fails, once or more although it is not counted as published. An attempt
+// that never left (no credentials, a signing error, a connection refused)
+// is not counted.
+//
+// Each attempt is bounded by timeout (none when 0).
+func countUnknownAttempts(n *int, timeout time.Duration) func(*sns.Options) {
+	return func(o *sns.Options) {
+		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+			// The deserialize step runs once per attempt (the retries are in
+			// the finalize step, before it), around the send itself.
+			return s.Deserialize.Add(middleware.DeserializeMiddlewareFunc("DeadletterUnknownAttempts",
+				func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+					if timeout > 0 {
+						var cancel context.CancelFunc
+						ctx, cancel = context.WithTimeout(ctx, timeout)
+						defer cancel()
+					}
+					out, md, err := next.HandleDeserialize(ctx, in)
+					var status interface{ HTTPStatusCode() int }
+					var op *net.OpError
+					// A reply below 500 is SNS's refusal; a status of 0 is no reply.
+					refused := errors.As(err, &status) && status.HTTPStatusCode() > 0 && status.HTTPStatusCode() < 500 ||
+						errors.As(err, &op) && op.Op == "dial"
+					if err != nil && !refused {
+						*n++
+					}
+					return out, md, err
+				}), middleware.Before)
+		})
+	}
+}
+
+// Unconfirmed counts, per topic, the publish attempts whose outcome is
+// unknown (the reply was lost, or was a server error): SNS may have
+// delivered each of them besides what Counts counts. A topic has received
+// at least Counts and at most Counts plus Unconfirmed.
+func (p *Publisher) Unconfirmed() recovery.PublishCounts {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.unconfirmed
 }
 
 // Counts are the notifications published so far, per topic.

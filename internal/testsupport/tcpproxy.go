@@ -1,6 +1,7 @@
 package testsupport
 
 import (
+	"bytes"
 	"encoding/binary"
 	"io"
 	"net"
@@ -21,6 +22,7 @@ type TCPProxy struct {
 	conns  []net.Conn
 	down   bool
 	trips  atomic.Int64
+	marker []byte // CutBefore's
 }
 
 // NewTCPProxy listens on a free local port and forwards to target (host:port).
@@ -51,7 +53,10 @@ func NewTCPProxy(t testing.TB, target string) *TCPProxy {
 			}
 			p.conns = append(p.conns, c, s)
 			p.mu.Unlock()
-			go func() { _, _ = io.Copy(s, io.TeeReader(c, &pgFrontend{trips: &p.trips})); s.Close() }()
+			go func() {
+				_, _ = io.Copy(&armedWriter{p: p, w: s}, io.TeeReader(c, &pgFrontend{trips: &p.trips}))
+				s.Close()
+			}()
 			go func() { _, _ = io.Copy(c, s); c.Close() }()
 		}
 	}()
@@ -67,6 +72,36 @@ func (p *TCPProxy) Cut() {
 		c.Close()
 	}
 	p.conns = nil
+}
+
+// CutBefore arms a Cut for the first time a client sends bytes holding
+// marker (a statement's text): they never reach the server, and every
+// connection is cut then, as a database lost at exactly that step.
+func (p *TCPProxy) CutBefore(marker string) {
+	p.mu.Lock()
+	p.marker = []byte(marker)
+	p.mu.Unlock()
+}
+
+// armedWriter forwards a client's bytes to the server unless they hold
+// the armed marker.
+type armedWriter struct {
+	p *TCPProxy
+	w io.Writer
+}
+
+func (a *armedWriter) Write(b []byte) (int, error) {
+	a.p.mu.Lock()
+	hit := a.p.marker != nil && bytes.Contains(b, a.p.marker)
+	if hit {
+		a.p.marker = nil
+	}
+	a.p.mu.Unlock()
+	if hit {
+		a.p.Cut()
+		return 0, net.ErrClosed
+	}
+	return a.w.Write(b)
 }
 
 // Restore accepts connections again.

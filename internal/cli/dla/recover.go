@@ -564,7 +564,12 @@ func snsLine(s dlarecover.SNSSummary) string {
 	case !s.Published:
 		return "nothing published (dry run); would have published " + counts
 	}
-	return "published " + counts
+	line := "published " + counts
+	if d := s.PossibleDuplicates; d != (recovery.PublishCounts{}) {
+		line += fmt.Sprintf("; %d more may have been delivered (their reply was lost: %d execution, %d granule, %d PDR)",
+			d.Execution+d.Granule+d.Pdr, d.Execution, d.Granule, d.Pdr)
+	}
+	return line
 }
 
 func writeSummary(opts *RecoverOptions, s *RecoverSummary) error {

@@ -318,11 +318,22 @@ func TestTesterS3FolderMarkerIsAnUnreadableObject(t *testing.T) {
 // message, at every level of JSON held in strings.
 func testerRewrite(t *testing.T, msg []byte, old, new string) []byte {
 	t.Helper()
+	return testerTransform(t, msg, nil, func(s string) string { return strings.ReplaceAll(s, old, new) })
+}
+
+// testerTransform rewrites a JSON text's member names with key and its
+// strings with str (either may be nil), inside nested JSON texts too.
+func testerTransform(t *testing.T, msg []byte, key, str func(string) string) []byte {
+	t.Helper()
 	var walk func(v any) any
 	walk = func(v any) any {
 		switch v := v.(type) {
 		case map[string]any:
 			for k, x := range v {
+				if key != nil && key(k) != k {
+					delete(v, k)
+					k = key(k)
+				}
 				v[k] = walk(x)
 			}
 		case []any:
@@ -340,7 +351,9 @@ func testerRewrite(t *testing.T, msg []byte, old, new string) []byte {
 					return string(b)
 				}
 			}
-			return strings.ReplaceAll(v, old, new)
+			if str != nil {
+				return str(v)
+			}
 		}
 		return v
 	}

@@ -91,6 +91,19 @@ type SNSSummary struct {
 	// what would have been published.
 	Published bool `json:"published"`
 	recovery.PublishCounts
+	// PossibleDuplicates counts the publish attempts whose reply was lost
+	// (no reply, or a server error): SNS may have delivered each one as well
+	// as what is counted as published, so a topic received at least the
+	// published count and at most that plus these. The SDK retries such an
+	// attempt (a duplicate if the first got through); an object whose
+	// publish failed so is left, and a re-run publishes again.
+	PossibleDuplicates recovery.PublishCounts `json:"possible_duplicates"`
+}
+
+// Unconfirmed is implemented by a Notifier that counts its publish
+// attempts of unknown outcome (snspub.Publisher).
+type Unconfirmed interface {
+	Unconfirmed() recovery.PublishCounts
 }
 
 // StoppedError says the run stopped before the end (the database lock was
@@ -212,6 +225,9 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 	close(results)
 	<-done
 	delErr := r.flushDeletes(workCtx)
+	if u, ok := r.Writer.Notifier.(Unconfirmed); ok && !r.DryRun {
+		r.Sum.SNS.PossibleDuplicates = u.Unconfirmed()
+	}
 	// Processed leaves out the objects left in place, which were reached:
 	// not processed is what was never reached, so the two never overlap.
 	r.Sum.NotProcessed = r.Sum.Selected - r.Sum.Processed - r.Sum.Left
@@ -307,8 +323,13 @@ func (r *Run) write(ctx context.Context, d *dla.Decoded, o *Object) error {
 	w := *r.Writer
 	if r.DryRun && w.Notifier != nil {
 		// Nothing is ever published in a dry run; the notifications are
-		// built from the rolled-back rows and counted.
-		w.Notifier = recovery.DiscardNotifier{}
+		// built from the rolled-back rows and counted, and checked as the
+		// run will check them (a message SNS cannot take fails).
+		d := recovery.DiscardNotifier{}
+		if c, ok := w.Notifier.(recovery.Checker); ok {
+			d.Check = c.Check
+		}
+		w.Notifier = d
 	}
 	if r.DryRun {
 		t, err := r.Pool.Begin(ctx)
