@@ -22,7 +22,6 @@ require (
 	github.com/tidwall/gjson v1.20.0
 	github.com/tidwall/pretty v1.2.0
 	golang.org/x/term v0.47.0
-	golang.org/x/time v0.16.0
 )
 
 require (
