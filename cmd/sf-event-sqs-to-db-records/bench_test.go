@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -63,15 +61,5 @@ func BenchmarkRuntimeBatchOf10(b *testing.B) {
 		b.Fatalf("only %d messages with granules in the fixture", len(recs))
 	}
 	payload, _ := json.Marshal(map[string]any{"Records": recs})
-	ctx := context.Background()
-	if _, err := rt.Invoke(ctx, payload); err != nil { // the cold start, outside ns/op
-		b.Fatal(err)
-	}
-	for b.Loop() {
-		inv, err := rt.Invoke(ctx, payload)
-		if err != nil || !bytes.Contains(inv.Payload, []byte(`"batchItemFailures":[]`)) {
-			b.Fatalf("%s %v", inv.Payload, err)
-		}
-	}
-	rt.Stats().Report(b)
+	lambdart.BenchBatches(b, rt, payload)
 }

@@ -193,15 +193,5 @@ func BenchmarkArchiverBatchOf10(b *testing.B) {
 		recs = append(recs, in.Record)
 	}
 	payload, _ := json.Marshal(map[string]any{"Records": recs})
-	ctx := context.Background()
-	if _, err := rt.Invoke(ctx, payload); err != nil { // the cold start, outside ns/op
-		b.Fatal(err)
-	}
-	for b.Loop() {
-		inv, err := rt.Invoke(ctx, payload)
-		if err != nil || !bytes.Contains(inv.Payload, []byte(`"batchItemFailures":[]`)) {
-			b.Fatalf("%s %v", inv.Payload, err)
-		}
-	}
-	rt.Stats().Report(b)
+	lambdart.BenchBatches(b, rt, payload)
 }

@@ -1,7 +1,6 @@
 package pushdlq_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -68,15 +67,5 @@ func BenchmarkRuntimeBatchOf10(b *testing.B) {
 			MessageAttributes: map[string]events.SQSMessageAttribute{"origin": {DataType: "String", StringValue: &v}}})
 	}
 	payload, _ := json.Marshal(ev)
-	ctx := context.Background()
-	if _, err := rt.Invoke(ctx, payload); err != nil { // the cold start, outside ns/op
-		b.Fatal(err)
-	}
-	for b.Loop() {
-		inv, err := rt.Invoke(ctx, payload)
-		if err != nil || !bytes.Contains(inv.Payload, []byte(`"batchItemFailures":[]`)) {
-			b.Fatalf("%s %v", inv.Payload, err)
-		}
-	}
-	rt.Stats().Report(b)
+	lambdart.BenchBatches(b, rt, payload)
 }

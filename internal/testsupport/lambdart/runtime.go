@@ -872,3 +872,22 @@ func Percentile(ds []time.Duration, p float64) time.Duration {
 	i := int(math.Ceil(p/100*float64(len(s)))) - 1
 	return s[max(0, min(i, len(s)-1))]
 }
+
+// BenchBatches is a processor benchmark's loop: one invocation of payload
+// first (the cold start, outside ns/op), then b.N warm ones, each of which
+// must answer with no batch item failure; then the runtime's metrics
+// (cold start, median invocation, peak memory).
+func BenchBatches(b *testing.B, rt *Runtime, payload []byte) {
+	b.Helper()
+	ctx := context.Background()
+	if _, err := rt.Invoke(ctx, payload); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		inv, err := rt.Invoke(ctx, payload)
+		if err != nil || !bytes.Contains(inv.Payload, []byte(`"batchItemFailures":[]`)) {
+			b.Fatalf("%s %v", inv.Payload, err)
+		}
+	}
+	rt.Stats().Report(b)
+}
