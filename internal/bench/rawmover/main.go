@@ -10,9 +10,11 @@
 //	rawmover proxy   -endpoint URL -calls FILE      (prints its URL, counts until SIGTERM)
 //	rawmover profile -cpuprofile FILE -- pushdlq-args...
 //	rawmover cleanup -endpoint URL -prefix P
+//	rawmover phases  -journal FILE -start UNIXSECS -end UNIXSECS
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -58,6 +60,8 @@ func main() {
 		err = profile(args)
 	case "cleanup":
 		err = cleanup(args)
+	case "phases":
+		err = phases(args)
 	default:
 		err = fmt.Errorf("unknown command %q", cmd)
 	}
@@ -354,5 +358,52 @@ func cleanup(args []string) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// phases prints, for each event of a pushdlq journal, when it first and
+// last happened, in seconds from the start of the run (the wall clock the
+// script read just before starting pushdlq): where the run's time went.
+func phases(args []string) error {
+	fs := flag.NewFlagSet("phases", flag.ExitOnError)
+	file := fs.String("journal", "", "pushdlq journal")
+	start := fs.Float64("start", 0, "Unix time the run started")
+	end := fs.Float64("end", 0, "Unix time the run ended")
+	fs.Parse(args)
+	f, err := os.Open(*file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	type span struct{ first, last float64 }
+	var order []string
+	seen := map[string]*span{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var e struct{ Time, Event string }
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return err
+		}
+		t, err := time.Parse(time.RFC3339Nano, e.Time)
+		if err != nil {
+			return err
+		}
+		at := float64(t.UnixNano())/1e9 - *start
+		if s, ok := seen[e.Event]; ok {
+			s.last = at
+			continue
+		}
+		order = append(order, e.Event)
+		seen[e.Event] = &span{at, at}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	fmt.Printf("| journal event | first (s) | last (s) |\n|---|---|---|\n")
+	for _, ev := range order {
+		fmt.Printf("| %s | %.2f | %.2f |\n", ev, seen[ev].first, seen[ev].last)
+	}
+	fmt.Printf("| (process exit) | %.2f | |\n", *end-*start)
 	return nil
 }
