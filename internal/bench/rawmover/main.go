@@ -15,13 +15,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net"
-	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/signal"
@@ -277,9 +277,12 @@ func move(args []string) error {
 	})
 }
 
-// proxy forwards to the endpoint and counts the calls by operation (the
-// X-Amz-Target of the AWS JSON protocol, as testsupport.Proxy does); on
-// SIGTERM or SIGINT it writes {"calls": {op: n}, "total": n} to -calls.
+// proxy forwards TCP connections to the endpoint and counts the calls by
+// operation: the X-Amz-Target header of each request the client sends (the
+// AWS JSON protocol), read off the byte stream without touching it. (An
+// HTTP reverse proxy in between made fauxqs replies arrive cut short under
+// load.) On SIGTERM or SIGINT it writes {"calls": {op: n}, "total": n} to
+// -calls.
 func proxy(args []string) error {
 	fs := flag.NewFlagSet("proxy", flag.ExitOnError)
 	endpoint := endpointFlag(fs)
@@ -290,27 +293,71 @@ func proxy(args []string) error {
 		return err
 	}
 	calls := &counter{calls: map[string]int{}}
-	rp := httputil.NewSingleHostReverseProxy(u)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
-	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		op := r.Header.Get("X-Amz-Target")
-		if i := strings.LastIndexByte(op, '.'); i >= 0 {
-			op = op[i+1:]
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				s, err := net.Dial("tcp", u.Host)
+				if err != nil {
+					return
+				}
+				defer s.Close()
+				go func() { io.Copy(c, s); c.Close() }()
+				countTargets(io.TeeReader(c, s), calls)
+			}()
 		}
-		calls.add(op)
-		rp.ServeHTTP(w, r)
-	}))
+	}()
 	fmt.Printf("http://%s\n", ln.Addr())
 	os.Stdout.Sync()
 	<-sig
 	byOp, total := calls.snapshot()
 	b, _ := json.Marshal(map[string]any{"calls": byOp, "total": total})
 	return os.WriteFile(*file, append(b, '\n'), 0o644)
+}
+
+// countTargets reads a client's byte stream to its end and counts each
+// "X-Amz-Target: Service.Operation" header line by operation.
+func countTargets(r io.Reader, calls *counter) {
+	const header = "\r\nx-amz-target: "
+	buf := make([]byte, 0, 64<<10)
+	chunk := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(chunk)
+		buf = append(buf, chunk[:n]...)
+		for {
+			i := bytes.Index(bytes.ToLower(buf), []byte(header))
+			if i < 0 {
+				break
+			}
+			eol := bytes.Index(buf[i+len(header):], []byte("\r\n"))
+			if eol < 0 {
+				buf = buf[i:]
+				break
+			}
+			op := string(buf[i+len(header) : i+len(header)+eol])
+			if j := strings.LastIndexByte(op, '.'); j >= 0 {
+				op = op[j+1:]
+			}
+			calls.add(op)
+			buf = buf[i+len(header)+eol:]
+		}
+		if len(buf) > len(header)+256 && bytes.Index(bytes.ToLower(buf), []byte("\r\nx-amz-")) < 0 {
+			buf = append(buf[:0], buf[len(buf)-len(header):]...) // keep what may start a header
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // profile runs a pushdlq command line in this process under the CPU
