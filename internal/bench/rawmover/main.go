@@ -123,7 +123,7 @@ func seed(args []string) error {
 		}
 		bodies = append(bodies, body)
 	})
-	// Ten sends in flight: seeding is not what is measured.
+	// Eight sends in flight: seeding is not what is measured.
 	var wg sync.WaitGroup
 	var firstErr error
 	var mu sync.Mutex
