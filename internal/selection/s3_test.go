@@ -110,3 +110,40 @@ func TestS3FoldersListedConcurrentlyKeepOrder(t *testing.T) {
 	}
 	t.Logf("ListObjectsV2 in flight at once: serial %d, concurrent %d", serialMax, concurrentMax)
 }
+
+// BenchmarkS3Search is a scan for a granule no object holds over about
+// 2,000 objects in 10 and in 365 date folders on versitygw, straight and
+// through a proxy that holds every call 20 ms (a round trip to real S3),
+// with the folders listed one after another (listings=1, as before) and 16
+// at a time. It reports objects per second and the most ListObjectsV2
+// calls in flight at once.
+//
+//	go test -run '^$' -bench BenchmarkS3Search -benchtime 2x ./internal/selection/
+func BenchmarkS3Search(b *testing.B) {
+	client := testsupport.S3Client(b)
+	scope := Scope{Layout: dla.Layout{Stack: "demo"}, Area: dla.AreaSQS, Filter: dla.Filter{Granules: []string{"NO-SUCH-GRANULE"}}}
+	for _, folders := range []int{10, 365} {
+		bucket := testsupport.NewBucket(b, client)
+		keys := putFolders(b, archive.NewS3(client, bucket), folders, 2000/folders)
+		for _, delay := range []time.Duration{0, 20 * time.Millisecond} {
+			for _, listings := range []int{1, archive.DefaultListConcurrency} {
+				b.Run(fmt.Sprintf("folders=%d/delay=%v/listings=%d", folders, delay, listings), func(b *testing.B) {
+					proxy := testsupport.NewProxy(b, testsupport.S3Endpoint(b))
+					proxy.SetDelay(delay)
+					s3 := archive.NewS3(testsupport.S3ClientAt(proxy.URL), bucket)
+					s3.ListConcurrency = listings
+					store := archive.Contain(s3, dla.Layout{Stack: "demo"}.Root())
+					b.ResetTimer()
+					for range b.N {
+						st, err := Run(context.Background(), store, scope, 64, func(Result) error { return nil })
+						if err != nil || st.Listed != len(keys) {
+							b.Fatalf("%v, %+v", err, st)
+						}
+					}
+					b.ReportMetric(float64(len(keys)*b.N)/b.Elapsed().Seconds(), "objects/s")
+					b.ReportMetric(float64(proxy.MaxInFlight("ListObjectsV2")), "max-lists-in-flight")
+				})
+			}
+		}
+	}
+}
