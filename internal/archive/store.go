@@ -52,6 +52,27 @@ type Store interface {
 	String() string
 }
 
+// ConcurrentLister is a Store whose listings are round trips worth
+// overlapping: Listings says how many listings of separate prefixes may run
+// at once.
+type ConcurrentLister interface {
+	Listings() int
+}
+
+// Listings returns how many listings of separate prefixes a caller may run
+// at once against s (looking through Contain): what s says as a
+// ConcurrentLister, else 1 (a local directory reads a folder in
+// microseconds, and whole: overlapping would only add memory).
+func Listings(s Store) int {
+	if c, ok := s.(*contained); ok {
+		s = c.inner
+	}
+	if l, ok := s.(ConcurrentLister); ok {
+		return max(l.Listings(), 1)
+	}
+	return 1
+}
+
 // ErrSelfCopy is returned by Move when source and destination are the same.
 var ErrSelfCopy = errors.New("source and destination are the same key")
 

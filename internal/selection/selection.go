@@ -230,6 +230,17 @@ func produce(ctx context.Context, store archive.Store, scope Scope, yield func(a
 		}
 		return yield(e)
 	}
+	if n := archive.Listings(store); n > 1 {
+		return produceConcurrently(ctx, store, scope, root, n, object)
+	}
+	return listTop(ctx, store, scope, root, object, func(folder string) error {
+		return folderErr(folder, store.List(ctx, folder, false, object))
+	})
+}
+
+// listTop lists the area's top level in key order: object for each entry to
+// yield there, folder for each folder whose objects are in scope.
+func listTop(ctx context.Context, store archive.Store, scope Scope, root string, object func(archive.Entry) error, folder func(key string) error) error {
 	return store.List(ctx, root, true, func(e archive.Entry) error {
 		if !e.IsPrefix {
 			// An entry named like a date folder in range that is not a
@@ -240,22 +251,111 @@ func produce(ctx context.Context, store archive.Store, scope Scope, yield func(a
 			}
 			return nil
 		}
-		folder := e.Key[len(root) : len(e.Key)-1]
-		if dla.IsDate(folder) {
-			if !scope.Filter.DateInRange(folder) {
+		name := e.Key[len(root) : len(e.Key)-1]
+		if dla.IsDate(name) {
+			if !scope.Filter.DateInRange(name) {
 				return nil
 			}
 		} else if !scope.IncludeLegacy {
 			return nil
 		}
-		if err := store.List(ctx, e.Key, false, object); err != nil {
-			if errors.Is(err, context.Canceled) {
+		return folder(e.Key)
+	})
+}
+
+// folderErr names the folder whose listing failed (a cancellation is
+// passed on as it is).
+func folderErr(folder string, err error) error {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return err
+	}
+	return fmt.Errorf("listing %s: %w", folder, err)
+}
+
+// listAhead is how many entries a folder listed ahead of its turn may hold
+// beyond the page its store is handing over (S3: at most 1,000 keys).
+const listAhead = 512
+
+// slot is one item of the top level, in order: an entry to yield, or a
+// folder being listed into entries (closed when done, err then set).
+type slot struct {
+	entry   archive.Entry
+	entries chan archive.Entry // nil for an entry
+	err     error
+}
+
+// produceConcurrently is listTop with up to n folders listed at once, ahead
+// of their turn, while entries are still yielded in order: folder by folder,
+// each folder's keys as its listing gives them. A folder listed ahead holds
+// at most listAhead entries and one page; its listing then waits. Listings
+// start in order, and the one whose turn it is always runs, so the bound
+// cannot deadlock. On any error or cancellation every listing stops and is
+// waited for before this returns.
+func produceConcurrently(ctx context.Context, store archive.Store, scope Scope, root string, n int, object func(archive.Entry) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+
+	slots := make(chan *slot, n)
+	tokens := make(chan struct{}, n) // one per running folder listing
+	topErr := make(chan error, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(slots)
+		push := func(sl *slot) error {
+			select {
+			case slots <- sl:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		topErr <- listTop(ctx, store, scope, root,
+			func(e archive.Entry) error { return push(&slot{entry: e}) },
+			func(folder string) error {
+				select {
+				case tokens <- struct{}{}:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				sl := &slot{entries: make(chan archive.Entry, listAhead)}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer func() { <-tokens }()
+					defer close(sl.entries)
+					sl.err = folderErr(folder, store.List(ctx, folder, false, func(e archive.Entry) error {
+						select {
+						case sl.entries <- e:
+							return nil
+						case <-ctx.Done():
+							return ctx.Err()
+						}
+					}))
+				}()
+				return push(sl)
+			})
+	}()
+
+	for sl := range slots {
+		if sl.entries == nil {
+			if err := object(sl.entry); err != nil {
 				return err
 			}
-			return fmt.Errorf("listing %s: %w", e.Key, err)
+			continue
 		}
-		return nil
-	})
+		for e := range sl.entries {
+			if err := object(e); err != nil {
+				return err
+			}
+		}
+		if sl.err != nil {
+			return sl.err
+		}
+	}
+	return <-topErr
 }
 
 // isFolderMarker: a zero-byte object whose key ends in "/".

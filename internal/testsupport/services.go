@@ -69,8 +69,11 @@ func AWSConfig() aws.Config {
 }
 
 // S3Client returns a client for the test S3 server.
-func S3Client(t testing.TB) *s3.Client {
-	endpoint := S3Endpoint(t)
+func S3Client(t testing.TB) *s3.Client { return S3ClientAt(S3Endpoint(t)) }
+
+// S3ClientAt returns a client for an S3 endpoint (a Proxy in front of the
+// test server, say).
+func S3ClientAt(endpoint string) *s3.Client {
 	return s3.NewFromConfig(AWSConfig(), func(o *s3.Options) {
 		o.BaseEndpoint = aws.String(endpoint)
 		o.UsePathStyle = true

@@ -149,6 +149,11 @@ type Proxy struct {
 	after  func(op string, reqBody, respBody []byte) []byte
 	lose   func(op string) bool
 	target *url.URL
+	// delay holds every call this long before it is passed on (SetDelay);
+	// inFlight and maxInFlight count the calls being handled, per operation.
+	delay       time.Duration
+	inFlight    map[string]int
+	maxInFlight map[string]int
 }
 
 // Reply is a canned answer.
@@ -163,7 +168,7 @@ func NewProxy(t testing.TB, endpoint string) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{calls: map[string]int{}, target: u}
+	p := &Proxy{calls: map[string]int{}, target: u, inFlight: map[string]int{}, maxInFlight: map[string]int{}}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.ModifyResponse = func(resp *http.Response) error {
 		p.mu.Lock()
@@ -204,8 +209,22 @@ func NewProxy(t testing.TB, endpoint string) *Proxy {
 		op := opOf(r)
 		p.mu.Lock()
 		p.calls[op]++
-		hook := p.hook
+		hook, delay := p.hook, p.delay
+		p.inFlight[op]++
+		p.maxInFlight[op] = max(p.maxInFlight[op], p.inFlight[op])
 		p.mu.Unlock()
+		defer func() {
+			p.mu.Lock()
+			p.inFlight[op]--
+			p.mu.Unlock()
+		}()
+		if delay > 0 {
+			select {
+			case <-time.After(delay):
+			case <-r.Context().Done():
+				return
+			}
+		}
 		if hook != nil {
 			nb, reply := hook(op, body)
 			if reply != nil {
@@ -263,6 +282,21 @@ func (p *Proxy) SetAfter(a func(op string, reqBody, respBody []byte) []byte) {
 	p.mu.Lock()
 	p.after = a
 	p.mu.Unlock()
+}
+
+// SetDelay holds every call d before passing it on, as a distant server's
+// round trip would (0: none).
+func (p *Proxy) SetDelay(d time.Duration) {
+	p.mu.Lock()
+	p.delay = d
+	p.mu.Unlock()
+}
+
+// MaxInFlight returns the most calls of op that were being handled at once.
+func (p *Proxy) MaxInFlight(op string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.maxInFlight[op]
 }
 
 // Calls returns the number of calls per operation so far.
