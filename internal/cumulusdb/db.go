@@ -398,10 +398,7 @@ func (d *DB) WriteGranule(ctx context.Context, gw *recovery.GranuleWrite) (recov
 	err := d.one(ctx, func(q querier) error {
 		var other *string
 		var id *int64
-		err := q.QueryRow(ctx, sql, r.GranuleID, r.Status, r.CollectionID, r.CreatedAt, r.UpdatedAt, r.Published,
-			r.Duration, r.TimeToArchive, r.TimeToProcess, r.ProductVolume, nullJSON(r.Error), r.CmrLink, r.PdrID,
-			r.ProviderID, r.Beginning, r.Ending, r.LastUpdate, r.ProcessingEnd, r.ProcessingStart, r.Production,
-			nullJSON(r.QueryFields), r.Timestamp, r.ProducerGranuleID, gw.ExecutionID).Scan(&other, &id)
+		err := q.QueryRow(ctx, sql, granuleArgs(gw)...).Scan(&other, &id)
 		if err != nil {
 			return err
 		}
@@ -539,4 +536,14 @@ func Now(ctx context.Context, q querier) (time.Time, error) {
 	var t time.Time
 	err := q.QueryRow(ctx, `SELECT now()`).Scan(&t)
 	return t, err
+}
+
+// granuleArgs are the granule upsert's parameters ($1 ... $24), for
+// WriteGranule and WriteGranuleRecord alike.
+func granuleArgs(gw *recovery.GranuleWrite) []any {
+	r := &gw.Row
+	return []any{r.GranuleID, r.Status, r.CollectionID, r.CreatedAt, r.UpdatedAt, r.Published,
+		r.Duration, r.TimeToArchive, r.TimeToProcess, r.ProductVolume, nullJSON(r.Error), r.CmrLink, r.PdrID,
+		r.ProviderID, r.Beginning, r.Ending, r.LastUpdate, r.ProcessingEnd, r.ProcessingStart, r.Production,
+		nullJSON(r.QueryFields), r.Timestamp, r.ProducerGranuleID, gw.ExecutionID}
 }

@@ -161,10 +161,7 @@ func (d *DB) WriteGranuleRecord(ctx context.Context, gw *recovery.GranuleWrite) 
 		var archived *bool
 		dest := granuleDest(&g, &errJSON, &queryFields)
 		dest[0], dest[1], dest[2], dest[4], dest[7] = &id, &gid, &status, &collID, &archived
-		err := q.QueryRow(ctx, sql, r.GranuleID, r.Status, r.CollectionID, r.CreatedAt, r.UpdatedAt, r.Published,
-			r.Duration, r.TimeToArchive, r.TimeToProcess, r.ProductVolume, nullJSON(r.Error), r.CmrLink, r.PdrID,
-			r.ProviderID, r.Beginning, r.Ending, r.LastUpdate, r.ProcessingEnd, r.ProcessingStart, r.Production,
-			nullJSON(r.QueryFields), r.Timestamp, r.ProducerGranuleID, gw.ExecutionID).Scan(append([]any{&other}, dest...)...)
+		err := q.QueryRow(ctx, sql, granuleArgs(gw)...).Scan(append([]any{&other}, dest...)...)
 		if err != nil {
 			return err
 		}
