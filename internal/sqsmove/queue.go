@@ -2,6 +2,7 @@ package sqsmove
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -100,4 +101,17 @@ func queuePath(u string) string {
 		return strings.TrimRight(u, "/")
 	}
 	return strings.Trim(p.Path, "/")
+}
+
+// CheckQueueURL refuses what cannot be an SQS queue URL to send to as it
+// is: not http(s), no host, no queue path, a query or a fragment (a queue
+// name or an ARN where the URL belongs, say). The processors check their
+// queue variables with it at cold start.
+func CheckQueueURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||
+		strings.Trim(u.Path, "/") == "" || u.RawQuery != "" || u.Fragment != "" {
+		return errors.New("not an SQS queue URL")
+	}
+	return nil
 }

@@ -10,9 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"sort"
-	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -48,9 +46,8 @@ func New(ctx context.Context, getenv func(string) string, log io.Writer) (*Handl
 		{core.EnvDLQURL, cfg.DLQURL, "https://sqs.REGION.amazonaws.com/ACCOUNT/NAME"},
 		{core.EnvBaseURL, cfg.BaseURL, "https://sqs.REGION.amazonaws.com/ACCOUNT/PREFIX, to which P<priority> is appended"},
 	} {
-		if u, err := url.Parse(v.value); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||
-			strings.Trim(u.Path, "/") == "" || u.RawQuery != "" || u.Fragment != "" {
-			return nil, &core.EnvError{Name: v.name, Value: v.value, Err: fmt.Errorf("not an SQS queue URL (want %s)", v.want)}
+		if err := sqsmove.CheckQueueURL(v.value); err != nil {
+			return nil, &core.EnvError{Name: v.name, Value: v.value, Err: fmt.Errorf("%w (want %s)", err, v.want)}
 		}
 	}
 	if sqsmove.IsFIFO(cfg.DLQURL) {

@@ -30,9 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -45,6 +43,7 @@ import (
 	"github.com/deadletter/deadletter/internal/processor/jsonlog"
 	"github.com/deadletter/deadletter/internal/recovery"
 	"github.com/deadletter/deadletter/internal/snspub"
+	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/workflow/dlarecover"
 )
 
@@ -109,9 +108,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if q := c.DeadLetterQueue; q != "" {
 		// A name or an ARN where the URL belongs would fail every send:
 		// each failed write would be retried until SQS's redrive.
-		u, err := url.Parse(q)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.Trim(u.Path, "/") == "" {
-			return c, &EnvError{EnvDeadLetterQueue, q, "not an SQS queue URL (https://sqs.<region>.amazonaws.com/<account>/<queue>)"}
+		if err := sqsmove.CheckQueueURL(q); err != nil {
+			return c, &EnvError{EnvDeadLetterQueue, q, err.Error() + " (https://sqs.<region>.amazonaws.com/<account>/<queue>)"}
 		}
 	}
 	if c.DBSecret == "" && c.DatabaseURL == "" {
