@@ -161,6 +161,9 @@ type RecordLog struct {
 	ErrorClass   string `json:"error_class,omitempty"`
 	Reason       string `json:"reason,omitempty"` // why it is retried
 	Published    int    `json:"sns_published,omitempty"`
+	// PossibleDuplicate: its DeadLetterQueue send got no reply, so it may
+	// be there already; the retry may dead-letter it a second time.
+	PossibleDuplicate bool `json:"possible_duplicate,omitempty"`
 }
 
 // Summary is the log line of one invocation.
@@ -171,6 +174,8 @@ type Summary struct {
 	DeadLettered int     `json:"dead_lettered"`
 	Retried      int     `json:"retried"`
 	Seconds      float64 `json:"seconds"`
+	// PossibleDuplicates are the records a retry may dead-letter twice.
+	PossibleDuplicates []string `json:"possible_duplicate_ids,omitempty"`
 }
 
 // Handle processes one SQS event. Each element of Records is kept as the
@@ -241,6 +246,9 @@ func (h *Handler) Handle(ctx context.Context, event json.RawMessage) (events.SQS
 			sum.Retried++
 			if copyOf[i] == 0 {
 				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: l.MessageID})
+				if l.PossibleDuplicate {
+					sum.PossibleDuplicates = append(sum.PossibleDuplicates, l.MessageID)
+				}
 			}
 		}
 	}
@@ -301,6 +309,10 @@ func (h *Handler) record(ctx context.Context, raw json.RawMessage) (l RecordLog)
 	body := recovery.WithError(string(raw), err.Error())
 	if _, serr := h.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(h.DeadLetterQueue), MessageBody: aws.String(body)}); serr != nil {
 		l.Outcome, l.Reason = OutcomeRetry, "sending it to the DeadLetterQueue failed: "+serr.Error()
+		if sqsmove.OutcomeUnknown(serr) {
+			l.PossibleDuplicate = true
+			l.Reason = "the DeadLetterQueue send got no reply (it may be there already; retried): " + serr.Error()
+		}
 		return l
 	}
 	l.Outcome = OutcomeDeadLettered

@@ -1,0 +1,51 @@
+package sfevent
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deadletter/deadletter/internal/testsupport"
+)
+
+// A DeadLetterQueue send whose reply is lost may have delivered: the
+// record is retried (never dropped) and its log line and the summary say
+// it may be dead-lettered twice, rather than calling the send failed.
+func TestWriterDeadLetterSendWithoutReplyIsAPossibleDuplicate(t *testing.T) {
+	c := testsupport.SQSClient(t)
+	dlq := testsupport.NewQueue(t, c, "sfevent-dlq-", false)
+	proxy := testsupport.NewProxy(t, testsupport.SQSEndpoint(t))
+	dbURL := testsupport.NewCumulusDatabase(t, testsupport.Seed3Seed(t))
+	h := testHandler(t, dbURL, testsupport.NewSFNFake(t, nil), testsupport.SQSClientAt(proxy.URL))
+	h.DeadLetterQueue = dlq
+	var logs bytes.Buffer
+	h.Log = &logs
+	proxy.SetLoseReply(func(op string) bool { return op == "SendMessage" })
+	ids := failedIDs(t, h, sqsEvent(sqsRecord("m-good", eventBody("hgood", "MOD09GQ", "006")), sqsRecord("m-bad", eventBody("hbad", "NOPE", "1"))))
+	if !reflect.DeepEqual(ids, []string{"m-bad"}) {
+		t.Fatalf("batch item failures %v, want [m-bad]", ids)
+	}
+	var record, summary map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var l map[string]any
+		_ = json.Unmarshal([]byte(line), &l)
+		switch {
+		case l["type"] == "record" && l["message_id"] == "m-bad":
+			record = l
+		case l["type"] == "summary":
+			summary = l
+		}
+	}
+	if record["possible_duplicate"] != true || record["outcome"] != OutcomeRetry {
+		t.Errorf("record log %v: want a retry marked possible_duplicate", record)
+	}
+	if got, _ := json.Marshal(summary["possible_duplicate_ids"]); string(got) != `["m-bad"]` {
+		t.Errorf("summary possible_duplicate_ids %s, want [\"m-bad\"]", got)
+	}
+	if len(testsupport.Drain(t, c, dlq, 500*time.Millisecond)) == 0 {
+		t.Error("the lost-reply send did not reach the DeadLetterQueue: the proxy did not forward it")
+	}
+}
