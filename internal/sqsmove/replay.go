@@ -564,10 +564,12 @@ type sendResult struct {
 	callErr   error
 }
 
-// sendOnce turns the SDK's own retries off for a send: the SDK retries a
+// SendOnce turns the SDK's own retries off for a send: the SDK retries a
 // request whose reply was lost, which can deliver a message twice with
-// nothing to say so. sendEntries retries only what the server refused.
-func sendOnce(o *sqs.Options) {
+// nothing to say so. sendEntries retries only what the server refused; a
+// caller that sends one message (the db writer's dead letters) passes it
+// too, and reports a lost reply as a possible duplicate.
+func SendOnce(o *sqs.Options) {
 	if o.Retryer != nil {
 		o.Retryer = retry.AddWithMaxAttempts(o.Retryer, 1)
 	}
@@ -667,7 +669,7 @@ func sendEntries(ctx context.Context, api API, b *batch) sendResult {
 			byID[id] = e
 			input.Entries = append(input.Entries, sendEntry(id, b, e))
 		}
-		out, err := api.SendMessageBatch(ctx, input, sendOnce)
+		out, err := api.SendMessageBatch(ctx, input, SendOnce)
 		if err != nil {
 			wrapped := fmt.Errorf("send to %s: %w", b.target, err)
 			if OutcomeUnknown(err) {

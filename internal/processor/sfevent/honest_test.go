@@ -49,3 +49,33 @@ func TestWriterDeadLetterSendWithoutReplyIsAPossibleDuplicate(t *testing.T) {
 		t.Error("the lost-reply send did not reach the DeadLetterQueue: the proxy did not forward it")
 	}
 }
+
+// With one reply lost, the SDK must not retry the send on its own: a retry
+// that succeeds would leave two dead letters while the record reads as
+// dead-lettered once. The send is made once; the record is retried by SQS
+// and marked a possible duplicate.
+func TestWriterDeadLetterSendIsNotRetriedBehindItsBack(t *testing.T) {
+	c := testsupport.SQSClient(t)
+	dlq := testsupport.NewQueue(t, c, "sfevent-dlq-", false)
+	proxy := testsupport.NewProxy(t, testsupport.SQSEndpoint(t))
+	dbURL := testsupport.NewCumulusDatabase(t, testsupport.Seed3Seed(t))
+	h := testHandler(t, dbURL, testsupport.NewSFNFake(t, nil), testsupport.SQSClientAt(proxy.URL))
+	h.DeadLetterQueue = dlq
+	var logs bytes.Buffer
+	h.Log = &logs
+	lost := 0
+	proxy.SetLoseReply(func(op string) bool {
+		if op == "SendMessage" && lost == 0 {
+			lost++
+			return true
+		}
+		return false
+	})
+	ids := failedIDs(t, h, sqsEvent(sqsRecord("m-bad", eventBody("hbad2", "NOPE", "1"))))
+	if !reflect.DeepEqual(ids, []string{"m-bad"}) || !strings.Contains(logs.String(), `"possible_duplicate":true`) {
+		t.Fatalf("batch item failures %v, log %s: want m-bad retried as a possible duplicate", ids, logs.String())
+	}
+	if n := len(testsupport.Drain(t, c, dlq, 500*time.Millisecond)); n != 1 {
+		t.Fatalf("%d dead letters after one send whose reply was lost, want 1", n)
+	}
+}

@@ -307,7 +307,7 @@ func (h *Handler) record(ctx context.Context, raw json.RawMessage) (l RecordLog)
 		return l
 	}
 	body := recovery.WithError(string(raw), err.Error())
-	if _, serr := h.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(h.DeadLetterQueue), MessageBody: aws.String(body)}); serr != nil {
+	if _, serr := h.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(h.DeadLetterQueue), MessageBody: aws.String(body)}, sqsmove.SendOnce); serr != nil {
 		l.Outcome, l.Reason = OutcomeRetry, "sending it to the DeadLetterQueue failed: "+serr.Error()
 		if sqsmove.OutcomeUnknown(serr) {
 			l.PossibleDuplicate = true
