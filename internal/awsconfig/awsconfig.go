@@ -7,10 +7,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials/ec2rolecreds"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
@@ -62,6 +64,7 @@ func Load(ctx context.Context, s Settings) (aws.Config, error) {
 		logOut = os.Stderr
 	}
 	opts = append(opts, config.WithLogger(sdkLogger(debug, logOut)))
+	opts = append(opts, config.WithHTTPClient(httpClient()))
 	metadata := &boundedIMDS{}
 	opts = append(opts, config.WithEC2RoleCredentialOptions(func(o *ec2rolecreds.Options) { o.Client = metadata }))
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
@@ -126,4 +129,17 @@ func Describe(cfg aws.Config, s Settings) string {
 		endpoint = "aws"
 	}
 	return fmt.Sprintf("profile=%s region=%s endpoint=%s", profile, cfg.Region, endpoint)
+}
+
+// MaxIdleConnsPerHost keeps one idle connection per request a command can
+// have in flight (dla's --concurrency reaches 64 and more; pushdlq's workers
+// each hold several). The SDK's default keeps 10: above that, every finished
+// request closed its connection and the next one dialled again.
+const MaxIdleConnsPerHost = 256
+
+func httpClient() *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConns = MaxIdleConnsPerHost
+		t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+	})
 }
