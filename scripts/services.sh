@@ -44,8 +44,10 @@ start_s3() {
   local port data
   port=$(free_port 7070)
   data=$(mktemp -d "${TMPDIR:-/tmp}/deadletter-s3.XXXXXX")
+  # --keep-alive: real S3 keeps connections open; without it versitygw answers
+  # every request with "Connection: close" and benchmarks measure TCP set-up.
   ROOT_ACCESS_KEY=test ROOT_SECRET_KEY=testtesttest \
-    nohup "$BIN/versitygw" --port "127.0.0.1:$port" --quiet posix "$data" >"$STATE/versitygw.log" 2>&1 &
+    nohup "$BIN/versitygw" --port "127.0.0.1:$port" --quiet --keep-alive posix "$data" >"$STATE/versitygw.log" 2>&1 &
   echo $! >"$STATE/versitygw.pid"
   echo "$data" >"$STATE/versitygw.data"
   wait_port "$port" 10 versitygw
