@@ -64,7 +64,7 @@ func Load(ctx context.Context, s Settings) (aws.Config, error) {
 		logOut = os.Stderr
 	}
 	opts = append(opts, config.WithLogger(sdkLogger(debug, logOut)))
-	opts = append(opts, config.WithHTTPClient(httpClient()))
+	opts = append(opts, config.WithHTTPClient(HTTPClient()))
 	metadata := &boundedIMDS{}
 	opts = append(opts, config.WithEC2RoleCredentialOptions(func(o *ec2rolecreds.Options) { o.Client = metadata }))
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
@@ -137,7 +137,8 @@ func Describe(cfg aws.Config, s Settings) string {
 // request closed its connection and the next one dialled again.
 const MaxIdleConnsPerHost = 256
 
-func httpClient() *awshttp.BuildableClient {
+// HTTPClient is the HTTP client every AWS client of the project uses.
+func HTTPClient() *awshttp.BuildableClient {
 	return awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 		t.MaxIdleConns = MaxIdleConnsPerHost
 		t.MaxIdleConnsPerHost = MaxIdleConnsPerHost

@@ -18,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/deadletter/deadletter/internal/awsconfig"
 )
 
 // Env names, shared with scripts/services.sh.
@@ -60,9 +62,11 @@ func missing(t testing.TB, why string) {
 // S3Endpoint returns the endpoint of the test S3 server.
 func S3Endpoint(t testing.TB) string { return need(t, EnvS3Endpoint, "S3 (versitygw)") }
 
-// AWSConfig is a static-credential config for local servers.
+// AWSConfig is a static-credential config for local servers, with the
+// commands' HTTP client (so benchmarks reuse connections as they do).
 func AWSConfig() aws.Config {
 	return aws.Config{
+		HTTPClient:  awsconfig.HTTPClient(),
 		Region:      "us-east-1",
 		Credentials: credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, ""),
 	}
