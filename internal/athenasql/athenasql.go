@@ -1,0 +1,219 @@
+// Package athenasql builds the Trino SQL that searches the Dead Letter
+// Archive through Athena: the partition-projected Glue table Cumulus deploys
+// (tf-modules/monitoring/dla.tf), with one row per object in a date folder
+// under sqs/. It is pure: no SDK, no network.
+//
+// Every value from the command line becomes a quoted string literal with its
+// quotes doubled; values Trino cannot hold (NUL, invalid UTF-8) and regular
+// expressions that do not compile are refused, never altered.
+package athenasql
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Names are the Glue database and table and the Athena workgroup.
+type Names struct {
+	Database, Table, Workgroup string
+}
+
+// NamesFor returns the names Cumulus gives a stack's DLA resources: the
+// stack prefix with '-' replaced by '_'.
+func NamesFor(stack string) Names {
+	p := strings.ReplaceAll(stack, "-", "_")
+	return Names{Database: p + "_glue_database", Table: p + "_dla_glue_table", Workgroup: p + "_athena_workgroup"}
+}
+
+// Query is what a search selects. Statuses are upper-case Step Functions
+// statuses or "none" (no status); Collections, Executions and StateMachines
+// take the same forms as local search (an ARN or a name; name___version or a
+// name for every version). From and To are inclusive YYYY-MM-DD dates and
+// both are required: a query never scans the whole archive by accident.
+type Query struct {
+	Granules, Collections, Executions, Statuses, StateMachines []string
+	Error                                                      string // regular expression
+	From, To                                                   string
+	Limit                                                      int // 0: none
+}
+
+// ErrValue is wrapped by every refusal of a value.
+var ErrValue = errors.New("value cannot be searched with Athena")
+
+var dateRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+
+// nameRE is what a Glue database or table name may be: Glue lower-cases
+// names and allows letters, digits and underscores (Cumulus's are
+// <prefix>_dla_glue_table).
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,255}$`)
+
+// Literal quotes s as a Trino string literal.
+func Literal(s string) (string, error) {
+	if strings.IndexByte(s, 0) >= 0 {
+		return "", fmt.Errorf("%q: %w: it holds a NUL byte", s, ErrValue)
+	}
+	if !utf8.ValidString(s) {
+		return "", fmt.Errorf("%q: %w: it is not valid UTF-8", s, ErrValue)
+	}
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'", nil
+}
+
+// Identifier quotes a Glue database or table name.
+func Identifier(s string) (string, error) {
+	if !nameRE.MatchString(s) {
+		return "", fmt.Errorf("%q: not a Glue name (letters, digits and underscores)", s)
+	}
+	return `"` + strings.ToLower(s) + `"`, nil
+}
+
+// Search builds the query whose rows are the keys ("$path") of the matching
+// objects, in the order local search prints them: date folder, then key.
+func Search(q Query, n Names) (string, error) {
+	where, err := Where(q)
+	if err != nil {
+		return "", err
+	}
+	from, err := From(n)
+	if err != nil {
+		return "", err
+	}
+	sql := `SELECT "$path" AS path, eventdate` + "\nFROM " + from + "\nWHERE " + where + "\nORDER BY eventdate, \"$path\""
+	if q.Limit > 0 {
+		sql += "\nLIMIT " + strconv.Itoa(q.Limit)
+	}
+	return sql, nil
+}
+
+// From is the qualified table name.
+func From(n Names) (string, error) {
+	db, err := Identifier(n.Database)
+	if err != nil {
+		return "", fmt.Errorf("Glue database %w", err)
+	}
+	table, err := Identifier(n.Table)
+	if err != nil {
+		return "", fmt.Errorf("Glue table %w", err)
+	}
+	return db + "." + table, nil
+}
+
+// Where builds the WHERE clause: every filter must hold, any value of one
+// filter may.
+func Where(q Query) (string, error) {
+	if !dateRE.MatchString(q.From) || !dateRE.MatchString(q.To) {
+		return "", fmt.Errorf("Athena search needs a date range (--from and --to, or --date), not %q to %q", q.From, q.To)
+	}
+	if q.From > q.To {
+		return "", fmt.Errorf("--from %s is after --to %s", q.From, q.To)
+	}
+	if q.Limit < 0 {
+		return "", fmt.Errorf("--limit must not be negative")
+	}
+	w := &where{}
+	w.add("eventdate BETWEEN %s AND %s", q.From, q.To)
+	w.any(q.Granules, func(g string) { w.term("contains(granules, %s)", g) })
+	w.any(q.Collections, func(c string) {
+		if strings.Contains(c, "___") {
+			w.term("collectionid = %s", c)
+		} else { // a name alone: every version
+			w.term("starts_with(collectionid, %s)", c+"___")
+		}
+	})
+	// An ARN, or the name after its last ':' or '/', as local search reads it.
+	w.any(q.Executions, func(e string) { w.term(`(executionarn = %s OR regexp_extract(executionarn, '[^:/]*$') = %s)`, e, e) })
+	w.any(q.StateMachines, func(s string) {
+		w.term(`(statemachinearn = %s OR regexp_extract(statemachinearn, '[^:/]*$') = %s)`, s, s)
+	})
+	w.any(q.Statuses, func(s string) {
+		if strings.EqualFold(s, "none") {
+			w.raw("(status IS NULL OR status = '')")
+		} else {
+			w.term("upper(status) = %s", strings.ToUpper(s))
+		}
+	})
+	if q.Error != "" {
+		if _, err := regexp.Compile(q.Error); err != nil {
+			return "", fmt.Errorf("--error %q: %w: the expression does not compile: %v", q.Error, ErrValue, err)
+		}
+		w.add("regexp_like(error, %s)", q.Error)
+	}
+	if w.err != nil {
+		return "", w.err
+	}
+	return strings.Join(w.clauses, "\n  AND "), nil
+}
+
+// where collects clauses; the first refused value stops it.
+type where struct {
+	clauses []string
+	terms   []string // the alternatives of the filter being built
+	err     error
+}
+
+func (w *where) format(format string, values ...string) string {
+	args := make([]any, len(values))
+	for i, v := range values {
+		lit, err := Literal(v)
+		if err != nil && w.err == nil {
+			w.err = err
+		}
+		args[i] = lit
+	}
+	return fmt.Sprintf(format, args...)
+}
+
+func (w *where) add(format string, values ...string) {
+	w.clauses = append(w.clauses, w.format(format, values...))
+}
+
+func (w *where) term(format string, values ...string) {
+	w.terms = append(w.terms, w.format(format, values...))
+}
+
+func (w *where) raw(clause string) { w.terms = append(w.terms, clause) }
+
+// any adds one clause that holds when any value's term does.
+func (w *where) any(values []string, term func(string)) {
+	if len(values) == 0 {
+		return
+	}
+	w.terms = nil
+	for _, v := range values {
+		term(v)
+	}
+	if len(w.terms) == 1 {
+		w.clauses = append(w.clauses, w.terms[0])
+	} else {
+		w.clauses = append(w.clauses, "("+strings.Join(w.terms, " OR ")+")")
+	}
+}
+
+// StatsColumns are the columns Stats can group by, by dla stats's --by
+// name. error groups by the whole error text; the caller folds the texts
+// into classes. generation is not a column: only decoding tells it.
+var StatsColumns = map[string]string{"date": "eventdate", "status": "status", "collection": "collectionid", "error": "error"}
+
+// Stats builds the query that counts the matching objects by one column:
+// rows of (value, count), the value NULL where the column is.
+func Stats(q Query, n Names, by string) (string, error) {
+	col, ok := StatsColumns[by]
+	if !ok {
+		return "", fmt.Errorf("--by %s cannot be counted by Athena (date, status, collection or error)", by)
+	}
+	if q.Limit != 0 {
+		return "", fmt.Errorf("--limit does not apply to Athena counts")
+	}
+	where, err := Where(q)
+	if err != nil {
+		return "", err
+	}
+	from, err := From(n)
+	if err != nil {
+		return "", err
+	}
+	return "SELECT " + col + " AS value, count(*) AS objects\nFROM " + from + "\nWHERE " + where + "\nGROUP BY " + col + "\nORDER BY " + col, nil
+}

@@ -1,0 +1,8 @@
+SELECT "$path" AS path, eventdate
+FROM "my_stack_glue_database"."my_stack_dla_glue_table"
+WHERE eventdate BETWEEN '2024-03-10' AND '2024-03-15'
+  AND contains(granules, 'G1')
+  AND collectionid = 'C___1'
+  AND upper(status) = 'RUNNING'
+  AND regexp_like(error, 'x')
+ORDER BY eventdate, "$path"
