@@ -24,6 +24,8 @@ require (
 	golang.org/x/term v0.47.0
 )
 
+require github.com/aws/aws-sdk-go-v2/service/athena v1.66.10 // indirect
+
 require (
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream v1.7.26 // indirect

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/athena"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
@@ -43,4 +44,13 @@ func SecretText(ctx context.Context, c *secretsmanager.Client, id string) ([]byt
 		return nil, err
 	}
 	return []byte(aws.ToString(out.SecretString)), nil
+}
+
+// Athena returns an Athena client (--endpoint-url applies).
+func Athena(cfg aws.Config, s Settings) *athena.Client {
+	return athena.NewFromConfig(cfg, func(o *athena.Options) {
+		if s.EndpointURL != "" {
+			o.BaseEndpoint = aws.String(s.EndpointURL)
+		}
+	})
 }
