@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/athenarun"
 	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
@@ -25,6 +26,8 @@ type Factory struct {
 	// Commands never use it directly: they go through OpenStore, which
 	// limits every key to the archive.
 	OpenBucket func(ctx context.Context, loc archive.Location) (archive.Store, error)
+	// OpenAthena returns the Athena client of --engine athena.
+	OpenAthena func(ctx context.Context) (athenarun.API, error)
 }
 
 // NewFactory returns the production factory.
@@ -40,6 +43,7 @@ func NewFactory(ios *iostreams.IOStreams, getenv func(string) string) *Factory {
 		}
 		return archive.NewS3(awsconfig.S3(cfg, *f.AWS), loc.Bucket), nil
 	}
+	f.OpenAthena = defaultOpenAthena(f)
 	return f
 }
 

@@ -6,15 +6,19 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/athenarun"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/selection"
 )
 
 // SearchOptions are dla search's inputs.
 type SearchOptions struct {
 	Factory *Factory
 	Select  selectFlags
+	Engine  engineFlags
 	Output  *cmdutil.Output
 	Null    bool // -o keys: NUL-terminated
 	Verbose bool
@@ -41,10 +45,24 @@ printed without -0: it is named on stderr and the exit code is 3.
 
 Objects that cannot be read or decoded are reported on stderr and make the
 exit code 3 unless --ignore-unreadable; with it they are counted and the
-first 5 listed (-v lists every one).`,
+first 5 listed (-v lists every one).
+
+With --engine athena the search runs as one Athena query over the stack's
+partition-projected Glue table (<prefix>_dla_glue_table in workgroup
+<prefix>_athena_workgroup, <prefix> being the stack with - as _), so dla
+reads only the objects it returns: each is fetched, decoded and checked
+against the filters as above, and printed in the same formats. The date range
+is always part of the query: without --date, --from or --to it covers the
+last 7 days. The table covers sqs/ date folders only (not --failed, not
+--include-legacy). A progress line shows the query's state and bytes scanned;
+the summary gives the scan and its estimated cost; Ctrl-C stops the query
+(exit 130); a query that fails exits 1 with Athena's reason. --print-sql prints
+the query and runs nothing; --max-scan-bytes stops a query once its scan
+passes the limit.`,
 		Example: `  dla search --archive s3://bucket/stack --granule MOD09GQ.A2024018.h31v05.006.2024031032640
   dla search --date 2024-03-02 --status FAILED --collection MOD09GQ -o ndjson
-  dla search --from 2024-03-01 --to 2024-03-07 --error 'UnmetRequirementsError' -o keys`,
+  dla search --from 2024-03-01 --to 2024-03-07 --error 'UnmetRequirementsError' -o keys
+  dla search --archive s3://bucket/stack --engine athena --from 2024-01-01 --granule G -o keys | dla recover --archive s3://bucket/stack -`,
 		Args: cmdutil.UsageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := opts.Output.Validate(); err != nil {
@@ -57,6 +75,7 @@ first 5 listed (-v lists every one).`,
 		},
 	}
 	opts.Select.register(cmd)
+	opts.Engine.register(cmd)
 	cmd.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "with --ignore-unreadable, list every unreadable object, not only the first 5")
 	opts.Output = cmdutil.AddOutputFlag(cmd, "table", "json", "ndjson", "keys")
 	cmd.Flags().BoolVarP(&opts.Null, "null", "0", false, "with -o keys, end each key with a NUL byte instead of a newline")
@@ -65,14 +84,29 @@ first 5 listed (-v lists every one).`,
 
 func runSearch(cmd *cobra.Command, opts *SearchOptions) error {
 	f := opts.Factory
-	scope, loc, store, err := opts.Select.open(cmd, f)
-	if err != nil {
-		return err
-	}
 	if opts.Null && opts.Output.Value != "keys" {
 		return cmdutil.UsageErrorf("-0/--null goes with -o keys")
 	}
+	useAthena, err := opts.Engine.athena()
+	if err != nil {
+		return err
+	}
 	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
+	var (
+		scope        selection.Scope
+		loc          archive.Location
+		store        archive.Store
+		plan         athenaPlan
+		athenaStatus athenarun.Status
+	)
+	if useAthena {
+		scope, loc, store, plan, err = opts.Engine.openSearch(cmd, f, &opts.Select, progress, &athenaStatus)
+		if err != nil || store == nil { // store is nil after --print-sql
+			return err
+		}
+	} else if scope, loc, store, err = opts.Select.open(cmd, f); err != nil {
+		return err
+	}
 	var print func(*dla.Decoded) error
 	unsafeKeys := 0
 	var closeOut func() error
@@ -127,6 +161,9 @@ func runSearch(cmd *cobra.Command, opts *SearchOptions) error {
 		return runErr
 	}
 	ul.done()
+	if useAthena {
+		fmt.Fprintln(f.IO.ErrOut, athenaSummary(plan, athenaStatus))
+	}
 	summary := fmt.Sprintf("%s, %s read (%s) from %s", output.Plural(st.Matched, "match"), output.Plural(st.Listed, "object"), humanBytes(st.Bytes), loc)
 	if st.Unreadable > 0 {
 		summary += fmt.Sprintf(", %d unreadable", st.Unreadable)

@@ -16,6 +16,7 @@ import (
 type StatsOptions struct {
 	Factory *Factory
 	Select  selectFlags
+	Engine  engineFlags
 	By      string
 	Output  *cmdutil.Output
 	Verbose bool
@@ -33,7 +34,12 @@ func NewCmdStats(f *Factory, runF func(*cobra.Command, *StatsOptions) error) *co
 dimension. Errors are grouped by class: the first line (for an AggregateError,
 with its first inner error), with ids, ARNs, collection ids and numbers
 replaced by placeholders, so that the same failure on many granules is one row.
-Groups by date and generation are sorted by value; the others by count.`,
+Groups by date and generation are sorted by value; the others by count.
+
+With --engine athena (see 'dla search --help') the counting is one GROUP BY
+query over the Glue table and no object is fetched; it counts by date,
+status, collection or error (error texts are grouped in the query and folded
+into classes here), from the columns Cumulus hoisted into each record.`,
 		Example: `  dla stats --archive s3://bucket/stack --by error --from 2024-03-01
   dla stats --by status --collection MOD09GQ -o json`,
 		Args: cmdutil.UsageArgs(cobra.NoArgs),
@@ -51,6 +57,7 @@ Groups by date and generation are sorted by value; the others by count.`,
 		},
 	}
 	opts.Select.register(cmd)
+	opts.Engine.register(cmd)
 	cmd.Flags().StringVar(&opts.By, "by", "date", "group by: date, status, collection, error or generation")
 	_ = cmd.RegisterFlagCompletionFunc("by", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return statsDimensions, cobra.ShellCompDirectiveNoFileComp
@@ -91,6 +98,12 @@ func groupValue(by string, d *dla.Decoded) string {
 
 func runStats(cmd *cobra.Command, opts *StatsOptions) error {
 	f := opts.Factory
+	if useAthena, err := opts.Engine.athena(); err != nil || useAthena {
+		if err != nil {
+			return err
+		}
+		return runStatsAthena(cmd, opts)
+	}
 	scope, loc, store, err := opts.Select.open(cmd, f)
 	if err != nil {
 		return err
@@ -111,6 +124,29 @@ func runStats(cmd *cobra.Command, opts *StatsOptions) error {
 	}
 	ul.done()
 	report := StatsReport{By: opts.By, Total: st.Matched, Unreadable: st.Unreadable, Scanned: st.Listed}
+	summary := func(groups string) string {
+		line := fmt.Sprintf("%s in %s, %d read from %s", output.Plural(report.Total, "object"), groups, st.Listed, loc)
+		if st.Unreadable > 0 {
+			line += fmt.Sprintf(", %d unreadable", st.Unreadable)
+		}
+		return line
+	}
+	if err := printStats(f, opts, report, counts, summary); err != nil {
+		return err
+	}
+	return finish(nil, st, opts.Select.ignoreUnreadable)
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// printStats sorts the groups and prints the report; after a table, the
+// summary line (given "N groups") goes to stderr.
+func printStats(f *Factory, opts *StatsOptions, report StatsReport, counts map[string]int, summary func(groups string) string) error {
 	for v, n := range counts {
 		g := StatsGroup{Count: n}
 		if v != "" {
@@ -130,29 +166,15 @@ func runStats(cmd *cobra.Command, opts *StatsOptions) error {
 		if report.Groups == nil {
 			report.Groups = []StatsGroup{}
 		}
-		if err := output.WriteJSON(output.JSONOut(f.IO), report); err != nil {
-			return err
-		}
-	} else {
-		t := output.NewTable(f.IO, "COUNT", "SHARE", opts.By)
-		for _, g := range report.Groups {
-			t.Row(fmt.Sprint(g.Count), fmt.Sprintf("%.1f%%", 100*float64(g.Count)/float64(max(report.Total, 1))), cmp.Or(deref(g.Value), "(none)"))
-		}
-		if err := t.Flush(); err != nil {
-			return err
-		}
-		fmt.Fprintf(f.IO.ErrOut, "%s in %s, %d read from %s", output.Plural(report.Total, "object"), output.Plural(len(report.Groups), "group"), st.Listed, loc)
-		if st.Unreadable > 0 {
-			fmt.Fprintf(f.IO.ErrOut, ", %d unreadable", st.Unreadable)
-		}
-		fmt.Fprintln(f.IO.ErrOut)
+		return output.WriteJSON(output.JSONOut(f.IO), report)
 	}
-	return finish(nil, st, opts.Select.ignoreUnreadable)
-}
-
-func deref(p *string) string {
-	if p == nil {
-		return ""
+	t := output.NewTable(f.IO, "COUNT", "SHARE", opts.By)
+	for _, g := range report.Groups {
+		t.Row(fmt.Sprint(g.Count), fmt.Sprintf("%.1f%%", 100*float64(g.Count)/float64(max(report.Total, 1))), cmp.Or(deref(g.Value), "(none)"))
 	}
-	return *p
+	if err := t.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(f.IO.ErrOut, summary(output.Plural(len(report.Groups), "group")))
+	return nil
 }
