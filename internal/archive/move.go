@@ -33,14 +33,34 @@ const maxMoveSuffix = 100
 // that copy's key and an error saying so. Moves to one destination name
 // are serialised within the process.
 func Move(ctx context.Context, s Store, src, dst string) (string, error) {
+	return move(ctx, s, src, dst, nil)
+}
+
+// MoveAs is Move with the object rewritten: body is stored at dst (or the
+// next free name) in place of src's bytes, read back and compared, and only
+// then is src deleted. A copy an earlier attempt left (src's origin, body's
+// bytes) is reused; one with src's origin and other bytes is an error that
+// keeps src.
+func MoveAs(ctx context.Context, s Store, src, dst string, body []byte) (string, error) {
+	if body == nil {
+		body = []byte{}
+	}
+	return move(ctx, s, src, dst, body)
+}
+
+// move stores body (src's own bytes when nil) at dst or a suffixed name,
+// confirms it, and deletes src.
+func move(ctx context.Context, s Store, src, dst string, body []byte) (string, error) {
 	if src == dst {
 		return src, fmt.Errorf("move %s: %w", src, ErrSelfCopy)
 	}
 	unlock := moveLocks.lock(s.String() + "\x00" + dst)
 	defer unlock()
-	body, err := s.Get(ctx, src)
-	if err != nil {
-		return "", err
+	if body == nil {
+		var err error
+		if body, err = s.Get(ctx, src); err != nil {
+			return "", err
+		}
 	}
 	origin := Origin(src)
 	for i := 0; i < maxMoveSuffix; i++ {
@@ -72,7 +92,7 @@ func Move(ctx context.Context, s Store, src, dst string) (string, error) {
 		case gerr != nil:
 			return cand, fmt.Errorf("copied %s to %s, but could not read the copy back to confirm it (the original is kept): %w", src, cand, gerr)
 		case !bytes.Equal(there, body):
-			return cand, fmt.Errorf("the copy at %s does not hold the bytes read from %s; the original is kept", cand, src)
+			return cand, fmt.Errorf("the copy at %s does not hold the bytes meant for it from %s; the original is kept", cand, src)
 		}
 		if err := s.Delete(ctx, src); err != nil {
 			return cand, fmt.Errorf("copied %s to %s, but the original could not be deleted: %w", src, cand, err)

@@ -300,3 +300,19 @@ func gjsonEscape(s string) string {
 // gjsonKeyEscaper is built once: building a Replacer costs far more than
 // using one, and keys are escaped for every field of every file.
 var gjsonKeyEscaper = strings.NewReplacer(".", `\.`, "*", `\*`, "?", `\?`, "|", `\|`, "#", `\#`, "@", `\@`, `\`, `\\`)
+
+// MessageFunc is the Cumulus message lookup dla.Hoist needs, as the DLA
+// writer makes it: Unwrap, with a failure a retry may cure returned as an
+// error and any other one given as the reason no message was derived.
+func MessageFunc(ctx context.Context, sfn StepFunctions, objs Objects) dla.MessageFunc {
+	return func(d *dla.Decoded) (gjson.Result, string, error) {
+		m, err := Unwrap(ctx, d, sfn, objs)
+		switch {
+		case IsTransient(err):
+			return gjson.Result{}, "", err
+		case err != nil:
+			return gjson.Result{}, err.Error(), nil
+		}
+		return m.JSON, "", nil
+	}
+}

@@ -289,14 +289,5 @@ func (p *Processor) dateless(raw []byte) time.Time {
 // catches does; a transient failure (S3 unavailable) fails the record, to
 // be retried.
 func (p *Processor) message(ctx context.Context) dla.MessageFunc {
-	return func(d *dla.Decoded) (gjson.Result, string, error) {
-		m, err := recovery.Unwrap(ctx, d, p.SFN, p.Objects)
-		switch {
-		case recovery.IsTransient(err):
-			return gjson.Result{}, "", err
-		case err != nil:
-			return gjson.Result{}, err.Error(), nil
-		}
-		return m.JSON, "", nil
-	}
+	return recovery.MessageFunc(ctx, p.SFN, p.Objects)
 }
