@@ -85,7 +85,7 @@ func (e *engineFlags) plan(f *Factory, s *selectFlags, scope selection.Scope, lo
 		return p, cmdutil.UsageErrorf("--engine athena searches sqs/ only: the Glue table does not cover failed-sqs/ (search it with --engine local)")
 	}
 	if s.includeLegacy {
-		return p, cmdutil.UsageErrorf("--engine athena sees date folders only; legacy objects outside them are not in the Glue table (move them with Cumulus's dla-migration, or search them with --engine local)")
+		return p, cmdutil.UsageErrorf("--engine athena sees date folders only; legacy objects outside them are not in the Glue table (move them with 'dla migrate-legacy', or search them with --engine local)")
 	}
 	p.names.Database = cmp.Or(e.database, p.names.Database)
 	p.names.Table = cmp.Or(e.table, p.names.Table)
