@@ -7,6 +7,8 @@ require (
 	github.com/aws/aws-sdk-go-v2/config v1.33.15
 	github.com/aws/aws-sdk-go-v2/credentials v1.20.15
 	github.com/aws/aws-sdk-go-v2/feature/ec2/imds v1.20.7
+	github.com/aws/aws-sdk-go-v2/service/athena v1.66.10
+	github.com/aws/aws-sdk-go-v2/service/lambda v1.114.2
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.8
 	github.com/aws/aws-sdk-go-v2/service/secretsmanager v1.50.10
 	github.com/aws/aws-sdk-go-v2/service/sfn v1.41.2
@@ -23,8 +25,6 @@ require (
 	github.com/tidwall/pretty v1.2.0
 	golang.org/x/term v0.47.0
 )
-
-require github.com/aws/aws-sdk-go-v2/service/athena v1.66.10 // indirect
 
 require (
 	github.com/aws/aws-lambda-go v1.55.1

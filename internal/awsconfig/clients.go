@@ -5,6 +5,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/athena"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
@@ -49,6 +50,15 @@ func SecretText(ctx context.Context, c *secretsmanager.Client, id string) ([]byt
 // Athena returns an Athena client (--endpoint-url applies).
 func Athena(cfg aws.Config, s Settings) *athena.Client {
 	return athena.NewFromConfig(cfg, func(o *athena.Options) {
+		if s.EndpointURL != "" {
+			o.BaseEndpoint = aws.String(s.EndpointURL)
+		}
+	})
+}
+
+// Lambda returns a Lambda client (--endpoint-url applies).
+func Lambda(cfg aws.Config, s Settings) *lambda.Client {
+	return lambda.NewFromConfig(cfg, func(o *lambda.Options) {
 		if s.EndpointURL != "" {
 			o.BaseEndpoint = aws.String(s.EndpointURL)
 		}

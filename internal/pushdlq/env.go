@@ -80,3 +80,41 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	return c, nil
 }
+
+// ProcessVars is a policy as the processor's PROCESS_* variables: the
+// window bounds as ISO-8601 UTC with milliseconds, and the codes.
+func ProcessVars(p Policy) map[string]string {
+	start, end := p.Window()
+	const iso = "2006-01-02T15:04:05.000Z"
+	return map[string]string{EnvStartAt: start.Format(iso), EnvEndAt: end.Format(iso), EnvErrorCodes: p.CodesString()}
+}
+
+// MatchNothing is the policy `pushdlq processor disarm --clear` leaves: a
+// valid window (the processor refuses to start without one) of one
+// millisecond at the epoch, which no real createdAt falls in, and one code.
+var MatchNothing = Policy{Start: 0, End: 1, Codes: []int{0}}
+
+// MergeVars returns current with updates applied: every other variable is
+// kept as it is. Neither map is changed.
+func MergeVars(current, updates map[string]string) map[string]string {
+	out := make(map[string]string, len(current)+len(updates))
+	for k, v := range current {
+		out[k] = v
+	}
+	for k, v := range updates {
+		out[k] = v
+	}
+	return out
+}
+
+// PolicyFromVars reads the PROCESS_* variables of a function's environment
+// (the queue URLs are not needed); a missing or invalid one is an EnvError.
+func PolicyFromVars(vars map[string]string) (Policy, error) {
+	c, err := LoadConfig(func(k string) string {
+		if k == EnvDLQURL || k == EnvBaseURL {
+			return "-"
+		}
+		return vars[k]
+	})
+	return c.Policy, err
+}

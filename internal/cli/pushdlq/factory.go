@@ -10,6 +10,7 @@ import (
 
 	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
+	"github.com/deadletter/deadletter/internal/lambdactl"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 )
 
@@ -25,6 +26,18 @@ type Factory struct {
 	SQS func(ctx context.Context) (sqsmove.API, string, error)
 	// StateDir is where journals go by default.
 	StateDir func() (string, error)
+	// Lambda returns the Lambda client of pushdlq processor.
+	Lambda func(ctx context.Context) (lambdactl.API, error)
+	// Poll is how often pushdlq processor reads a function whose update is
+	// in progress (default 2 s).
+	Poll time.Duration
+}
+
+func (f *Factory) pollInterval() time.Duration {
+	if f.Poll > 0 {
+		return f.Poll
+	}
+	return 2 * time.Second
 }
 
 // NewFactory returns the production factory.
@@ -36,6 +49,17 @@ func NewFactory(ios *iostreams.IOStreams, getenv func(string) string) *Factory {
 			return nil, "", err
 		}
 		return awsconfig.SQS(cfg, *f.AWS), awsconfig.Describe(cfg, *f.AWS), nil
+	}
+	f.Lambda = func(ctx context.Context) (lambdactl.API, error) {
+		cfg, err := awsconfig.Load(ctx, *f.AWS)
+		if err != nil {
+			return nil, err
+		}
+		// --endpoint-url is for SQS here (a local SQS); Lambda follows
+		// AWS_ENDPOINT_URL_LAMBDA and the profile.
+		s := *f.AWS
+		s.EndpointURL = ""
+		return awsconfig.Lambda(cfg, s), nil
 	}
 	f.StateDir = func() (string, error) {
 		dir := f.Getenv("XDG_STATE_HOME")
