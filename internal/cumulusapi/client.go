@@ -1,0 +1,165 @@
+// Package cumulusapi is a client for the two Cumulus API endpoints dead
+// letter recovery uses: POST /deadLetterArchive/recoverCumulusMessages,
+// which starts Cumulus's own recovery as an async operation, and
+// GET /asyncOperations/{id}, which reports on it.
+package cumulusapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Client calls one Cumulus API with a bearer token. The token is sent in
+// the Authorization header only and never appears in an error.
+type Client struct {
+	BaseURL string
+	Token   string
+	HTTP    *http.Client
+	// Attempts bounds the tries of a call answered 5xx or not answered
+	// (default 4); Backoff is the first wait between them, doubling
+	// (default 1 s).
+	Attempts int
+	Backoff  time.Duration
+}
+
+// AsyncOperation is Cumulus's async operation record (the fields used).
+type AsyncOperation struct {
+	ID            string `json:"id"`
+	Status        string `json:"status"` // RUNNING, SUCCEEDED, TASK_FAILED, RUNNER_FAILED
+	Output        string `json:"output"` // JSON text, once done
+	Description   string `json:"description"`
+	OperationType string `json:"operationType"`
+	TaskArn       string `json:"taskArn"`
+}
+
+// Done reports whether the operation has ended.
+func (o AsyncOperation) Done() bool { return o.Status != "" && o.Status != "RUNNING" }
+
+// Succeeded reports whether the operation ended well.
+func (o AsyncOperation) Succeeded() bool { return o.Status == "SUCCEEDED" }
+
+// RecoveryOutput is the output of a finished dead letter recovery.
+type RecoveryOutput struct {
+	ProcessingSucceededKeys []string `json:"processingSucceededKeys"`
+	ProcessingFailedKeys    []string `json:"processingFailedKeys"`
+}
+
+// ErrUnauthorized: the API refused the token (401 or 403).
+var ErrUnauthorized = errors.New("the Cumulus API refused the token")
+
+// StatusError is an answer other than the one expected.
+type StatusError struct {
+	Op     string
+	Status int
+	Body   string // the start of the body, for the operator
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%s: HTTP %d: %s", e.Op, e.Status, e.Body)
+}
+
+// RecoverCumulusMessages starts Cumulus's recovery of the objects under
+// path in bucket. Cumulus answers 202 with the async operation.
+//
+// A 5xx answer is retried: the first call may have started an operation
+// all the same, which then recovers the same objects as the second one.
+// Cumulus's writes are guarded upserts and its moves copy before they
+// delete, so two runs over one prefix write the same rows and lose nothing.
+func (c *Client) RecoverCumulusMessages(ctx context.Context, bucket, path string) (AsyncOperation, error) {
+	body, _ := json.Marshal(map[string]string{"bucket": bucket, "path": path})
+	var op AsyncOperation
+	err := c.call(ctx, http.MethodPost, "/deadLetterArchive/recoverCumulusMessages", body, http.StatusAccepted, &op)
+	if err == nil && op.ID == "" {
+		err = fmt.Errorf("start the recovery: the API answered 202 without an async operation id")
+	}
+	return op, err
+}
+
+// AsyncOperation reads an async operation.
+func (c *Client) AsyncOperation(ctx context.Context, id string) (AsyncOperation, error) {
+	var op AsyncOperation
+	err := c.call(ctx, http.MethodGet, "/asyncOperations/"+url.PathEscape(id), nil, http.StatusOK, &op)
+	return op, err
+}
+
+func (c *Client) call(ctx context.Context, method, path string, body []byte, want int, out any) error {
+	hc := c.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 60 * time.Second}
+	}
+	attempts := c.Attempts
+	if attempts <= 0 {
+		attempts = 4
+	}
+	wait := c.Backoff
+	if wait <= 0 {
+		wait = time.Second
+	}
+	op := method + " " + path
+	var last error
+	for i := 0; i < attempts; i++ {
+		if i > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
+			wait *= 2
+		}
+		req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.BaseURL, "/")+path, bytes.NewReader(body))
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+		req.Header.Set("Accept", "application/json")
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			last = fmt.Errorf("%s: %w", op, err)
+			continue
+		}
+		b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		switch {
+		case err != nil:
+			last = fmt.Errorf("%s: reading the answer: %w", op, err)
+			continue
+		case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+			return fmt.Errorf("%s: %w (HTTP %d: %s); check --token-file or CUMULUS_API_TOKEN", op, ErrUnauthorized, resp.StatusCode, snippet(b))
+		case resp.StatusCode >= 500:
+			last = &StatusError{Op: op, Status: resp.StatusCode, Body: snippet(b)}
+			continue
+		case resp.StatusCode != want:
+			return &StatusError{Op: op, Status: resp.StatusCode, Body: snippet(b)}
+		}
+		if err := json.Unmarshal(b, out); err != nil {
+			return fmt.Errorf("%s: the answer is not the JSON expected: %w", op, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w (after %d tries)", last, attempts)
+}
+
+// snippet is the start of a body, on one line.
+func snippet(b []byte) string {
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
