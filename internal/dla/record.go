@@ -60,6 +60,10 @@ type Record struct {
 // ExecutionName is the last ':'- or '/'-separated token of the execution ARN.
 func (r *Record) ExecutionName() string { return lastToken(r.ExecutionArn) }
 
+// StateMachineName is the last ':'/'/' token of the state machine ARN: the
+// workflow's name.
+func (r *Record) StateMachineName() string { return lastToken(r.StateMachineArn) }
+
 // EventTime parses Time; ok is false when it is missing or invalid.
 func (r *Record) EventTime() (time.Time, bool) { return ParseEventTime(r.Time) }
 

@@ -3,13 +3,17 @@ package dla
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"slices"
+	"strings"
 
+	"github.com/charmbracelet/lipgloss"
 	"github.com/spf13/cobra"
 
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/report"
 )
 
 // StatsOptions are dla stats's inputs.
@@ -168,6 +172,13 @@ func printStats(f *Factory, opts *StatsOptions, report StatsReport, counts map[s
 		}
 		return output.WriteJSON(output.JSONOut(f.IO), report)
 	}
+	if f.IO.IsStdoutTTY() {
+		if err := printStatsBars(f, opts.By, report); err != nil {
+			return err
+		}
+		fmt.Fprintln(f.IO.ErrOut, summary(output.Plural(len(report.Groups), "group")))
+		return nil
+	}
 	t := output.NewTable(f.IO, "COUNT", "SHARE", opts.By)
 	for _, g := range report.Groups {
 		t.Row(fmt.Sprint(g.Count), fmt.Sprintf("%.1f%%", 100*float64(g.Count)/float64(max(report.Total, 1))), cmp.Or(deref(g.Value), "(none)"))
@@ -177,4 +188,34 @@ func printStats(f *Factory, opts *StatsOptions, report StatsReport, counts map[s
 	}
 	fmt.Fprintln(f.IO.ErrOut, summary(output.Plural(len(report.Groups), "group")))
 	return nil
+}
+
+// printStatsBars is the terminal form of the stats table: a bar in each
+// row, sized to the terminal's width, drawn in the terminal's colours.
+func printStatsBars(f *Factory, by string, rep StatsReport) error {
+	width := f.IO.TerminalWidth()
+	if width <= 0 {
+		width = 80
+	}
+	bw := report.TermBarWidth(width)
+	labelW := max(width-6-2-6-2-bw-2, 8)
+	r := f.IO.Renderer()
+	bar := r.NewStyle().Foreground(lipgloss.Color("4"))
+	head := r.NewStyle().Bold(true)
+	maxN := 0
+	for _, g := range rep.Groups {
+		maxN = max(maxN, g.Count)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s  %s  %s  %s\n", head.Render(" COUNT"), head.Render(" SHARE"), head.Render(fmt.Sprintf("%-*s", bw, "")), head.Render(strings.ToUpper(by)))
+	for _, g := range rep.Groups {
+		label := []rune(output.Escape(cmp.Or(deref(g.Value), "(none)")))
+		if len(label) > labelW {
+			label = append(label[:labelW-1], '…')
+		}
+		fmt.Fprintf(&b, "%6d  %5.1f%%  %s  %s\n", g.Count, 100*float64(g.Count)/float64(max(rep.Total, 1)),
+			bar.Render(report.Bar(g.Count, maxN, bw)), string(label))
+	}
+	_, err := io.WriteString(f.IO.Out, b.String())
+	return err
 }

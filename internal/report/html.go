@@ -1,0 +1,174 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+)
+
+// Page is what a report page shows around its sections.
+type Page struct {
+	Title     string
+	Subtitle  []string // lines under the title: the source, the selection, when
+	Sections  []Section
+	Commands  []Command // what the key links point at
+	Generated string
+}
+
+// Section is one chart (or table) with its numbers.
+type Section struct {
+	ID, Title, Note string
+	Chart           template.HTML // an SVG from Stacked or Bars, or ""
+	Table           Table
+	Open            bool // the table is shown open (it is the content)
+}
+
+// Table is a section's numbers: every chart has one, for screen readers,
+// for copying, and for print.
+type Table struct {
+	Header []string
+	Rows   [][]Cell
+}
+
+// Cell is text, or a key that links to the command that opens it.
+type Cell struct {
+	Text    string
+	Command int // 1-based index into Page.Commands; 0: plain text
+	Code    bool
+}
+
+// Command is a shell command shown at the end of the page.
+type Command struct {
+	ID, Text string
+}
+
+// Links collects the commands keys link to, one per key.
+type Links struct {
+	archive  string
+	program  string
+	root     string
+	commands []Command
+	byKey    map[string]int
+}
+
+// NewLinks links keys to `<program> show --archive <archive> KEY`; keys are
+// shown without root (the archive's "<stack>/dead-letter-archive/"), the
+// commands hold them whole.
+func NewLinks(program, archive, root string) *Links {
+	return &Links{program: program, archive: archive, root: root, byKey: map[string]int{}}
+}
+
+// Key is a table cell holding key, linked to its show command.
+func (l *Links) Key(key string) Cell {
+	n, ok := l.byKey[key]
+	if !ok {
+		l.commands = append(l.commands, Command{ID: fmt.Sprintf("show-%d", len(l.commands)+1),
+			Text: l.program + " show --archive " + ShellQuote(l.archive) + " " + ShellQuote(key)})
+		n = len(l.commands)
+		l.byKey[key] = n
+	}
+	return Cell{Text: strings.TrimPrefix(key, l.root), Command: n, Code: true}
+}
+
+// Commands returns the commands linked so far.
+func (l *Links) Commands() []Command { return l.commands }
+
+// ShellQuote quotes s for a POSIX shell when it needs it.
+func ShellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '-' || r == '_' || r == '.' || r == ':' || r == '=' || r == '+' || r == ',' || r == '@' ||
+			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Write renders the page: one HTML file with its CSS inline, no script,
+// and nothing fetched.
+func Write(w io.Writer, p Page) error {
+	return pageTemplate.Execute(w, p)
+}
+
+var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
+	"cmd":   func(p Page, n int) Command { return p.Commands[n-1] },
+	"clean": clean,
+}).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{clean .Title}}</title>
+<style>
+:root { color-scheme: light; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1b1b1b; margin: 0; background: #fff; }
+main { max-width: 1180px; margin: 0 auto; padding: 16px 24px 48px; }
+h1 { font-size: 22px; margin: 8px 0 4px; }
+h2 { font-size: 17px; margin: 28px 0 6px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
+.sub { color: #555; margin: 0; }
+.note { color: #555; margin: 4px 0 8px; }
+svg.chart { max-width: 100%; height: auto; display: block; }
+svg .grid { stroke: #e5e5e5; }
+svg text { font: 11px system-ui, sans-serif; fill: #333; }
+.legend { display: flex; flex-wrap: wrap; gap: 4px 14px; margin: 4px 0; padding: 0; list-style: none; font-size: 12px; }
+.legend span { display: inline-block; width: 10px; height: 10px; margin-right: 4px; vertical-align: -1px; }
+table { border-collapse: collapse; margin: 6px 0; font-size: 13px; width: 100%; }
+td a code { display: inline-block; min-width: 24em; }
+th, td { text-align: left; padding: 3px 10px 3px 0; vertical-align: top; border-bottom: 1px solid #f0f0f0; overflow-wrap: anywhere; }
+td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
+code { font: 12px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; word-break: break-all; overflow-wrap: anywhere; }
+details summary { cursor: pointer; color: #0a58a8; margin: 4px 0; }
+a { color: #0a58a8; }
+.cmds code { display: block; padding: 2px 0; }
+@media print {
+  main { max-width: none; padding: 0; }
+  details { display: block; }
+  details > summary { display: none; }
+  h2 { break-after: avoid; }
+  section { break-inside: avoid; }
+  a { color: inherit; text-decoration: none; }
+}
+</style>
+</head>
+<body>
+<main>
+<h1>{{clean .Title}}</h1>
+{{range .Subtitle}}<p class="sub">{{clean .}}</p>
+{{end}}{{$p := .}}{{range .Sections}}<section id="{{.ID}}">
+<h2>{{clean .Title}}</h2>
+{{if .Note}}<p class="note">{{clean .Note}}</p>
+{{end}}{{if .Chart}}{{.Chart}}
+{{end}}{{if .Table.Rows}}<details{{if .Open}} open{{end}}><summary>{{if .Open}}Hide{{else}}Show{{end}} the numbers ({{len .Table.Rows}} rows)</summary>
+<table>
+<thead><tr>{{range .Table.Header}}<th>{{clean .}}</th>{{end}}</tr></thead>
+<tbody>
+{{range .Table.Rows}}<tr>{{range .}}{{if .Command}}<td><a href="#{{(cmd $p .Command).ID}}"><code>{{clean .Text}}</code></a></td>{{else if .Code}}<td><code>{{clean .Text}}</code></td>{{else}}<td>{{clean .Text}}</td>{{end}}{{end}}</tr>
+{{end}}</tbody>
+</table>
+</details>
+{{else}}<p class="note">None.</p>
+{{end}}</section>
+{{end}}{{if .Commands}}<section id="commands">
+<h2>Opening an object</h2>
+<p class="note">Each key above links here: the command that shows the object, decoded layer by layer.</p>
+<div class="cmds">
+{{range .Commands}}<code id="{{.ID}}">{{clean .Text}}</code>
+{{end}}</div>
+</section>
+{{end}}<p class="note">Generated {{.Generated}}.</p>
+</main>
+</body>
+</html>
+`))
+
+// Legend is the HTML list naming each series' colour.
+func Legend(series []Series) template.HTML {
+	var b strings.Builder
+	b.WriteString(`<ul class="legend">`)
+	for i, s := range series {
+		fmt.Fprintf(&b, `<li><span style="background:%s"></span>%s</li>`, Palette[i%len(Palette)], esc(s.Name))
+	}
+	b.WriteString(`</ul>`)
+	return template.HTML(b.String())
+}
