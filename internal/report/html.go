@@ -115,6 +115,7 @@ svg text { font: 11px system-ui, sans-serif; fill: #333; }
 .legend span { display: inline-block; width: 10px; height: 10px; margin-right: 4px; vertical-align: -1px; }
 table { border-collapse: collapse; margin: 6px 0; font-size: 13px; width: 100%; }
 td a code { display: inline-block; min-width: 24em; }
+th { white-space: nowrap; overflow-wrap: normal; }
 th, td { text-align: left; padding: 3px 10px 3px 0; vertical-align: top; border-bottom: 1px solid #f0f0f0; overflow-wrap: anywhere; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
 code { font: 12px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; word-break: break-all; overflow-wrap: anywhere; }

@@ -26,6 +26,18 @@ type Series struct {
 // rect per non-zero (category, series) pair. Every rect has class "bar",
 // data-chart, data-category, data-series and data-value, and a <title>.
 func Stacked(id, title string, categories []string, series []Series, width, height int) string {
+	return StackedBand(id, title, categories, series, width, height, nil)
+}
+
+// Band marks a run of categories, From to To inclusive (a suggested window,
+// say): a shaded rect behind the bars, with a label.
+type Band struct {
+	From, To int
+	Label    string
+}
+
+// StackedBand is Stacked with a band drawn behind the bars (nil: none).
+func StackedBand(id, title string, categories []string, series []Series, width, height int, band *Band) string {
 	const left, bottom, top, right = 48, 64, 12, 12
 	plotW, plotH := float64(width-left-right), float64(height-top-bottom)
 	total := make([]int, len(categories))
@@ -44,6 +56,16 @@ func Stacked(id, title string, categories []string, series []Series, width, heig
 	axisY(&b, left, top, plotW, plotH, scale)
 	step := plotW / float64(max(len(categories), 1))
 	barW := math.Max(step*0.7, 1)
+	if band != nil && band.From <= band.To && band.From >= 0 && band.To < len(categories) {
+		x := float64(left) + float64(band.From)*step
+		fmt.Fprintf(&b, `<rect class="band" data-from="%s" data-to="%s" x="%.1f" y="%d" width="%.1f" height="%.1f" fill="#E69F00" fill-opacity="0.18" stroke="#D55E00" stroke-dasharray="4 3"><title>%s</title></rect>`,
+			esc(categories[band.From]), esc(categories[band.To]), x, top, float64(band.To-band.From+1)*step, plotH, esc(band.Label))
+		lx, anchor := x+3, "start" // in the right half, the label reads leftwards from the band's end
+		if x > float64(width)/2 {
+			lx, anchor = x+float64(band.To-band.From+1)*step-3, "end"
+		}
+		fmt.Fprintf(&b, `<text class="band-label" x="%.1f" y="%d" text-anchor="%s">%s</text>`, lx, top+11, anchor, esc(band.Label))
+	}
 	for i, c := range categories {
 		x := float64(left) + float64(i)*step + (step-barW)/2
 		y := float64(top) + plotH

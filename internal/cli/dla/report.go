@@ -3,8 +3,6 @@ package dla
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -165,24 +163,11 @@ func selectionText(s selectFlags) string {
 	return strings.Join(parts, " ")
 }
 
-// writeOut writes a whole file atomically (a temporary file renamed into
-// place), or to stdout for "-".
+// writeOut writes a whole file atomically, or to stdout for "-".
 func writeOut(f *Factory, path string, data []byte) error {
 	if path == "-" {
 		_, err := f.IO.Out.Write(data)
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return cmdutil.WriteFileAtomic(path, data)
 }

@@ -79,7 +79,7 @@ func TestInspectSuggestsTheMainBurst(t *testing.T) {
 		t.Errorf("report %+v", rep)
 	}
 	var b strings.Builder
-	if err := printInspect(&b, rep); err != nil {
+	if err := printInspect(&b, rep, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Scanned     10 messages (all)", "1004                   PushFailed", "Suggested:  --window 2025-11-14T08:31:00Z/2025-11-14T08:53:00Z --codes 1004", "2025-11-13T08:00Z"} {

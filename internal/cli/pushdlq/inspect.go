@@ -1,6 +1,8 @@
 package pushdlq
 
 import (
+	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -13,6 +15,7 @@ import (
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/pushdlq"
+	"github.com/deadletter/deadletter/internal/report"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 )
 
@@ -22,6 +25,7 @@ type InspectOptions struct {
 	Queue   queueFlags
 	Sample  int
 	All     bool
+	HTML    string
 	Output  *cmdutil.Output
 }
 
@@ -35,7 +39,8 @@ func NewCmdInspect(f *Factory, runF func(*cobra.Command, *InspectOptions) error)
 summarise it: queue depth, counts by error code, priority and action, the
 createdAt range with an hourly histogram, messages without error metadata,
 malformed bodies, and a suggested --window and --codes for the dominant
-failure.
+failure. On a terminal, each error code's createdAt histogram is also drawn as
+a one-line sparkline. --html FILE writes the same as a self-contained page.
 
 Nothing is deleted. Messages are received with a visibility timeout that
 covers the scan and made visible again at the end; SQS has no peek, so
@@ -68,6 +73,7 @@ reading raises each message's receive count.`,
 	opts.Queue.register(cmd, true)
 	cmd.Flags().IntVar(&opts.Sample, "sample", 100, "read this many messages")
 	cmd.Flags().BoolVar(&opts.All, "all", false, "read every message")
+	cmd.Flags().StringVar(&opts.HTML, "html", "", "also write a self-contained HTML report to this file: the createdAt histogram by error code with the suggested window, depth by priority, malformed messages")
 	opts.Output = cmdutil.AddOutputFlag(cmd, "table", "json")
 	return cmd
 }
@@ -122,10 +128,79 @@ func runInspect(cmd *cobra.Command, opts *InspectOptions) error {
 		return ctx.Err()
 	}
 	rep := inspectReport(s.queue, t, !opts.All)
+	if opts.HTML != "" {
+		if err := writeInspectHTML(f, opts.HTML, rep, t); err != nil {
+			return err
+		}
+	}
 	if opts.Output.Value == "json" {
 		return output.WriteJSON(f.IO.Out, rep)
 	}
-	return printInspect(output.TerminalOut(f.IO), rep)
+	var sparks []string
+	if f.IO.IsStdoutTTY() {
+		sparks = sparklines(t, f.IO.TerminalWidth())
+	}
+	return printInspect(output.TerminalOut(f.IO), rep, sparks)
+}
+
+// writeInspectHTML writes the report page of an inspection.
+func writeInspectHTML(f *Factory, path string, rep InspectReport, t *tally) error {
+	p := report.PushDLQ{Queue: rep.Queue, Visible: rep.Visible, InFlight: rep.InFlight, Delayed: rep.Delayed,
+		Scanned: rep.Scanned, Sample: rep.Sample, CodeMinutes: t.codeMinutes, CodeName: pushdlq.CodeName, ByPriority: t.ByPriority}
+	for _, m := range rep.Malformed {
+		p.Malformed = append(p.Malformed, report.Count{Label: m.Key + " " + m.Name, N: m.Count})
+	}
+	if sg := rep.Suggestion; sg != nil {
+		if s, e, err := pushdlq.ParseWindow(sg.Window); err == nil {
+			p.Window = &[2]int64{s, e}
+			p.WindowArgs = fmt.Sprintf("--window %s --codes %d", sg.Window, sg.Code)
+		}
+	}
+	scope := "every message"
+	if rep.Sample {
+		scope = "a sample of " + output.Plural(rep.Scanned, "message")
+	}
+	page := report.PushDLQPage(p, "Push DLQ report: "+sqsmove.Name(rep.Queue), []string{
+		rep.Queue,
+		fmt.Sprintf("Depth before the scan: %d visible, %d in flight, %d delayed; read %s (%s)", rep.Visible, rep.InFlight, rep.Delayed, output.Plural(rep.Scanned, "message"), scope),
+	})
+	page.Generated = f.Now().UTC().Format("2006-01-02 15:04:05Z") + " by pushdlq inspect"
+	var b bytes.Buffer
+	if err := report.Write(&b, page); err != nil {
+		return err
+	}
+	if err := cmdutil.WriteFileAtomic(path, b.Bytes()); err != nil {
+		return err
+	}
+	fmt.Fprintf(f.IO.ErrOut, "wrote %s\n", path)
+	return nil
+}
+
+// sparklines draws each error code's createdAt histogram as one line, over
+// the scan's createdAt range, sized to the terminal.
+func sparklines(t *tally, width int) []string {
+	if !t.HasCreated {
+		return nil
+	}
+	if width <= 0 {
+		width = 80
+	}
+	digits := 1
+	for _, c := range t.ByCode {
+		digits = max(digits, len(strconv.Itoa(c)))
+	}
+	n := min(max(width-35-digits, 10), 60) // "  code   name  " is 34 columns, then " count"
+	codes := make([]int, 0, len(t.codeMinutes))
+	for c := range t.codeMinutes {
+		codes = append(codes, c)
+	}
+	slices.SortFunc(codes, func(a, b int) int { return cmp.Or(cmp.Compare(t.ByCode[b], t.ByCode[a]), cmp.Compare(a, b)) })
+	var out []string
+	for _, c := range codes {
+		key, name := codeLabel(c)
+		out = append(out, fmt.Sprintf("  %-6s %-24s %s %d", key, name, report.Sparkline(report.Buckets(t.codeMinutes[c], t.MinCreated, t.MaxCreated, n)), t.ByCode[c]))
+	}
+	return out
 }
 
 func inspectReport(q sqsmove.Queue, t *tally, sample bool) InspectReport {
@@ -159,7 +234,7 @@ func inspectReport(q sqsmove.Queue, t *tally, sample bool) InspectReport {
 	return rep
 }
 
-func printInspect(w io.Writer, r InspectReport) error {
+func printInspect(w io.Writer, r InspectReport, sparks []string) error {
 	var b strings.Builder
 	scope := "all"
 	if r.Sample {
@@ -202,6 +277,12 @@ func printInspect(w io.Writer, r InspectReport) error {
 		for _, h := range r.Hourly {
 			bar := strings.Repeat("█", max(1, h.Count*40/peak))
 			fmt.Fprintf(&b, "  %s  %-40s %s\n", h.Key, bar, strconv.Itoa(h.Count))
+		}
+	}
+	if len(sparks) > 0 {
+		fmt.Fprintf(&b, "\ncreatedAt by error code (%s … %s)\n", *r.CreatedAtMin, *r.CreatedAtMax)
+		for _, l := range sparks {
+			fmt.Fprintln(&b, l)
 		}
 	}
 	if r.Suggestion != nil {
