@@ -156,3 +156,26 @@ func TestReportEscapesArchivedText(t *testing.T) {
 		}
 	}
 }
+
+// The report of the sample archive read from S3 is the report read from
+// disk: the same charts, numbers and keys.
+func TestReportFromS3(t *testing.T) {
+	e := newAthenaEnv(t) // the sample archive in versitygw
+	local := run(t, false, nil, "", "report", "--archive", sampleArchive, "--out", "-")
+	s3 := run(t, false, nil, "", "report", "--archive", "s3://"+e.bucket+"/demo", "--out", "-")
+	if local.code != 0 || s3.code != 0 {
+		t.Fatalf("exit %d, %d: %s %s", local.code, s3.code, local.stderr, s3.stderr)
+	}
+	abs, _ := filepath.Abs(sampleArchive)
+	got := strings.ReplaceAll(s3.stdout, "s3://"+e.bucket+"/demo", "ARCHIVE")
+	want := strings.ReplaceAll(strings.ReplaceAll(local.stdout, abs, "ARCHIVE"), sampleArchive, "ARCHIVE")
+	if got != want {
+		t.Errorf("the report from S3 differs from the local one")
+		gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
+		for i := range min(len(gl), len(wl)) {
+			if gl[i] != wl[i] {
+				t.Fatalf("first difference, line %d:\n s3:    %.300s\n local: %.300s", i+1, gl[i], wl[i])
+			}
+		}
+	}
+}
