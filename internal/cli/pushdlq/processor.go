@@ -432,22 +432,48 @@ func pickMapping(maps []lambdactl.Mapping, uuid, function string) (lambdactl.Map
 	return lambdactl.Mapping{}, cmdutil.UsageErrorf("function %s has %d event source mappings (%s): choose one with --mapping", function, len(maps), strings.Join(ids, ", "))
 }
 
-func runProcessorArm(cmd *cobra.Command, opts *ProcessorOptions, policy pushdlq.Policy) error {
-	f := opts.Factory
-	ctx := cmd.Context()
-	lc, err := f.Lambda(ctx)
+// openProcessor reads the function and picks the mapping arm and disarm
+// change.
+func openProcessor(ctx context.Context, opts *ProcessorOptions) (lambdactl.API, lambdactl.Function, lambdactl.Mapping, error) {
+	lc, err := opts.Factory.Lambda(ctx)
 	if err != nil {
-		return err
+		return nil, lambdactl.Function{}, lambdactl.Mapping{}, err
 	}
 	fn, err := lambdactl.Get(ctx, lc, opts.Function)
 	if err != nil {
-		return err
+		return nil, fn, lambdactl.Mapping{}, err
 	}
 	maps, err := lambdactl.Mappings(ctx, lc, fn.Name)
 	if err != nil {
-		return err
+		return nil, fn, lambdactl.Mapping{}, err
 	}
 	m, err := pickMapping(maps, opts.Mapping, fn.Name)
+	return lc, fn, m, err
+}
+
+// confirmChange ends a dry run, or asks unless --yes; false: stop.
+func confirmChange(f *Factory, opts *ProcessorOptions, question string) (bool, error) {
+	if opts.DryRun {
+		fmt.Fprintln(f.IO.ErrOut, "dry run: nothing changed")
+		return false, nil
+	}
+	if opts.Yes {
+		return true, nil
+	}
+	ok, err := cmdutil.Confirm(f.IO, question, "yes")
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		return false, cmdutil.UsageErrorf("not confirmed; nothing was changed")
+	}
+	return true, nil
+}
+
+func runProcessorArm(cmd *cobra.Command, opts *ProcessorOptions, policy pushdlq.Policy) error {
+	f := opts.Factory
+	ctx := cmd.Context()
+	lc, fn, m, err := openProcessor(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -460,18 +486,8 @@ func runProcessorArm(cmd *cobra.Command, opts *ProcessorOptions, policy pushdlq.
 		conc = fmt.Sprintf(", maximum concurrency %d", opts.MaxConcurrency)
 	}
 	fmt.Fprintf(w, "  then enable mapping %s (now %s)%s\n", m.UUID, m.State, conc)
-	if opts.DryRun {
-		fmt.Fprintln(w, "dry run: nothing changed")
-		return nil
-	}
-	if !opts.Yes {
-		ok, err := cmdutil.Confirm(f.IO, "Arm the processor?", "yes")
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return cmdutil.UsageErrorf("not confirmed; nothing was changed")
-		}
+	if ok, err := confirmChange(f, opts, "Arm the processor?"); !ok {
+		return err
 	}
 	if err := lambdactl.SetEnv(ctx, lc, fn, pushdlq.MergeVars(fn.Env, vars)); err != nil {
 		return err
@@ -501,19 +517,7 @@ func runProcessorArm(cmd *cobra.Command, opts *ProcessorOptions, policy pushdlq.
 func runProcessorDisarm(cmd *cobra.Command, opts *ProcessorOptions) error {
 	f := opts.Factory
 	ctx := cmd.Context()
-	lc, err := f.Lambda(ctx)
-	if err != nil {
-		return err
-	}
-	fn, err := lambdactl.Get(ctx, lc, opts.Function)
-	if err != nil {
-		return err
-	}
-	maps, err := lambdactl.Mappings(ctx, lc, fn.Name)
-	if err != nil {
-		return err
-	}
-	m, err := pickMapping(maps, opts.Mapping, fn.Name)
+	lc, fn, m, err := openProcessor(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -524,18 +528,8 @@ func runProcessorDisarm(cmd *cobra.Command, opts *ProcessorOptions) error {
 		fmt.Fprintln(w, "  then set a window that matches nothing:")
 		printVarChanges(w, fn.Env, vars)
 	}
-	if opts.DryRun {
-		fmt.Fprintln(w, "dry run: nothing changed")
-		return nil
-	}
-	if !opts.Yes {
-		ok, err := cmdutil.Confirm(f.IO, "Disarm the processor?", "yes")
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return cmdutil.UsageErrorf("not confirmed; nothing was changed")
-		}
+	if ok, err := confirmChange(f, opts, "Disarm the processor?"); !ok {
+		return err
 	}
 	after, err := lambdactl.SetMapping(ctx, lc, m.UUID, false, nil)
 	if err != nil {
