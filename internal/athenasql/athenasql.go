@@ -73,15 +73,11 @@ func Identifier(s string) (string, error) {
 // Search builds the query whose rows are the keys ("$path") of the matching
 // objects, in the order local search prints them: date folder, then key.
 func Search(q Query, n Names) (string, error) {
-	where, err := Where(q)
+	fromWhere, err := fromWhere(q, n)
 	if err != nil {
 		return "", err
 	}
-	from, err := From(n)
-	if err != nil {
-		return "", err
-	}
-	sql := `SELECT "$path" AS path, eventdate` + "\nFROM " + from + "\nWHERE " + where + "\nORDER BY eventdate, \"$path\""
+	sql := `SELECT "$path" AS path, eventdate` + fromWhere + "\nORDER BY eventdate, \"$path\""
 	if q.Limit > 0 {
 		sql += "\nLIMIT " + strconv.Itoa(q.Limit)
 	}
@@ -207,6 +203,15 @@ func Stats(q Query, n Names, by string) (string, error) {
 	if q.Limit != 0 {
 		return "", fmt.Errorf("--limit does not apply to Athena counts")
 	}
+	fromWhere, err := fromWhere(q, n)
+	if err != nil {
+		return "", err
+	}
+	return "SELECT " + col + " AS value, count(*) AS objects" + fromWhere + "\nGROUP BY " + col + "\nORDER BY " + col, nil
+}
+
+// fromWhere is the FROM and WHERE clauses every query has.
+func fromWhere(q Query, n Names) (string, error) {
 	where, err := Where(q)
 	if err != nil {
 		return "", err
@@ -215,5 +220,5 @@ func Stats(q Query, n Names, by string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return "SELECT " + col + " AS value, count(*) AS objects\nFROM " + from + "\nWHERE " + where + "\nGROUP BY " + col + "\nORDER BY " + col, nil
+	return "\nFROM " + from + "\nWHERE " + where, nil
 }
