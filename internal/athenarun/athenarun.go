@@ -177,6 +177,7 @@ func (r *Runner) Results(ctx context.Context, id string, row func([]*string) err
 	}
 	in := &athena.GetQueryResultsInput{QueryExecutionId: aws.String(id), MaxResults: aws.Int32(size)}
 	first := true
+	seen := map[string]bool{}
 	for {
 		out, err := r.Client.GetQueryResults(ctx, in)
 		if err != nil {
@@ -198,9 +199,14 @@ func (r *Runner) Results(ctx context.Context, id string, row func([]*string) err
 			}
 		}
 		first = false
-		if aws.ToString(out.NextToken) == "" {
+		next := aws.ToString(out.NextToken)
+		if next == "" {
 			return nil
 		}
+		if seen[next] { // the pages loop: the same rows would come again
+			return fmt.Errorf("read the results of Athena query %s: a page token came back twice; the results stop here", id)
+		}
+		seen[next] = true
 		in.NextToken = out.NextToken
 	}
 }

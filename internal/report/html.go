@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // Page is what a report page shows around its sections.
@@ -74,8 +75,32 @@ func (l *Links) Key(key string) Cell {
 // Commands returns the commands linked so far.
 func (l *Links) Commands() []Command { return l.commands }
 
-// ShellQuote quotes s for a POSIX shell when it needs it.
+// ShellQuote quotes s for bash or zsh when it needs it: in single quotes,
+// or, when s holds a control character or bytes that are not UTF-8, as
+// $'...' with those bytes written \xNN, so that the command as shown (and
+// copied from a page) names s exactly.
 func ShellQuote(s string) string {
+	if strings.IndexFunc(s, isControl) >= 0 {
+		var b strings.Builder
+		b.WriteString("$'")
+		for i := 0; i < len(s); {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			switch {
+			case isControl(r):
+				for _, c := range []byte(s[i : i+size]) {
+					fmt.Fprintf(&b, `\x%02x`, c)
+				}
+			case r == '\\' || r == '\'':
+				b.WriteByte('\\')
+				b.WriteRune(r)
+			default:
+				b.WriteString(s[i : i+size])
+			}
+			i += size
+		}
+		b.WriteByte('\'')
+		return b.String()
+	}
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r == '/' || r == '-' || r == '_' || r == '.' || r == ':' || r == '=' || r == '+' || r == ',' || r == '@' ||
 			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
@@ -152,7 +177,7 @@ a { color: #0a58a8; }
 {{end}}</section>
 {{end}}{{if .Commands}}<section id="commands">
 <h2>Opening an object</h2>
-<p class="note">Each key above links here: the command that shows the object, decoded layer by layer.</p>
+<p class="note">Each key above links here: the command that shows the object, decoded layer by layer (quoted for bash or zsh).</p>
 <div class="cmds">
 {{range .Commands}}<code id="{{.ID}}">{{clean .Text}}</code>
 {{end}}</div>

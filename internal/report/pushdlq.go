@@ -58,17 +58,27 @@ func (p PushDLQ) Histogram() (labels []string, series []Series, first int64, min
 	if !seen {
 		return nil, nil, 0, 1
 	}
-	span := (hi-lo)/60_000 + 1
-	minutes = bucketSizes[len(bucketSizes)-1]
+	// Spans in floating point: createdAt is whatever a message says, and a
+	// bogus one (0, or nanoseconds) must widen the buckets, not overflow
+	// or multiply them.
+	span := (float64(hi)-float64(lo))/60_000 + 1
+	minutes = 0
 	for _, b := range bucketSizes {
-		if span/b < MaxBuckets {
+		if span/float64(b) < MaxBuckets-1 {
 			minutes = b
 			break
 		}
 	}
+	if minutes == 0 { // wider than the widest: as wide as it takes
+		minutes = int64(span/(MaxBuckets-2)) + 1
+	}
 	width := minutes * 60_000
 	first = lo - lo%width
-	n := int((hi-first)/width) + 1
+	if lo < 0 && lo%width != 0 {
+		first -= width
+	}
+	n := int((float64(hi)-float64(first))/float64(width)) + 1
+	n = min(n, MaxBuckets)
 	for i := 0; i < n; i++ {
 		labels = append(labels, time.UnixMilli(first+int64(i)*width).UTC().Format("01-02 15:04"))
 	}
@@ -81,7 +91,7 @@ func (p PushDLQ) Histogram() (labels []string, series []Series, first int64, min
 	for i, c := range codes {
 		s := Series{Name: p.codeLabel(c), Values: make([]int, n)}
 		for m, k := range p.CodeMinutes[c] {
-			s.Values[(m-first)/width] += k
+			s.Values[min(max(int((float64(m)-float64(first))/float64(width)), 0), n-1)] += k
 		}
 		if i < TopClasses {
 			series = append(series, s)
@@ -119,8 +129,8 @@ func PushDLQPage(p PushDLQ, title string, subtitle []string) Page {
 	var band *Band
 	if p.Window != nil && len(labels) > 0 {
 		width := minutes * 60_000
-		from := int(max(p.Window[0]-first, 0) / width)
-		to := int(max(p.Window[1]-first, 0) / width)
+		from := int(max(float64(p.Window[0])-float64(first), 0) / float64(width))
+		to := int(max(float64(p.Window[1])-float64(first), 0) / float64(width))
 		to = min(to, len(labels)-1)
 		if p.Window[1] >= first && from < len(labels) {
 			band = &Band{From: from, To: to, Label: "suggested window"}

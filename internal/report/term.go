@@ -59,13 +59,15 @@ func Buckets(counts map[int64]int, from, to int64, n int) []int {
 	if n == 0 || to < from {
 		return out
 	}
-	span := to - from + 1
+	// In floating point: instants may be anything a message says (one in
+	// nanoseconds among milliseconds), and (at-from)*n would overflow.
+	span := float64(to) - float64(from) + 1
 	for at, c := range counts {
 		if at < from || at > to {
 			continue
 		}
-		i := int((at - from) * int64(n) / span)
-		out[min(i, n-1)] += c
+		i := int((float64(at) - float64(from)) / span * float64(n))
+		out[min(max(i, 0), n-1)] += c
 	}
 	return out
 }

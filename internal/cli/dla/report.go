@@ -3,10 +3,12 @@ package dla
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/dla"
@@ -62,6 +64,9 @@ func runReport(cmd *cobra.Command, opts *ReportOptions) error {
 	ctx := cmd.Context()
 	scope, loc, store, err := opts.Select.open(cmd, f)
 	if err != nil {
+		return err
+	}
+	if err := outsideArchive(loc, opts.Out); err != nil {
 		return err
 	}
 	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
@@ -170,4 +175,30 @@ func writeOut(f *Factory, path string, data []byte) error {
 		return err
 	}
 	return cmdutil.WriteFileAtomic(path, data)
+}
+
+// outsideArchive refuses an --out inside a local archive: the page would
+// replace an archived object, or be read back as an unreadable one.
+func outsideArchive(loc archive.Location, out string) error {
+	if loc.Bucket != "" || out == "-" {
+		return nil
+	}
+	dir, err := filepath.Abs(filepath.Join(loc.Dir, loc.Stack))
+	if err != nil {
+		return err
+	}
+	file, err := filepath.Abs(out)
+	if err != nil {
+		return err
+	}
+	if real, err := filepath.EvalSymlinks(filepath.Dir(file)); err == nil {
+		file = filepath.Join(real, filepath.Base(file))
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	if rel, err := filepath.Rel(dir, file); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return cmdutil.UsageErrorf("--out %s is inside the archive %s; write the report elsewhere", out, filepath.Join(loc.Dir, loc.Stack))
+	}
+	return nil
 }
