@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/deadletter/deadletter/internal/pushdlq"
+	"github.com/deadletter/deadletter/internal/testsupport/fakelambda"
 )
 
 // tester13: arm accepts any epoch-millisecond window whose start is before
@@ -47,6 +48,35 @@ func TestTester13ArmWritesWhatTheProcessorRefuses(t *testing.T) {
 			}
 			if c.Policy.Start != start || c.Policy.End != end {
 				t.Fatalf("arm wrote a window the processor reads as %d..%d, want %d..%d", c.Policy.Start, c.Policy.End, start, end)
+			}
+		})
+	}
+}
+
+// tester13: arm checks the window and codes it writes, but not the rest of
+// what the processor needs: on a function whose PUSH_DLQ_QUEUE_URL or
+// PUSH_QUEUE_BASE_URL is missing (a half-deployed or hand-edited
+// function), arm writes PROCESS_*, enables the mapping and exits 0, and
+// internal/pushdlq.LoadConfig refuses the resulting environment, so every
+// batch fails. arm should check the merged environment with LoadConfig and
+// refuse before enabling anything.
+// DEFECT (processor.go runProcessorArm: the merged environment is never
+// checked against LoadConfig).
+func TestTester13ArmOnAFunctionTheProcessorCannotRun(t *testing.T) {
+	for _, missing := range []string{pushdlq.EnvDLQURL, pushdlq.EnvBaseURL} {
+		t.Run(missing, func(t *testing.T) {
+			e := newProcessorEnv(t)
+			env := e.fake.Env(fnName)
+			delete(env, missing)
+			e.fake.AddFunction(fakelambda.Function{Name: fnName, Env: env})
+			code, _, stderr := e.run(t, context.Background(), "processor", "arm", "--function", fnName, "--window", "2025-11-14T08:30:00Z/2025-11-14T09:00:00Z", "--codes", "1004", "--yes")
+			after := e.fake.Env(fnName)
+			_, err := pushdlq.LoadConfig(func(k string) string { return after[k] })
+			if code == 0 && err != nil {
+				t.Fatalf("arm exited 0 and left the mapping %s, but the processor refuses the function's environment: %v\n%s", e.fake.Mapping("map-1").State, err, stderr)
+			}
+			if code != 0 && e.fake.Mapping("map-1").State != "Disabled" {
+				t.Fatalf("arm failed (exit %d) but enabled the mapping: %s", code, stderr)
 			}
 		})
 	}
