@@ -3,11 +3,14 @@ package athenarun
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/athena"
 	"github.com/aws/aws-sdk-go-v2/service/athena/types"
+
+	"github.com/deadletter/deadletter/internal/testsupport/fakeathena"
 )
 
 // loopingPages answers GetQueryResults with one row and a NextToken that
@@ -52,5 +55,33 @@ func TestTester13ResultsStopsOnALoopingToken(t *testing.T) {
 	}
 	if err == nil {
 		t.Fatalf("Results ended without error after %d rows of a looping result", rows)
+	}
+}
+
+// tester13 (holds): an interrupt while the query runs, with every
+// StopQueryExecution throttled past the SDK's retries, still returns (the
+// stop has its own deadline), keeps the interrupt as the cause, and names
+// the query to stop by hand. Through the real SDK and fakeathena.
+func TestTester13InterruptWithStopFailing(t *testing.T) {
+	fake := fakeathena.New(t, func(string) fakeathena.Execution { return fakeathena.Execution{States: []string{"QUEUED", "RUNNING"}} })
+	fake.Throttle("StopQueryExecution", 1000)
+	r := runner(fake)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r.Progress = func(s Status) {
+		if s.State == types.QueryExecutionStateRunning {
+			cancel()
+		}
+	}
+	_, err := r.Run(ctx, "SELECT 1", func([]*string) error { return nil })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want the interrupt as its cause", err)
+	}
+	id := fake.Started()[0].ID
+	if !strings.Contains(err.Error(), id) || !strings.Contains(err.Error(), "stop it in the console") {
+		t.Fatalf("err = %v: does not name query %s to stop by hand", err, id)
+	}
+	if fake.Calls("StopQueryExecution") < 2 {
+		t.Fatalf("StopQueryExecution called %d times: the SDK did not retry it", fake.Calls("StopQueryExecution"))
 	}
 }
