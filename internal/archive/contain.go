@@ -113,6 +113,14 @@ func (c *contained) Delete(ctx context.Context, key string) error {
 	return c.inner.Delete(ctx, key)
 }
 
+// DeleteIfUnchanged is the inner store's conditional delete, checked.
+func (c *contained) DeleteIfUnchanged(ctx context.Context, key string, body []byte) error {
+	if err := CheckKey(c.root, key); err != nil {
+		return err
+	}
+	return DeleteIfUnchanged(ctx, c.inner, key, body)
+}
+
 // DeleteMany deletes the keys that pass the check and reports the others as
 // failed, so that one hostile key does not keep the rest from being deleted.
 func (c *contained) DeleteMany(ctx context.Context, keys []string) (map[string]error, error) {

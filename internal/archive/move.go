@@ -33,34 +33,71 @@ const maxMoveSuffix = 100
 // that copy's key and an error saying so. Moves to one destination name
 // are serialised within the process.
 func Move(ctx context.Context, s Store, src, dst string) (string, error) {
-	return move(ctx, s, src, dst, nil)
+	return move(ctx, s, src, dst, nil, nil)
 }
 
 // MoveAs is Move with the object rewritten: body is stored at dst (or the
 // next free name) in place of src's bytes, read back and compared, and only
-// then is src deleted. A copy an earlier attempt left (src's origin, body's
-// bytes) is reused; one with src's origin and other bytes is an error that
-// keeps src.
-func MoveAs(ctx context.Context, s Store, src, dst string, body []byte) (string, error) {
+// then is src deleted, provided it still holds srcBody (the bytes body was
+// made from). A copy an earlier attempt left (src's origin, body's bytes)
+// is reused; one with src's origin and other bytes is an error that keeps
+// src.
+func MoveAs(ctx context.Context, s Store, src, dst string, srcBody, body []byte) (string, error) {
 	if body == nil {
 		body = []byte{}
 	}
-	return move(ctx, s, src, dst, body)
+	return move(ctx, s, src, dst, srcBody, body)
 }
 
-// move stores body (src's own bytes when nil) at dst or a suffixed name,
-// confirms it, and deletes src.
-func move(ctx context.Context, s Store, src, dst string, body []byte) (string, error) {
+// ErrChanged: the object no longer holds the bytes it was read with.
+var ErrChanged = errors.New("it changed since it was read")
+
+// ConditionalDeleter is a Store that can delete an object only while it
+// still holds given bytes.
+type ConditionalDeleter interface {
+	// DeleteIfUnchanged deletes key if it holds body (ErrChanged if it
+	// holds other bytes; nil if it is gone).
+	DeleteIfUnchanged(ctx context.Context, key string, body []byte) error
+}
+
+// DeleteIfUnchanged deletes key only while it holds body: the store's own
+// conditional delete, else a read and compare just before the delete.
+func DeleteIfUnchanged(ctx context.Context, s Store, key string, body []byte) error {
+	if cd, ok := s.(ConditionalDeleter); ok {
+		return cd.DeleteIfUnchanged(ctx, key, body)
+	}
+	now, err := s.Get(ctx, key)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if !bytes.Equal(now, body) {
+		return fmt.Errorf("%s: %w", key, ErrChanged)
+	}
+	return s.Delete(ctx, key)
+}
+
+// move stores body (src's own bytes when srcBody is nil) at dst or a
+// suffixed name, confirms it, and deletes src if it still holds what was
+// read.
+func move(ctx context.Context, s Store, src, dst string, srcBody, body []byte) (string, error) {
 	if src == dst {
 		return src, fmt.Errorf("move %s: %w", src, ErrSelfCopy)
 	}
 	unlock := moveLocks.lock(s.String() + "\x00" + dst)
 	defer unlock()
-	if body == nil {
+	if srcBody == nil {
 		var err error
-		if body, err = s.Get(ctx, src); err != nil {
+		if srcBody, err = s.Get(ctx, src); err != nil {
 			return "", err
 		}
+	} else if _, err := s.Stat(ctx, src); err != nil {
+		// Gone already (another run moved it): no second copy.
+		return "", err
+	}
+	if body == nil {
+		body = srcBody
 	}
 	origin := Origin(src)
 	for i := 0; i < maxMoveSuffix; i++ {
@@ -94,7 +131,9 @@ func move(ctx context.Context, s Store, src, dst string, body []byte) (string, e
 		case !bytes.Equal(there, body):
 			return cand, fmt.Errorf("the copy at %s does not hold the bytes meant for it from %s; the original is kept", cand, src)
 		}
-		if err := s.Delete(ctx, src); err != nil {
+		if err := DeleteIfUnchanged(ctx, s, src, srcBody); errors.Is(err, ErrChanged) {
+			return cand, fmt.Errorf("copied %s to %s, but the original was rewritten meanwhile, so both are kept: %w", src, cand, err)
+		} else if err != nil {
 			return cand, fmt.Errorf("copied %s to %s, but the original could not be deleted: %w", src, cand, err)
 		}
 		return cand, nil

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/deadletter/deadletter/internal/dla"
 )
 
 // Names are the Glue database and table and the Athena workgroup.
@@ -111,31 +113,47 @@ func Where(q Query) (string, error) {
 	}
 	w := &where{}
 	w.add("eventdate BETWEEN %s AND %s", q.From, q.To)
-	w.any(q.Granules, func(g string) { w.term("contains(granules, %s)", g) })
+	// Each filter reads its hoisted column, or, where the object has none
+	// (a raw SQS record Cumulus v18.3-v20 wrote into a date folder, or a
+	// record whose hoisting failed), the text of its body: a superset that
+	// dla narrows by decoding every object Athena returns.
+	w.any(q.Granules, func(g string) {
+		w.term("contains(granules, %s)", g)
+		w.inBody("granules", g)
+	})
 	w.any(q.Collections, func(c string) {
-		if strings.Contains(c, "___") {
+		name, _, versioned := strings.Cut(c, "___")
+		if versioned {
 			w.term("collectionid = %s", c)
 		} else { // a name alone: every version
 			w.term("starts_with(collectionid, %s)", c+"___")
 		}
+		w.inBody("collectionid", name) // a message holds the name and the version apart
 	})
 	// An ARN, or the name after its last ':' or '/', as local search reads it.
-	w.any(q.Executions, func(e string) { w.term(`(executionarn = %s OR regexp_extract(executionarn, '[^:/]*$') = %s)`, e, e) })
+	w.any(q.Executions, func(e string) {
+		w.term(`(executionarn = %s OR regexp_extract(executionarn, '[^:/]*$') = %s)`, e, e)
+		w.inBody("executionarn", lastToken(e))
+	})
 	w.any(q.StateMachines, func(s string) {
 		w.term(`(statemachinearn = %s OR regexp_extract(statemachinearn, '[^:/]*$') = %s)`, s, s)
+		w.inBody("statemachinearn", lastToken(s))
 	})
 	w.any(q.Statuses, func(s string) {
 		if strings.EqualFold(s, "none") {
 			w.raw("(status IS NULL OR status = '')")
 		} else {
+			// A message may spell a status its own way (Cumulus's
+			// "completed"): every object without the column is a candidate.
 			w.term("upper(status) = %s", strings.ToUpper(s))
+			w.raw("status IS NULL")
 		}
 	})
 	if q.Error != "" {
 		if _, err := regexp.Compile(q.Error); err != nil {
 			return "", fmt.Errorf("--error %q: %w: the expression does not compile: %v", q.Error, ErrValue, err)
 		}
-		w.add("regexp_like(error, %s)", q.Error)
+		w.add("(regexp_like(error, %s) OR (error IS NULL AND status IS NULL))", q.Error)
 	}
 	if w.err != nil {
 		return "", w.err
@@ -171,6 +189,19 @@ func (w *where) term(format string, values ...string) {
 }
 
 func (w *where) raw(clause string) { w.terms = append(w.terms, clause) }
+
+// inBody is the term for an object without column: its body holds the
+// needle (or, for a needle JSON may escape, any such object).
+func (w *where) inBody(column, needle string) {
+	if needle != "" && dla.JSONSafe(needle) {
+		w.term("("+column+" IS NULL AND strpos(body, %s) > 0)", needle)
+	} else {
+		w.raw("(" + column + " IS NULL AND body IS NOT NULL)")
+	}
+}
+
+// lastToken is what follows the last ':' or '/' (an ARN's name).
+func lastToken(s string) string { return s[strings.LastIndexAny(s, ":/")+1:] }
 
 // any adds one clause that holds when any value's term does.
 func (w *where) any(values []string, term func(string)) {

@@ -113,8 +113,11 @@ func (f *Filter) Prefilter() func(raw []byte) bool {
 	}
 }
 
-// jsonSafe: printable ASCII that no JSON writer escapes (JavaScript escapes
-// only '"' and '\'; Go also escapes '<', '>' and '&').
+// JSONSafe reports whether s appears verbatim in any JSON that holds it,
+// at any nesting depth: printable ASCII that no JSON writer escapes
+// (JavaScript escapes only '"' and '\'; Go also escapes '<', '>' and '&').
+func JSONSafe(s string) bool { return jsonSafe(s) }
+
 func jsonSafe(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]

@@ -97,10 +97,22 @@ func ParseEventTime(s string) (time.Time, bool) {
 // DatePartition is the archive date of an event time: its UTC date, or now's
 // UTC date when the time is missing or invalid (Cumulus's extractDateString).
 func DatePartition(eventTime string, now time.Time) string {
-	if t, ok := ParseEventTime(eventTime); ok {
-		return t.Format(DateLayout)
+	if d, ok := EventDate(eventTime); ok {
+		return d
 	}
 	return now.UTC().Format(DateLayout)
+}
+
+// EventDate is the UTC date (YYYY-MM-DD) of an event time; ok is false when
+// the time is missing, invalid, or falls outside the years 0000-9999 that a
+// date folder can name.
+func EventDate(eventTime string) (string, bool) {
+	t, ok := ParseEventTime(eventTime)
+	if !ok {
+		return "", false
+	}
+	d := t.UTC().Format(DateLayout)
+	return d, IsDate(d)
 }
 
 // ArchiveFileName is the file name Cumulus gives a new archive object: the

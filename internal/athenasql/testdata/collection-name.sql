@@ -1,5 +1,5 @@
 SELECT "$path" AS path, eventdate
 FROM "my_stack_glue_database"."my_stack_dla_glue_table"
 WHERE eventdate BETWEEN '2024-03-10' AND '2024-03-15'
-  AND starts_with(collectionid, 'MOD09GQ___')
+  AND (starts_with(collectionid, 'MOD09GQ___') OR (collectionid IS NULL AND strpos(body, 'MOD09GQ') > 0))
 ORDER BY eventdate, "$path"

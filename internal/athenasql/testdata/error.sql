@@ -1,5 +1,5 @@
 SELECT "$path" AS path, eventdate
 FROM "my_stack_glue_database"."my_stack_dla_glue_table"
 WHERE eventdate BETWEEN '2024-03-10' AND '2024-03-15'
-  AND regexp_like(error, 'UnmetRequirementsError|can''t')
+  AND (regexp_like(error, 'UnmetRequirementsError|can''t') OR (error IS NULL AND status IS NULL))
 ORDER BY eventdate, "$path"

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -141,18 +140,24 @@ func athenaSummary(plan athenaPlan, st athenarun.Status) string {
 		plan.query.From, plan.query.To, humanBytes(st.Scanned), st.Cost())
 }
 
-// keyFromPath reads the object key out of an Athena "$path" value.
-func keyFromPath(bucket, path string) (string, error) {
-	u, err := url.Parse(path)
-	if err != nil || u.Scheme != "s3" {
-		return "", fmt.Errorf("Athena returned %q as an object path: not an s3:// URL", path)
+// keyFromPath reads the object key out of an Athena "$path" value:
+// s3://<bucket>/<key>, the key as stored (a '%', '?' or '#' in it is part
+// of the key, not URL syntax). It must lie in the archive's sqs/ folder,
+// the only one the table covers: any other path is an error, never a key
+// to fetch or hand on.
+func keyFromPath(bucket, sqsPrefix, path string) (string, error) {
+	rest, ok := strings.CutPrefix(path, "s3://")
+	if !ok {
+		return "", fmt.Errorf("Athena returned %q as an object path: not an s3:// path", path)
 	}
-	if u.Host != bucket {
-		return "", fmt.Errorf("Athena returned an object in bucket %s (%s), but --archive is in %s: check --athena-table", u.Host, path, bucket)
+	b, key, _ := strings.Cut(rest, "/")
+	if b != bucket {
+		return "", fmt.Errorf("Athena returned an object in bucket %s (%s), but --archive is in %s: check --athena-table", b, path, bucket)
 	}
-	// The path is the key as stored, unescaped: cut it off the string, not
-	// off a parsed URL that would read '%' sequences and '?' in it.
-	return strings.TrimPrefix(path, "s3://"+bucket+"/"), nil
+	if !strings.HasPrefix(key, sqsPrefix) || len(key) == len(sqsPrefix) {
+		return "", fmt.Errorf("Athena returned %s, which is not under %s: check --athena-table", path, "s3://"+bucket+"/"+sqsPrefix)
+	}
+	return key, nil
 }
 
 // parseBytes reads 1000, 10GB, 1.5TB, 512MiB.
@@ -191,13 +196,13 @@ func defaultOpenAthena(f *Factory) func(ctx context.Context) (athenarun.API, err
 // yields the key of every row as its page arrives. Local search then fetches
 // and decodes each object and applies the same filter, so what is printed is
 // what local search would print for that object.
-func athenaKeys(ctx context.Context, r *athenarun.Runner, sql, bucket string, last *athenarun.Status) func(yield func(string) error) error {
+func athenaKeys(ctx context.Context, r *athenarun.Runner, sql, bucket, sqsPrefix string, last *athenarun.Status) func(yield func(string) error) error {
 	return func(yield func(string) error) error {
 		st, err := r.Run(ctx, sql, func(row []*string) error {
 			if len(row) == 0 || row[0] == nil {
 				return fmt.Errorf("Athena returned a row without a path")
 			}
-			key, err := keyFromPath(bucket, *row[0])
+			key, err := keyFromPath(bucket, sqsPrefix, *row[0])
 			if err != nil {
 				return err
 			}
@@ -249,7 +254,7 @@ func (e *engineFlags) openSearch(cmd *cobra.Command, f *Factory, s *selectFlags,
 		progress.Clear()
 		fmt.Fprintf(f.IO.ErrOut, "dla: no date flags: searching %s to %s (the last %d days) with Athena\n", plan.query.From, plan.query.To, athenaDefaultDays)
 	}
-	scope.KeyStream = athenaKeys(cmd.Context(), r, sql, loc.Bucket, last)
+	scope.KeyStream = athenaKeys(cmd.Context(), r, sql, loc.Bucket, scope.Layout.AreaPrefix(dla.AreaSQS), last)
 	return scope, loc, store, plan, nil
 }
 

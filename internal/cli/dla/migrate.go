@@ -257,10 +257,8 @@ func (m *migrator) migrate(ctx context.Context, e archive.Entry) MigrateResult {
 	if h.Raw {
 		return fail("unreadable", errors.New(h.Reason))
 	}
-	date := ""
-	if t, ok := dla.ParseEventTime(h.Time); ok {
-		date = t.UTC().Format(dla.DateLayout)
-	} else {
+	date, ok := dla.EventDate(h.Time)
+	if !ok { // no time a date folder can name: the day it was archived
 		modified := e.LastModified
 		if modified.IsZero() {
 			st, err := m.store.Stat(ctx, e.Key)
@@ -269,10 +267,10 @@ func (m *migrator) migrate(ctx context.Context, e archive.Entry) MigrateResult {
 			}
 			modified = st.LastModified
 		}
-		if modified.IsZero() {
+		date = modified.UTC().Format(dla.DateLayout)
+		if modified.IsZero() || !dla.IsDate(date) {
 			return fail("failed", errors.New("no event time and no last-modified date to date it by"))
 		}
-		date = modified.UTC().Format(dla.DateLayout)
 	}
 	target := m.layout.DatePrefix(dla.AreaSQS, date) + path.Base(e.Key)
 	r.Target = &target
@@ -280,7 +278,7 @@ func (m *migrator) migrate(ctx context.Context, e archive.Entry) MigrateResult {
 		r.Result = "planned"
 		return r
 	}
-	moved, err := archive.MoveAs(ctx, m.store, e.Key, target, h.JSON)
+	moved, err := archive.MoveAs(ctx, m.store, e.Key, target, raw, h.JSON)
 	if moved != "" {
 		r.Target = &moved
 	}

@@ -478,6 +478,9 @@ func runProcessorArm(cmd *cobra.Command, opts *ProcessorOptions, policy pushdlq.
 		return err
 	}
 	vars := pushdlq.ProcessVars(policy)
+	if err := checkRunnable(fn, vars, &policy); err != nil {
+		return err
+	}
 	w := f.IO.ErrOut
 	fmt.Fprintf(w, "pushdlq processor arm: %s (revision %s)\n", output.Escape(fn.ARN), output.Escape(fn.RevisionID))
 	printVarChanges(w, fn.Env, vars)
@@ -525,6 +528,9 @@ func runProcessorDisarm(cmd *cobra.Command, opts *ProcessorOptions) error {
 	fmt.Fprintf(w, "pushdlq processor disarm: %s\n  disable mapping %s (now %s)\n", output.Escape(fn.ARN), m.UUID, m.State)
 	vars := pushdlq.ProcessVars(pushdlq.MatchNothing)
 	if opts.Clear {
+		if err := checkRunnable(fn, vars, &pushdlq.MatchNothing); err != nil {
+			return err
+		}
 		fmt.Fprintln(w, "  then set a window that matches nothing:")
 		printVarChanges(w, fn.Env, vars)
 	}
@@ -551,6 +557,22 @@ func runProcessorDisarm(cmd *cobra.Command, opts *ProcessorOptions) error {
 		return fmt.Errorf("the mapping is disabled, but: %w", err)
 	}
 	fmt.Fprintf(w, "PROCESS_* cleared on %s\n", fn.Name)
+	return nil
+}
+
+// checkRunnable reads the environment the function would have after the
+// change as the processor reads it (pushdlq.LoadConfig): it must load, and
+// give back the policy meant. Nothing is written otherwise.
+func checkRunnable(fn lambdactl.Function, vars map[string]string, want *pushdlq.Policy) error {
+	merged := pushdlq.MergeVars(fn.Env, vars)
+	cfg, err := pushdlq.LoadConfig(func(k string) string { return merged[k] })
+	if err != nil {
+		return fmt.Errorf("with these settings %s would not start (%v); nothing was changed", fn.Name, err)
+	}
+	if cfg.Policy.Start != want.Start || cfg.Policy.End != want.End || cfg.Policy.CodesString() != want.CodesString() {
+		return cmdutil.UsageErrorf("the window cannot be written as the processor reads it (%s=%s, %s=%s); nothing was changed",
+			pushdlq.EnvStartAt, vars[pushdlq.EnvStartAt], pushdlq.EnvEndAt, vars[pushdlq.EnvEndAt])
+	}
 	return nil
 }
 
