@@ -45,6 +45,9 @@ type RecoverOptions struct {
 	Offline           bool
 	// SNS topic ARNs (default: v21's environment names).
 	Topics snspub.Topics
+	// NoBatch sends every statement alone (hidden --x-no-batch: the
+	// benchmark's baseline).
+	NoBatch bool
 }
 
 // NewCmdRecover builds `dla recover`.
@@ -151,6 +154,10 @@ idempotent upserts).`,
 	fl.StringVar(&opts.Topics.Pdr, "pdr-sns-topic-arn", "", "publish PDR notifications to this SNS topic (default $pdr_sns_topic_arn)")
 	addNullFlag(cmd, &opts.Null)
 	opts.Output = cmdutil.AddOutputFlag(cmd, "text", "json", "ndjson")
+	// Hidden switches that turn an optimisation off, so that the benchmark
+	// measures before and after in one run (docs/performance.md).
+	fl.BoolVar(&opts.NoBatch, "x-no-batch", false, "send each statement alone (benchmark baseline)")
+	_ = fl.MarkHidden("x-no-batch")
 	return cmd
 }
 
@@ -281,7 +288,7 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	case err != nil:
 		return err
 	}
-	w := &recovery.Writer{Now: f.Now, Region: "us-east-1"}
+	w := &recovery.Writer{Now: f.Now, Region: "us-east-1", Unbatched: opts.NoBatch}
 	if !opts.Offline {
 		cfg, err := loadAWS()
 		if err != nil {
