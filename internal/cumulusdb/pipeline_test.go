@@ -2,6 +2,8 @@ package cumulusdb_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -131,4 +133,73 @@ func canonical(t *testing.T, rows []map[string]any) string {
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
+}
+
+// TestBatchedWritesDatabaseCut cuts the connection to PostgreSQL at the
+// moment a pipeline of granule writes is sent (the proxy refuses the bytes
+// that bind the granule statement, prepared earlier on the one
+// connection): the message must fail as the database's failure
+// (transient, so recover leaves the object in place), never as the
+// data's; and once the database is back, writing the message again must
+// leave the rows a clean one-by-one write leaves.
+func TestBatchedWritesDatabaseCut(t *testing.T) {
+	seed := []byte(`{"collections":[{"name":"C","version":"1"}],"providers":[{"name":"P","protocol":"s3","host":"src-bucket"}]}`)
+	now := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	runStart := time.Now().Add(-time.Second)
+	warm := message("e0", "completed", 1000, "", granule("W1", file("b", "w1", 1)), granule("W2", file("b", "w2", 2)))
+	m := message("e1", "completed", 1000, "", granule("G1", file("b", "k1", 1)), granule("G2", file("b", "k2", 2)), granule("G3", file("b", "k3", 3)))
+	ctx := context.Background()
+
+	dbURL := testsupport.NewCumulusDatabase(t, seed)
+	u, _ := url.Parse(dbURL)
+	proxy := testsupport.NewTCPProxy(t, u.Host)
+	cfg, err := pgxpool.ParseConfig(proxy.ViaProxy(t, dbURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	w := &recovery.Writer{DB: cumulusdb.New(pool), Now: func() time.Time { return now }}
+	if _, err := w.Write(ctx, warm); err != nil {
+		t.Fatal(err)
+	}
+	digest := sha256.Sum256([]byte(cumulusdb.GranuleSQLFor("completed")))
+	proxy.CutBefore("stmt_" + hex.EncodeToString(digest[:24]))
+	res, err := w.Write(ctx, m)
+	if err == nil || !recovery.IsTransient(err) {
+		t.Fatalf("cut mid-pipeline: error %v (transient %v), result %+v", err, recovery.IsTransient(err), res)
+	}
+	if res.Execution != recovery.Written || len(res.Granules) != 3 {
+		t.Fatalf("the cut came before the pipeline: %+v", res)
+	}
+	proxy.Restore()
+	if _, err := w.Write(ctx, m); err != nil {
+		t.Fatalf("after the database came back: %v", err)
+	}
+
+	cleanURL := testsupport.NewCumulusDatabase(t, seed)
+	cpool, err := pgxpool.New(ctx, cleanURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cpool.Close)
+	clean := &recovery.Writer{DB: cumulusdb.New(cpool), Now: func() time.Time { return now }, Unbatched: true}
+	for _, msg := range []gjson.Result{warm, m} {
+		if _, err := clean.Write(ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, want := testsupport.DumpTables(t, dbURL, runStart), testsupport.DumpTables(t, cleanURL, runStart)
+	for _, table := range []string{"executions", "granules", "files", "granules_executions"} {
+		if a, b := canonical(t, got[table]), canonical(t, want[table]); a != b {
+			t.Errorf("%s after the cut and the retry:\n%s\n clean\n%s", table, a, b)
+		}
+	}
+	if len(got["files"]) != 5 {
+		t.Fatalf("%d files", len(got["files"]))
+	}
 }
