@@ -388,35 +388,42 @@ var granuleSQLByStatus = map[string]string{
 	"running": granuleSQL("running"), "queued": granuleSQL("queued"), "final": granuleSQL("completed"),
 }
 
+// granuleSQLFor is the granule statement for a status.
+func granuleSQLFor(status string) string {
+	if s, ok := granuleSQLByStatus[status]; ok {
+		return s
+	}
+	return granuleSQLByStatus["final"]
+}
+
 func (d *DB) WriteGranule(ctx context.Context, gw *recovery.GranuleWrite) (recovery.GranuleResult, error) {
-	r := &gw.Row
-	sql := granuleSQLByStatus["final"]
-	if s, ok := granuleSQLByStatus[r.Status]; ok {
-		sql = s
-	}
-	var res recovery.GranuleResult
+	sql := granuleSQLFor(gw.Row.Status)
+	var other *string
+	var id *int64
 	err := d.one(ctx, func(q querier) error {
-		var other *string
-		var id *int64
-		err := q.QueryRow(ctx, sql, granuleArgs(gw)...).Scan(&other, &id)
-		if err != nil {
-			return err
-		}
-		if other != nil {
-			return &otherCollection{recovery.OtherCollectionError(r.GranuleID, gw.CollectionID, *other)}
-		}
-		if id == nil {
-			res.Dropped = true
-			return nil
-		}
-		res.CumulusID = *id
-		return nil
+		other, id = nil, nil
+		return q.QueryRow(ctx, sql, granuleArgs(gw)...).Scan(&other, &id)
 	})
-	var oc *otherCollection
-	if errors.As(err, &oc) {
-		return res, oc.err // a refusal of the data, not a database failure
+	return granuleResult(gw, other, id, err)
+}
+
+// granuleResult reads the granule statement's result: the other
+// collection holding the granule_id (a refusal of the data, not a
+// database failure), or the upserted id, none when the guard dropped the
+// write. err is the statement's, already classified.
+func granuleResult(gw *recovery.GranuleWrite, other *string, id *int64, err error) (recovery.GranuleResult, error) {
+	var res recovery.GranuleResult
+	switch {
+	case err != nil:
+		return res, err
+	case other != nil:
+		return res, recovery.OtherCollectionError(gw.Row.GranuleID, gw.CollectionID, *other)
+	case id == nil:
+		res.Dropped = true
+	default:
+		res.CumulusID = *id
 	}
-	return res, err
+	return res, nil
 }
 
 // otherCollection carries the refusal through d.one's Classify unchanged.
@@ -452,6 +459,19 @@ DELETE FROM files WHERE granule_cumulus_id = $1 AND cumulus_id NOT IN (SELECT cu
 var writeFileSQL = fmt.Sprintf(fileUpsert, `VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8, $9)`)
 
 func (d *DB) WriteFiles(ctx context.Context, granuleCumulusID int64, files []recovery.FileRow) error {
+	args := filesArgs(granuleCumulusID, files)
+	err := d.one(ctx, func(q querier) error {
+		_, err := q.Exec(ctx, writeFilesSQL, args...)
+		return err
+	})
+	if err == nil || recovery.IsTransient(err) {
+		return err
+	}
+	return d.filesFallback(ctx, granuleCumulusID, files, err)
+}
+
+// filesArgs are writeFilesSQL's parameters.
+func filesArgs(granuleCumulusID int64, files []recovery.FileRow) []any {
 	// Two files with the same bucket and key: the last one wins, as it does
 	// when v21 writes them one by one.
 	last := map[[2]string]int{}
@@ -461,12 +481,10 @@ func (d *DB) WriteFiles(ctx context.Context, granuleCumulusID int64, files []rec
 		}
 	}
 	var cols [8][]any
-	n := 0
 	for i, f := range files {
 		if f.Bucket != nil && f.Key != nil && last[[2]string{*f.Bucket, *f.Key}] != i {
 			continue
 		}
-		n++
 		for j, v := range []any{f.Bucket, f.Key, f.ChecksumType, f.ChecksumValue, f.FileName, f.Size, f.Source, f.Type} {
 			cols[j] = append(cols[j], v)
 		}
@@ -482,16 +500,17 @@ func (d *DB) WriteFiles(ctx context.Context, granuleCumulusID int64, files []rec
 	for i, v := range cols[5] {
 		sizes[i] = v.(*int64)
 	}
-	err := d.one(ctx, func(q querier) error {
-		_, err := q.Exec(ctx, writeFilesSQL, granuleCumulusID, texts(cols[0]), texts(cols[1]), texts(cols[2]), texts(cols[3]),
-			texts(cols[4]), sizes, texts(cols[6]), texts(cols[7]))
-		return err
-	})
-	if err == nil || recovery.IsTransient(err) {
+	return []any{granuleCumulusID, texts(cols[0]), texts(cols[1]), texts(cols[2]), texts(cols[3]),
+		texts(cols[4]), sizes, texts(cols[6]), texts(cols[7])}
+}
+
+// filesFallback follows a failed files statement (err, classified, not
+// transient): one file failed (a NOT NULL key, ...), so they are written
+// one by one as v21 does, keeping those that succeed and removing nothing.
+func (d *DB) filesFallback(ctx context.Context, granuleCumulusID int64, files []recovery.FileRow, err error) error {
+	if recovery.IsTransient(err) {
 		return err
 	}
-	// One file failed (a NOT NULL key, ...): write them one by one as v21
-	// does, keeping those that succeed and removing nothing.
 	var errs []string
 	for _, f := range files {
 		ferr := d.one(ctx, func(q querier) error {

@@ -67,6 +67,31 @@ type GranuleScoper interface {
 	GranuleScope(ctx context.Context, fn func(DB) error) error
 }
 
+// GranuleBatcher is implemented by a DB that sends many writes in one
+// round trip, each still its own transaction, with its own result and
+// error, exactly as when sent alone.
+type GranuleBatcher interface {
+	// Batching reports whether the writer's DB (db) may batch: only when
+	// it is this batcher itself, not a wrapper that embeds it to watch
+	// its calls (which batching would bypass), and when the writes are not
+	// only a trial (a GranuleScoper whose scopes are rolled back).
+	Batching(db DB) bool
+	// UpsertPdrID is UpsertPdr that also returns the PDR's cumulus_id,
+	// written or kept by the guard (nil when unknown), so that the
+	// granules need not look it up by name.
+	UpsertPdrID(ctx context.Context, r *PdrRow) (bool, *int64, error)
+	// WriteGranules is WriteGranule for each write, in order.
+	WriteGranules(ctx context.Context, gws []*GranuleWrite) ([]GranuleResult, []error)
+	// WriteFilesBatch is WriteFiles for each granule, in order.
+	WriteFilesBatch(ctx context.Context, batch []FilesWrite) []error
+}
+
+// FilesWrite is one granule's files, for GranuleBatcher.
+type FilesWrite struct {
+	GranuleCumulusID int64
+	Files            []FileRow
+}
+
 // Writer is writeRecords with its collaborators.
 type Writer struct {
 	DB      DB
@@ -77,6 +102,9 @@ type Writer struct {
 	// Notifier publishes what v21 publishes after each write (notify.go);
 	// nil: nothing is published. With one, DB must be a RecordSource.
 	Notifier Notifier
+	// Unbatched sends every statement alone, even to a GranuleBatcher:
+	// the benchmark's baseline (dla recover --x-no-batch).
+	Unbatched bool
 }
 
 // Outcome of one record.
@@ -231,6 +259,8 @@ func (w *Writer) Write(ctx context.Context, msg gjson.Result) (*Result, error) {
 	}
 
 	now := w.now()
+	// cache holds the message's lookups by natural key (writeGranule's).
+	cache := map[string]*int64{}
 	var executionID *int64
 	if doExec {
 		row, err := BuildExecution(msg, now, w.Region, ids)
@@ -274,9 +304,17 @@ func (w *Writer) Write(ctx context.Context, msg gjson.Result) (*Result, error) {
 			res.PdrName = row.Name
 			var ok bool
 			var stored *StoredPdr
-			if src != nil {
+			b := w.batching()
+			switch {
+			case src != nil:
 				ok, stored, err = src.UpsertPdrRecord(ctx, row)
-			} else {
+			case b != nil:
+				var id *int64
+				if ok, id, err = b.UpsertPdrID(ctx, row); id != nil {
+					// What the granules' lookup by name would find.
+					cache["pdr\x00"+row.Name] = id
+				}
+			default:
 				ok, err = w.DB.UpsertPdr(ctx, row)
 			}
 			if err != nil {
@@ -300,7 +338,7 @@ func (w *Writer) Write(ctx context.Context, msg gjson.Result) (*Result, error) {
 
 	granules := msg.Get("payload.granules")
 	if doGranules {
-		return res, w.writeGranules(ctx, msg, granules, executionID, now, res)
+		return res, w.writeGranules(ctx, msg, granules, executionID, now, res, cache)
 	}
 	if executionID != nil && granules.IsArray() {
 		var gids []string
@@ -321,7 +359,7 @@ func (w *Writer) Write(ctx context.Context, msg gjson.Result) (*Result, error) {
 }
 
 // writeGranules is writeGranulesFromMessage.
-func (w *Writer) writeGranules(ctx context.Context, msg, granules gjson.Result, executionID *int64, now time.Time, res *Result) error {
+func (w *Writer) writeGranules(ctx context.Context, msg, granules gjson.Result, executionID *int64, now time.Time, res *Result, cache map[string]*int64) error {
 	if !granules.IsArray() || granules.Get("#").Int() == 0 {
 		return nil
 	}
@@ -369,8 +407,10 @@ func (w *Writer) writeGranules(ctx context.Context, msg, granules gjson.Result, 
 	}
 	mc.startMs = start
 
+	if b := w.batcher(granules); b != nil {
+		return w.writeGranulesBatched(ctx, b, granules, mc, executionID, cache, res)
+	}
 	var errs []error
-	cache := map[string]*int64{}
 	granules.ForEach(func(_, g gjson.Result) bool {
 		out := GranuleOutcome{GranuleID: jsString(g.Get("granuleId")), Status: mc.status.String()}
 		if err := w.scoped(ctx, func(w *Writer) error { return w.writeGranule(ctx, g, mc, executionID, cache, &out, res) }); err != nil {
@@ -380,6 +420,11 @@ func (w *Writer) writeGranules(ctx context.Context, msg, granules gjson.Result, 
 		res.Granules = append(res.Granules, out)
 		return ctx.Err() == nil
 	})
+	return granulesError(ctx, granules, res, errs)
+}
+
+// granulesError is the message's error from its granules' errors.
+func granulesError(ctx context.Context, granules gjson.Result, res *Result, errs []error) error {
 	if left := int(granules.Get("#").Int()) - len(res.Granules); left > 0 {
 		// The context ended between two granules: the message is not done
 		// (its other granules were neither written nor published).
@@ -424,71 +469,11 @@ func (w *Writer) cachedLookup(ctx context.Context, cache map[string]*int64, kind
 }
 
 func (w *Writer) writeGranule(ctx context.Context, g gjson.Result, mc *messageContext, executionID *int64, cache map[string]*int64, out *GranuleOutcome, res *Result) error {
-	rec, gw, err := buildGranule(ctx, g, mc, w.Objects)
-	if err != nil {
+	gw, err := w.prepareGranule(ctx, g, mc, executionID, cache, out, res)
+	if err != nil || gw == nil {
 		return err
-	}
-	out.Status = gw.Row.Status
-	gw.ExecutionID = executionID
-	// translateApiGranuleToPostgresGranule: the lookups by natural key.
-	name, version := splitCollectionID(mc.collectionID)
-	cid, err := w.cachedLookup(ctx, cache, "collection", mc.collectionID, func(ctx context.Context, _ string) (*int64, error) {
-		return w.DB.CollectionID(ctx, name, version)
-	})
-	if err != nil {
-		return err
-	}
-	if cid == nil {
-		return &RecordDoesNotExist{Table: "collections", Key: fmt.Sprintf(`{"name":%s,"version":%s}`, jsonString(name), jsonString(version))}
-	}
-	gw.Row.CollectionID = *cid
-	if pdr := mc.pdrName; truthy(pdr) {
-		id, err := w.cachedLookup(ctx, cache, "pdr", jsString(pdr), w.DB.PdrID)
-		if err != nil {
-			return err
-		}
-		if id == nil {
-			return &RecordDoesNotExist{Table: "pdrs", Key: fmt.Sprintf(`{"name":%s}`, jsonString(jsString(pdr)))}
-		}
-		gw.Row.PdrID = id
-	}
-	if p := mc.provider.Get("id"); truthy(p) {
-		id, err := w.cachedLookup(ctx, cache, "provider", jsString(p), w.DB.ProviderID)
-		if err != nil {
-			return err
-		}
-		if id == nil {
-			return &RecordDoesNotExist{Table: "providers", Key: fmt.Sprintf(`{"name":%s}`, jsonString(jsString(p)))}
-		}
-		gw.Row.ProviderID = id
 	}
 	final := gw.Row.Status == "completed" || gw.Row.Status == "failed"
-	if verr := validateGranule(rec); verr != nil {
-		// v21 checks another collection's granule_id first; WriteGranule
-		// does that check itself for valid records.
-		other, err := w.DB.OtherCollection(ctx, gw.Row.GranuleID, *cid)
-		if err != nil {
-			return err
-		}
-		if other != "" {
-			return OtherCollectionError(gw.Row.GranuleID, mc.collectionID, other)
-		}
-		if !final {
-			return verr
-		}
-		errJSON := schemaFailureError(mc.workflowError, verr)
-		ok, err := w.markGranuleFailed(ctx, gw.Row.GranuleID, *cid, errJSON, res)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			// updateGranuleStatusToFailed's lookup throws, and that error
-			// replaces the schema error.
-			return &RecordDoesNotExist{
-				Table: "granules", Key: fmt.Sprintf(`{"granule_id":%s,"collection_cumulus_id":%d}`, jsonString(gw.Row.GranuleID), *cid)}
-		}
-		return &SchemaFailedGranuleError{Cause: verr}
-	}
 	var r GranuleResult
 	var stored *StoredGranule
 	var src RecordSource
@@ -511,14 +496,9 @@ func (w *Writer) writeGranule(ctx context.Context, g gjson.Result, mc *messageCo
 	out.Outcome = Written
 	if final && gw.WriteFiles {
 		if ferr := w.DB.WriteFiles(ctx, r.CumulusID, gw.Files); ferr != nil {
-			if IsTransient(ferr) {
-				return ferr
-			}
-			errJSON := failureError(mc.workflowError, "Failed writing files to PostgreSQL.", ferr.Error())
-			if _, err := w.markGranuleFailed(ctx, gw.Row.GranuleID, *cid, errJSON, res); err != nil {
+			if err := w.filesFailed(ctx, gw, mc, ferr, out, res); err != nil {
 				return err
 			}
-			out.FilesError = ferr.Error()
 		}
 	}
 	if src != nil {
@@ -527,6 +507,93 @@ func (w *Writer) writeGranule(ctx context.Context, g gjson.Result, mc *messageCo
 		return w.publishGranule(ctx, src, res, stored)
 	}
 	return nil
+}
+
+// filesFailed follows a failure of a granule's files (ferr): the granule
+// is marked failed, as v21 does, unless the database itself failed.
+func (w *Writer) filesFailed(ctx context.Context, gw *GranuleWrite, mc *messageContext, ferr error, out *GranuleOutcome, res *Result) error {
+	if IsTransient(ferr) {
+		return ferr
+	}
+	errJSON := failureError(mc.workflowError, "Failed writing files to PostgreSQL.", ferr.Error())
+	if _, err := w.markGranuleFailed(ctx, gw.Row.GranuleID, gw.Row.CollectionID, errJSON, res); err != nil {
+		return err
+	}
+	out.FilesError = ferr.Error()
+	return nil
+}
+
+// prepareGranule builds a granule's row and makes its lookups. An invalid
+// granule is done with here (the cross-collection check, the failed
+// mark), as is one whose lookups fail: it returns nil then, with the
+// granule's error if any; otherwise the write to send.
+func (w *Writer) prepareGranule(ctx context.Context, g gjson.Result, mc *messageContext, executionID *int64, cache map[string]*int64, out *GranuleOutcome, res *Result) (*GranuleWrite, error) {
+	rec, gw, err := buildGranule(ctx, g, mc, w.Objects)
+	if err != nil {
+		return nil, err
+	}
+	out.Status = gw.Row.Status
+	gw.ExecutionID = executionID
+	// translateApiGranuleToPostgresGranule: the lookups by natural key.
+	name, version := splitCollectionID(mc.collectionID)
+	cid, err := w.cachedLookup(ctx, cache, "collection", mc.collectionID, func(ctx context.Context, _ string) (*int64, error) {
+		return w.DB.CollectionID(ctx, name, version)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if cid == nil {
+		return nil, &RecordDoesNotExist{Table: "collections", Key: fmt.Sprintf(`{"name":%s,"version":%s}`, jsonString(name), jsonString(version))}
+	}
+	gw.Row.CollectionID = *cid
+	if pdr := mc.pdrName; truthy(pdr) {
+		id, err := w.cachedLookup(ctx, cache, "pdr", jsString(pdr), w.DB.PdrID)
+		if err != nil {
+			return nil, err
+		}
+		if id == nil {
+			return nil, &RecordDoesNotExist{Table: "pdrs", Key: fmt.Sprintf(`{"name":%s}`, jsonString(jsString(pdr)))}
+		}
+		gw.Row.PdrID = id
+	}
+	if p := mc.provider.Get("id"); truthy(p) {
+		id, err := w.cachedLookup(ctx, cache, "provider", jsString(p), w.DB.ProviderID)
+		if err != nil {
+			return nil, err
+		}
+		if id == nil {
+			return nil, &RecordDoesNotExist{Table: "providers", Key: fmt.Sprintf(`{"name":%s}`, jsonString(jsString(p)))}
+		}
+		gw.Row.ProviderID = id
+	}
+	final := gw.Row.Status == "completed" || gw.Row.Status == "failed"
+	if verr := validateGranule(rec); verr != nil {
+		// v21 checks another collection's granule_id first; WriteGranule
+		// does that check itself for valid records.
+		other, err := w.DB.OtherCollection(ctx, gw.Row.GranuleID, *cid)
+		if err != nil {
+			return nil, err
+		}
+		if other != "" {
+			return nil, OtherCollectionError(gw.Row.GranuleID, mc.collectionID, other)
+		}
+		if !final {
+			return nil, verr
+		}
+		errJSON := schemaFailureError(mc.workflowError, verr)
+		ok, err := w.markGranuleFailed(ctx, gw.Row.GranuleID, *cid, errJSON, res)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			// updateGranuleStatusToFailed's lookup throws, and that error
+			// replaces the schema error.
+			return nil, &RecordDoesNotExist{
+				Table: "granules", Key: fmt.Sprintf(`{"granule_id":%s,"collection_cumulus_id":%d}`, jsonString(gw.Row.GranuleID), *cid)}
+		}
+		return nil, &SchemaFailedGranuleError{Cause: verr}
+	}
+	return gw, nil
 }
 
 // markGranuleFailed is updateGranuleStatusToFailed: with a Notifier, the
@@ -581,4 +648,130 @@ func splitCollectionID(id string) (name, version string) {
 		}
 	}
 	return id, ""
+}
+
+// batching is the DB as a GranuleBatcher, when it may batch.
+func (w *Writer) batching() GranuleBatcher {
+	if b, ok := w.DB.(GranuleBatcher); ok && !w.Unbatched && b.Batching(w.DB) {
+		return b
+	}
+	return nil
+}
+
+// batcher is the DB's GranuleBatcher when a message's granules can be
+// sent at once with the same effect as one after another: no notifier (its
+// publishes follow each write), not a trial run (Batching), and no
+// granule_id listed twice (the second write would read the first).
+func (w *Writer) batcher(granules gjson.Result) GranuleBatcher {
+	b := w.batching()
+	if b == nil || w.Notifier != nil || granules.Get("#").Int() < 2 {
+		return nil
+	}
+	seen := map[string]bool{}
+	distinct := true
+	granules.ForEach(func(_, g gjson.Result) bool {
+		id := jsString(g.Get("granuleId"))
+		distinct = !seen[id]
+		seen[id] = true
+		return distinct
+	})
+	if !distinct {
+		return nil
+	}
+	return b
+}
+
+// writeGranulesBatched is writeGranules' loop in three steps: each granule
+// is built and looked up in order (an invalid one is done with there),
+// then every granule write is sent at once, then every granule's files.
+// The granule_ids differ, so no write reads another's row: the order of a
+// granule's files relative to the next granule's upsert does not change
+// what either writes. Files shared by two granules are written granule by
+// granule, in order, as the one-by-one loop writes them.
+func (w *Writer) writeGranulesBatched(ctx context.Context, b GranuleBatcher, granules gjson.Result, mc *messageContext, executionID *int64, cache map[string]*int64, res *Result) error {
+	n := int(granules.Get("#").Int())
+	outs := make([]GranuleOutcome, 0, n)
+	errAt := make([]error, 0, n)
+	var idx []int // outs index of each write sent
+	var gws []*GranuleWrite
+	granules.ForEach(func(_, g gjson.Result) bool {
+		out := GranuleOutcome{GranuleID: jsString(g.Get("granuleId")), Status: mc.status.String()}
+		gw, err := w.prepareGranule(ctx, g, mc, executionID, cache, &out, res)
+		if gw != nil {
+			idx, gws = append(idx, len(outs)), append(gws, gw)
+		}
+		outs, errAt = append(outs, out), append(errAt, err)
+		return ctx.Err() == nil
+	})
+	if ctx.Err() != nil {
+		// Nothing is sent: the granules from the first one not written on
+		// are not done.
+		done := len(outs)
+		if len(idx) > 0 {
+			done = idx[0]
+		}
+		outs, errAt = outs[:done], errAt[:done]
+		gws = nil
+	}
+	results, werrs := b.WriteGranules(ctx, gws)
+	var files []FilesWrite
+	var filesOf []int // the write of each files entry
+	for k, gw := range gws {
+		out := &outs[idx[k]]
+		switch {
+		case werrs[k] != nil:
+			errAt[idx[k]] = werrs[k]
+			continue
+		case results[k].Dropped:
+			// v21 neither writes files nor publishes a dropped granule.
+			out.Outcome = Dropped
+			continue
+		}
+		out.Outcome = Written
+		if (gw.Row.Status == "completed" || gw.Row.Status == "failed") && gw.WriteFiles {
+			files, filesOf = append(files, FilesWrite{GranuleCumulusID: results[k].CumulusID, Files: gw.Files}), append(filesOf, k)
+		}
+	}
+	if disjointFiles(files) {
+		ferrs := b.WriteFilesBatch(ctx, files)
+		for j, k := range filesOf {
+			if ferrs[j] != nil {
+				errAt[idx[k]] = w.filesFailed(ctx, gws[k], mc, ferrs[j], &outs[idx[k]], res)
+			}
+		}
+	} else {
+		for j, k := range filesOf {
+			if ferr := w.DB.WriteFiles(ctx, files[j].GranuleCumulusID, files[j].Files); ferr != nil {
+				errAt[idx[k]] = w.filesFailed(ctx, gws[k], mc, ferr, &outs[idx[k]], res)
+			}
+		}
+	}
+	var errs []error
+	for i, err := range errAt {
+		if err != nil {
+			outs[i].Outcome, outs[i].Error = Failed, err.Error()
+			errs = append(errs, &GranuleError{GranuleID: outs[i].GranuleID, Err: err})
+		}
+	}
+	res.Granules = append(res.Granules, outs...)
+	return granulesError(ctx, granules, res, errs)
+}
+
+// disjointFiles reports whether no file (bucket and key) belongs to two of
+// the granules.
+func disjointFiles(files []FilesWrite) bool {
+	owner := map[[2]string]int{}
+	for i, fw := range files {
+		for _, f := range fw.Files {
+			if f.Bucket == nil || f.Key == nil {
+				continue
+			}
+			k := [2]string{*f.Bucket, *f.Key}
+			if o, ok := owner[k]; ok && o != i {
+				return false
+			}
+			owner[k] = i
+		}
+	}
+	return true
 }

@@ -53,11 +53,12 @@ func NewTCPProxy(t testing.TB, target string) *TCPProxy {
 			}
 			p.conns = append(p.conns, c, s)
 			p.mu.Unlock()
+			rt := &roundTrips{trips: &p.trips}
 			go func() {
-				_, _ = io.Copy(&armedWriter{p: p, w: s}, io.TeeReader(c, &pgFrontend{trips: &p.trips}))
+				_, _ = io.Copy(&armedWriter{p: p, w: s}, io.TeeReader(c, &pgFrontend{rt: rt}))
 				s.Close()
 			}()
-			go func() { _, _ = io.Copy(c, s); c.Close() }()
+			go func() { _, _ = io.Copy(c, io.TeeReader(s, &pgBackend{rt: rt})); c.Close() }()
 		}
 	}()
 	return p
@@ -122,15 +123,25 @@ func (p *TCPProxy) ViaProxy(t testing.TB, dbURL string) string {
 }
 
 // RoundTrips is the number of PostgreSQL round trips clients made through
-// the proxy: the simple-protocol queries and the extended-protocol Syncs
-// they sent, each of which waits for the server's ReadyForQuery.
+// the proxy. A simple-protocol query or an extended-protocol Sync waits for
+// the server's ReadyForQuery; one sent while none is awaited on its
+// connection starts a round trip, and those sent before the replies come
+// back (a pipeline: many Syncs in one write) ride on it.
 func (p *TCPProxy) RoundTrips() int64 { return p.trips.Load() }
+
+// roundTrips is one connection's count: the replies awaited, and the
+// proxy's total of round trips.
+type roundTrips struct {
+	trips   *atomic.Int64
+	pending atomic.Int64 // Syncs and queries sent, not yet answered
+	ssl     atomic.Int64 // SSL/GSS requests answered by one untyped byte
+}
 
 // pgFrontend follows the messages a PostgreSQL client sends (the untyped
 // startup and SSL/GSS requests, then type byte + length) and counts the
-// ones that end a round trip.
+// ones that start a round trip.
 type pgFrontend struct {
-	trips   *atomic.Int64
+	rt      *roundTrips
 	started bool   // past the startup message
 	head    []byte // the header being read
 	skip    int    // body bytes still to skip
@@ -154,15 +165,56 @@ func (f *pgFrontend) Write(b []byte) (int, error) {
 			continue
 		}
 		if f.started {
-			if f.head[0] == 'Q' || f.head[0] == 'S' {
-				f.trips.Add(1)
+			if (f.head[0] == 'Q' || f.head[0] == 'S') && f.rt.pending.Add(1) == 1 {
+				f.rt.trips.Add(1)
 			}
 			f.skip = int(binary.BigEndian.Uint32(f.head[1:5])) - 4
 		} else {
 			code := binary.BigEndian.Uint32(f.head[4:8])
 			f.skip = int(binary.BigEndian.Uint32(f.head[0:4])) - 8
 			f.started = code != 80877103 && code != 80877104 // SSLRequest, GSSENCRequest come before the startup
+			if !f.started {
+				f.rt.ssl.Add(1)
+			} else if f.rt.pending.Add(1) == 1 {
+				f.rt.trips.Add(1) // the startup: its replies end with a ReadyForQuery
+			}
 		}
+		f.head = f.head[:0]
+	}
+	return n, nil
+}
+
+// pgBackend follows the messages a PostgreSQL server sends (after the
+// one-byte answers to SSL/GSS requests, type byte + length) and counts
+// the replies awaited that each ReadyForQuery ends.
+type pgBackend struct {
+	rt   *roundTrips
+	head []byte
+	skip int
+}
+
+func (f *pgBackend) Write(b []byte) (int, error) {
+	n := len(b)
+	for len(b) > 0 {
+		if f.skip > 0 {
+			k := min(f.skip, len(b))
+			f.skip, b = f.skip-k, b[k:]
+			continue
+		}
+		if len(f.head) == 0 && f.rt.ssl.Load() > 0 {
+			f.rt.ssl.Add(-1) // 'N' (or 'S', 'G': the rest is encrypted and not followed)
+			b = b[1:]
+			continue
+		}
+		k := min(5-len(f.head), len(b))
+		f.head, b = append(f.head, b[:k]...), b[k:]
+		if len(f.head) < 5 {
+			continue
+		}
+		if f.head[0] == 'Z' {
+			f.rt.pending.Add(-1)
+		}
+		f.skip = int(binary.BigEndian.Uint32(f.head[1:5])) - 4
 		f.head = f.head[:0]
 	}
 	return n, nil

@@ -18,11 +18,14 @@ import (
 
 // BenchmarkRecover writes generated archives (1 to 5 granules per message,
 // every generation and status, no malformed objects) from a local directory
-// into a fresh local PostgreSQL database, at concurrency 1, 8 and 32, with
-// --offline (no Step Functions reads). It reports messages per second and
-// the database round trips per granule and per message, counted by a proxy
-// in front of PostgreSQL (every simple query and every extended-protocol
-// Sync the client sends, the connection set-up included).
+// into a fresh local PostgreSQL database, at concurrency 1 and 8, with
+// --offline (no Step Functions reads), each twice side by side: as it runs
+// (run=optimised) and with every optimisation switched off by the hidden
+// flags (run=baseline: recoverBaselineFlags). It reports messages per
+// second and the database round trips per granule and per message,
+// counted by a proxy in front of PostgreSQL (testsupport.TCPProxy: a
+// simple query, an extended-protocol Sync or the connection's startup sent
+// while no reply is awaited starts one; a pipeline of many Syncs is one).
 //
 //	go test -run '^$' -bench BenchmarkRecover -benchtime 1x ./internal/cli/dla/
 //
@@ -32,8 +35,19 @@ func BenchmarkRecover(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("DEADLETTER_BENCH_RECOVER_N")); err == nil && v > 0 {
 		n = v
 	}
-	for _, conc := range []int{1, 8, 32} {
-		b.Run(fmt.Sprintf("messages=%d/concurrency=%d", n, conc), func(b *testing.B) {
+	for _, conc := range []int{1, 8} {
+		for _, mode := range []string{"baseline", "optimised"} {
+			benchRecoverRun(b, n, conc, mode)
+		}
+	}
+}
+
+// recoverBaselineFlags switch off each optimisation of dla recover.
+var recoverBaselineFlags = []string{"--x-no-batch", "--x-no-spool", "--x-no-gc-tuning"}
+
+func benchRecoverRun(b *testing.B, n, conc int, mode string) {
+	{
+		b.Run(fmt.Sprintf("messages=%d/concurrency=%d/run=%s", n, conc, mode), func(b *testing.B) {
 			var msgs, granules, trips int64
 			var elapsed time.Duration
 			for range b.N {
@@ -43,8 +57,12 @@ func BenchmarkRecover(b *testing.B) {
 				pg := testsupport.NewTCPProxy(b, u.Host)
 				b.StartTimer()
 				start := time.Now()
-				r := runAt(b, time.Now, map[string]string{"DEADLETTER_NO_PROMPT": "1"}, "", "recover", "--archive", dir,
-					"--database-url", pg.ViaProxy(b, dbURL), "--include-legacy", "--offline", "--yes", "--concurrency", strconv.Itoa(conc), "-o", "ndjson")
+				args := []string{"recover", "--archive", dir, "--database-url", pg.ViaProxy(b, dbURL), "--include-legacy",
+					"--offline", "--yes", "--concurrency", strconv.Itoa(conc), "-o", "ndjson"}
+				if mode == "baseline" {
+					args = append(args, recoverBaselineFlags...)
+				}
+				r := runAt(b, time.Now, map[string]string{"DEADLETTER_NO_PROMPT": "1"}, "", args...)
 				elapsed += time.Since(start)
 				b.StopTimer()
 				var sum struct {

@@ -138,6 +138,11 @@ type Run struct {
 	// Progress is called after each object's result is counted.
 	Progress func(*Summary)
 	Sum      *Summary
+	// Objects, when set, holds the selection as the plan read it: the
+	// objects are written from it, in its order, instead of being fetched
+	// and decoded again (those it marks are fetched again, with scope's
+	// settings).
+	Objects *ObjectSpool
 
 	mu       sync.Mutex
 	toDelete []string
@@ -212,14 +217,28 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 			}
 		}
 	}()
-	_, selErr := selection.Run(runCtx, r.Store, scope, min(r.Concurrency*2, 64), func(sr selection.Result) error {
+	feed := func(sr selection.Result) error {
 		select {
 		case items <- workItem{key: sr.Entry.Key, d: sr.Decoded, err: sr.Err}:
 			return nil
 		case <-runCtx.Done():
 			return runCtx.Err()
 		}
-	})
+	}
+	var selErr error
+	if r.Objects != nil {
+		selErr = r.Objects.Replay(runCtx, func(key string, d *dla.Decoded) error {
+			if d != nil {
+				return feed(selection.Result{Entry: archive.Entry{Key: key}, Decoded: d})
+			}
+			one := scope
+			one.Keys, one.KeyStream = []string{key}, nil
+			_, err := selection.Run(runCtx, r.Store, one, 1, feed)
+			return err
+		})
+	} else {
+		_, selErr = selection.Run(runCtx, r.Store, scope, min(r.Concurrency*2, 64), feed)
+	}
 	close(items)
 	wg.Wait()
 	close(results)

@@ -1,0 +1,254 @@
+package cumulusdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/deadletter/deadletter/internal/recovery"
+)
+
+// A message's granule writes, and then their files, are independent of
+// one another: v21 runs them side by side (Promise.allSettled), and a
+// failed one does not stop the others. They are sent here in one pipeline
+// (PostgreSQL's extended protocol, pgconn.Pipeline), one round trip for all
+// of them, with a Sync after each statement: each is still its own
+// implicit transaction, exactly as when it is sent alone, and a failure
+// ends only its own statement, whose error is its own. (A pgx.Batch sends
+// one Sync for the whole batch: one transaction, where a failed statement
+// would undo the others.)
+
+var _ recovery.GranuleBatcher = (*DB)(nil)
+
+// pipeStmt is one statement of a pipeline. read gets its result (pgx.Rows,
+// which it must close) and returns the statement's error as QueryRow's
+// Scan, or Exec, would.
+type pipeStmt struct {
+	sql  string
+	args []any
+	read func(pgx.Rows) error
+}
+
+// scanOne is QueryRow(...).Scan(dest...) on a statement's rows.
+func scanOne(dest ...any) func(pgx.Rows) error {
+	return func(rows pgx.Rows) error {
+		defer rows.Close()
+		if !rows.Next() {
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			return pgx.ErrNoRows
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		rows.Close()
+		return rows.Err()
+	}
+}
+
+// execOnly is Exec: the statement's rows, if any, are discarded.
+func execOnly(rows pgx.Rows) error {
+	rows.Close()
+	return rows.Err()
+}
+
+// pipeline runs stmts in order on one connection of the pool, in one
+// round trip, each statement its own transaction. It returns each
+// statement's error, unclassified, as running it alone would. Inside the
+// dry run's transaction (no pool) the statements run one by one.
+func (d *DB) pipeline(ctx context.Context, stmts []pipeStmt) []error {
+	errs := make([]error, len(stmts))
+	if len(stmts) == 0 {
+		return errs
+	}
+	pool, ok := d.q.(*pgxpool.Pool)
+	if !ok || len(stmts) == 1 {
+		for i, st := range stmts {
+			errs[i] = d.once(ctx, func(q querier) error {
+				rows, err := q.Query(ctx, st.sql, st.args...)
+				if err != nil {
+					return err
+				}
+				return st.read(rows)
+			})
+		}
+		return errs
+	}
+	fail := func(from int, err error) {
+		for i := from; i < len(stmts); i++ {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+	}
+	c, err := pool.Acquire(ctx)
+	if err != nil {
+		fail(0, err)
+		return errs
+	}
+	defer c.Release()
+	conn := c.Conn()
+	// Each statement is prepared once per connection (as the statement
+	// cache does for Query), named by its digest.
+	sds := make([]*pgconn.StatementDescription, len(stmts))
+	for i, st := range stmts {
+		if sds[i], err = conn.Prepare(ctx, st.sql, st.sql); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) {
+				errs[i] = err // the statement itself: as Query would fail it
+				continue
+			}
+			fail(0, err)
+			return errs
+		}
+	}
+	p := conn.PgConn().StartPipeline(ctx)
+	sent := make([]bool, len(stmts))
+	for i, st := range stmts {
+		if sds[i] == nil {
+			continue
+		}
+		var eqb pgx.ExtendedQueryBuilder
+		if err := eqb.Build(conn.TypeMap(), sds[i], st.args); err != nil {
+			errs[i] = err
+			continue
+		}
+		p.SendQueryStatement(sds[i], eqb.ParamValues, eqb.ParamFormats, eqb.ResultFormats)
+		p.SendPipelineSync()
+		sent[i] = true
+	}
+	if err := p.Flush(); err != nil {
+		_ = p.Close()
+		fail(0, err)
+		return errs
+	}
+	for i, st := range stmts {
+		if !sent[i] {
+			continue
+		}
+		res, err := p.GetResults()
+		if err == nil {
+			rr, ok := res.(*pgconn.ResultReader)
+			if !ok {
+				err = fmt.Errorf("pipeline: unexpected result %T", res)
+			} else {
+				err = st.read(pgx.RowsFromResultReader(conn.TypeMap(), rr))
+			}
+		}
+		errs[i] = err
+		// The statement's Sync: its transaction ends here. Without it, the
+		// connection is gone and the commit's outcome unknown.
+		res, serr := p.GetResults()
+		if _, ok := res.(*pgconn.PipelineSync); serr != nil || !ok {
+			if serr == nil {
+				serr = fmt.Errorf("pipeline: unexpected result %T", res)
+			}
+			_ = p.Close()
+			conn.PgConn().Close(context.Background())
+			if errs[i] == nil || !isPgError(errs[i]) {
+				errs[i] = serr
+			}
+			fail(i+1, serr)
+			return errs
+		}
+	}
+	if err := p.Close(); err != nil {
+		conn.PgConn().Close(context.Background())
+	}
+	return errs
+}
+
+func isPgError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr)
+}
+
+// Batching is false inside the dry run's transaction, whose granules are
+// each judged in a savepoint of their own (GranuleScope), and when the
+// writer's DB is not d itself but a wrapper watching its calls.
+func (d *DB) Batching(db recovery.DB) bool {
+	self, ok := db.(*DB)
+	return ok && self == d && !d.inTx
+}
+
+// WriteGranules is WriteGranule for each write, in one round trip.
+func (d *DB) WriteGranules(ctx context.Context, gws []*recovery.GranuleWrite) ([]recovery.GranuleResult, []error) {
+	others := make([]*string, len(gws))
+	ids := make([]*int64, len(gws))
+	stmts := make([]pipeStmt, len(gws))
+	for i, gw := range gws {
+		stmts[i] = pipeStmt{sql: granuleSQLFor(gw.Row.Status), args: granuleArgs(gw), read: scanOne(&others[i], &ids[i])}
+	}
+	errs := d.pipeline(ctx, stmts)
+	res := make([]recovery.GranuleResult, len(gws))
+	for i, gw := range gws {
+		if IsUniqueViolation(errs[i]) && ctx.Err() == nil {
+			// A race with another writer: re-run alone, as WriteGranule does.
+			res[i], errs[i] = d.WriteGranule(ctx, gw)
+			continue
+		}
+		res[i], errs[i] = granuleResult(gw, others[i], ids[i], Classify(errs[i]))
+	}
+	return res, errs
+}
+
+// WriteFilesBatch is WriteFiles for each granule, in one round trip (the
+// file-by-file writes after a failure go one by one, as in WriteFiles).
+func (d *DB) WriteFilesBatch(ctx context.Context, batch []recovery.FilesWrite) []error {
+	stmts := make([]pipeStmt, len(batch))
+	for i, fw := range batch {
+		stmts[i] = pipeStmt{sql: writeFilesSQL, args: filesArgs(fw.GranuleCumulusID, fw.Files), read: execOnly}
+	}
+	errs := d.pipeline(ctx, stmts)
+	for i, fw := range batch {
+		switch {
+		case errs[i] == nil:
+		case IsUniqueViolation(errs[i]) && ctx.Err() == nil:
+			errs[i] = d.WriteFiles(ctx, fw.GranuleCumulusID, fw.Files)
+		default:
+			errs[i] = d.filesFallback(ctx, fw.GranuleCumulusID, fw.Files, Classify(errs[i]))
+		}
+	}
+	return errs
+}
+
+// UpsertPdrID is UpsertPdr that also returns the PDR's cumulus_id, whether
+// the guard let the update through or kept the row (the statement reads
+// the row as it was before it), so the granules need not look it up. The
+// id is nil only when the row was inserted by another writer during the
+// statement; a lookup then finds it.
+func (d *DB) UpsertPdrID(ctx context.Context, r *recovery.PdrRow) (bool, *int64, error) {
+	sql := upsertPdrID
+	if r.Status != nil && *r.Status == "running" {
+		sql = upsertRunningPdrID
+	}
+	var written bool
+	var id *int64
+	err := d.one(ctx, func(q querier) error {
+		var up, kept *int64
+		err := q.QueryRow(ctx, sql, r.Name, r.Status, r.PANSent, r.PANMessage, r.Stats, r.Progress, r.ExecutionID,
+			r.CollectionID, r.ProviderID, r.CreatedAt, r.UpdatedAt, r.Timestamp, r.Duration).Scan(&up, &kept)
+		written, id = up != nil, up
+		if id == nil {
+			id = kept
+		}
+		return err
+	})
+	return written, id, err
+}
+
+// withKeptID turns a PDR upsert ending in "RETURNING cumulus_id" into one
+// returning the upserted id and the id the row had before the statement.
+func withKeptID(sql string) string {
+	return "WITH up AS (" + sql + ")\nSELECT (SELECT cumulus_id FROM up), (SELECT cumulus_id FROM pdrs WHERE name = $1)"
+}
+
+var (
+	upsertPdrID        = withKeptID(upsertPdr)
+	upsertRunningPdrID = withKeptID(upsertRunningPdr)
+)
