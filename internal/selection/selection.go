@@ -71,7 +71,7 @@ func Run(ctx context.Context, store archive.Store, scope Scope, concurrency int,
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	jobs := make(chan *job)
+	jobs := make(chan *job, concurrency*4) // as deep as the window: no rendezvous per object
 	ordered := make(chan *job, concurrency*4)
 	listErr := make(chan error, 1)
 	go func() {
