@@ -71,7 +71,7 @@ func Run(ctx context.Context, store archive.Store, scope Scope, concurrency int,
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	jobs := make(chan *job, concurrency*4) // as deep as the window: no rendezvous per object
+	jobs := make(chan *job)
 	ordered := make(chan *job, concurrency*4)
 	listErr := make(chan error, 1)
 	go func() {
