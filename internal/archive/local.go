@@ -40,9 +40,16 @@ type Local struct {
 	// (which made a scan twice as slow).
 	foldersMu sync.Mutex
 	folders   map[folderKey]*os.Root
+	// dirFiles holds, per folder in folders, the folder opened for
+	// reading (opened through its os.Root), so that an object is read by
+	// one openat relative to it (see quickGet); nil where that is not done.
+	dirFiles map[folderKey]*os.File
 }
 
 type folderKey struct{ top, dir string }
+
+// quickReads: GetInto tries quickGet first (tests compare both ways).
+var quickReads = true
 
 // maxFolderRoots bounds the folders kept open (file descriptors).
 const maxFolderRoots = 256
@@ -251,6 +258,7 @@ func (l *Local) folder(a at, key, dir string) (*os.Root, error) {
 	}
 	if len(l.folders) >= maxFolderRoots {
 		clear(l.folders) // the roots dropped are closed when collected
+		clear(l.dirFiles)
 	}
 	l.folders[k] = r
 	return r, nil
@@ -260,6 +268,7 @@ func (l *Local) folder(a at, key, dir string) (*os.Root, error) {
 func (l *Local) forgetFolder(a at, dir string) {
 	l.foldersMu.Lock()
 	delete(l.folders, folderKey{a.top, dir})
+	delete(l.dirFiles, folderKey{a.top, dir})
 	l.foldersMu.Unlock()
 }
 
@@ -302,7 +311,7 @@ func (l *Local) readDir(dirKey string) ([]fs.DirEntry, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return f.ReadDir(-1) // walk sorts
+	return readDirTyped(f) // walk sorts
 }
 
 func (l *Local) walk(ctx context.Context, dirKey, namePrefix string, delimited bool, fn func(Entry) error) error {
@@ -363,6 +372,11 @@ func (l *Local) Stat(ctx context.Context, key string) (Entry, error) {
 func (l *Local) Get(ctx context.Context, key string) ([]byte, error) { return l.GetInto(ctx, key, nil) }
 
 func (l *Local) GetInto(ctx context.Context, key string, buf []byte) ([]byte, error) {
+	if quickReads {
+		if b, done, err := l.quickGet(key, buf); done {
+			return b, err
+		}
+	}
 	f, st, err := l.openFile(key)
 	if err != nil {
 		return nil, err

@@ -45,7 +45,10 @@ The same --seed always writes the same bytes.`,
 				return cmdutil.UsageErrorf("invalid --start %q: want YYYY-MM-DD", start)
 			}
 			opts.Start = t
-			if noMalformed {
+			if opts.Malformed > 1 {
+				return cmdutil.UsageErrorf("invalid --malformed %v: want a share between 0 and 1", opts.Malformed)
+			}
+			if noMalformed || opts.Malformed <= 0 {
 				opts.Malformed = -1
 			}
 			var store archive.Store
@@ -79,6 +82,8 @@ The same --seed always writes the same bytes.`,
 	cmd.Flags().StringVar(&start, "start", "2024-03-01", "first event date")
 	cmd.Flags().IntVar(&opts.Days, "days", 5, "days the events spread over")
 	cmd.Flags().BoolVar(&noMalformed, "no-malformed", false, "write no malformed objects")
+	cmd.Flags().Float64Var(&opts.Malformed, "malformed", 0.03, "share of malformed objects (truncated, body not JSON, empty)")
+	cmd.Flags().BoolVar(&opts.NoLargePayloads, "no-large-payloads", false, "leave out the large inline payloads 8% of messages carry (an archive of small objects)")
 	cmd.Flags().IntVar(&opts.MinGranules, "min-granules", 0, "fewest granules per message (with --max-granules)")
 	cmd.Flags().IntVar(&opts.MaxGranules, "max-granules", 0, "most granules per message (default: 0 to 10 by workflow)")
 	cmd.Flags().IntVar(&concurrency, "concurrency", 16, "objects written at once")

@@ -30,6 +30,9 @@ type Options struct {
 	// per message (recover benchmarks use 1 to 5); by default 0 to 10, and 0
 	// to 2 for PDR and discovery workflows.
 	MinGranules, MaxGranules int
+	// NoLargePayloads leaves out the large inline payloads that 8% of the
+	// messages otherwise carry (for archives of small objects).
+	NoLargePayloads bool
 }
 
 // Object is one generated archive object.
@@ -254,7 +257,7 @@ func (g *g) cumulusMessage(c collection, wf string, prov struct{ id, protocol, h
 		payload["pdr"] = obj{"name": fmt.Sprintf("PDN.%s.%d.PDR", c.name, g.pick(1e6)), "path": "/pdrs"}
 		payload["running"], payload["completed"], payload["failed"] = []any{}, []any{"a"}, []any{}
 	}
-	if g.chance(0.08) { // a few big messages (CMR metadata carried inline)
+	if g.chance(0.08) && !g.opts.NoLargePayloads { // a few big messages (CMR metadata carried inline)
 		blob := make([]string, 100+g.pick(1150))
 		for j := range blob {
 			blob[j] = fmt.Sprintf("%s.%06d.%x", c.name, j, g.r.Uint64())

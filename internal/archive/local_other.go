@@ -1,0 +1,14 @@
+//go:build !linux
+
+package archive
+
+import (
+	"io/fs"
+	"os"
+)
+
+// quickGet is linux-only; elsewhere every read takes openFile's way.
+func (l *Local) quickGet(key string, buf []byte) ([]byte, bool, error) { return nil, false, nil }
+
+// readDirTyped reads the whole folder f.
+func readDirTyped(f *os.File) ([]fs.DirEntry, error) { return f.ReadDir(-1) }

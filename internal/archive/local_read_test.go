@@ -1,0 +1,93 @@
+package archive_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"testing"
+
+	"github.com/deadletter/deadletter/internal/archive"
+)
+
+// TestLocalQuickReadsMatchTheLongWay: every kind of entry a local archive
+// can hold reads back with the same bytes and the same error text whether
+// GetInto takes its short way (one openat relative to the folder) or the
+// long one (lstat, open by path, identity check); and on Linux the short
+// way really reads the regular files and leaves everything else alone.
+func TestLocalQuickReadsMatchTheLongWay(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "secret")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(outside, []byte("secret"), 0o600))
+	day := filepath.Join(dir, "demo/dead-letter-archive/sqs/2024-03-01")
+	must(os.MkdirAll(filepath.Join(day, "sub"), 0o755))
+	big := bytes.Repeat([]byte(`{"a":"b"}`), 300) // larger than the buffer it is read into
+	must(os.WriteFile(filepath.Join(day, "small"), []byte(`{"x":1}`), 0o644))
+	must(os.WriteFile(filepath.Join(day, "big"), big, 0o644))
+	must(os.WriteFile(filepath.Join(day, "empty"), nil, 0o644))
+	must(os.WriteFile(filepath.Join(day, "huge"), bytes.Repeat([]byte("x"), 5000), 0o644))
+	must(os.WriteFile(filepath.Join(day, "sub", "nested"), []byte(`{"n":1}`), 0o644))
+	must(os.Symlink(outside, filepath.Join(day, "to-outside")))
+	must(os.Symlink("small", filepath.Join(day, "to-small")))
+	must(syscall.Mkfifo(filepath.Join(day, "fifo"), 0o644)) // must not block a read
+	must(os.Mkdir(filepath.Join(day, "folder"), 0o755))
+	must(os.WriteFile(filepath.Join(dir, "demo/dead-letter-archive/sqs/flat"), []byte(`{"f":1}`), 0o644))
+	archive.SetMaxObjectSize(t, 4096)
+
+	root := "demo/dead-letter-archive/sqs/"
+	regular := map[string][]byte{
+		root + "2024-03-01/small": []byte(`{"x":1}`), root + "2024-03-01/big": big, root + "2024-03-01/empty": {},
+		root + "2024-03-01/sub/nested": []byte(`{"n":1}`), root + "flat": []byte(`{"f":1}`),
+	}
+	keys := []string{root + "2024-03-01/to-outside", root + "2024-03-01/to-small", root + "2024-03-01/fifo",
+		root + "2024-03-01/folder", root + "2024-03-01/missing", root + "2024-03-01/huge", root + "2024-03-09/missing"}
+	for k := range regular {
+		keys = append(keys, k)
+	}
+	read := func(quick bool, key string) string {
+		archive.SetQuickReads(t, quick)
+		s, err := archive.NewLocal(dir)
+		must(err)
+		b, err := s.GetInto(ctx, key, make([]byte, 0, 16))
+		return fmt.Sprintf("%q %v", b, err)
+	}
+	for _, k := range keys {
+		long, short := read(false, k), read(true, k)
+		if long != short {
+			t.Errorf("%s: the short way gives %s, the long way %s", k, short, long)
+		}
+		if want, ok := regular[k]; ok && long != fmt.Sprintf("%q <nil>", want) {
+			t.Errorf("%s: read %s, want its bytes", k, long)
+		}
+	}
+
+	if runtime.GOOS != "linux" {
+		return
+	}
+	s, err := archive.NewLocal(dir)
+	must(err)
+	for _, k := range keys {
+		b, done, err := s.QuickGet(k, nil)
+		want, isRegular := regular[k]
+		switch {
+		case k == root+"2024-03-01/huge":
+			if !done || err == nil {
+				t.Errorf("%s: the short way gave %v, %v; want it to refuse the size itself", k, done, err)
+			}
+		case isRegular && (!done || err != nil || !bytes.Equal(b, want)):
+			t.Errorf("%s: the short way gave %v, %q, %v; want it to read the file", k, done, b, err)
+		case !isRegular && done:
+			t.Errorf("%s: the short way read %q, %v; want it to leave it to the long way", k, b, err)
+		}
+	}
+}
