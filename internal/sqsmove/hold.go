@@ -57,8 +57,8 @@ type Hold struct {
 	strSeen  map[string]int32
 	rehandle map[int32]string // newer receipt handles of messages received twice
 	state    []State
-	extras   int // messages held as Extra
-	done     int // messages deleted (Done)
+	extras   int       // messages held as Extra
+	done     int       // messages deleted (Done)
 	extended time.Time // when visibility was last set for every held message
 	// safeUntil is a time before which every held message is still
 	// invisible to others: the start of the first receive, or of the last

@@ -89,6 +89,11 @@ Steps:
   5. end with one summary record, and on stderr the reason for each target
      queue that failed; exit 3 if anything failed or is uncertain.
 
+With --yes, a fresh run from the DLQ with --ineligible release does not wait
+for the end of the scan: step 3 starts at the first eligible message
+received (each message is journalled as held before its batch is sent), and
+the plan is printed once the scan is over, as a record of what was found.
+
 A send whose reply never came (a cut connection, a timeout, a 5xx) is
 "uncertain": the message may be in its target, so it is not deleted from the
 DLQ. It is journalled as uncertain, counted in the summary and listed there
@@ -143,7 +148,7 @@ run exits 3 whenever either is not zero, never "nothing to replay" and 0.`,
 	fl.StringVar(&opts.Ineligible, "ineligible", "release", "what to do with ineligible messages: release (untouched) or park (delay 900 s, as the processor)")
 	fl.IntVar(&opts.Max, "max", 0, "replay at most this many eligible messages (0: all)")
 	fl.Float64Var(&opts.Rate, "rate", 0, "send at most this many messages per second, 0.01 to 100000 (0: no limit)")
-	fl.IntVar(&opts.Concurrency, "concurrency", 4, "batches in flight at once")
+	fl.IntVar(&opts.Concurrency, "concurrency", 16, "batches in flight at once")
 	fl.StringVar(&opts.Journal, "journal", "", "write-ahead journal file (default: a new file under $XDG_STATE_HOME/deadletter)")
 	fl.StringVar(&opts.Resume, "resume", "", "continue the run this journal records (and append to it)")
 	fl.BoolVar(&opts.AllowWideWindow, "allow-wide-window", false, "allow --codes '*' with a window over 24 hours")
