@@ -57,6 +57,8 @@ type Hold struct {
 	strSeen  map[string]int32
 	rehandle map[int32]string // newer receipt handles of messages received twice
 	state    []State
+	extras   int       // messages held as Extra
+	done     int       // messages deleted (Done)
 	extended time.Time // when visibility was last set for every held message
 	// safeUntil is a time before which every held message is still
 	// invisible to others: the start of the first receive, or of the last
@@ -164,19 +166,42 @@ func (h *Hold) Receive(ctx context.Context, opt ReceiveOptions, fn func(ord int,
 		stopped  bool
 		firstErr error
 		newCount int
+		// The end of the scan: EmptyReceives receives in a row, across the
+		// receivers, that brought nothing new (concurrent long polls that
+		// both come back empty are as good a sign that the scan went round
+		// the queue as two in a row from one receiver, in half the time).
+		// Once one came back empty, a receiver starts another poll only
+		// when the polls in flight are too few to end the scan: a poll
+		// started then would outlast them.
+		empty    int
+		inFlight int
 	)
-	stop := func() bool {
+	turn := sync.NewCond(&mu)
+	defer context.AfterFunc(ctx, func() { mu.Lock(); turn.Broadcast(); mu.Unlock() })()
+	// next waits for a turn to receive; false: the scan is over.
+	next := func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return stopped || ctx.Err() != nil
+		for {
+			if stopped || ctx.Err() != nil || empty >= opt.EmptyReceives {
+				return false
+			}
+			if empty == 0 || inFlight < opt.EmptyReceives-empty {
+				inFlight++
+				return true
+			}
+			turn.Wait()
+		}
 	}
 	call := context.WithoutCancel(ctx)
 	for range opt.Receivers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			empty := 0
-			for !stop() && empty < opt.EmptyReceives {
+			for {
+				if !next() {
+					return
+				}
 				rctx, cancel := context.WithTimeout(call, opt.Wait+30*time.Second)
 				out, err := h.api.ReceiveMessage(rctx, &sqs.ReceiveMessageInput{
 					QueueUrl:                    aws.String(h.queueURL),
@@ -193,6 +218,8 @@ func (h *Hold) Receive(ctx context.Context, opt ReceiveOptions, fn func(ord int,
 						firstErr = fmt.Errorf("receive from %s: %w", h.queueURL, err)
 					}
 					stopped = true
+					inFlight--
+					turn.Broadcast()
 					mu.Unlock()
 					return
 				}
@@ -226,12 +253,14 @@ func (h *Hold) Receive(ctx context.Context, opt ReceiveOptions, fn func(ord int,
 						stopped = true
 					}
 				}
-				mu.Unlock()
+				inFlight--
 				if fresh == 0 {
 					empty++
 				} else {
 					empty = 0
 				}
+				turn.Broadcast()
+				mu.Unlock()
 			}
 		}()
 	}
@@ -314,6 +343,9 @@ func (h *Hold) add(m *Message, st State) (ord int, fresh bool, err error) {
 	}
 	h.written += int64(len(b))
 	h.state = append(h.state, st)
+	if st == Extra {
+		h.extras++
+	}
 	if isUUID {
 		h.uuidSeen[uuid] = o
 	} else {
@@ -353,6 +385,35 @@ func (h *Hold) Each(fn func(ord int, st State, m *Message) error) error {
 	}
 }
 
+// extraCount is how many messages were held as Extra.
+func (h *Hold) extraCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.extras
+}
+
+// Outstanding is the number of distinct messages held so far that were
+// not deleted: they are invisible in the queue on this run's account
+// (or Lost, or already released).
+func (h *Hold) Outstanding() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.state) - h.done
+}
+
+// anyHeld reports whether a message is still Held or Extra: a walk over
+// the spool for them is needed.
+func (h *Hold) anyHeld() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range h.state {
+		if s == Held || s == Extra {
+			return true
+		}
+	}
+	return false
+}
+
 // State reports a message's state.
 func (h *Hold) State(ord int) State {
 	h.mu.Lock()
@@ -362,6 +423,9 @@ func (h *Hold) State(ord int) State {
 
 func (h *Hold) setState(ord int, st State) {
 	h.mu.Lock()
+	if st == Done && h.state[ord] != Done {
+		h.done++
+	}
 	h.state[ord] = st
 	delete(h.rehandle, int32(ord))
 	h.mu.Unlock()
@@ -437,6 +501,9 @@ func (h *Hold) setVisibility(ctx context.Context, msgs []Ref, d time.Duration) m
 func (h *Hold) Release(ctx context.Context) (int, map[int]error) {
 	released := 0
 	failures := map[int]error{}
+	if !h.anyHeld() {
+		return 0, failures // nothing to release: no walk over the spool
+	}
 	err := h.EachBatch(100, true, func(batch []Ref) {
 		failed := h.setVisibility(ctx, batch, 0)
 		for _, m := range batch {

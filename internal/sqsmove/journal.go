@@ -56,6 +56,15 @@ type Journal struct {
 	buf  []byte
 	Path string
 	now  func() time.Time
+	// Group commit: written counts the bytes handed to the file, synced
+	// how many of them an fsync that began after they were written has
+	// made durable. One fsync in progress (syncing) serves every Sync
+	// whose lines were written before it began; the others wait for it
+	// (synced) and start the next one if it did not cover them.
+	written, synced int64
+	syncing         bool
+	syncDone        *sync.Cond
+	syncErr         error // an fsync failed: what was written is not known to be durable
 }
 
 // OpenJournal appends to path, creating it (mode 0600) when missing.
@@ -163,7 +172,8 @@ func (j *Journal) flush() error {
 	if len(j.buf) == 0 {
 		return nil
 	}
-	_, err := j.f.Write(j.buf)
+	n, err := j.f.Write(j.buf)
+	j.written += int64(n)
 	j.buf = j.buf[:0]
 	if err != nil {
 		return fmt.Errorf("write journal %s: %w", j.Path, err)
@@ -171,7 +181,10 @@ func (j *Journal) flush() error {
 	return nil
 }
 
-// Sync writes buffered events to disk.
+// Sync writes buffered events to disk: when it returns nil, every event
+// written before it was called is durable. Concurrent Syncs share fsyncs
+// (group commit): one that finds an fsync in progress waits for it, and
+// starts another only when that one began before its events were written.
 func (j *Journal) Sync() error {
 	if j == nil {
 		return nil
@@ -181,10 +194,35 @@ func (j *Journal) Sync() error {
 	if err := j.flush(); err != nil {
 		return err
 	}
-	if err := j.f.Sync(); err != nil {
-		return fmt.Errorf("sync journal %s: %w", j.Path, err)
+	if j.syncDone == nil {
+		j.syncDone = sync.NewCond(&j.mu)
 	}
-	return nil
+	want := j.written
+	for {
+		if j.syncErr != nil {
+			return j.syncErr
+		}
+		if j.synced >= want {
+			return nil
+		}
+		if !j.syncing {
+			break
+		}
+		j.syncDone.Wait()
+	}
+	j.syncing = true
+	upto := j.written // everything handed to the file before this fsync begins
+	j.mu.Unlock()
+	err := j.f.Sync()
+	j.mu.Lock()
+	j.syncing = false
+	if err != nil {
+		j.syncErr = fmt.Errorf("sync journal %s: %w", j.Path, err)
+	} else if upto > j.synced {
+		j.synced = upto
+	}
+	j.syncDone.Broadcast()
+	return j.syncErr
 }
 
 // Close syncs and closes the journal.

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -88,6 +89,11 @@ Steps:
   5. end with one summary record, and on stderr the reason for each target
      queue that failed; exit 3 if anything failed or is uncertain.
 
+With --yes, a fresh run from the DLQ with --ineligible release does not wait
+for the end of the scan: step 3 starts at the first eligible message
+received (each message is journalled as held before its batch is sent), and
+the plan is printed once the scan is over, as a record of what was found.
+
 A send whose reply never came (a cut connection, a timeout, a 5xx) is
 "uncertain": the message may be in its target, so it is not deleted from the
 DLQ. It is journalled as uncertain, counted in the summary and listed there
@@ -142,7 +148,7 @@ run exits 3 whenever either is not zero, never "nothing to replay" and 0.`,
 	fl.StringVar(&opts.Ineligible, "ineligible", "release", "what to do with ineligible messages: release (untouched) or park (delay 900 s, as the processor)")
 	fl.IntVar(&opts.Max, "max", 0, "replay at most this many eligible messages (0: all)")
 	fl.Float64Var(&opts.Rate, "rate", 0, "send at most this many messages per second, 0.01 to 100000 (0: no limit)")
-	fl.IntVar(&opts.Concurrency, "concurrency", 4, "batches in flight at once")
+	fl.IntVar(&opts.Concurrency, "concurrency", 16, "batches in flight at once")
 	fl.StringVar(&opts.Journal, "journal", "", "write-ahead journal file (default: a new file under $XDG_STATE_HOME/deadletter)")
 	fl.StringVar(&opts.Resume, "resume", "", "continue the run this journal records (and append to it)")
 	fl.BoolVar(&opts.AllowWideWindow, "allow-wide-window", false, "allow --codes '*' with a window over 24 hours")
@@ -355,11 +361,21 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 		}
 	}
 
-	// Scan: from the DLQ, or from an export file.
+	// Scan: from the DLQ, or from an export file. With --yes nothing waits
+	// on the plan, so the replay of a fresh run starts while the scan goes
+	// on (the plan is printed after it, as a record).
+	r.ctx = ctx
+	r.streamed = opts.Yes && !opts.DryRun && opts.FromFile == "" && opts.Resume == "" && opts.Ineligible == "release"
 	if opts.FromFile != "" {
 		err = r.load(ctx)
 	} else {
 		err = r.scan(ctx)
+	}
+	var replayErr error
+	if r.streaming != nil {
+		// Every batch is sent (or abandoned) before anything is released.
+		counts, serr := r.streaming.Finish()
+		replayErr = r.replayed(counts, serr)
 	}
 	// A file that cannot be read is not a run: no summary of zeros.
 	unreadFile := (opts.FromFile != "" || r.refused) && err != nil
@@ -388,10 +404,13 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 		}
 	}()
 	if err != nil {
-		return err
+		return cmp.Or(replayErr, err)
+	}
+	if r.streamErr != nil {
+		return r.streamErr
 	}
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return cmp.Or(replayErr, ctx.Err())
 	}
 	if err := r.checkTargets(); err != nil {
 		return err
@@ -421,6 +440,9 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 		}
 		fmt.Fprintln(f.IO.ErrOut, "nothing to replay")
 		return nil
+	}
+	if r.streaming != nil {
+		return replayErr
 	}
 	if !opts.Yes {
 		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Replay %s?", output.Plural(r.tally.Eligible, "message")), "yes")
@@ -456,6 +478,14 @@ type replayRun struct {
 	targets  map[string]targetCheck
 	// stopNote is what stopped the run, said last on stderr.
 	stopNote string
+	// streamed: the replay starts during the scan (--yes, a fresh run
+	// from the DLQ, --ineligible release); streaming is that replay once its
+	// first eligible message was seen, streamErr what stopped it before.
+	streamed  bool
+	streaming *sqsmove.Stream
+	streamErr error
+	ctx       context.Context
+	progress  *cmdutil.Progress
 }
 
 func (r *replayRun) scan(ctx context.Context) error {
@@ -472,9 +502,24 @@ func (r *replayRun) scan(ctx context.Context) error {
 			return err
 		}
 	}
+	if r.streamed && mayTargetTheDLQ(s.queue.URL, r.opts.BaseURL) {
+		r.streamed = false // checked against the whole plan first, before anything is sent
+	}
 	s.banner()
 	fmt.Fprintln(r.f.IO.ErrOut, receiveNote("replay"))
-	return s.scan(ctx, 0, r.observe)
+	receivers := 2
+	if r.streamed {
+		// The scan feeds the sends: as many receives in flight as it takes
+		// to keep the batches in flight fed.
+		receivers = streamReceivers(r.opts.Concurrency)
+	}
+	return s.scanWith(ctx, 0, receivers, r.observe)
+}
+
+// streamReceivers is how many receive loops feed a streamed replay of
+// concurrency batches in flight.
+func streamReceivers(concurrency int) int {
+	return min(max(2, concurrency/4), 8)
 }
 
 func (r *replayRun) load(ctx context.Context) error {
@@ -494,16 +539,68 @@ func (r *replayRun) load(ctx context.Context) error {
 
 // observe decides one scanned message and counts it; it stops the scan
 // once --max eligible messages are held.
-func (r *replayRun) observe(_ int, m *sqsmove.Message) bool {
+func (r *replayRun) observe(ord int, m *sqsmove.Message) bool {
 	st := r.decide(m.Body)
+	r.mu.Lock() // the replay's progress reads the tally
 	r.tally.add(st.Command)
 	delete(r.resume.Held, m.MessageID) // it came back: the interrupted run no longer holds it
 	if r.resume.Moved[m.MessageID] {
 		r.tally.AlreadySent++
+		r.mu.Unlock()
 		return false
 	}
 	r.tally.decide(st.Command, st.Decision)
-	return r.opts.Max > 0 && r.tally.Eligible >= r.opts.Max
+	stop := r.opts.Max > 0 && r.tally.Eligible >= r.opts.Max
+	r.mu.Unlock()
+	if r.streamed {
+		return r.offer(ord, m, st) || stop
+	}
+	return stop
+}
+
+// offer hands a scanned message to the streamed replay, starting it at
+// the first eligible message (a scan that finds none writes no journal,
+// as before). It says to stop the scan when the replay cannot start.
+func (r *replayRun) offer(ord int, m *sqsmove.Message, st pushreplay.Step) (stop bool) {
+	if r.streamErr != nil {
+		return true
+	}
+	var rt sqsmove.Route
+	if st.Decision.Eligible {
+		rt = st.Route
+		if sqsmove.SameQueue(rt.Target, r.s.queue.URL) {
+			r.streamErr = cmdutil.UsageErrorf("priority %d would be replayed to %s, which is the DLQ itself; check --queue-base-url", st.Command.Priority, rt.Target)
+			return true
+		}
+	}
+	if r.streaming == nil {
+		if !st.Decision.Eligible {
+			return false // its held record is written when the replay starts
+		}
+		rp, err := r.replayer(r.ctx)
+		if err == nil {
+			r.streaming, err = rp.Start(r.ctx)
+		}
+		if err != nil {
+			r.streamErr = err
+			return true
+		}
+	}
+	r.streaming.Offer(ord, m, rt)
+	return false
+}
+
+// mayTargetTheDLQ reports whether some priority's queue (base + "P" + a
+// number) is the DLQ itself: such a plan is refused whole, before anything
+// is sent, so it is not replayed during the scan.
+func mayTargetTheDLQ(dlq, base string) bool {
+	dlq = strings.TrimRight(dlq, "/")
+	for i := strings.LastIndexByte(dlq, 'P'); i >= 0; i = strings.LastIndexByte(dlq[:i], 'P') {
+		if p, err := strconv.Atoi(dlq[i+1:]); err == nil && sqsmove.SameQueue(pushdlq.TargetURL(base, p), dlq) {
+			return true
+		}
+	}
+	return false
 }
 
 // decide is the processor's decision and route for a body (one function
@@ -604,12 +701,22 @@ func (r *replayRun) route(m *sqsmove.Message) sqsmove.Route {
 }
 
 func (r *replayRun) replay(ctx context.Context) error {
-	path, err := r.journalPath()
+	rp, err := r.replayer(ctx)
 	if err != nil {
 		return err
 	}
+	counts, err := rp.Run(ctx)
+	return r.replayed(counts, err)
+}
+
+// replayer opens the journal and prepares the replay of the held messages.
+func (r *replayRun) replayer(ctx context.Context) (*sqsmove.Replayer, error) {
+	path, err := r.journalPath()
+	if err != nil {
+		return nil, err
+	}
 	if r.journal, err = sqsmove.OpenJournal(path); err != nil {
-		return err
+		return nil, err
 	}
 	r.summary.Journal = &path
 	fmt.Fprintf(r.f.IO.ErrOut, "journal: %s\n", path)
@@ -627,13 +734,12 @@ func (r *replayRun) replay(ctx context.Context) error {
 		api = r.s.api
 	} else {
 		if api, _, err = r.f.SQS(ctx); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	progress := cmdutil.NewProgress(r.f.IO.ErrOut, r.f.IO.ShowProgress())
-	defer progress.Clear()
+	r.progress = cmdutil.NewProgress(r.f.IO.ErrOut, r.f.IO.ShowProgress())
 	done := 0
-	rp := &sqsmove.Replayer{
+	return &sqsmove.Replayer{
 		API: api, Hold: r.hold, Source: r.s.sourceURL(), Journal: r.journal,
 		Concurrency: r.opts.Concurrency, Rate: r.opts.Rate, Moved: r.resume.Moved, Route: r.route,
 		RunInfo: map[string]any{"source": r.source, "queue_base_url": r.opts.BaseURL, "window_start": r.summary.WindowStart,
@@ -642,12 +748,17 @@ func (r *replayRun) replay(ctx context.Context) error {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			done++
-			progress.Update("replaying: %d of %d done", done, r.tally.Eligible+r.tally.AlreadySent)
+			r.progress.Update("replaying: %d of %d done", done, r.tally.Eligible+r.tally.AlreadySent)
 			r.record(res)
 			r.emit(res)
 		},
-	}
-	counts, err := rp.Run(ctx)
+	}, nil
+}
+
+// replayed notes what the replay came to in the summary, and what
+// stopped it.
+func (r *replayRun) replayed(counts sqsmove.Counts, err error) error {
+	r.progress.Clear()
 	r.summary.Sent, r.summary.Parked, r.summary.Failed = counts.Sent, counts.Parked, counts.Failed
 	r.summary.DeleteFailed, r.summary.SkippedDuplicates, r.summary.Abandoned = counts.DeleteFailed, counts.SkippedDuplicates, counts.Abandoned
 	r.summary.Uncertain, r.summary.HoldLost = counts.Uncertain, counts.HoldLost
@@ -658,13 +769,13 @@ func (r *replayRun) replay(ctx context.Context) error {
 			"stopped at once, nothing more is sent: %s %s now in both the target queue and the DLQ.\n"+
 			"Do not start a fresh replay (it would send them again). Once this identity may delete from the DLQ (sqs:DeleteMessage),\n"+
 			"run the same command with --resume %s: it deletes them from the DLQ without re-sending them, and replays the rest.\n",
-			output.Escape(cmdutil.ErrorLine(err)), output.Plural(n, "message"), verb, path)
+			output.Escape(cmdutil.ErrorLine(err)), output.Plural(n, "message"), verb, *r.summary.Journal)
 		return &cmdutil.ExitError{Code: cmdutil.ExitAuth}
 	}
 	if err != nil {
 		return err
 	}
-	return ctx.Err()
+	return r.ctx.Err()
 }
 
 // record notes what the summary lists: failures by target and reason, and
@@ -763,7 +874,7 @@ func (r *replayRun) inFlightElsewhere(ctx context.Context) {
 	// Messages the interrupted run held that did not come back are counted
 	// as still_held; when they are invisible (another consumer has them)
 	// they are in the DLQ's in-flight count too: count them once.
-	n := max(0, after.InFlight-int64(r.hold.Len())-int64(r.summary.StillHeld))
+	n := max(0, after.InFlight-int64(r.hold.Outstanding())-int64(r.summary.StillHeld))
 	r.summary.Delayed = int(after.Delayed)
 	r.summary.InFlightElsewhere = int(n)
 }

@@ -123,11 +123,16 @@ func redriveTarget(policy string) string { return gjson.Get(policy, "deadLetterT
 // scan receives messages until the queue is exhausted, max new messages
 // were seen or fn says stop; progress goes to stderr on a terminal.
 func (s *session) scan(ctx context.Context, max int, fn func(ord int, m *sqsmove.Message) bool) error {
+	return s.scanWith(ctx, max, 2, fn)
+}
+
+// scanWith is scan with receivers receive loops in parallel.
+func (s *session) scanWith(ctx context.Context, max, receivers int, fn func(ord int, m *sqsmove.Message) bool) error {
 	progress := cmdutil.NewProgress(s.f.IO.ErrOut, s.f.IO.ShowProgress())
 	defer progress.Clear()
 	total := s.queue.Visible
 	n := 0
-	return s.hold.Receive(ctx, sqsmove.ReceiveOptions{Wait: s.flags.Wait, Max: max, Receivers: 2}, func(ord int, m *sqsmove.Message) bool {
+	return s.hold.Receive(ctx, sqsmove.ReceiveOptions{Wait: s.flags.Wait, Max: max, Receivers: receivers}, func(ord int, m *sqsmove.Message) bool {
 		n++
 		progress.Update("scanning %s: %d of ~%s", sqsmove.Name(s.queue.URL), n, output.Plural(int(total), "message"))
 		return fn(ord, m)
