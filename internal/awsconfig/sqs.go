@@ -3,10 +3,8 @@ package awsconfig
 import (
 	"context"
 	"io"
-	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
@@ -24,17 +22,10 @@ func SQS(cfg aws.Config, s Settings) *sqs.Client {
 			o.BaseEndpoint = aws.String(s.EndpointURL)
 		}
 		o.APIOptions = append(o.APIOptions, HidePayloadWriterTo)
-		if bc, ok := o.HTTPClient.(*awshttp.BuildableClient); ok {
-			o.HTTPClient = bc.WithTransportOptions(func(t *http.Transport) { t.MaxIdleConnsPerHost = sqsIdleConns })
-		}
+		// Idle connections: HTTPClient (in every configuration Load
+		// makes) keeps one per call in flight, where the SDK keeps 10.
 	})
 }
-
-// sqsIdleConns is how many idle connections to the SQS endpoint are kept
-// for reuse. The SDK's default, 10, is fewer than the calls a replay has
-// in flight (batches plus receivers): every call above it closed its
-// connection after use and the next one opened a new one.
-const sqsIdleConns = 64
 
 // HidePayloadWriterTo installs the body wrapper described at SQS; tests
 // building their own clients use it too.
