@@ -28,6 +28,17 @@ type Factory struct {
 	OpenBucket func(ctx context.Context, loc archive.Location) (archive.Store, error)
 	// OpenAthena returns the Athena client of --engine athena.
 	OpenAthena func(ctx context.Context) (athenarun.API, error)
+	// APIPoll, when set, replaces every wait of recover --via-api (its
+	// polls and retries): tests make them short.
+	APIPoll time.Duration
+}
+
+// apiPoll is a wait of recover --via-api: d, unless the factory sets one.
+func (f *Factory) apiPoll(d time.Duration) time.Duration {
+	if f.APIPoll > 0 {
+		return f.APIPoll
+	}
+	return d
 }
 
 // NewFactory returns the production factory.

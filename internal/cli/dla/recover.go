@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/awsread"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
@@ -52,6 +53,10 @@ type RecoverOptions struct {
 	// object again after the plan (--x-no-spool), NoGCTuning leaves the
 	// garbage collector at its default (--x-no-gc-tuning).
 	NoBatch, NoSpool, NoGCTuning bool
+	// ViaAPI is a Cumulus API URL: recover through Cumulus's own recovery
+	// (viaapi.go), with the token from TokenFile or $CUMULUS_API_TOKEN.
+	ViaAPI, TokenFile, CleanupStaging string
+	Cleanup                           bool
 }
 
 // NewCmdRecover builds `dla recover`.
@@ -122,11 +127,26 @@ run takes none).
 
 Interrupting (Ctrl-C, SIGTERM) lets the objects in flight finish, deletes
 what was written, and stops; a re-run picks up the rest (the writes are
-idempotent upserts).`,
+idempotent upserts).
+
+Through the Cumulus API (--via-api URL): Cumulus's own recovery runs
+instead, as an async operation, with the token from --token-file or
+$CUMULUS_API_TOKEN (never from a flag, never printed). The same plan and
+confirmation come first; then the selected objects are moved (copy, read
+back, delete) into a staging folder of their own,
+<stack>/dead-letter-archive/recover-staging/<run>/, which becomes the
+recovery's path; Cumulus writes them, deletes what it wrote and moves what
+failed to failed-sqs/<date>/<name> as it always does. The operation is
+polled until it ends; what it left in staging (objects it could not parse)
+is listed, and --cleanup moves it back. Exit 0 when everything was
+recovered, 3 when objects failed or are left, 1 when the operation failed.
+After Ctrl-C the operation goes on in Cumulus; --cleanup-staging FOLDER
+later moves back what it left.`,
 		Example: `  dla recover --archive s3://my-internal-bucket/my-stack --date 2024-03-02 --dry-run
   dla recover --archive s3://my-internal-bucket/my-stack --error UnmetRequirementsError --yes -o ndjson
   dla search --granule G1 -o keys | dla recover --yes -
-  dla recover --failed --from 2024-03-01 --db-secret my-stack-db-login --yes`,
+  dla recover --failed --from 2024-03-01 --db-secret my-stack-db-login --yes
+  dla recover --archive s3://my-internal-bucket/my-stack --date 2024-03-02 --via-api https://example.com/api --token-file ~/.cumulus-token --cleanup`,
 		Args: cmdutil.UsageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.Output.Validate(); err != nil {
@@ -156,6 +176,10 @@ idempotent upserts).`,
 	fl.StringVar(&opts.Topics.Execution, "execution-sns-topic-arn", "", "publish execution notifications to this SNS topic (default $execution_sns_topic_arn)")
 	fl.StringVar(&opts.Topics.Granule, "granule-sns-topic-arn", "", "publish granule notifications to this SNS topic (default $granule_sns_topic_arn)")
 	fl.StringVar(&opts.Topics.Pdr, "pdr-sns-topic-arn", "", "publish PDR notifications to this SNS topic (default $pdr_sns_topic_arn)")
+	fl.StringVar(&opts.ViaAPI, "via-api", "", "recover through Cumulus's own recovery: the Cumulus API at this URL (see 'Through the Cumulus API' above)")
+	fl.StringVar(&opts.TokenFile, "token-file", "", "with --via-api, read the API token from this file (default $CUMULUS_API_TOKEN)")
+	fl.BoolVar(&opts.Cleanup, "cleanup", false, "with --via-api, move what Cumulus left in the staging folder back where it came from")
+	fl.StringVar(&opts.CleanupStaging, "cleanup-staging", "", "with --via-api, only move everything in this staging folder (a prefix a stopped run named) back; nothing else")
 	addNullFlag(cmd, &opts.Null)
 	opts.Output = cmdutil.AddOutputFlag(cmd, "text", "json", "ndjson")
 	// Hidden switches that turn an optimisation off, so that the benchmark
@@ -228,6 +252,14 @@ type RecoverSummary = dlarecover.Summary
 func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	f := opts.Factory
 	ctx := cmd.Context()
+	if opts.ViaAPI != "" {
+		return runRecoverViaAPI(cmd, opts)
+	}
+	for name, set := range map[string]bool{"--token-file": opts.TokenFile != "", "--cleanup": opts.Cleanup, "--cleanup-staging": opts.CleanupStaging != ""} {
+		if set {
+			return cmdutil.UsageErrorf("%s goes with --via-api", name)
+		}
+	}
 	if opts.LeaveUnreadable && opts.IncludeUnreadable {
 		return cmdutil.UsageErrorf("--leave-unreadable and --include-unreadable cannot be combined")
 	}
@@ -248,24 +280,9 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 		// more resident memory, still flat however many objects.
 		defer debug.SetGCPercent(debug.SetGCPercent(gcPercent))
 	}
-	scope, loc, err := opts.Select.scope(f)
+	scope, loc, err := recoverScope(opts)
 	if err != nil {
 		return err
-	}
-	if len(opts.Args) > 0 {
-		keys, err := readKeys(f.IO.In, opts.Args, opts.Null)
-		if err != nil {
-			return err
-		}
-		if keys, err = resolveKeys(loc, scope.Layout, keys); err != nil {
-			return err
-		}
-		scope.Keys = keys
-	}
-	if !opts.DryRun {
-		if err := cmdutil.RequireYes(f.IO, opts.Yes, "recover"); err != nil {
-			return err
-		}
 	}
 	if opts.DBMaxPool < 0 {
 		return cmdutil.UsageErrorf("--db-max-pool must not be negative")
@@ -369,22 +386,7 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 		defer plan.objects.Close()
 	}
 	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
-	_, err = selection.Run(ctx, store, scope, 16, func(r selection.Result) error {
-		if err := stopOnAuth(r); err != nil {
-			return err
-		}
-		if r.Unreadable() && !opts.IncludeUnreadable && (scope.Filter.ByContent() || undatable(scope, r.Entry.Key)) {
-			plan.LeftAlone++
-			return nil
-		}
-		if r.Unreadable() && (r.Decoded == nil || len(r.Decoded.Layers) == 0) {
-			return plan.add(r.Entry.Key, nil, r.Err)
-		}
-		progress.Update("planning: %d objects", plan.Objects+1)
-		return plan.add(r.Entry.Key, r.Decoded, r.Err)
-	})
-	progress.Clear()
-	if err != nil {
+	if err := planRecovery(ctx, store, scope, opts, plan, progress); err != nil {
 		return err
 	}
 	printPlan(f.IO.ErrOut, plan, opts, topics)
@@ -422,6 +424,53 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 		scope.KeyStream = plan.spool.Keys
 	}
 	return runRecoverObjects(ctx, opts, run, scope)
+}
+
+// recoverScope validates the selection (flags, or keys as arguments or on
+// stdin) and the --yes rule.
+func recoverScope(opts *RecoverOptions) (selection.Scope, archive.Location, error) {
+	f := opts.Factory
+	scope, loc, err := opts.Select.scope(f)
+	if err != nil {
+		return scope, loc, err
+	}
+	if len(opts.Args) > 0 {
+		keys, err := readKeys(f.IO.In, opts.Args, opts.Null)
+		if err != nil {
+			return scope, loc, err
+		}
+		if keys, err = resolveKeys(loc, scope.Layout, keys); err != nil {
+			return scope, loc, err
+		}
+		scope.Keys = keys
+	}
+	if !opts.DryRun {
+		if err := cmdutil.RequireYes(f.IO, opts.Yes, "recover"); err != nil {
+			return scope, loc, err
+		}
+	}
+	return scope, loc, nil
+}
+
+// planRecovery is the plan pass: one pass over the selection, counting
+// and spooling what the run will take.
+func planRecovery(ctx context.Context, store archive.Store, scope selection.Scope, opts *RecoverOptions, plan *recoverPlan, progress *cmdutil.Progress) error {
+	_, err := selection.Run(ctx, store, scope, 16, func(r selection.Result) error {
+		if err := stopOnAuth(r); err != nil {
+			return err
+		}
+		if r.Unreadable() && !opts.IncludeUnreadable && (scope.Filter.ByContent() || undatable(scope, r.Entry.Key)) {
+			plan.LeftAlone++
+			return nil
+		}
+		if r.Unreadable() && (r.Decoded == nil || len(r.Decoded.Layers) == 0) {
+			return plan.add(r.Entry.Key, nil, r.Err)
+		}
+		progress.Update("planning: %d objects", plan.Objects+1)
+		return plan.add(r.Entry.Key, r.Decoded, r.Err)
+	})
+	progress.Clear()
+	return err
 }
 
 // undatable: with a date selection, an object outside the date folders (a

@@ -7,15 +7,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/cumulusapi"
 	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/selection"
+	"github.com/deadletter/deadletter/internal/snspub"
 )
 
 // StagingFolder is where --via-api moves a selection for Cumulus to
@@ -203,6 +208,159 @@ func (v *viaAPI) run(ctx context.Context, res *ViaAPIResult) error {
 	}
 	if !op.Succeeded() {
 		fmt.Fprintf(v.f.IO.ErrOut, "dla: Cumulus operation %s ended %s: %s\n", output.Escape(op.ID), output.Escape(op.Status), output.Escape(firstLine(op.Output)))
+	}
+	return nil
+}
+
+// runRecoverViaAPI is dla recover --via-api: the selection is planned and
+// confirmed as for a local recovery, moved into a staging folder, and
+// handed to Cumulus's own recovery (POST /deadLetterArchive/
+// recoverCumulusMessages with that folder as its path), which is then
+// watched to its end. What Cumulus leaves in staging is reported, and moved
+// back with --cleanup.
+func runRecoverViaAPI(cmd *cobra.Command, opts *RecoverOptions) error {
+	f := opts.Factory
+	ctx := cmd.Context()
+	for name, set := range map[string]bool{"--database-url": opts.DatabaseURL != "", "--db-secret": opts.DBSecret != "",
+		"--keep": opts.Keep, "--offline": opts.Offline, "--leave-unreadable": opts.LeaveUnreadable,
+		"--execution-sns-topic-arn, --granule-sns-topic-arn, --pdr-sns-topic-arn": opts.Topics.Execution != "" || opts.Topics.Granule != "" || opts.Topics.Pdr != ""} {
+		if set {
+			return cmdutil.UsageErrorf("%s does not go with --via-api: Cumulus's recovery uses its own database, AWS reads and topics", name)
+		}
+	}
+	api, err := url.Parse(opts.ViaAPI)
+	if err != nil || (api.Scheme != "https" && api.Scheme != "http") || api.Host == "" {
+		return cmdutil.UsageErrorf("--via-api %q: want the Cumulus API's URL, https://...", opts.ViaAPI)
+	}
+	token, err := apiToken(f, opts.TokenFile)
+	if err != nil {
+		return err
+	}
+	var scope selection.Scope
+	var loc archive.Location
+	if opts.CleanupStaging != "" {
+		if loc, err = opts.Select.location(f); err != nil {
+			return err
+		}
+		scope.Layout = dla.Layout{Stack: loc.Stack}
+	} else if scope, loc, err = recoverScope(opts); err != nil {
+		return err
+	}
+	if loc.Bucket == "" {
+		return cmdutil.UsageErrorf("--via-api needs the archive in S3 (--archive s3://BUCKET/STACK): Cumulus reads it there")
+	}
+	staging := ""
+	if opts.CleanupStaging != "" {
+		staging = strings.TrimSuffix(opts.CleanupStaging, "/") + "/"
+		base := scope.Layout.Root() + StagingFolder
+		if run, ok := strings.CutPrefix(staging, base); !ok || strings.Count(run, "/") != 1 || run == "/" {
+			return cmdutil.UsageErrorf("--cleanup-staging %q: want a run's staging folder, %s<run>/", opts.CleanupStaging, base)
+		}
+	}
+	store, err := f.OpenArchive(ctx, loc)
+	if err != nil {
+		return err
+	}
+	v := &viaAPI{f: f, store: store, layout: scope.Layout, bucket: loc.Bucket,
+		client:  &cumulusapi.Client{BaseURL: opts.ViaAPI, Token: token, Backoff: f.apiPoll(time.Second)},
+		pollMin: f.apiPoll(2 * time.Second), pollMax: f.apiPoll(30 * time.Second),
+		progress: cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())}
+	res := &ViaAPIResult{Type: "via_api", API: opts.ViaAPI}
+
+	if opts.CleanupStaging != "" { // only the way back
+		v.staging = staging
+		res.Staging = v.staging
+		back, left, err := v.unstage(ctx)
+		res.MovedBack, res.Left = back, left
+		if err != nil {
+			return err
+		}
+		return viaAPIFinish(opts, res)
+	}
+
+	plan := &recoverPlan{ByDate: map[string]int{}, ByStatus: map[string]int{}, ByColl: map[string]int{},
+		Database: "the Cumulus API at " + opts.ViaAPI + " (Cumulus's own recovery and database)", Archive: loc.String(), Area: string(scope.Area)}
+	if plan.spool, err = selection.NewSpool(); err != nil {
+		return err
+	}
+	defer plan.spool.Close()
+	if err := planRecovery(ctx, store, scope, opts, plan, v.progress); err != nil {
+		return err
+	}
+	printPlan(f.IO.ErrOut, plan, opts, snspub.Topics{})
+	if plan.Objects == 0 {
+		fmt.Fprintln(f.IO.ErrOut, "nothing to recover")
+		return nil
+	}
+	if opts.DryRun {
+		fmt.Fprintln(f.IO.ErrOut, "dry run: nothing was staged, Cumulus was not asked")
+		return nil
+	}
+	if !opts.Yes {
+		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Recover %s through the Cumulus API at %s?", output.Plural(plan.Objects, "object"), opts.ViaAPI), "yes")
+		if err != nil || !ok {
+			fmt.Fprintln(f.IO.ErrOut, "nothing staged")
+			return err
+		}
+	}
+	v.staging = newStaging(scope.Layout, f.Now())
+	res.Staging = v.staging
+	if res.Staged, err = v.stage(ctx, plan.spool.Keys, plan.Objects); err != nil {
+		return err
+	}
+	fmt.Fprintf(f.IO.ErrOut, "staged %s in %s\n", output.Plural(res.Staged, "object"), output.Escape(v.staging))
+	if err := v.run(ctx, res); err != nil {
+		return err
+	}
+	if res.Left, err = v.leftovers(ctx); err != nil {
+		return err
+	}
+	if opts.Cleanup && len(res.Left) > 0 {
+		back, left, err := v.unstage(ctx)
+		res.MovedBack, res.Left = back, left
+		if err != nil {
+			return err
+		}
+	}
+	return viaAPIFinish(opts, res)
+}
+
+// viaAPIFinish prints the summary and turns the outcome into the exit code:
+// 0 when Cumulus recovered everything, 3 when objects failed or are still
+// in staging, 1 when the operation failed.
+func viaAPIFinish(opts *RecoverOptions, res *ViaAPIResult) error {
+	f := opts.Factory
+	if res.Left == nil {
+		res.Left = []string{}
+	}
+	if opts.Output.Value != "text" {
+		if err := output.WriteJSON(output.JSONOut(f.IO), res); err != nil {
+			return err
+		}
+	}
+	w := f.IO.ErrOut
+	if res.OperationID != "" {
+		fmt.Fprintf(w, "Cumulus operation %s %s: %d recovered, %d failed (moved by Cumulus to failed-sqs/)\n",
+			output.Escape(res.OperationID), output.Escape(res.Status), res.Succeeded, res.Failed)
+	}
+	if res.MovedBack > 0 {
+		fmt.Fprintf(w, "moved back from staging: %s\n", output.Plural(res.MovedBack, "object"))
+	}
+	if len(res.Left) > 0 {
+		fmt.Fprintf(w, "left in staging (%s):\n", output.Escape(res.Staging))
+		for _, k := range res.Left {
+			fmt.Fprintf(w, "  %s\n", output.Escape(k))
+		}
+		if !opts.Cleanup && opts.CleanupStaging == "" {
+			fmt.Fprintf(w, "move them back with: dla recover --archive %s --via-api %s --cleanup-staging %s\n",
+				output.Escape(opts.Select.value), output.Escape(opts.ViaAPI), output.Escape(res.Staging))
+		}
+	}
+	switch {
+	case res.OperationID != "" && res.Status != "SUCCEEDED":
+		return &cmdutil.ExitError{Code: cmdutil.ExitFailure}
+	case res.Failed > 0 || len(res.Left) > 0:
+		return cmdutil.PartialError
 	}
 	return nil
 }

@@ -1,0 +1,231 @@
+package dla
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/tidwall/gjson"
+
+	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cli/iostreams"
+	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/testsupport"
+	"github.com/deadletter/deadletter/internal/testsupport/fakecumulus"
+)
+
+const testAPIToken = "tok-9f2c-secret"
+
+// viaAPIEnv is the sample archive in versitygw and a fake Cumulus API whose
+// recovery runs over the same bucket. Objects whose error is a Knex timeout
+// fail to write; the rest are written.
+type viaAPIEnv struct {
+	c      *s3.Client
+	bucket string
+	api    *fakecumulus.Server
+	before map[string]string // key → body, the whole archive
+}
+
+func newViaAPIEnv(t *testing.T) *viaAPIEnv {
+	t.Helper()
+	e := &viaAPIEnv{c: testsupport.S3Client(t)}
+	e.bucket = testsupport.NewBucket(t, e.c)
+	testsupport.UploadTree(t, e.c, e.bucket, sampleArchive, "demo/")
+	e.api = fakecumulus.New(t, testAPIToken, "demo", func(bucket string) archive.Store { return archive.NewS3(e.c, bucket) })
+	e.api.Written = func(_ string, raw []byte) bool { return !strings.Contains(string(raw), "KnexTimeoutError") }
+	e.api.RunningPolls = 2
+	e.before = e.snapshot(t)
+	for k, v := range map[string]string{
+		"AWS_ENDPOINT_URL_S3": testsupport.S3Endpoint(t), "AWS_REGION": "us-east-1",
+		"AWS_ACCESS_KEY_ID": testsupport.AccessKey, "AWS_SECRET_ACCESS_KEY": testsupport.SecretKey,
+		"AWS_EC2_METADATA_DISABLED": "true", "AWS_PROFILE": "", "AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
+	} {
+		t.Setenv(k, v)
+	}
+	return e
+}
+
+func (e *viaAPIEnv) snapshot(t *testing.T) map[string]string {
+	t.Helper()
+	store := archive.NewS3(e.c, e.bucket)
+	out := map[string]string{}
+	for _, k := range testsupport.ListKeys(t, e.c, e.bucket, "") {
+		b, err := store.Get(context.Background(), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[k] = string(b)
+	}
+	return out
+}
+
+func (e *viaAPIEnv) recover(t *testing.T, token string, args ...string) runResult {
+	t.Helper()
+	ios, _, out, errOut := iostreams.Test()
+	env := map[string]string{"CUMULUS_API_TOKEN": token, "DEADLETTER_NO_PROMPT": "1"}
+	getenv := func(k string) string { return env[k] }
+	ios.SetEnv(getenv)
+	f := NewFactory(ios, getenv)
+	f.APIPoll = 5 * time.Millisecond
+	code := Run(context.Background(), f, append([]string{"recover", "--archive", "s3://" + e.bucket + "/demo", "--via-api", e.api.URL}, args...))
+	r := runResult{code: code, stdout: out.String(), stderr: errOut.String()}
+	if strings.Contains(r.stdout+r.stderr, testAPIToken) {
+		t.Fatalf("the token was printed:\n%s\n%s", r.stdout, r.stderr)
+	}
+	return r
+}
+
+// Every object of the selection ends where Cumulus's recovery puts it
+// (written: deleted; failed: failed-sqs/<its date>/<its name>), or, when
+// Cumulus could not read it, back where it was (--cleanup); nothing else in
+// the bucket changes, and the staging folder ends empty.
+func TestRecoverViaAPI(t *testing.T) {
+	e := newViaAPIEnv(t)
+	e.api.FailPosts = 1 // a 502 first: retried, one operation started
+	r := e.recover(t, testAPIToken, "--date", "2024-03-03", "--yes", "--cleanup", "-o", "json")
+	if r.code != cmdutil.ExitPartial { // failures and an unreadable object
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var res ViaAPIResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatalf("%v: %s", err, r.stdout)
+	}
+	posts := e.api.Posts()
+	if len(posts) != 1 || posts[0]["bucket"] != e.bucket || posts[0]["path"] != res.Staging ||
+		!strings.HasPrefix(res.Staging, "demo/dead-letter-archive/recover-staging/") {
+		t.Fatalf("posts %v, staging %q", posts, res.Staging)
+	}
+	after := e.snapshot(t)
+	root := dla.Layout{Stack: "demo"}
+	selected := 0
+	for k, body := range e.before {
+		info := root.ParseKey(k)
+		if info.Area != dla.AreaSQS || info.Date != "2024-03-03" {
+			if after[k] != body {
+				t.Errorf("%s is not in the selection, yet it changed", k)
+			}
+			continue
+		}
+		selected++
+		_, still := after[k]
+		failedKey := root.FailedKey(k, gjson.Get(body, "time").String(), time.Now())
+		switch {
+		case !json.Valid([]byte(body)): // Cumulus skips it; --cleanup brought it back
+			if after[k] != body {
+				t.Errorf("%s (not JSON) is not back in place", k)
+			}
+		case strings.Contains(body, "KnexTimeoutError"):
+			if still || after[failedKey] != body {
+				t.Errorf("%s failed to write: want it at %s only", k, failedKey)
+			}
+		default:
+			if still {
+				t.Errorf("%s was written, yet it is still there", k)
+			}
+		}
+	}
+	for k := range after {
+		if strings.Contains(k, "recover-staging/") {
+			t.Errorf("%s left in staging after --cleanup", k)
+		}
+	}
+	if res.Staged != selected || res.Succeeded+res.Failed+res.MovedBack != selected || res.Status != "SUCCEEDED" || res.Failed == 0 || res.MovedBack != 1 {
+		t.Errorf("result %+v for %d selected objects", res, selected)
+	}
+}
+
+// A token the API refuses: nothing is recovered and every staged object
+// goes back where it was.
+func TestRecoverViaAPIUnauthorized(t *testing.T) {
+	e := newViaAPIEnv(t)
+	r := e.recover(t, "not-the-token", "--date", "2024-03-02", "--yes")
+	if r.code == 0 || !strings.Contains(r.stderr, "refused the token") || !strings.Contains(r.stderr, "moved back") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if after := e.snapshot(t); !mapsEqual(after, e.before) {
+		t.Errorf("the archive changed after a refused token")
+	}
+	if len(e.api.Posts()) != 0 {
+		t.Error("an operation was started")
+	}
+}
+
+// An operation that fails: exit 1, its staged objects reported, and moved
+// back with --cleanup-staging afterwards.
+func TestRecoverViaAPIOperationFails(t *testing.T) {
+	e := newViaAPIEnv(t)
+	e.api.FailOperation = true
+	r := e.recover(t, testAPIToken, "--date", "2024-03-02", "--yes")
+	if r.code != cmdutil.ExitFailure || !strings.Contains(r.stderr, "TASK_FAILED") || !strings.Contains(r.stderr, "left in staging") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	staging := e.api.Posts()[0]["path"].(string)
+	mid := e.snapshot(t)
+	left := 0
+	for k := range mid {
+		if strings.HasPrefix(k, staging) {
+			left++
+		}
+	}
+	if left == 0 {
+		t.Fatal("nothing in staging after a failed operation")
+	}
+	r = e.recover(t, testAPIToken, "--cleanup-staging", staging)
+	if r.code != 0 {
+		t.Fatalf("--cleanup-staging: exit %d: %s", r.code, r.stderr)
+	}
+	if after := e.snapshot(t); !mapsEqual(after, e.before) {
+		var diff []string
+		for k := range after {
+			if _, ok := e.before[k]; !ok {
+				diff = append(diff, "+"+k)
+			}
+		}
+		for k := range e.before {
+			if _, ok := after[k]; !ok {
+				diff = append(diff, "-"+path.Base(k))
+			}
+		}
+		slices.Sort(diff)
+		t.Errorf("after --cleanup-staging the archive is not as it was: %v", diff)
+	}
+}
+
+func TestRecoverViaAPIRefusals(t *testing.T) {
+	for name, args := range map[string][]string{
+		"no token":          {"recover", "--archive", "s3://b/s", "--via-api", "https://api.example", "--yes"},
+		"local archive":     {"recover", "--archive", sampleArchive, "--via-api", "https://api.example", "--yes"},
+		"database url":      {"recover", "--archive", "s3://b/s", "--via-api", "https://api.example", "--database-url", "postgres://x", "--yes"},
+		"not a URL":         {"recover", "--archive", "s3://b/s", "--via-api", "api.example", "--yes"},
+		"cleanup alone":     {"recover", "--archive", "s3://b/s", "--cleanup", "--yes"},
+		"foreign staging":   {"recover", "--archive", "s3://b/s", "--via-api", "https://api.example", "--cleanup-staging", "s/dead-letter-archive/sqs/"},
+		"token as a flag ✗": {"recover", "--archive", "s3://b/s", "--via-api", "https://api.example", "--token", "x"},
+	} {
+		env := map[string]string{}
+		if name != "no token" {
+			env["CUMULUS_API_TOKEN"] = "x"
+		}
+		if r := run(t, false, env, "", args...); r.code != cmdutil.ExitUsage {
+			t.Errorf("%s: exit %d: %s", name, r.code, r.stderr)
+		}
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
