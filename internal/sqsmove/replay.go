@@ -119,11 +119,9 @@ type batch struct {
 // is not about that one message (no such queue, access denied).
 var ErrTargetRejected = errors.New("target queue rejected the canary message")
 
-// Run replays every held message that routes somewhere. Messages that
-// route nowhere, fail or are abandoned stay held; the caller releases them.
-// It returns an error only for what stops the whole run (the journal cannot
-// be written, the credentials are refused).
-func (r *Replayer) Run(ctx context.Context) (Counts, error) {
+// begin sets the defaults, starts the rate limiter and writes the run
+// event; it returns the most entries a batch may have.
+func (r *Replayer) begin() (int, error) {
 	if r.Concurrency <= 0 {
 		r.Concurrency = 4
 	}
@@ -136,7 +134,16 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 		r.limiter = newLimiter(r.Rate)
 		maxEntries = min(maxEntries, r.limiter.maxBatch())
 	}
-	if err := r.Journal.Write(Event{Event: EvRun, Target: r.Source, Info: r.RunInfo}); err != nil {
+	return maxEntries, r.Journal.Write(Event{Event: EvRun, Target: r.Source, Info: r.RunInfo})
+}
+
+// Run replays every held message that routes somewhere. Messages that
+// route nowhere, fail or are abandoned stay held; the caller releases them.
+// It returns an error only for what stops the whole run (the journal cannot
+// be written, the credentials are refused).
+func (r *Replayer) Run(ctx context.Context) (Counts, error) {
+	maxEntries, err := r.begin()
+	if err != nil {
 		return r.counts, err
 	}
 	if err := r.journalHeld(); err != nil {
@@ -169,7 +176,7 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 	// sent to that target.
 	canary := map[string]bool{} // targets that had their canary
 	canaryOrd := map[int]bool{} // the canary messages, done in pass 1
-	err := r.Hold.Each(func(ord int, st State, m *Message) error {
+	err = r.Hold.Each(func(ord int, st State, m *Message) error {
 		if st != Held || ctx.Err() != nil || r.Moved[m.MessageID] || r.fatalErr() != nil {
 			return nil
 		}

@@ -40,19 +40,8 @@ func (r *Replayer) Start(ctx context.Context) (*Stream, error) {
 	if len(r.Moved) > 0 {
 		return nil, errors.New("a streamed replay cannot resume a journal; use Run")
 	}
-	if r.Concurrency <= 0 {
-		r.Concurrency = 4
-	}
-	if r.MaxBatchBytes <= 0 {
-		r.MaxBatchBytes = DefaultMaxBatchBytes
-	}
-	r.dead = map[string]error{}
-	maxEntries := 10
-	if r.Rate > 0 {
-		r.limiter = newLimiter(r.Rate)
-		maxEntries = min(maxEntries, r.limiter.maxBatch())
-	}
-	if err := r.Journal.Write(Event{Event: EvRun, Target: r.Source, Info: r.RunInfo}); err != nil {
+	maxEntries, err := r.begin()
+	if err != nil {
 		return nil, err
 	}
 	s := &Stream{r: r, ctx: ctx, work: make(chan *batch, r.Concurrency), canary: map[string]bool{},
