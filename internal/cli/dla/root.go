@@ -69,6 +69,11 @@ const environmentHelp = `Environment variables:
   AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_S3
                          send AWS requests elsewhere (a local S3); --endpoint-url
                          wins. Path-style S3 addressing is used with either.
+  AWS_ENDPOINT_URL_ATHENA, AWS_ENDPOINT_URL_SFN
+                         one service's endpoint (search --engine athena;
+                         recover's Step Functions reads)
+  CUMULUS_API_TOKEN      recover --via-api's token when --token-file is not
+                         given (never printed)
   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
                          static credentials, as the AWS SDK reads them
   NO_COLOR               any non-empty value turns colour off

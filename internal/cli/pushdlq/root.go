@@ -69,6 +69,9 @@ const environmentHelp = `Environment variables:
   AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_SQS
                          send AWS requests elsewhere (a local SQS);
                          --endpoint-url wins
+  AWS_ENDPOINT_URL_LAMBDA
+                         the Lambda API of pushdlq processor (--endpoint-url
+                         is for SQS only)
   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
                          static credentials, as the AWS SDK reads them
   XDG_STATE_HOME         journals go to $XDG_STATE_HOME/deadletter
