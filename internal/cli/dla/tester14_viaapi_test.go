@@ -379,3 +379,36 @@ func TestTester14ViaAPIConcurrentStagingDoublesObject(t *testing.T) {
 			d, r.code, r.stderr, r2.code, r2.stderr)
 	}
 }
+
+// DEFECT: Ctrl-C during staging, just as an object's copy lands in staging:
+// the move stops before the original is deleted, stage() then moves the
+// staged copy "back" onto the original's key, which is still there, so it
+// lands at <key>.1. After an interrupted staging the archive holds a doubled
+// message (same cause as TestTester14ViaAPIStagingDeleteFailsLeavesDuplicate).
+func TestTester14ViaAPICancelDuringStagingLeavesDuplicate(t *testing.T) {
+	e := newViaAPIEnv(t)
+	proxy := testsupport.NewProxy(t, testsupport.S3Endpoint(t))
+	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var puts atomic.Int32
+	proxy.SetAfter(func(op string, _, resp []byte) []byte {
+		if op == "PutObject" && puts.Add(1) == 3 { // the third copy is stored: Ctrl-C
+			cancel()
+		}
+		return resp
+	})
+	r := e.recoverIn(t, ctx, "", "--date", "2024-03-02", "--yes", "--cleanup")
+	if puts.Load() < 3 {
+		t.Fatalf("staging never reached its third copy (vacuous): exit %d: %s", r.code, r.stderr)
+	}
+	if r.code != 130 {
+		t.Errorf("exit %d after Ctrl-C, want 130", r.code)
+	}
+	if len(e.api.Posts()) != 0 {
+		t.Errorf("Cumulus was asked after Ctrl-C during staging")
+	}
+	if d := diffArchive(e.before, e.snapshot(t)); len(d) != 0 {
+		t.Errorf("after Ctrl-C during staging the archive is not as it was: %q\nstderr: %s", d, r.stderr)
+	}
+}
