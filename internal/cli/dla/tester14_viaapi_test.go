@@ -521,3 +521,55 @@ func TestTester14ViaAPITokenFileRefusals(t *testing.T) {
 		t.Errorf("a refused token file staged or started something: %q", d)
 	}
 }
+
+// PROPERTY: --dry-run stages nothing and asks Cumulus nothing; a run whose
+// every object is written exits 0 with its JSON summary on stdout (-o json),
+// the staging folder empty and the selection gone, nothing else changed.
+func TestTester14ViaAPIDryRunAndAllWritten(t *testing.T) {
+	e := newViaAPIEnv(t)
+	e.api.Written = nil
+	r := e.recoverIn(t, context.Background(), "", "--date", "2024-03-02", "--dry-run", "-o", "json")
+	if r.code != 0 || len(e.api.Posts()) != 0 {
+		t.Fatalf("dry run: exit %d, posts %v: %s", r.code, e.api.Posts(), r.stderr)
+	}
+	if d := diffArchive(e.before, e.snapshot(t)); len(d) != 0 {
+		t.Fatalf("--dry-run changed the archive: %q", d)
+	}
+	r = e.recoverIn(t, context.Background(), "", "--date", "2024-03-02", "--yes", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var res ViaAPIResult
+	if json.Unmarshal([]byte(r.stdout), &res) != nil || res.Succeeded != 12 || res.Staged != 12 || res.Status != "SUCCEEDED" || len(res.Left) != 0 {
+		t.Errorf("stdout %q", r.stdout)
+	}
+	after := e.snapshot(t)
+	for k, v := range e.before {
+		_, still := after[k]
+		if strings.Contains(k, "/sqs/2024-03-02/") == still || (still && after[k] != v) {
+			t.Errorf("%s: still there %v", k, still)
+		}
+	}
+	if len(after) != len(e.before)-12 {
+		t.Errorf("archive changes: %q", diffArchive(e.before, after))
+	}
+}
+
+// DEFECT: -o ndjson prints the via-api summary as indented JSON over 12
+// lines (viaAPIFinish calls output.WriteJSON, MarshalIndent, for json and
+// ndjson alike); a line-by-line consumer (jq -c, a log shipper) sees 12
+// broken records. Want one line: the local recover's ndjson stream writes
+// one record a line.
+func TestTester14ViaAPINDJSONIsOneLine(t *testing.T) {
+	e := newViaAPIEnv(t)
+	e.api.Written = nil
+	r := e.recoverIn(t, context.Background(), "", "--date", "2024-03-02", "--yes", "-o", "ndjson")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for i, l := range strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n") {
+		if !json.Valid([]byte(l)) {
+			t.Errorf("-o ndjson line %d is not a JSON record: %q", i+1, l)
+		}
+	}
+}
