@@ -49,6 +49,10 @@ func MoveAs(ctx context.Context, s Store, src, dst string, srcBody, body []byte)
 	return move(ctx, s, src, dst, srcBody, body)
 }
 
+// ErrSourceGone: the source of a move vanished between its read and its
+// delete (another run moved it): the copy made may be a second one.
+var ErrSourceGone = errors.New("the source was moved or deleted by someone else meanwhile")
+
 // ErrChanged: the object no longer holds the bytes it was read with.
 var ErrChanged = errors.New("it changed since it was read")
 
@@ -130,6 +134,11 @@ func move(ctx context.Context, s Store, src, dst string, srcBody, body []byte) (
 			return cand, fmt.Errorf("copied %s to %s, but could not read the copy back to confirm it (the original is kept): %w", src, cand, gerr)
 		case !bytes.Equal(there, body):
 			return cand, fmt.Errorf("the copy at %s does not hold the bytes meant for it from %s; the original is kept", cand, src)
+		}
+		if _, err := s.Stat(ctx, src); errors.Is(err, ErrNotFound) {
+			// Moved or deleted by someone else since it was read: this copy
+			// may be a second one; the caller decides.
+			return cand, fmt.Errorf("copied %s to %s, but %s was gone before its delete: %w", src, cand, src, ErrSourceGone)
 		}
 		if err := DeleteIfUnchanged(ctx, s, src, srcBody); errors.Is(err, ErrChanged) {
 			return cand, fmt.Errorf("copied %s to %s, but the original was rewritten meanwhile, so both are kept: %w", src, cand, err)

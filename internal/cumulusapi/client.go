@@ -55,6 +55,17 @@ type RecoveryOutput struct {
 // ErrUnauthorized: the API refused the token (401 or 403).
 var ErrUnauthorized = errors.New("the Cumulus API refused the token")
 
+// NotStarted reports whether an error of RecoverCumulusMessages means the
+// API did not start anything: the token was refused, or the request was
+// answered 4xx. After a 5xx, a lost answer or a timeout nobody can say.
+func NotStarted(err error) bool {
+	if errors.Is(err, ErrUnauthorized) {
+		return true
+	}
+	var se *StatusError
+	return errors.As(err, &se) && se.Status < 500
+}
+
 // StatusError is an answer other than the one expected.
 type StatusError struct {
 	Op     string
@@ -69,10 +80,10 @@ func (e *StatusError) Error() string {
 // RecoverCumulusMessages starts Cumulus's recovery of the objects under
 // path in bucket. Cumulus answers 202 with the async operation.
 //
-// A 5xx answer is retried: the first call may have started an operation
-// all the same, which then recovers the same objects as the second one.
-// Cumulus's writes are guarded upserts and its moves copy before they
-// delete, so two runs over one prefix write the same rows and lose nothing.
+// Only a 503 (the service says it did not process the request) is retried:
+// after another 5xx, a lost answer or a timeout the operation may have
+// started, and a second start would recover the same objects twice. Such an
+// error is not NotStarted, and the caller leaves the objects to Cumulus.
 func (c *Client) RecoverCumulusMessages(ctx context.Context, bucket, path string) (AsyncOperation, error) {
 	body, _ := json.Marshal(map[string]string{"bucket": bucket, "path": path})
 	var op AsyncOperation
@@ -131,6 +142,9 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, wan
 				return ctx.Err()
 			}
 			last = fmt.Errorf("%s: %w", op, err)
+			if method == http.MethodPost { // it may have arrived: not retried
+				return last
+			}
 			continue
 		}
 		b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -140,12 +154,18 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, wan
 			last = fmt.Errorf("%s: reading the answer: %w", op, err)
 			continue
 		case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-			return fmt.Errorf("%s: %w (HTTP %d: %s); check --token-file or CUMULUS_API_TOKEN", op, ErrUnauthorized, resp.StatusCode, snippet(b))
-		case resp.StatusCode >= 500:
-			last = &StatusError{Op: op, Status: resp.StatusCode, Body: snippet(b)}
+			return fmt.Errorf("%s: %w (HTTP %d: %s); check --token-file or CUMULUS_API_TOKEN", op, ErrUnauthorized, resp.StatusCode, c.snippet(b))
+		case resp.StatusCode >= 500 && method != http.MethodPost:
+			last = &StatusError{Op: op, Status: resp.StatusCode, Body: c.snippet(b)}
 			continue
+		case resp.StatusCode == http.StatusServiceUnavailable:
+			// "Not processed": the one 5xx a start may be retried after.
+			last = &StatusError{Op: op, Status: resp.StatusCode, Body: c.snippet(b)}
+			continue
+		case resp.StatusCode >= 500: // a start may have happened: not retried
+			return &StatusError{Op: op, Status: resp.StatusCode, Body: c.snippet(b)}
 		case resp.StatusCode != want:
-			return &StatusError{Op: op, Status: resp.StatusCode, Body: snippet(b)}
+			return &StatusError{Op: op, Status: resp.StatusCode, Body: c.snippet(b)}
 		}
 		if err := json.Unmarshal(b, out); err != nil {
 			return fmt.Errorf("%s: the answer is not the JSON expected: %w", op, err)
@@ -155,9 +175,14 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, wan
 	return fmt.Errorf("%w (after %d tries)", last, attempts)
 }
 
-// snippet is the start of a body, on one line.
-func snippet(b []byte) string {
-	s := strings.Join(strings.Fields(string(b)), " ")
+// snippet is the start of a body, on one line, with the token blanked out
+// (a gateway may quote the request's headers).
+func (c *Client) snippet(b []byte) string {
+	s := string(b)
+	if c.Token != "" {
+		s = strings.ReplaceAll(s, c.Token, "[token]")
+	}
+	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 300 {
 		s = s[:300] + "…"
 	}

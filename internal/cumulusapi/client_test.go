@@ -34,7 +34,7 @@ func TestUnauthorizedNamesNoToken(t *testing.T) {
 	}
 }
 
-// A 5xx is retried; one operation is started and polled to its end.
+// A 503 is retried; one operation is started and polled to its end.
 func TestStartRetries5xxAndPolls(t *testing.T) {
 	f := fake(t)
 	f.FailPosts = 2
@@ -59,7 +59,7 @@ func TestStartRetries5xxAndPolls(t *testing.T) {
 	}
 	f.FailPosts = 9
 	c.Attempts = 3
-	if _, err := c.RecoverCumulusMessages(context.Background(), "b", "p/"); err == nil || !strings.Contains(err.Error(), "HTTP 502") || !strings.Contains(err.Error(), "after 3 tries") {
+	if _, err := c.RecoverCumulusMessages(context.Background(), "b", "p/"); err == nil || !strings.Contains(err.Error(), "HTTP 503") || !strings.Contains(err.Error(), "after 3 tries") {
 		t.Fatalf("err = %v", err)
 	}
 	if _, err := c.AsyncOperation(context.Background(), "op-99"); err == nil || !strings.Contains(err.Error(), "HTTP 404") {

@@ -45,7 +45,7 @@ func diffArchive(before, after map[string]string) []string {
 	return d
 }
 
-// DEFECT: a staging move that fails midway (the copy is in staging, the
+// DEFECT (fixed; the test now guards the fix): a staging move that fails midway (the copy is in staging, the
 // original could not be deleted) is "moved back" by unstage with
 // archive.Move onto the original's key, which is still there; Move never
 // replaces, so the staged copy lands at <key>.1: the archive gains a second
@@ -78,7 +78,7 @@ func TestTester14ViaAPIStagingDeleteFailsLeavesDuplicate(t *testing.T) {
 	}
 }
 
-// DEFECT: the POST that starts Cumulus's recovery is answered 5xx (an API
+// DEFECT (fixed; the test now guards the fix): the POST that starts Cumulus's recovery is answered 5xx (an API
 // Gateway 502/504, or a lost reply) although Cumulus did start the
 // operation. After the retries dla concludes "nothing was recovered" and
 // moves the staged objects back while the operation it started is working
@@ -328,7 +328,7 @@ func TestTester14ViaAPIOverlappingRuns(t *testing.T) {
 	t.Logf("run 1 exit %d, run 2 exit %d; archive changes: %q", rs[0].code, rs[1].code, diffArchive(e.before, after))
 }
 
-// DEFECT: two via-api runs at once over the same object. Run A copies K
+// DEFECT (fixed; the test now guards the fix): two via-api runs at once over the same object. Run A copies K
 // into its staging and, before it deletes K, run B moves K into its own
 // staging. A's delete finds K gone and archive.Move counts that as done
 // (DeleteIfUnchanged: nil when gone), so K is now in both staging folders:
@@ -381,7 +381,7 @@ func TestTester14ViaAPIConcurrentStagingDoublesObject(t *testing.T) {
 	}
 }
 
-// DEFECT: Ctrl-C during staging, just as an object's copy lands in staging:
+// DEFECT (fixed; the test now guards the fix): Ctrl-C during staging, just as an object's copy lands in staging:
 // the move stops before the original is deleted, stage() then moves the
 // staged copy "back" onto the original's key, which is still there, so it
 // lands at <key>.1. After an interrupted staging the archive holds a doubled
@@ -555,7 +555,7 @@ func TestTester14ViaAPIDryRunAndAllWritten(t *testing.T) {
 	}
 }
 
-// DEFECT: -o ndjson prints the via-api summary as indented JSON over 12
+// DEFECT (fixed; the test now guards the fix): -o ndjson prints the via-api summary as indented JSON over 12
 // lines (viaAPIFinish calls output.WriteJSON, MarshalIndent, for json and
 // ndjson alike); a line-by-line consumer (jq -c, a log shipper) sees 12
 // broken records. Want one line: the local recover's ndjson stream writes
@@ -640,7 +640,7 @@ func TestTester14ViaAPIDuplicateStdinKey(t *testing.T) {
 	t.Logf("exit %d: %s", r.code, r.stderr)
 }
 
-// DEFECT: "the token is never printed" holds only while the API does not
+// DEFECT (fixed; the test now guards the fix): "the token is never printed" holds only while the API does not
 // echo it. A gateway or proxy in front of Cumulus that quotes the request's
 // Authorization header in its error body (some do, for a malformed or
 // rejected header) gets the token printed on stderr: cumulusapi.call puts

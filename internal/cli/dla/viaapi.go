@@ -1,6 +1,7 @@
 package dla
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -106,6 +107,16 @@ func (v *viaAPI) stage(ctx context.Context, keys func(yield func(string) error) 
 		}
 		dst := v.stagedKey(key)
 		moved, err := archive.Move(ctx, v.store, key, dst)
+		if errors.Is(err, archive.ErrSourceGone) {
+			// Another run took it (its own staging, a recovery): ours is a
+			// second copy, and goes; the object is that run's to recover.
+			if body, gerr := v.store.Get(ctx, moved); gerr == nil {
+				if derr := archive.DeleteIfUnchanged(ctx, v.store, moved, body); derr == nil {
+					fmt.Fprintf(v.f.IO.ErrOut, "dla: %s was taken by another run meanwhile; not staged\n", output.Escape(key))
+					return nil
+				}
+			}
+		}
 		if err != nil {
 			// A copy may be in staging, and the original may or may not
 			// be left (a delete whose outcome is unknown): unstage moves
@@ -132,6 +143,16 @@ func (v *viaAPI) stage(ctx context.Context, keys func(yield func(string) error) 
 	return n, errors.New(msg)
 }
 
+// hint says that an operation may still be working on the staging folder,
+// and how to move back what it leaves.
+func (v *viaAPI) hint(opID string) {
+	if opID != "" {
+		fmt.Fprintf(v.f.IO.ErrOut, "dla: stopped watching; the operation goes on in Cumulus (GET /asyncOperations/%s).\n", output.Escape(opID))
+	}
+	fmt.Fprintf(v.f.IO.ErrOut, "dla: once it ends, move what it left back with: dla recover --archive s3://%s/%s --via-api %s --cleanup-staging %s\n",
+		v.bucket, strings.TrimSuffix(v.layout.Stack, "/"), v.client.BaseURL, output.Escape(v.staging))
+}
+
 // leftovers lists what is still in the staging folder.
 func (v *viaAPI) leftovers(ctx context.Context) ([]string, error) {
 	var keys []string
@@ -154,6 +175,10 @@ func (v *viaAPI) unstage(ctx context.Context) (int, []string, error) {
 	var left []string
 	for _, k := range keys {
 		orig := v.originalKey(k)
+		if v.sameAsOriginal(ctx, k, orig) { // a staging move stopped before its delete
+			n++
+			continue
+		}
 		moved, err := archive.Move(ctx, v.store, k, orig)
 		switch {
 		case err != nil:
@@ -169,12 +194,31 @@ func (v *viaAPI) unstage(ctx context.Context) (int, []string, error) {
 	return n, left, nil
 }
 
+// sameAsOriginal drops a staged copy whose original is still in place with
+// the same bytes (a staging move that stopped between its copy and its
+// delete): moving it back would make a second object.
+func (v *viaAPI) sameAsOriginal(ctx context.Context, staged, orig string) bool {
+	there, err := v.store.Get(ctx, orig)
+	if err != nil {
+		return false
+	}
+	body, err := v.store.Get(ctx, staged)
+	if err != nil || !bytes.Equal(body, there) {
+		return false
+	}
+	return archive.DeleteIfUnchanged(ctx, v.store, staged, body) == nil
+}
+
 // run starts Cumulus's recovery of the staging folder and waits for it.
 func (v *viaAPI) run(ctx context.Context, res *ViaAPIResult) error {
 	op, err := v.client.RecoverCumulusMessages(ctx, v.bucket, v.staging)
-	if err != nil {
+	if err != nil && cumulusapi.NotStarted(err) {
 		back, left, _ := v.unstage(context.WithoutCancel(ctx))
 		return fmt.Errorf("%w; nothing was recovered, and %d staged objects were moved back (%d left in %s)", err, back, len(left), v.staging)
+	}
+	if err != nil { // the request may have reached Cumulus: leave staging to it
+		v.hint("")
+		return fmt.Errorf("%w; Cumulus may have started recovering %s all the same, so the staged objects stay there", err, v.staging)
 	}
 	res.OperationID = op.ID
 	fmt.Fprintf(v.f.IO.ErrOut, "Cumulus async operation %s started on %s\n", output.Escape(op.ID), output.Escape(v.staging))
@@ -186,15 +230,17 @@ func (v *viaAPI) run(ctx context.Context, res *ViaAPIResult) error {
 		case <-ctx.Done():
 			t.Stop()
 			v.progress.Clear()
-			fmt.Fprintf(v.f.IO.ErrOut, "dla: stopped watching; the operation goes on in Cumulus (GET /asyncOperations/%s).\n"+
-				"     When it ends, move what it left back with: dla recover --archive s3://%s/%s --via-api %s --cleanup-staging %s\n",
-				output.Escape(op.ID), v.bucket, strings.TrimSuffix(v.layout.Stack, "/"), v.client.BaseURL, output.Escape(v.staging))
+			v.hint(op.ID)
 			return ctx.Err()
 		case <-t.C:
 		}
 		wait = min(2*wait, v.pollMax)
 		if op, err = v.client.AsyncOperation(ctx, res.OperationID); err != nil {
 			v.progress.Clear()
+			v.hint(res.OperationID)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			return fmt.Errorf("%w; the operation may still be running: GET /asyncOperations/%s, staging %s", err, res.OperationID, v.staging)
 		}
 		left, _ := v.leftovers(ctx)
@@ -253,7 +299,7 @@ func runRecoverViaAPI(cmd *cobra.Command, opts *RecoverOptions) error {
 	if opts.CleanupStaging != "" {
 		staging = strings.TrimSuffix(opts.CleanupStaging, "/") + "/"
 		base := scope.Layout.Root() + StagingFolder
-		if run, ok := strings.CutPrefix(staging, base); !ok || strings.Count(run, "/") != 1 || run == "/" {
+		if run, ok := strings.CutPrefix(staging, base); !ok || strings.Count(run, "/") != 1 || run == "/" || strings.HasPrefix(run, ".") {
 			return cmdutil.UsageErrorf("--cleanup-staging %q: want a run's staging folder, %s<run>/", opts.CleanupStaging, base)
 		}
 	}
@@ -333,8 +379,17 @@ func viaAPIFinish(opts *RecoverOptions, res *ViaAPIResult) error {
 	if res.Left == nil {
 		res.Left = []string{}
 	}
-	if opts.Output.Value != "text" {
+	switch opts.Output.Value {
+	case "json": // one object
 		if err := output.WriteJSON(output.JSONOut(f.IO), res); err != nil {
+			return err
+		}
+	case "ndjson": // one line
+		js := output.NewJSONStream(output.JSONOut(f.IO), true)
+		if err := js.Write(res); err != nil {
+			return err
+		}
+		if err := js.Close(); err != nil {
 			return err
 		}
 	}
@@ -351,10 +406,8 @@ func viaAPIFinish(opts *RecoverOptions, res *ViaAPIResult) error {
 		for _, k := range res.Left {
 			fmt.Fprintf(w, "  %s\n", output.Escape(k))
 		}
-		if !opts.Cleanup && opts.CleanupStaging == "" {
-			fmt.Fprintf(w, "move them back with: dla recover --archive %s --via-api %s --cleanup-staging %s\n",
-				output.Escape(opts.Select.value), output.Escape(opts.ViaAPI), output.Escape(res.Staging))
-		}
+		fmt.Fprintf(w, "move them back with: dla recover --archive %s --via-api %s --cleanup-staging %s\n",
+			output.Escape(opts.Select.value), output.Escape(opts.ViaAPI), output.Escape(res.Staging))
 	}
 	switch {
 	case res.OperationID != "" && res.Status != "SUCCEEDED":

@@ -88,7 +88,7 @@ func (e *viaAPIEnv) recover(t *testing.T, token string, args ...string) runResul
 // the bucket changes, and the staging folder ends empty.
 func TestRecoverViaAPI(t *testing.T) {
 	e := newViaAPIEnv(t)
-	e.api.FailPosts = 1 // a 502 first: retried, one operation started
+	e.api.FailPosts = 1 // a 503 first: retried, one operation started
 	r := e.recover(t, testAPIToken, "--date", "2024-03-03", "--yes", "--cleanup", "-o", "json")
 	if r.code != cmdutil.ExitPartial { // failures and an unreadable object
 		t.Fatalf("exit %d: %s", r.code, r.stderr)

@@ -35,7 +35,7 @@ type Server struct {
 	// Written says whether Cumulus's writeRecords would succeed for a
 	// message (nil: every one does).
 	Written func(key string, raw []byte) bool
-	// FailPosts answers the next n POSTs with a 502 before doing anything.
+	// FailPosts answers the next n POSTs with a 503 before doing anything.
 	FailPosts int
 	// FailOperation ends every operation TASK_FAILED, having processed
 	// nothing.
@@ -88,7 +88,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if s.FailPosts > 0 {
 			s.FailPosts--
 			s.mu.Unlock()
-			reply(w, http.StatusBadGateway, map[string]string{"message": "Internal server error"})
+			reply(w, http.StatusServiceUnavailable, map[string]string{"message": "Service Unavailable"})
 			return
 		}
 		id := fmt.Sprintf("op-%d", len(s.posts)+1)
