@@ -60,7 +60,7 @@ var ErrChanged = errors.New("it changed since it was read")
 // still holds given bytes.
 type ConditionalDeleter interface {
 	// DeleteIfUnchanged deletes key if it holds body (ErrChanged if it
-	// holds other bytes; nil if it is gone).
+	// holds other bytes, ErrNotFound if it is gone).
 	DeleteIfUnchanged(ctx context.Context, key string, body []byte) error
 }
 
@@ -71,9 +71,7 @@ func DeleteIfUnchanged(ctx context.Context, s Store, key string, body []byte) er
 		return cd.DeleteIfUnchanged(ctx, key, body)
 	}
 	now, err := s.Get(ctx, key)
-	if errors.Is(err, ErrNotFound) {
-		return nil
-	} else if err != nil {
+	if err != nil {
 		return err
 	}
 	if !bytes.Equal(now, body) {
@@ -135,12 +133,11 @@ func move(ctx context.Context, s Store, src, dst string, srcBody, body []byte) (
 		case !bytes.Equal(there, body):
 			return cand, fmt.Errorf("the copy at %s does not hold the bytes meant for it from %s; the original is kept", cand, src)
 		}
-		if _, err := s.Stat(ctx, src); errors.Is(err, ErrNotFound) {
+		if err := DeleteIfUnchanged(ctx, s, src, srcBody); errors.Is(err, ErrNotFound) {
 			// Moved or deleted by someone else since it was read: this copy
 			// may be a second one; the caller decides.
 			return cand, fmt.Errorf("copied %s to %s, but %s was gone before its delete: %w", src, cand, src, ErrSourceGone)
-		}
-		if err := DeleteIfUnchanged(ctx, s, src, srcBody); errors.Is(err, ErrChanged) {
+		} else if errors.Is(err, ErrChanged) {
 			return cand, fmt.Errorf("copied %s to %s, but the original was rewritten meanwhile, so both are kept: %w", src, cand, err)
 		} else if err != nil {
 			return cand, fmt.Errorf("copied %s to %s, but the original could not be deleted: %w", src, cand, err)

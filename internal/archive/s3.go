@@ -3,6 +3,8 @@ package archive
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -216,31 +218,34 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-// DeleteIfUnchanged deletes key only while it holds body: it reads the
-// object's ETag, checks the bytes under that ETag, and deletes with
-// If-Match on it, so a rewrite at any point in between keeps the object.
+// DeleteIfUnchanged deletes key only while it holds body, with If-Match on
+// the ETag under which it was found to: the ETag itself when it is body's
+// MD5 (an object put in one part, without KMS), else the bytes read back
+// under it. A rewrite at any point in between keeps the object.
 func (s *S3) DeleteIfUnchanged(ctx context.Context, key string, body []byte) error {
 	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
 	if err != nil {
 		var nf *types.NotFound
 		if errors.As(err, &nf) || isCode(err, "NotFound") || isCode(err, "NoSuchKey") {
-			return nil
+			return fmt.Errorf("s3://%s/%s: %w", s.bucket, key, ErrNotFound)
 		}
 		return fmt.Errorf("head s3://%s/%s: %w", s.bucket, key, err)
 	}
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), IfMatch: head.ETag})
-	if isCode(err, "PreconditionFailed") {
-		return fmt.Errorf("s3://%s/%s: %w", s.bucket, key, ErrChanged)
-	} else if err != nil {
-		return fmt.Errorf("get s3://%s/%s: %w", s.bucket, key, err)
-	}
-	now, err := readAll(out.Body, nil, aws.ToInt64(out.ContentLength))
-	out.Body.Close()
-	if err != nil {
-		return fmt.Errorf("read s3://%s/%s: %w", s.bucket, key, err)
-	}
-	if !bytes.Equal(now, body) {
-		return fmt.Errorf("s3://%s/%s: %w", s.bucket, key, ErrChanged)
+	if sum := md5.Sum(body); aws.ToString(head.ETag) != `"`+hex.EncodeToString(sum[:])+`"` {
+		out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), IfMatch: head.ETag})
+		if isCode(err, "PreconditionFailed") {
+			return fmt.Errorf("s3://%s/%s: %w", s.bucket, key, ErrChanged)
+		} else if err != nil {
+			return fmt.Errorf("get s3://%s/%s: %w", s.bucket, key, err)
+		}
+		now, err := readAll(out.Body, nil, aws.ToInt64(out.ContentLength))
+		out.Body.Close()
+		if err != nil {
+			return fmt.Errorf("read s3://%s/%s: %w", s.bucket, key, err)
+		}
+		if !bytes.Equal(now, body) {
+			return fmt.Errorf("s3://%s/%s: %w", s.bucket, key, ErrChanged)
+		}
 	}
 	_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), IfMatch: head.ETag})
 	if isCode(err, "PreconditionFailed") {
