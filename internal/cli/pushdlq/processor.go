@@ -176,27 +176,50 @@ enabling the mapping by mistake later replays nothing.`,
 	return cmd
 }
 
-// parsePolicy reads --window and --codes and applies replay's guardrails.
+// parsePolicy reads --window and --codes, both required, and applies
+// replay's guardrails.
 func parsePolicy(f *Factory, window, codes string, allowWide bool) (pushdlq.Policy, error) {
 	var p pushdlq.Policy
-	if window == "" || codes == "" {
-		return p, cmdutil.UsageErrorf("--window and --codes are required")
+	return p, policyFlags(f, &p, window, codes, allowWide, false, "")
+}
+
+// policyFlags sets p's window and codes from --window and --codes, each
+// required unless fromElsewhere (p holds them already; alt names that
+// source in the error), warns
+// about codes not in the table, and checks the guardrails: the window's
+// order, and '*' over 24 hours only with allowWide. Replay and processor
+// arm read them this one way.
+func policyFlags(f *Factory, p *pushdlq.Policy, window, codes string, allowWide, fromElsewhere bool, alt string) error {
+	or := ""
+	if alt != "" {
+		or = " (or " + alt + ")"
 	}
-	var err error
-	if p.Start, p.End, err = pushdlq.ParseWindow(window); err != nil {
-		return p, cmdutil.UsageErrorf("--window: %v", err)
+	if window != "" {
+		s, e, err := pushdlq.ParseWindow(window)
+		if err != nil {
+			return cmdutil.UsageErrorf("--window: %v", err)
+		}
+		p.Start, p.End = s, e
+	} else if !fromElsewhere {
+		return cmdutil.UsageErrorf("--window%s is required", or)
 	}
-	if p.AllCodes, p.Codes, err = pushdlq.ParseCodes(codes); err != nil {
-		return p, cmdutil.UsageErrorf("--codes: %v", err)
+	if codes != "" {
+		all, list, err := pushdlq.ParseCodes(codes)
+		if err != nil {
+			return cmdutil.UsageErrorf("--codes: %v", err)
+		}
+		p.AllCodes, p.Codes = all, list
+	} else if !fromElsewhere {
+		return cmdutil.UsageErrorf("--codes%s is required", or)
 	}
 	if unknown := pushdlq.UnknownCodes(p.Codes); len(unknown) > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "warning: error code %s: not in the push error code table (known: %s); check for a typo\n",
 			joinInts(unknown), knownCodes())
 	}
 	if err := p.Validate(allowWide); err != nil {
-		return p, cmdutil.UsageErrorf("%v", err)
+		return cmdutil.UsageErrorf("%v", err)
 	}
-	return p, nil
+	return nil
 }
 
 // ProcessorStatus is the -o json form of processor status.

@@ -190,30 +190,8 @@ func (o *ReplayOptions) validate(cmd *cobra.Command) error {
 	case o.BaseURL == "":
 		return cmdutil.UsageErrorf("--queue-base-url (or --from-env) is required")
 	}
-	if o.Window != "" {
-		s, e, err := pushdlq.ParseWindow(o.Window)
-		if err != nil {
-			return cmdutil.UsageErrorf("--window: %v", err)
-		}
-		o.policy.Start, o.policy.End = s, e
-	} else if !o.FromEnv {
-		return cmdutil.UsageErrorf("--window (or --from-env) is required")
-	}
-	if o.Codes != "" {
-		all, codes, err := pushdlq.ParseCodes(o.Codes)
-		if err != nil {
-			return cmdutil.UsageErrorf("--codes: %v", err)
-		}
-		o.policy.AllCodes, o.policy.Codes = all, codes
-	} else if !o.FromEnv {
-		return cmdutil.UsageErrorf("--codes (or --from-env) is required")
-	}
-	if unknown := pushdlq.UnknownCodes(o.policy.Codes); len(unknown) > 0 {
-		fmt.Fprintf(o.Factory.IO.ErrOut, "warning: error code %s: not in the push error code table (known: %s); check for a typo\n",
-			joinInts(unknown), knownCodes())
-	}
-	if err := o.policy.Validate(o.AllowWideWindow); err != nil {
-		return cmdutil.UsageErrorf("%v", err)
+	if err := policyFlags(o.Factory, &o.policy, o.Window, o.Codes, o.AllowWideWindow, o.FromEnv, "--from-env"); err != nil {
+		return err
 	}
 	if o.Ineligible != "release" && o.Ineligible != "park" {
 		return cmdutil.UsageErrorf("--ineligible %q: want release or park", o.Ineligible)
