@@ -9,12 +9,14 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cli/iostreams"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
@@ -322,4 +324,43 @@ func TestMigrateLegacyLostPutReply(t *testing.T) {
 	if puts.Load() < 2 {
 		t.Fatalf("the lost put was not retried: %d puts", puts.Load())
 	}
+}
+
+// epipeAfter is a stdout whose reader goes away after n writes.
+type epipeAfter struct{ n int }
+
+func (w *epipeAfter) Write(p []byte) (int, error) {
+	if w.n <= 0 {
+		return 0, syscall.EPIPE
+	}
+	w.n--
+	return len(p), nil
+}
+
+// A closed stdout (`dla migrate-legacy -o ndjson | head -1`) stops the
+// printing and the starting of moves, never a move half done: the run exits
+// non-zero saying why, and every legacy object is either where it was or
+// moved exactly once.
+func TestMigrateLegacyClosedStdout(t *testing.T) {
+	e := newMigrateEnv(t)
+	ios, _, _, errOut := iostreams.Test()
+	ios.Out = &epipeAfter{n: 1}
+	getenv := func(k string) string { return map[string]string{"DEADLETTER_NO_PROMPT": "1"}[k] }
+	ios.SetEnv(getenv)
+	f := NewFactory(ios, getenv)
+	code := Run(context.Background(), f, []string{"migrate-legacy", "--archive", "s3://" + e.bucket + "/demo", "--offline", "--yes", "--concurrency", "1", "-o", "ndjson"})
+	if code == 0 || !strings.Contains(errOut.String(), "stdout was closed") {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	keys := testsupport.ListKeys(t, e.c, e.bucket, legacyRoot)
+	var left []string
+	for k := range e.legacy {
+		if slices.Contains(keys, k) {
+			left = append(left, k)
+		}
+	}
+	if len(left) == 0 || len(left) == len(e.legacy) {
+		t.Fatalf("%d of %d legacy objects left: the closed stdout did not stop the run part way", len(left), len(e.legacy))
+	}
+	e.check(t, left)
 }
