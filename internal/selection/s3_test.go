@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
@@ -146,4 +148,49 @@ func BenchmarkS3Search(b *testing.B) {
 			}
 		}
 	}
+}
+
+// BenchmarkS3SearchCPU is BenchmarkS3Search's scan over 2,000 objects in
+// 100 date folders, straight to versitygw (no proxy in this process), with
+// the S3 client dla builds (awsconfig.Load and awsconfig.S3). Besides
+// objects per second it reports this process's CPU per object (user +
+// system, getrusage): dla's side of the floor, since versitygw's CPU is
+// another process's. Profile the GET path with
+//
+//	go test -run '^$' -bench BenchmarkS3SearchCPU -benchtime 5x -cpuprofile cpu.prof ./internal/selection/
+func BenchmarkS3SearchCPU(b *testing.B) {
+	endpoint := testsupport.S3Endpoint(b)
+	b.Setenv("AWS_ACCESS_KEY_ID", testsupport.AccessKey)
+	b.Setenv("AWS_SECRET_ACCESS_KEY", testsupport.SecretKey)
+	b.Setenv("AWS_PROFILE", "")
+	b.Setenv("AWS_CONFIG_FILE", os.DevNull)
+	b.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	settings := awsconfig.Settings{Region: "us-east-1", EndpointURL: endpoint}
+	cfg, err := awsconfig.Load(context.Background(), settings)
+	if err != nil {
+		b.Fatal(err)
+	}
+	client := awsconfig.S3(cfg, settings)
+	bucket := testsupport.NewBucket(b, testsupport.S3Client(b))
+	keys := putFolders(b, archive.NewS3(client, bucket), 100, 20)
+	store := archive.Contain(archive.NewS3(client, bucket), dla.Layout{Stack: "demo"}.Root())
+	scope := Scope{Layout: dla.Layout{Stack: "demo"}, Area: dla.AreaSQS, Filter: dla.Filter{Granules: []string{"NO-SUCH-GRANULE"}}}
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			b.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	b.ResetTimer()
+	start := cpu()
+	for range b.N {
+		st, err := Run(context.Background(), store, scope, 64, func(Result) error { return nil })
+		if err != nil || st.Listed != len(keys) {
+			b.Fatalf("%v, %+v", err, st)
+		}
+	}
+	used := cpu() - start
+	b.ReportMetric(float64(len(keys)*b.N)/b.Elapsed().Seconds(), "objects/s")
+	b.ReportMetric(float64(used.Microseconds())/float64(len(keys)*b.N), "cpu-µs/object")
 }
