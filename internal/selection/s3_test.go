@@ -151,11 +151,11 @@ func BenchmarkS3Search(b *testing.B) {
 }
 
 // BenchmarkS3SearchCPU is BenchmarkS3Search's scan over 2,000 objects in
-// 100 date folders, straight to versitygw (no proxy in this process), with
-// the S3 client dla builds (awsconfig.Load and awsconfig.S3). Besides
-// objects per second it reports this process's CPU per object (user +
-// system, getrusage): dla's side of the floor, since versitygw's CPU is
-// another process's. Profile the GET path with
+// 10 and in 365 date folders, straight to versitygw (no proxy in this
+// process), with the S3 client dla builds (awsconfig.Load and
+// awsconfig.S3). Besides objects per second it reports this process's CPU
+// per object (user + system, getrusage): dla's side of the floor, since
+// versitygw's CPU is another process's. Profile the GET path with
 //
 //	go test -run '^$' -bench BenchmarkS3SearchCPU -benchtime 5x -cpuprofile cpu.prof ./internal/selection/
 func BenchmarkS3SearchCPU(b *testing.B) {
@@ -171,9 +171,6 @@ func BenchmarkS3SearchCPU(b *testing.B) {
 		b.Fatal(err)
 	}
 	client := awsconfig.S3(cfg, settings)
-	bucket := testsupport.NewBucket(b, testsupport.S3Client(b))
-	keys := putFolders(b, archive.NewS3(client, bucket), 100, 20)
-	store := archive.Contain(archive.NewS3(client, bucket), dla.Layout{Stack: "demo"}.Root())
 	scope := Scope{Layout: dla.Layout{Stack: "demo"}, Area: dla.AreaSQS, Filter: dla.Filter{Granules: []string{"NO-SUCH-GRANULE"}}}
 	cpu := func() time.Duration {
 		var ru syscall.Rusage
@@ -182,15 +179,21 @@ func BenchmarkS3SearchCPU(b *testing.B) {
 		}
 		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	b.ResetTimer()
-	start := cpu()
-	for range b.N {
-		st, err := Run(context.Background(), store, scope, 64, func(Result) error { return nil })
-		if err != nil || st.Listed != len(keys) {
-			b.Fatalf("%v, %+v", err, st)
-		}
+	for _, folders := range []int{10, 365} {
+		bucket := testsupport.NewBucket(b, testsupport.S3Client(b))
+		keys := putFolders(b, archive.NewS3(client, bucket), folders, 2000/folders)
+		store := archive.Contain(archive.NewS3(client, bucket), dla.Layout{Stack: "demo"}.Root())
+		b.Run(fmt.Sprintf("folders=%d", folders), func(b *testing.B) {
+			start := cpu()
+			for range b.N {
+				st, err := Run(context.Background(), store, scope, 64, func(Result) error { return nil })
+				if err != nil || st.Listed != len(keys) {
+					b.Fatalf("%v, %+v", err, st)
+				}
+			}
+			used := cpu() - start
+			b.ReportMetric(float64(len(keys)*b.N)/b.Elapsed().Seconds(), "objects/s")
+			b.ReportMetric(float64(used.Microseconds())/float64(len(keys)*b.N), "cpu-µs/object")
+		})
 	}
-	used := cpu() - start
-	b.ReportMetric(float64(len(keys)*b.N)/b.Elapsed().Seconds(), "objects/s")
-	b.ReportMetric(float64(used.Microseconds())/float64(len(keys)*b.N), "cpu-µs/object")
 }

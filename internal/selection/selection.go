@@ -277,10 +277,15 @@ func folderErr(folder string, err error) error {
 const listAhead = 512
 
 // slot is one item of the top level, in order: an entry to yield, or a
-// folder being listed into entries (closed when done, err then set).
+// folder being listed into entries (done is closed when the listing has
+// ended, err then set). entries is not closed, so that the next folder can
+// reuse it once it is drained: a 512-entry buffer is 37 KB, and a year of
+// folders made 14 MB of them per scan (2,000 objects in 365 folders: 85
+// MB allocated instead of 100, BenchmarkS3SearchCPU).
 type slot struct {
 	entry   archive.Entry
 	entries chan archive.Entry // nil for an entry
+	done    chan struct{}
 	err     error
 }
 
@@ -299,6 +304,9 @@ func produceConcurrently(ctx context.Context, store archive.Store, scope Scope, 
 
 	slots := make(chan *slot, n)
 	tokens := make(chan struct{}, n) // one per running folder listing
+	// drained entry buffers, for the next folders: at most n are listing
+	// and n more wait in slots
+	free := make(chan chan archive.Entry, 2*n+1)
 	topErr := make(chan error, 1)
 	wg.Add(1)
 	go func() {
@@ -320,12 +328,18 @@ func produceConcurrently(ctx context.Context, store archive.Store, scope Scope, 
 				case <-ctx.Done():
 					return ctx.Err()
 				}
-				sl := &slot{entries: make(chan archive.Entry, listAhead)}
+				var entries chan archive.Entry
+				select {
+				case entries = <-free:
+				default:
+					entries = make(chan archive.Entry, listAhead)
+				}
+				sl := &slot{entries: entries, done: make(chan struct{})}
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
 					defer func() { <-tokens }()
-					defer close(sl.entries)
+					defer close(sl.done)
 					sl.err = folderErr(folder, store.List(ctx, folder, false, func(e archive.Entry) error {
 						select {
 						case sl.entries <- e:
@@ -346,16 +360,37 @@ func produceConcurrently(ctx context.Context, store archive.Store, scope Scope, 
 			}
 			continue
 		}
-		for e := range sl.entries {
-			if err := object(e); err != nil {
-				return err
-			}
+		if err := drain(sl, object); err != nil {
+			return err
 		}
-		if sl.err != nil {
-			return sl.err
+		select {
+		case free <- sl.entries:
+		default:
 		}
 	}
 	return <-topErr
+}
+
+// drain yields a folder's entries until its listing has ended and every
+// entry it sent is yielded (the sends happen before done is closed, so
+// what is buffered then is all that is left), and returns the listing's
+// error.
+func drain(sl *slot, object func(archive.Entry) error) error {
+	for {
+		select {
+		case e := <-sl.entries:
+			if err := object(e); err != nil {
+				return err
+			}
+		case <-sl.done:
+			for range len(sl.entries) {
+				if err := object(<-sl.entries); err != nil {
+					return err
+				}
+			}
+			return sl.err
+		}
+	}
 }
 
 // isFolderMarker: a zero-byte object whose key ends in "/".
