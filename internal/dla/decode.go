@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -83,14 +84,14 @@ func Decode(raw []byte) (*Decoded, error) {
 		raw = rest
 		d.problem("starts with a UTF-8 byte-order mark (ignored)")
 	}
-	if TooDeepBytes(raw) {
-		return d, decodeErrorf("object is %s", depthReason)
-	}
 	st := decodePool.Get().(*decodeState)
 	defer st.release()
 	ls := &st.scans[0]
 	ls.wantLayer = true
-	if !ls.scan(raw) {
+	switch deep, valid := ls.check(raw); {
+	case deep:
+		return d, decodeErrorf("object is %s", depthReason)
+	case !valid:
 		return d, decodeErrorf("object is not valid JSON: %s", jsonSyntaxReason(raw))
 	}
 	if ls.kind != '{' {
@@ -106,7 +107,7 @@ func Decode(raw []byte) (*Decoded, error) {
 	for {
 		if ls.kind != '{' || (ls.upper < 0 && ls.lower < 0) {
 			// The innermost value: the only layer kept whole.
-			inner = string(data)
+			inner = string(data) // exact size: a body's buffer is larger
 			if ls.kind == '{' {
 				innerFields = make([]Field, len(ls.members))
 				for i, m := range ls.members {
@@ -132,6 +133,9 @@ func Decode(raw []byte) (*Decoded, error) {
 			return d, decodeErrorf("more than %d nested body layers", maxLayers)
 		}
 		d.Layers = append(d.Layers, layer)
+		if d.Metadata == nil && len(layer.Metadata) > 0 {
+			d.Metadata = make([]Field, 0, len(layer.Metadata)+4)
+		}
 		for _, f := range layer.Metadata {
 			d.addMetadata(f)
 		}
@@ -147,13 +151,14 @@ func Decode(raw []byte) (*Decoded, error) {
 			if body == ls.lower && ls.upper < 0 {
 				data = ls.lowerBuf
 			}
-			if TooDeepBytes(data) {
+			deep, valid := next.check(data)
+			if deep {
 				d.Depth = n
 				d.fillFromMetadata()
 				d.Generation = generationOf(isDLARecord(topFields), n, false, false)
 				return d, decodeErrorf("layer %d %s is %s", n, layer.BodyKey, depthReason)
 			}
-			if !next.scan(data) {
+			if !valid {
 				d.Depth = n
 				d.fillFromMetadata()
 				d.Generation = generationOf(isDLARecord(topFields), n, false, false)
@@ -190,12 +195,25 @@ func Decode(raw []byte) (*Decoded, error) {
 
 var emptyObject = []byte("{}")
 
+// own returns data as a string. When data is in the reused buffer *buf,
+// the string is made over it and the buffer is dropped from reuse (set to
+// nil), which saves copying the Cumulus message (unescaped into a buffer
+// of its size). Nothing writes to a dropped buffer: the decode state no
+// longer refers to it, and the caller only reads data.
+func own(buf *[]byte, data []byte) string {
+	if buf == nil || len(data) == 0 {
+		return string(data)
+	}
+	*buf = nil
+	return unsafe.String(unsafe.SliceData(data), len(data))
+}
+
 // decodeState is what one Decode reuses: two layer scans (a layer is read
 // from one while its body is unescaped into the other), one for the
 // Cumulus message and a buffer.
 type decodeState struct {
 	scans [2]layerScan
-	msg   layerScan
+	msg   msgTape
 	buf   []byte
 }
 
@@ -206,7 +224,10 @@ var decodePool = sync.Pool{New: func() any { return new(decodeState) }}
 const maxPooled = 1 << 20
 
 func (st *decodeState) release() {
-	for _, ls := range []*layerScan{&st.scans[0], &st.scans[1], &st.msg} {
+	if cap(st.msg.nodes) > maxPooled/32 {
+		st.msg = msgTape{}
+	}
+	for _, ls := range []*layerScan{&st.scans[0], &st.scans[1]} {
 		if cap(ls.upperBuf) > maxPooled || cap(ls.lowerBuf) > maxPooled || cap(ls.src) > maxPooled ||
 			cap(ls.members) > maxPooled/32 || cap(ls.detailMembers) > maxPooled/32 {
 			*ls = layerScan{}
@@ -429,18 +450,24 @@ func (d *Decoded) derive(st *decodeState, ls *layerScan, data []byte, inner stri
 		case m.v1 == 0:
 		case data[m.v0] == '"':
 			isString = true
-			text, _, _ = unescapeString(data, m.v0+1, st.buf[:0])
+			text, _, _ = unescapeString(data[:m.v1], m.v0+1, st.buf[:0])
 		default:
 			msg = gjson.Parse(inner[m.v0:m.v1])
 		}
-		st.buf = text[:0]
-		var msgIdx *layerScan
+		if isString {
+			st.buf = text[:0] // keep the grown buffer
+		}
+		var msgIdx *msgTape
 		var msgText string
+		var deep, valid bool
+		if isString {
+			deep, valid = st.msg.check(text)
+		}
 		switch {
-		case isString && TooDeepBytes(text):
+		case deep:
 			return f, decodeErrorf("detail.%s is a JSON string %s", source, depthReason)
-		case isString && st.msg.scan(text):
-			msgText, msgIdx = string(text), &st.msg
+		case valid:
+			msgText, msgIdx = own(&st.buf, text), &st.msg
 			msg = gjson.Parse(msgText)
 		case isString:
 			d.problem("detail.%s is not valid JSON: %s", source, jsonSyntaxReason(text))
@@ -467,31 +494,33 @@ func (d *Decoded) derive(st *decodeState, ls *layerScan, data []byte, inner stri
 			f.executionArn = strings.Replace(f.stateMachineArn, "stateMachine", "execution", 1) + ":" + name
 		}
 		f.status = sfnStatusOf(truthyString(pick(fieldValue(innerFields, "meta"), "status")[0]))
-		d.deriveFromMessage(cur, &f, ls, data, inner)
+		d.deriveFromMessage(cur, &f, nil, nil, "")
 	}
 	return f, nil
 }
 
 // deriveFromMessage reads collectionId, granules and providerId from a
-// Cumulus message, with the rules of Cumulus's DLA writer. idx, when not
+// Cumulus message, with the rules of Cumulus's DLA writer. tp, when not
 // nil, is the message's scan, of data, whose text is text.
-func (d *Decoded) deriveFromMessage(msg gjson.Result, f *derivedFields, idx *layerScan, data []byte, text string) {
-	var top []gjson.Result
-	if idx != nil {
-		top = make([]gjson.Result, 3)
-		for i, name := range [...]string{"replace", "meta", "payload"} {
-			if m, ok := idx.find(data, idx.members, name); ok {
-				top[i] = gjson.Parse(text[m.v0:m.v1])
-			}
+func (d *Decoded) deriveFromMessage(msg gjson.Result, f *derivedFields, tp *msgTape, data []byte, text string) {
+	var r gjson.Result
+	if tp != nil {
+		if j := tp.child(data, -1, "replace"); j >= 0 {
+			r = gjson.Parse(text[tp.nodes[j].v0:tp.nodes[j].v1])
 		}
 	} else {
-		top = pick(msg, "replace", "meta", "payload")
+		r = pick(msg, "replace")[0]
 	}
-	if r := top[0]; r.IsObject() {
+	if r.IsObject() {
 		d.problem("the Cumulus message is held in S3 (replace: s3://%s/%s); fields from the partial message only",
 			r.Get("Bucket").String(), r.Get("Key").String())
 	}
-	coll, prov, grans := messageFieldsOf(top[1], top[2])
+	var coll, prov, grans string
+	if tp != nil {
+		coll, prov, grans = tp.messageFields(data, text)
+	} else {
+		coll, prov, grans = MessageFields(msg)
+	}
 	f.collectionID, f.providerID = scalarString(gjson.Parse(coll)), scalarString(gjson.Parse(prov))
 	if gs := gjson.Parse(grans); gs.IsArray() {
 		f.hasGranules = true

@@ -199,15 +199,9 @@ func (h *Hoisted) derive(d *Decoded, message MessageFunc) (hoistedValues, error)
 //   - granules: payload.granules mapped to each granuleId (null when
 //     falsy), when it is an array.
 func MessageFields(msg gjson.Result) (collectionID, providerID, granules string) {
-	top := pick(msg, "meta", "payload")
-	return messageFieldsOf(top[0], top[1])
-}
-
-// messageFieldsOf is MessageFields of a message whose meta and payload
-// members are given.
-func messageFieldsOf(meta, payload gjson.Result) (collectionID, providerID, granules string) {
 	collectionID, providerID, granules = "null", "null", "null"
-	mf := pick(meta, "collection", "provider")
+	top := pick(msg, "meta", "payload")
+	mf := pick(top[0], "collection", "provider")
 	coll := pick(mf[0], "name", "version")
 	if jsTruthy(coll[0]) && jsTruthy(coll[1]) {
 		collectionID = QuoteJS(jsStringOf(coll[0]) + "___" + jsStringOf(coll[1]))
@@ -217,7 +211,7 @@ func messageFieldsOf(meta, payload gjson.Result) (collectionID, providerID, gran
 		(!p[3].Exists() || p[3].Type == gjson.Number) {
 		providerID = truthyRaw(p[0])
 	}
-	if gs := pick(payload, "granules")[0]; gs.IsArray() {
+	if gs := pick(top[1], "granules")[0]; gs.IsArray() {
 		var b strings.Builder
 		b.WriteByte('[')
 		gs.ForEach(func(_, g gjson.Result) bool {

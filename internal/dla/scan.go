@@ -4,8 +4,11 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"slices"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
 )
 
 // The decoder's single-pass scanner. One call of layerScan.scan validates a
@@ -19,8 +22,8 @@ import (
 //     becomes U+FFFD, a high surrogate followed by any \u escape consumes it).
 //
 // Nothing it returns points into memory the caller does not own: spans are
-// offsets into the scanned text. The recursion is bounded: callers check
-// TooDeep first, as the validator gjson.Valid they replace did.
+// offsets into the scanned text. The recursion is bounded: the scan stops
+// at the first value nested deeper than MaxDepth, where TooDeep would.
 
 // jsonMember is one member of a scanned object: the key's bytes inside
 // its quotes and the value's bytes, as offsets into the scanned text.
@@ -110,9 +113,33 @@ func hex4(b []byte) rune {
 	return r
 }
 
-// scan validates data as gjson.Valid does and indexes it. It reports
-// whether data is valid JSON; the index is meaningful only then.
-func (ls *layerScan) scan(data []byte) bool {
+// check scans data and says what TooDeep and gjson.Valid would: whether
+// data nests deeper than MaxDepth (which the scan stops at), else whether
+// it is valid JSON. The index is meaningful only when valid.
+func (ls *layerScan) check(data []byte) (deep, valid bool) {
+	switch ls.scan(data) {
+	case scanOK:
+		return false, true
+	case scanTooDeep:
+		return true, false
+	}
+	// Invalid before the bound was reached: the rest may nest deeper.
+	return TooDeepBytes(data), false
+}
+
+const (
+	scanOK = iota
+	scanInvalid
+	scanTooDeep
+)
+
+// tooDeep is the position the scan functions return when a value nests
+// deeper than MaxDepth (with ok false); it stops the scan.
+const tooDeep = -1
+
+// scan validates data as gjson.Valid does, up to MaxDepth levels, and
+// indexes it.
+func (ls *layerScan) scan(data []byte) int {
 	ls.members, ls.detailMembers = ls.members[:0], ls.detailMembers[:0]
 	ls.upper, ls.lower, ls.detail = -1, -1, -1
 	i := 0
@@ -120,29 +147,33 @@ func (ls *layerScan) scan(data []byte) bool {
 		i++
 	}
 	if i == len(data) {
-		return false
+		return scanInvalid
 	}
 	ls.kind = data[i]
 	var ok bool
 	if data[i] == '{' {
-		i, ok = ls.object(data, i+1, true)
+		i, ok = ls.object(data, i+1, 1, true)
 	} else {
-		i, ok = scanAny(data, i)
+		i, ok = scanAny(data, i, 1)
 	}
-	if !ok {
-		return false
+	switch {
+	case !ok && i == tooDeep:
+		return scanTooDeep
+	case !ok:
+		return scanInvalid
 	}
 	for ; i < len(data); i++ {
 		if !isWS(data[i]) {
-			return false
+			return scanInvalid
 		}
 	}
-	return true
+	return scanOK
 }
 
-// object validates an object whose '{' is before i, recording its members
-// (top: into ls.members, with the captures; else into ls.detailMembers).
-func (ls *layerScan) object(data []byte, i int, top bool) (int, bool) {
+// object validates an object whose '{' is before i, at depth, recording
+// its members (top: into ls.members, with the captures; else into
+// ls.detailMembers).
+func (ls *layerScan) object(data []byte, i, depth int, top bool) (int, bool) {
 	var ok bool
 	for ; i < len(data); i++ {
 		switch data[i] {
@@ -190,10 +221,12 @@ func (ls *layerScan) object(data []byte, i int, top bool) (int, bool) {
 				ls.upperBuf, i, ok = unescapeString(data, i+1, ls.upperBuf[:0])
 			case slot == 2 && data[i] == '"':
 				ls.lowerBuf, i, ok = unescapeString(data, i+1, ls.lowerBuf[:0])
+			case slot == 3 && depth >= MaxDepth:
+				return tooDeep, false
 			case slot == 3:
-				i, ok = ls.object(data, i+1, false)
+				i, ok = ls.object(data, i+1, depth+1, false)
 			default:
-				i, ok = scanAny(data, i)
+				i, ok = scanAny(data, i, depth+1)
 			}
 			if !ok {
 				return i, false
@@ -290,8 +323,9 @@ func (ls *layerScan) find(data []byte, ms []jsonMember, name string) (jsonMember
 	return jsonMember{}, false
 }
 
-// scanAny is gjson's validany.
-func scanAny(data []byte, i int) (int, bool) {
+// scanAny is gjson's validany, for a value at depth (that of an object or
+// array starting at i).
+func scanAny(data []byte, i, depth int) (int, bool) {
 	for ; i < len(data); i++ {
 		switch data[i] {
 		default:
@@ -299,9 +333,15 @@ func scanAny(data []byte, i int) (int, bool) {
 		case ' ', '\t', '\n', '\r':
 			continue
 		case '{':
-			return scanObject(data, i+1)
+			if depth > MaxDepth {
+				return tooDeep, false
+			}
+			return scanObject(data, i+1, depth)
 		case '[':
-			return scanArray(data, i+1)
+			if depth > MaxDepth {
+				return tooDeep, false
+			}
+			return scanArray(data, i+1, depth)
 		case '"':
 			i, _, ok := scanString(data, i+1)
 			return i, ok
@@ -319,7 +359,7 @@ func scanAny(data []byte, i int) (int, bool) {
 }
 
 // scanObject is gjson's validobject.
-func scanObject(data []byte, i int) (int, bool) {
+func scanObject(data []byte, i, depth int) (int, bool) {
 	var ok bool
 	for ; i < len(data); i++ {
 		switch data[i] {
@@ -337,7 +377,7 @@ func scanObject(data []byte, i int) (int, bool) {
 			if i, ok = scanColon(data, i); !ok {
 				return i, false
 			}
-			if i, ok = scanAny(data, i); !ok {
+			if i, ok = scanAny(data, i, depth+1); !ok {
 				return i, false
 			}
 			if i, ok = scanComma(data, i, '}'); !ok {
@@ -394,13 +434,13 @@ func scanComma(data []byte, i int, end byte) (int, bool) {
 }
 
 // scanArray is gjson's validarray.
-func scanArray(data []byte, i int) (int, bool) {
+func scanArray(data []byte, i, depth int) (int, bool) {
 	var ok bool
 	for ; i < len(data); i++ {
 		switch data[i] {
 		default:
 			for ; i < len(data); i++ {
-				if i, ok = scanAny(data, i); !ok {
+				if i, ok = scanAny(data, i, depth+1); !ok {
 					return i, false
 				}
 				if i, ok = scanComma(data, i, ']'); !ok {
@@ -638,4 +678,196 @@ func scanLit(data []byte, i int, rest string) (int, bool) {
 		return i + len(rest), true
 	}
 	return i, false
+}
+
+// msgTape is the scan of a Cumulus message: every member and element of
+// the objects and arrays down to tapeDepth, in text order, so that the
+// fields MessageFields reads are found without walking the text again.
+type msgTape struct {
+	nodes  []tapeNode
+	keyBuf []byte
+}
+
+// tapeDepth: payload.granules[i].granuleId is a member at depth 4.
+const tapeDepth = 4
+
+// tapeNode is one member (k1 > k0, or an empty key k0 == k1 >= 1) or
+// element (k0 == 0) of the container node parent (-1: the message).
+type tapeNode struct {
+	parent, k0, k1, v0, v1 int
+	kEsc                   bool
+}
+
+// check is layerScan.check for a message.
+func (tp *msgTape) check(data []byte) (deep, valid bool) {
+	tp.nodes = tp.nodes[:0]
+	i := 0
+	for i < len(data) && isWS(data[i]) {
+		i++
+	}
+	ok := i < len(data)
+	if ok {
+		i, ok = tp.value(data, i, 1, -1)
+	}
+	switch {
+	case !ok && i == tooDeep:
+		return true, false
+	case !ok:
+		return TooDeepBytes(data), false
+	}
+	for ; i < len(data); i++ {
+		if !isWS(data[i]) {
+			return TooDeepBytes(data), false
+		}
+	}
+	return false, true
+}
+
+// value scans the value at i (after whitespace), at depth, recording the
+// members or elements of an object or array at depth <= tapeDepth as
+// children of parent.
+func (tp *msgTape) value(data []byte, i, depth, parent int) (int, bool) {
+	switch {
+	case depth > tapeDepth || (data[i] != '{' && data[i] != '['):
+		return scanAny(data, i, depth)
+	case depth > MaxDepth:
+		return tooDeep, false
+	}
+	end := byte('}')
+	if data[i] == '[' {
+		end = ']'
+	}
+	var ok bool
+	for i++; i < len(data); i++ {
+		switch c := data[i]; {
+		case isWS(c):
+			continue
+		case c == end:
+			return i + 1, true
+		case end == '}' && c != '"':
+			return i, false
+		}
+		for {
+			n := tapeNode{parent: parent}
+			if end == '}' {
+				if data[i] != '"' {
+					return i, false
+				}
+				n.k0 = i + 1
+				if i, n.kEsc, ok = scanString(data, i+1); !ok {
+					return i, false
+				}
+				n.k1 = i - 1
+				if i, ok = scanColon(data, i); !ok {
+					return i, false
+				}
+			}
+			for i < len(data) && isWS(data[i]) {
+				i++
+			}
+			if i == len(data) {
+				return i, false
+			}
+			n.v0 = i
+			at := len(tp.nodes)
+			tp.nodes = append(tp.nodes, n)
+			if i, ok = tp.value(data, i, depth+1, at); !ok {
+				return i, false
+			}
+			tp.nodes[at].v1 = i
+			if i, ok = scanComma(data, i, end); !ok {
+				return i, false
+			}
+			if data[i] == end {
+				return i + 1, true
+			}
+			for i++; i < len(data) && isWS(data[i]); i++ {
+			}
+			if i == len(data) {
+				return i, false
+			}
+		}
+	}
+	return i, false
+}
+
+// child returns the first member named name of the container node p
+// (-1: the message), or -1.
+func (tp *msgTape) child(data []byte, p int, name string) int {
+	for j := p + 1; j < len(tp.nodes); j++ {
+		n := tp.nodes[j]
+		if p >= 0 && n.v0 >= tp.nodes[p].v1 {
+			break
+		}
+		if n.parent != p || n.k0 == 0 {
+			continue
+		}
+		k := data[n.k0:n.k1]
+		if n.kEsc {
+			tp.keyBuf = unescapeTo(tp.keyBuf[:0], k)
+			k = tp.keyBuf
+		}
+		if string(k) == name {
+			return j
+		}
+	}
+	return -1
+}
+
+// messageFields is MessageFields of the scanned message (text, whose bytes
+// are data), with the same rules, reading the values from the tape.
+func (tp *msgTape) messageFields(data []byte, text string) (collectionID, providerID, granules string) {
+	collectionID, providerID, granules = "null", "null", "null"
+	res := func(j int) gjson.Result {
+		if j < 0 {
+			return gjson.Result{}
+		}
+		return gjson.Parse(text[tp.nodes[j].v0:tp.nodes[j].v1])
+	}
+	isObject := func(j int) bool { return j < 0 || data[tp.nodes[j].v0] == '{' }
+	// get is pick: nothing from a value that is not an object.
+	get := func(p int, name string) int {
+		if p == -2 || !isObject(p) {
+			return -2
+		}
+		if j := tp.child(data, p, name); j >= 0 {
+			return j
+		}
+		return -2
+	}
+	resOf := func(j int) gjson.Result {
+		if j == -2 {
+			return gjson.Result{}
+		}
+		return res(j)
+	}
+	meta, payload := get(-1, "meta"), get(-1, "payload")
+	coll, prov := get(meta, "collection"), get(meta, "provider")
+	name, version := resOf(get(coll, "name")), resOf(get(coll, "version"))
+	if jsTruthy(name) && jsTruthy(version) {
+		collectionID = QuoteJS(jsStringOf(name) + "___" + jsStringOf(version))
+	}
+	if prov != -2 && isObject(prov) {
+		id, protocol, host, port := resOf(get(prov, "id")), resOf(get(prov, "protocol")), resOf(get(prov, "host")), resOf(get(prov, "port"))
+		if id.Type == gjson.String && protocol.Type == gjson.String && host.Type == gjson.String &&
+			(!port.Exists() || port.Type == gjson.Number) {
+			providerID = truthyRaw(id)
+		}
+	}
+	if gs := get(payload, "granules"); gs != -2 && data[tp.nodes[gs].v0] == '[' {
+		var b strings.Builder
+		b.WriteByte('[')
+		for j := gs + 1; j < len(tp.nodes) && tp.nodes[j].v0 < tp.nodes[gs].v1; j++ {
+			if tp.nodes[j].parent != gs {
+				continue
+			}
+			if b.Len() > 1 {
+				b.WriteByte(',')
+			}
+			b.WriteString(truthyRaw(resOf(get(j, "granuleId"))))
+		}
+		b.WriteByte(']')
+		granules = b.String()
+	}
+	return collectionID, providerID, granules
 }
