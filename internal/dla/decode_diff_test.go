@@ -181,6 +181,11 @@ func hostileInputs() []string {
 	}
 	for _, u := range []string{"0000", "001f", "0022", "005c", "007f", "0080", "07ff", "0800", "d7ff", "d800", "dbff", "dc00", "dfff", "e000", "fffd", "ffff", "FFFF", "DbFf"} {
 		in = append(in, `{"a":"\u`+u+`","body":"{\"b\":\"\\u`+u+`\\u`+u+`\"}"}`, `{"\u`+u+`":1}`)
+		// Unescaped by the scan itself: in a body, and in the message.
+		for _, v := range []string{"0041", "d800", "dbff", "dc00", "dfff", "D834"} {
+			in = append(in, `{"\u`+u+`\u`+v+`":1,"body":"{}"}`, `{"body":"{\"b\":\"\u`+u+`\u`+v+`\"}"}`, `{"Body":"\u`+u+`\u`+v+`"}`, `{"body":"{\"\u`+u+`\u`+v+`\":1}"}`,
+				`{"detail":{"status":"RUNNING","input":"{\"cumulus_meta\":{},\"meta\":{\"collection\":{\"name\":\"\u`+u+`\u`+v+`\",\"version\":\"1\"}}}"}}`)
+		}
 	}
 	// Nesting at and around the bound, in every JSON text the decoder reads.
 	for _, n := range []int{1, 510, 511, 512, 513, 514, 1000} {
