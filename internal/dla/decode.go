@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -195,19 +194,6 @@ func Decode(raw []byte) (*Decoded, error) {
 
 var emptyObject = []byte("{}")
 
-// own returns data as a string. When data is in the reused buffer *buf,
-// the string is made over it and the buffer is dropped from reuse (set to
-// nil), which saves copying the Cumulus message (unescaped into a buffer
-// of its size). Nothing writes to a dropped buffer: the decode state no
-// longer refers to it, and the caller only reads data.
-func own(buf *[]byte, data []byte) string {
-	if buf == nil || len(data) == 0 {
-		return string(data)
-	}
-	*buf = nil
-	return unsafe.String(unsafe.SliceData(data), len(data))
-}
-
 // decodeState is what one Decode reuses: two layer scans (a layer is read
 // from one while its body is unescaped into the other), one for the
 // Cumulus message and a buffer.
@@ -228,7 +214,7 @@ func (st *decodeState) release() {
 		st.msg = msgTape{}
 	}
 	for _, ls := range []*layerScan{&st.scans[0], &st.scans[1]} {
-		if cap(ls.upperBuf) > maxPooled || cap(ls.lowerBuf) > maxPooled || cap(ls.src) > maxPooled ||
+		if cap(ls.upperBuf) > maxPooled || cap(ls.lowerBuf) > maxPooled || cap(ls.src) > maxPooled || cap(ls.msgBuf) > maxPooled ||
 			cap(ls.members) > maxPooled/32 || cap(ls.detailMembers) > maxPooled/32 {
 			*ls = layerScan{}
 		}
@@ -448,13 +434,16 @@ func (d *Decoded) derive(st *decodeState, ls *layerScan, data []byte, inner stri
 				text = append(st.buf[:0], msg.Str...)
 			}
 		case m.v1 == 0:
+		case data[m.v0] == '"' && ls.msgFrom == k+1:
+			isString = true
+			text = ls.msgBuf // unescaped by the layer's scan
 		case data[m.v0] == '"':
 			isString = true
 			text, _, _ = unescapeString(data[:m.v1], m.v0+1, st.buf[:0])
 		default:
 			msg = gjson.Parse(inner[m.v0:m.v1])
 		}
-		if isString {
+		if isString && ls.msgFrom != k+1 {
 			st.buf = text[:0] // keep the grown buffer
 		}
 		var msgIdx *msgTape
@@ -467,7 +456,7 @@ func (d *Decoded) derive(st *decodeState, ls *layerScan, data []byte, inner stri
 		case deep:
 			return f, decodeErrorf("detail.%s is a JSON string %s", source, depthReason)
 		case valid:
-			msgText, msgIdx = own(&st.buf, text), &st.msg
+			msgText, msgIdx = string(text), &st.msg
 			msg = gjson.Parse(msgText)
 		case isString:
 			d.problem("detail.%s is not valid JSON: %s", source, jsonSyntaxReason(text))

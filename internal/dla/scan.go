@@ -51,6 +51,13 @@ type layerScan struct {
 	// wantLayer: capture Body, body and detail (a layer); false for a
 	// Cumulus message, of which only the top-level members are needed.
 	wantLayer bool
+	// The Cumulus message, unescaped in the same pass when detail's first
+	// status member comes before the first input or output member that it
+	// selects: msgFrom is 1 (input) or 2 (output) then, 0 otherwise.
+	msgBuf                      []byte
+	msgFrom                     int
+	statusSeen, statusSucceeded bool
+	inputSeen, outputSeen       bool
 }
 
 // strStop marks the bytes that end a run of plain string bytes.
@@ -141,6 +148,7 @@ const tooDeep = -1
 // indexes it.
 func (ls *layerScan) scan(data []byte) int {
 	ls.members, ls.detailMembers = ls.members[:0], ls.detailMembers[:0]
+	ls.msgFrom, ls.statusSeen, ls.statusSucceeded, ls.inputSeen, ls.outputSeen = 0, false, false, false, false
 	ls.upper, ls.lower, ls.detail = -1, -1, -1
 	i := 0
 	for i < len(data) && isWS(data[i]) {
@@ -216,7 +224,12 @@ func (ls *layerScan) object(data []byte, i, depth int, top bool) (int, bool) {
 					slot = 3
 				}
 			}
+			if !top {
+				slot = ls.detailSlot(data, m, data[i])
+			}
 			switch {
+			case slot == 4:
+				ls.msgBuf, i, ok = unescapeString(data, i+1, ls.msgBuf[:0])
 			case slot == 1 && data[i] == '"':
 				ls.upperBuf, i, ok = unescapeString(data, i+1, ls.upperBuf[:0])
 			case slot == 2 && data[i] == '"':
@@ -232,6 +245,9 @@ func (ls *layerScan) object(data []byte, i, depth int, top bool) (int, bool) {
 				return i, false
 			}
 			m.v1 = i
+			if slot == 5 {
+				ls.statusSucceeded = ls.isValue(data, m, "SUCCEEDED")
+			}
 			if top {
 				if slot == 0 && ls.wantLayer && data[m.v0] != '"' && data[m.v0] != '{' {
 					slot = ls.slotOf(data, m) // Body or body with a value that is not a string
@@ -272,6 +288,54 @@ func (ls *layerScan) object(data []byte, i, depth int, top bool) (int, bool) {
 		}
 	}
 	return i, false
+}
+
+// detailSlot classifies a member of detail, whose value starts with c: 4
+// for the first input or output when the first status selects it and it
+// is a string (the message to unescape now), 5 for the first status, 0
+// otherwise.
+func (ls *layerScan) detailSlot(data []byte, m jsonMember, c byte) int {
+	switch k := data[m.k0:m.k1]; {
+	case m.kEsc:
+		ls.keyBuf = unescapeTo(ls.keyBuf[:0], k)
+		k = ls.keyBuf
+		fallthrough
+	default:
+		switch string(k) {
+		case "status":
+			if !ls.statusSeen {
+				ls.statusSeen = true
+				return 5
+			}
+		case "input":
+			if !ls.inputSeen {
+				ls.inputSeen = true
+				if ls.statusSeen && !ls.statusSucceeded && c == '"' {
+					ls.msgFrom = 1
+					return 4
+				}
+			}
+		case "output":
+			if !ls.outputSeen {
+				ls.outputSeen = true
+				if ls.statusSeen && ls.statusSucceeded && c == '"' {
+					ls.msgFrom = 2
+					return 4
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// isValue reports whether m's value is the JSON string s, unescaped.
+func (ls *layerScan) isValue(data []byte, m jsonMember, s string) bool {
+	v := data[m.v0:m.v1]
+	if len(v) < 2 || v[0] != '"' {
+		return false
+	}
+	ls.keyBuf = unescapeTo(ls.keyBuf[:0], v[1:len(v)-1])
+	return string(ls.keyBuf) == s
 }
 
 // slotOf classifies a member whose value is neither a string nor an
