@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/tidwall/gjson"
 )
@@ -70,8 +71,10 @@ var hoistedKeys = []string{"executionArn", "stateMachineArn", "status", "time", 
 // detail or Cumulus message it holds as a JSON string), yields a
 // *DecodeError together with what could be decoded.
 //
-// Each object level is walked once (gjson's Get would rescan the large
-// escaped body strings for every key).
+// Each layer is read once (layerScan): one pass validates it, finds its
+// members and unescapes its body into a reused buffer; only the metadata
+// kept and the innermost layer are copied out. The results are those of
+// the gjson-based decoder it replaced, quirks included (see scan.go).
 func Decode(raw []byte) (*Decoded, error) {
 	d := &Decoded{}
 	d.Size = int64(len(raw))
@@ -80,65 +83,99 @@ func Decode(raw []byte) (*Decoded, error) {
 		raw = rest
 		d.problem("starts with a UTF-8 byte-order mark (ignored)")
 	}
-	if TooDeepBytes(raw) {
+	st := decodePool.Get().(*decodeState)
+	defer st.release()
+	ls := &st.scans[0]
+	ls.wantLayer = true
+	switch deep, valid := ls.check(raw); {
+	case deep:
 		return d, decodeErrorf("object is %s", depthReason)
-	}
-	if !gjson.ValidBytes(raw) {
+	case !valid:
 		return d, decodeErrorf("object is not valid JSON: %s", jsonSyntaxReason(raw))
 	}
-	top := gjson.ParseBytes(raw)
-	if !top.IsObject() {
-		return d, decodeErrorf("object is a JSON %s, not an object", jsonKind(top))
+	if ls.kind != '{' {
+		return d, decodeErrorf("object is a JSON %s, not an object", jsonKind(gjson.ParseBytes(raw)))
 	}
 
 	// The unwrap loop: while the value has a body or Body key, keep the other
-	// keys as metadata (outer layers win) and descend into the body.
+	// keys as metadata (outer layers win) and descend into the body. data is
+	// the current layer's text, already scanned into ls.
 	var topFields, innerFields []Field
-	cur := top
+	data := raw
+	var inner string // the innermost layer's text
 	for {
-		layer, body, isSQS := splitLayer(cur)
+		if ls.kind != '{' || (ls.upper < 0 && ls.lower < 0) {
+			// The innermost value: the only layer kept whole.
+			inner = string(data) // exact size: a body's buffer is larger
+			if ls.kind == '{' {
+				innerFields = make([]Field, len(ls.members))
+				for i, m := range ls.members {
+					innerFields[i] = Field{Name: keyString(inner, data, m), Raw: inner[m.v0:m.v1]}
+				}
+			}
+			if len(d.Layers) == 0 {
+				topFields = innerFields
+				d.archiveErrorProblem(topFields)
+			}
+			break
+		}
+		layer := Layer{BodyKey: "Body", Metadata: st.metadata(ls, data)}
+		body := ls.upper
+		if body < 0 {
+			layer.BodyKey, body = "body", ls.lower
+		}
 		if len(d.Layers) == 0 {
 			topFields = layer.Metadata
-			if v := fieldValue(topFields, ArchiveErrorKey); v.Type == gjson.String {
-				d.problem("archived as it came by the DLA writer: %s", v.Str)
-			}
-		}
-		if !isSQS {
-			innerFields = layer.Metadata // the innermost object, already walked
-			break
+			d.archiveErrorProblem(topFields)
 		}
 		if len(d.Layers) >= maxLayers {
 			return d, decodeErrorf("more than %d nested body layers", maxLayers)
 		}
 		d.Layers = append(d.Layers, layer)
+		if d.Metadata == nil && len(layer.Metadata) > 0 {
+			d.Metadata = make([]Field, 0, len(layer.Metadata)+4)
+		}
 		for _, f := range layer.Metadata {
 			d.addMetadata(f)
 		}
 		n := len(d.Layers)
-		switch body.Type {
-		case gjson.Null:
-			cur = gjson.Parse("{}")
-		case gjson.String:
-			if TooDeep(body.Str) {
+		next := &st.scans[n%2]
+		next.wantLayer = true
+		m := ls.members[body]
+		switch data[m.v0] {
+		case 'n':
+			data = emptyObject
+		case '"':
+			data = ls.upperBuf
+			if body == ls.lower && ls.upper < 0 {
+				data = ls.lowerBuf
+			}
+			deep, valid := next.check(data)
+			if deep {
 				d.Depth = n
 				d.fillFromMetadata()
 				d.Generation = generationOf(isDLARecord(topFields), n, false, false)
 				return d, decodeErrorf("layer %d %s is %s", n, layer.BodyKey, depthReason)
 			}
-			if !gjson.Valid(body.Str) {
+			if !valid {
 				d.Depth = n
 				d.fillFromMetadata()
 				d.Generation = generationOf(isDLARecord(topFields), n, false, false)
-				return d, decodeErrorf("layer %d %s is not valid JSON: %s", n, layer.BodyKey, jsonSyntaxReason([]byte(body.Str)))
+				return d, decodeErrorf("layer %d %s is not valid JSON: %s", n, layer.BodyKey, jsonSyntaxReason(data))
 			}
-			cur = gjson.Parse(body.Str)
+			ls = next
+			continue
 		default:
 			// Cumulus would fail here (it parses String(body)); the value is
 			// already JSON, so use it.
-			d.problem("layer %d %s is a JSON %s, not a string", n, layer.BodyKey, jsonKind(body))
-			cur = body
+			d.problem("layer %d %s is a JSON %s, not a string", n, layer.BodyKey, jsonKind(gjson.Parse(string(data[m.v0:m.v1]))))
+			next.src = append(next.src[:0], data[m.v0:m.v1]...)
+			data = next.src
 		}
+		next.scan(data) // a part of a text already validated, or {}
+		ls = next
 	}
+	cur := gjson.Parse(inner)
 	d.Depth = len(d.Layers)
 	d.Event = cur.Raw
 	d.fillFromMetadata()
@@ -146,13 +183,93 @@ func Decode(raw []byte) (*Decoded, error) {
 	dlaRecord := isDLARecord(topFields)
 	d.Generation = generationOf(dlaRecord, len(d.Layers), detail.Exists(), cumulusMeta.Exists())
 
-	derived, err := d.derive(cur, detail, cumulusMeta, fieldValue(innerFields, "time"))
+	derived, err := d.derive(st, ls, data, inner, cur, innerFields, detail, cumulusMeta)
 	if dlaRecord {
 		d.applyHoisted(topFields, derived)
 	} else {
 		d.applyDerived(derived)
 	}
 	return d, err
+}
+
+var emptyObject = []byte("{}")
+
+// decodeState is what one Decode reuses: two layer scans (a layer is read
+// from one while its body is unescaped into the other), one for the
+// Cumulus message and a buffer.
+type decodeState struct {
+	scans [2]layerScan
+	msg   msgTape
+	buf   []byte
+}
+
+var decodePool = sync.Pool{New: func() any { return new(decodeState) }}
+
+// maxPooled bounds the buffers kept between decodes (a large object's are
+// dropped).
+const maxPooled = 1 << 20
+
+func (st *decodeState) release() {
+	if cap(st.msg.nodes) > maxPooled/32 {
+		st.msg = msgTape{}
+	}
+	for _, ls := range []*layerScan{&st.scans[0], &st.scans[1]} {
+		if cap(ls.upperBuf) > maxPooled || cap(ls.lowerBuf) > maxPooled || cap(ls.src) > maxPooled || cap(ls.msgBuf) > maxPooled ||
+			cap(ls.members) > maxPooled/32 || cap(ls.detailMembers) > maxPooled/32 {
+			*ls = layerScan{}
+		}
+	}
+	if cap(st.buf) > maxPooled {
+		st.buf = nil
+	}
+	decodePool.Put(st)
+}
+
+// metadata copies the members of a layer other than Body and body out of
+// data, into one string (nil when there are none).
+func (st *decodeState) metadata(ls *layerScan, data []byte) []Field {
+	b := st.buf[:0]
+	n := 0
+	for _, m := range ls.members {
+		if m.body {
+			continue
+		}
+		n++
+		if m.kEsc {
+			b = unescapeTo(b, data[m.k0:m.k1])
+		} else {
+			b = append(b, data[m.k0:m.k1]...)
+		}
+		b = append(b, data[m.v0:m.v1]...)
+	}
+	st.buf = b
+	if n == 0 {
+		return nil
+	}
+	s := string(b)
+	fields := make([]Field, 0, n)
+	at := 0
+	for _, m := range ls.members {
+		if m.body {
+			continue
+		}
+		k := m.k1 - m.k0
+		if m.kEsc {
+			k = len(unescapeTo(ls.keyBuf[:0], data[m.k0:m.k1]))
+		}
+		name := s[at : at+k]
+		at += k
+		fields = append(fields, Field{Name: name, Raw: s[at : at+m.v1-m.v0]})
+		at += m.v1 - m.v0
+	}
+	return fields
+}
+
+// archiveErrorProblem reports a record the DLA writer archived as it came.
+func (d *Decoded) archiveErrorProblem(topFields []Field) {
+	if v := fieldValue(topFields, ArchiveErrorKey); v.Type == gjson.String {
+		d.problem("archived as it came by the DLA writer: %s", v.Str)
+	}
 }
 
 // isDLARecord: the DLA writer adds its hoisted keys to every record.
@@ -211,37 +328,6 @@ func generationOf(isDLARecord bool, layers int, hasDetail, hasCumulusMeta bool) 
 	}
 }
 
-// splitLayer walks an object once: its keys other than body/Body, and its
-// body (Body preferred, as in Cumulus's parseSQSMessageBody). isSQS mirrors
-// Cumulus's isSQSRecordLike: an object with a body or Body key.
-func splitLayer(v gjson.Result) (layer Layer, body gjson.Result, isSQS bool) {
-	if !v.IsObject() {
-		return layer, body, false
-	}
-	var upper, lower gjson.Result
-	var hasUpper, hasLower bool
-	v.ForEach(func(k, val gjson.Result) bool {
-		switch k.Str {
-		case "Body":
-			upper, hasUpper = val, true
-		case "body":
-			lower, hasLower = val, true
-		default:
-			layer.Metadata = append(layer.Metadata, Field{Name: k.Str, Raw: val.Raw})
-		}
-		return true
-	})
-	switch {
-	case hasUpper:
-		layer.BodyKey = "Body"
-		return layer, upper, true
-	case hasLower:
-		layer.BodyKey = "body"
-		return layer, lower, true
-	}
-	return layer, body, false
-}
-
 func (d *Decoded) addMetadata(f Field) {
 	for _, have := range d.Metadata {
 		if have.Name == f.Name {
@@ -280,15 +366,17 @@ type derivedFields struct {
 // a FAILED execution's message is its input (Cumulus would re-read the failed
 // step's output from the execution history). The error is a *DecodeError
 // for a detail or message string nested deeper than MaxDepth.
-func (d *Decoded) derive(inner, detail, cumulusMeta, eventTime gjson.Result) (derivedFields, error) {
+func (d *Decoded) derive(st *decodeState, ls *layerScan, data []byte, inner string, cur gjson.Result, innerFields []Field, detail, cumulusMeta gjson.Result) (derivedFields, error) {
 	var f derivedFields
-	if !inner.IsObject() {
+	if !cur.IsObject() {
 		return f, nil
 	}
 	if detail.Exists() {
-		f.time = truthyString(eventTime)
+		f.time = truthyString(fieldValue(innerFields, "time"))
+		indexed := false // detail's members were found by the layer's scan
 		switch {
 		case detail.IsObject():
+			indexed = true
 		case detail.Type == gjson.String && TooDeep(detail.Str):
 			return f, decodeErrorf("detail is a JSON string %s", depthReason)
 		case detail.Type == gjson.String && gjson.Valid(detail.Str) && gjson.Parse(detail.Str).IsObject():
@@ -302,7 +390,22 @@ func (d *Decoded) derive(inner, detail, cumulusMeta, eventTime gjson.Result) (de
 			return f, nil
 		}
 		d.Detail = detail.Raw
-		df := pick(detail, "executionArn", "stateMachineArn", "status", "input", "output")
+		var df []gjson.Result
+		var msgMember [2]jsonMember // input, output (v1 == 0: absent)
+		if indexed {
+			df = make([]gjson.Result, 3)
+			for i, name := range [...]string{"executionArn", "stateMachineArn", "status", "input", "output"} {
+				if m, ok := ls.find(data, ls.detailMembers, name); ok {
+					if i < 3 {
+						df[i] = gjson.Parse(inner[m.v0:m.v1])
+					} else {
+						msgMember[i-3] = m
+					}
+				}
+			}
+		} else {
+			df = pick(detail, "executionArn", "stateMachineArn", "status", "input", "output")
+		}
 		f.executionArn = truthyString(df[0])
 		f.stateMachineArn = truthyString(df[1])
 		f.status = truthyString(df[2])
@@ -316,17 +419,47 @@ func (d *Decoded) derive(inner, detail, cumulusMeta, eventTime gjson.Result) (de
 			d.problem("detail has no status; reading detail.input as Cumulus does for failed executions")
 		}
 		d.MessageSource = "detail." + source
-		msg := df[3]
+		var msg gjson.Result
+		var text []byte // the message given as a JSON string, unescaped
+		isString := false
+		k := 0
 		if source == "output" {
-			msg = df[4]
+			k = 1
+		}
+		switch m := msgMember[k]; {
+		case !indexed:
+			msg = df[3+k]
+			if msg.Type == gjson.String {
+				isString = true
+				text = append(st.buf[:0], msg.Str...)
+			}
+		case m.v1 == 0:
+		case data[m.v0] == '"' && ls.msgFrom == k+1:
+			isString = true
+			text = ls.msgBuf // unescaped by the layer's scan
+		case data[m.v0] == '"':
+			isString = true
+			text, _, _ = unescapeString(data[:m.v1], m.v0+1, st.buf[:0])
+		default:
+			msg = gjson.Parse(inner[m.v0:m.v1])
+		}
+		if isString && ls.msgFrom != k+1 {
+			st.buf = text[:0] // keep the grown buffer
+		}
+		var msgIdx *msgTape
+		var msgText string
+		var deep, valid bool
+		if isString {
+			deep, valid = st.msg.check(text)
 		}
 		switch {
-		case msg.Type == gjson.String && TooDeep(msg.Str):
+		case deep:
 			return f, decodeErrorf("detail.%s is a JSON string %s", source, depthReason)
-		case msg.Type == gjson.String && gjson.Valid(msg.Str):
-			msg = gjson.Parse(msg.Str)
-		case msg.Type == gjson.String:
-			d.problem("detail.%s is not valid JSON: %s", source, jsonSyntaxReason([]byte(msg.Str)))
+		case valid:
+			msgText, msgIdx = string(text), &st.msg
+			msg = gjson.Parse(msgText)
+		case isString:
+			d.problem("detail.%s is not valid JSON: %s", source, jsonSyntaxReason(text))
 			return f, nil
 		case !msg.Exists() && source == "input" && f.status != "RUNNING":
 			msg = gjson.Parse("{}") // Cumulus's failed branch uses {} when input is absent
@@ -339,30 +472,44 @@ func (d *Decoded) derive(inner, detail, cumulusMeta, eventTime gjson.Result) (de
 			return f, nil
 		}
 		d.Message = msg.Raw
-		d.deriveFromMessage(msg, &f)
+		d.deriveFromMessage(msg, &f, msgIdx, text, msgText)
 		return f, nil
 	}
 	if cumulusMeta.Exists() {
-		d.Message, d.MessageSource = inner.Raw, "body"
+		d.Message, d.MessageSource = cur.Raw, "body"
 		cm := cumulusMeta
 		f.stateMachineArn = truthyString(cm.Get("state_machine"))
 		if name := truthyString(cm.Get("execution_name")); name != "" && f.stateMachineArn != "" {
 			f.executionArn = strings.Replace(f.stateMachineArn, "stateMachine", "execution", 1) + ":" + name
 		}
-		f.status = sfnStatusOf(truthyString(pick(pick(inner, "meta")[0], "status")[0]))
-		d.deriveFromMessage(inner, &f)
+		f.status = sfnStatusOf(truthyString(pick(fieldValue(innerFields, "meta"), "status")[0]))
+		d.deriveFromMessage(cur, &f, nil, nil, "")
 	}
 	return f, nil
 }
 
 // deriveFromMessage reads collectionId, granules and providerId from a
-// Cumulus message, with the rules of Cumulus's DLA writer.
-func (d *Decoded) deriveFromMessage(msg gjson.Result, f *derivedFields) {
-	if r := pick(msg, "replace")[0]; r.IsObject() {
+// Cumulus message, with the rules of Cumulus's DLA writer. tp, when not
+// nil, is the message's scan, of data, whose text is text.
+func (d *Decoded) deriveFromMessage(msg gjson.Result, f *derivedFields, tp *msgTape, data []byte, text string) {
+	var r gjson.Result
+	if tp != nil {
+		if j := tp.child(data, -1, "replace"); j >= 0 {
+			r = gjson.Parse(text[tp.nodes[j].v0:tp.nodes[j].v1])
+		}
+	} else {
+		r = pick(msg, "replace")[0]
+	}
+	if r.IsObject() {
 		d.problem("the Cumulus message is held in S3 (replace: s3://%s/%s); fields from the partial message only",
 			r.Get("Bucket").String(), r.Get("Key").String())
 	}
-	coll, prov, grans := MessageFields(msg)
+	var coll, prov, grans string
+	if tp != nil {
+		coll, prov, grans = tp.messageFields(data, text)
+	} else {
+		coll, prov, grans = MessageFields(msg)
+	}
 	f.collectionID, f.providerID = scalarString(gjson.Parse(coll)), scalarString(gjson.Parse(prov))
 	if gs := gjson.Parse(grans); gs.IsArray() {
 		f.hasGranules = true
