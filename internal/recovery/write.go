@@ -105,6 +105,9 @@ type Writer struct {
 	// Unbatched sends every statement alone, even to a GranuleBatcher:
 	// the benchmark's baseline (dla recover --x-no-batch).
 	Unbatched bool
+	// NoMsgIndex reads each message with gjson alone (Unindexed): the
+	// benchmark's baseline (dla recover --x-no-msg-index).
+	NoMsgIndex bool
 }
 
 // Outcome of one record.
@@ -164,7 +167,7 @@ func (r *Result) Outcome() string {
 }
 
 // writeFlags reads which record types to write.
-func writeFlags(msg gjson.Result) (execution, pdr, granule bool) {
+func writeFlags(msg Getter) (execution, pdr, granule bool) {
 	if truthy(msg.Get("meta.reportMessageSource")) {
 		return true, true, true
 	}
@@ -205,6 +208,19 @@ func (w *Writer) now() time.Time {
 // written stays when a later step fails, as in v21; the upserts make a
 // re-run safe.
 func (w *Writer) Write(ctx context.Context, msg gjson.Result) (*Result, error) {
+	return w.WriteMsg(ctx, w.Index(msg))
+}
+
+// Index is Index(msg), or Unindexed(msg) with NoMsgIndex.
+func (w *Writer) Index(msg gjson.Result) Msg {
+	if w.NoMsgIndex {
+		return Unindexed(msg)
+	}
+	return Index(msg)
+}
+
+// WriteMsg is Write of a message indexed already (Index, Unindexed).
+func (w *Writer) WriteMsg(ctx context.Context, msg Msg) (*Result, error) {
 	res := &Result{ExecutionArn: executionArn(msg), Status: msg.Get("meta.status").String(), Execution: Skipped}
 	if !msg.IsObject() {
 		return res, &UnwrapError{Reason: "the message is not a JSON object"}
@@ -359,7 +375,7 @@ func (w *Writer) Write(ctx context.Context, msg gjson.Result) (*Result, error) {
 }
 
 // writeGranules is writeGranulesFromMessage.
-func (w *Writer) writeGranules(ctx context.Context, msg, granules gjson.Result, executionID *int64, now time.Time, res *Result, cache map[string]*int64) error {
+func (w *Writer) writeGranules(ctx context.Context, msg Msg, granules gjson.Result, executionID *int64, now time.Time, res *Result, cache map[string]*int64) error {
 	if !granules.IsArray() || granules.Get("#").Int() == 0 {
 		return nil
 	}
