@@ -147,8 +147,9 @@ type Run struct {
 	// writes it, and deletes written objects in that worker, as before
 	// (the benchmark's baseline: dla recover --x-no-prefetch). Otherwise
 	// the goroutine that feeds the workers prepares the next message
-	// (unwrapped, indexed: nothing that reads or depends on the database)
-	// while the last one is written, and the written objects are deleted
+	// (unwrapped, indexed, and without AWS reads its granules built:
+	// nothing that reads or depends on the database) while the last one is
+	// written, and the written objects are deleted
 	// by a goroutine of their own; the writes, their order and every
 	// result are the same.
 	NoPrefetch bool
@@ -169,18 +170,23 @@ type workItem struct {
 
 // prepared is a message unwrapped and indexed, ready for Writer.WriteMsg.
 type prepared struct {
-	msg *recovery.Message
-	idx recovery.Msg
-	err error // Unwrap's
+	msg   *recovery.Message
+	idx   recovery.Msg
+	ahead *recovery.Prepared // its granules built ahead (nil: built as it is written)
+	err   error              // Unwrap's
 }
 
 // prepare unwraps a decoded object to its Cumulus message and indexes it:
 // the part of WriteMessage that neither reads nor depends on the database.
-func prepare(ctx context.Context, w *recovery.Writer, d *dla.Decoded) *prepared {
+// ahead, it also builds its granules (Writer.Prepare).
+func prepare(ctx context.Context, w *recovery.Writer, d *dla.Decoded, ahead bool) *prepared {
 	msg, err := recovery.Unwrap(ctx, d, w.SFN, w.Objects)
 	p := &prepared{msg: msg, err: err}
 	if err == nil {
 		p.idx = w.Index(msg.JSON)
+		if ahead {
+			p.ahead = w.Prepare(ctx, p.idx)
+		}
 	}
 	return p
 }
@@ -260,7 +266,7 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 		it := workItem{key: sr.Entry.Key, d: sr.Decoded, err: sr.Err}
 		if !r.NoPrefetch && it.err == nil && it.d != nil {
 			// Prepared here, while the worker writes the one before.
-			it.prep = prepare(workCtx, r.Writer, it.d)
+			it.prep = prepare(workCtx, r.Writer, it.d, true)
 		}
 		select {
 		case items <- it:
@@ -378,7 +384,7 @@ type Written struct {
 // Cumulus message and writes it with w, as Cumulus's sfEventSqsToDbRecords
 // does. The db-writer processor and recover both write through it.
 func WriteMessage(ctx context.Context, w *recovery.Writer, d *dla.Decoded) (Written, error) {
-	return writePrepared(ctx, w, prepare(ctx, w, d))
+	return writePrepared(ctx, w, prepare(ctx, w, d, false))
 }
 
 // writePrepared is WriteMessage of a message prepared already.
@@ -386,7 +392,7 @@ func writePrepared(ctx context.Context, w *recovery.Writer, p *prepared) (Writte
 	if p.err != nil {
 		return Written{}, p.err
 	}
-	res, err := w.WriteMsg(ctx, p.idx)
+	res, err := w.WriteMsg(ctx, p.idx, p.ahead)
 	return Written{Message: p.msg, Result: res}, err
 }
 
@@ -413,7 +419,7 @@ func (r *Run) write(ctx context.Context, d *dla.Decoded, p *prepared, o *Object)
 		w.DB = r.DB
 	}
 	if p == nil {
-		p = prepare(ctx, &w, d)
+		p = prepare(ctx, &w, d, false)
 	}
 	wr, err := writePrepared(ctx, &w, p)
 	if wr.Message != nil {
