@@ -122,3 +122,18 @@ func plainPath(path string) bool {
 	}
 	return true
 }
+
+// indexObject indexes the keys of obj, an object inside a message Index
+// found valid (a granule, a file), when index is set: Get then answers a
+// key from the index as gjson.Result.Get does by scanning. Otherwise, and
+// for an object that lists a key twice, it is gjson alone.
+func indexObject(obj gjson.Result, index bool) Msg {
+	m := Msg{Result: obj}
+	if !index || !obj.IsObject() {
+		return m
+	}
+	if top, dup := keysOf(obj); !dup {
+		m.idx = &msgIndex{top: top, sub: map[string]map[string]gjson.Result{}}
+	}
+	return m
+}

@@ -813,6 +813,11 @@ func (w *Writer) messageContext(msg Getter, arn string, now time.Time) *messageC
 		executionURL:  executionURL(arn, w.Region),
 		now:           now,
 	}
+	// The granules and files are indexed when the message was (it was
+	// then found valid JSON, with no key listed twice at its top).
+	if m, ok := msg.(Msg); ok && m.idx != nil {
+		mc.index = true
+	}
 	if mc.provider.IsObject() {
 		mc.providerURL, mc.providerURLErr = buildURL(mc.provider)
 	}
