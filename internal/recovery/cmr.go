@@ -89,8 +89,11 @@ func parseS3URL(u string) (bucket, key string, ok bool) {
 // empty result; a file S3 refuses (ErrRefused) or that cannot be parsed is
 // the granule's error; any other read failure is transient.
 func granuleTemporal(ctx context.Context, files gjson.Result, objs Objects) (temporal, error) {
+	if objs == nil {
+		return temporal{}, nil
+	}
 	f, kind, ok := cmrFile(files)
-	if !ok || objs == nil {
+	if !ok {
 		return temporal{}, nil
 	}
 	bucket, key, err := s3URLOfFile(f)
@@ -307,7 +310,7 @@ func isoTemporal(body []byte) (temporal, error) {
 // temporalFields is getGranuleCmrTemporalInfo: with no CMR values, the
 // message granule's own four fields verbatim; otherwise each value as an
 // ISO date ("" → null). An unparseable date is an error, as in v21.
-func temporalFields(t temporal, granule gjson.Result) ([4]gjson.Result, error) {
+func temporalFields(t temporal, granule Getter) ([4]gjson.Result, error) {
 	var out [4]gjson.Result
 	if t.empty() {
 		for i, k := range []string{"beginningDateTime", "endingDateTime", "productionDateTime", "lastUpdateDateTime"} {

@@ -66,6 +66,9 @@ type messageContext struct {
 	processingStart *time.Time
 	processingEnd   *time.Time
 	now             time.Time
+	// index reads each granule and file through an index of its keys
+	// (indexObject), unless the Writer's NoMsgIndex.
+	index bool
 }
 
 // buildURL is Cumulus's buildURL for a provider: protocol://host[:port],
@@ -126,8 +129,9 @@ type apiFile struct {
 // buildFile is buildDatabaseFile: bucket and key (from an s3:// filename),
 // checksum, fileName, source from the provider URL and path, the size
 // (size, fileSize, else S3 HeadObject), keeping only the database fields.
-func buildFile(ctx context.Context, f gjson.Result, providerURL string, objs Objects) (apiFile, error) {
-	get := func(k string) gjson.Result { return f.Get(gjsonEscape(k)) }
+func buildFile(ctx context.Context, f gjson.Result, providerURL string, objs Objects, index bool) (apiFile, error) {
+	fi := indexObject(f, index)
+	get := func(k string) gjson.Result { return fi.Get(gjsonEscape(k)) }
 	bucket, key := get("bucket"), get("key")
 	if fn := get("filename"); truthy(fn) {
 		if b, k, ok := parseS3URL(jsString(fn)); ok {
@@ -239,7 +243,8 @@ func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 // writeGranuleFromMessage and generateGranuleApiRecord do, up to the
 // database lookups. It returns the API record's fields (for the schema
 // check) with the write.
-func buildGranule(ctx context.Context, g gjson.Result, mc *messageContext, objs Objects) ([]kv, *GranuleWrite, error) {
+func buildGranule(ctx context.Context, granule gjson.Result, mc *messageContext, objs Objects) ([]kv, *GranuleWrite, error) {
+	g := indexObject(granule, mc.index)
 	files := g.Get("files")
 	if files.Exists() && files.Type == gjson.Null {
 		return nil, nil, &MessageError{Reason: "granule.files is null"}
@@ -256,7 +261,7 @@ func buildGranule(ctx context.Context, g gjson.Result, mc *messageContext, objs 
 		var err error
 		files.ForEach(func(_, f gjson.Result) bool {
 			var af apiFile
-			af, err = buildFile(ctx, f, mc.providerURL, objs)
+			af, err = buildFile(ctx, f, mc.providerURL, objs, mc.index)
 			built = append(built, af)
 			return err == nil
 		})

@@ -159,7 +159,7 @@ func orEmpty(raw string) string {
 
 // executionArn is getMessageExecutionArn: the state machine ARN with
 // "stateMachine" replaced by "execution", then ":" and the execution name.
-func executionArn(msg gjson.Result) string {
+func executionArn(msg Getter) string {
 	sm, name := msg.Get("cumulus_meta.state_machine"), msg.Get("cumulus_meta.execution_name")
 	if !truthy(sm) || !truthy(name) {
 		return ""

@@ -56,7 +56,7 @@ func parseException(exc gjson.Result) string {
 }
 
 // workflowStartTime is getMessageWorkflowStartTime.
-func workflowStartTime(msg gjson.Result) (float64, error) {
+func workflowStartTime(msg Getter) (float64, error) {
 	v := msg.Get("cumulus_meta.workflow_start_time")
 	if !truthy(v) {
 		return 0, &MessageError{Reason: "getMessageWorkflowStartTime on a message without a workflow_start_time"}
@@ -92,7 +92,7 @@ func optJSON(v gjson.Result) string {
 }
 
 // BuildExecution is buildExecutionRecord.
-func BuildExecution(msg gjson.Result, now time.Time, region string, ids Lookups) (*ExecutionRow, error) {
+func BuildExecution(msg Getter, now time.Time, region string, ids Lookups) (*ExecutionRow, error) {
 	arn := executionArn(msg)
 	start, err := workflowStartTime(msg)
 	if err != nil {
@@ -137,7 +137,7 @@ func listLen(v gjson.Result) int {
 }
 
 // BuildPdr is generatePdrRecord; nil when the message has no PDR.
-func BuildPdr(msg gjson.Result, now time.Time, collectionID, providerID, executionID *int64) (*PdrRow, error) {
+func BuildPdr(msg Getter, now time.Time, collectionID, providerID, executionID *int64) (*PdrRow, error) {
 	pdr := msg.Get("payload.pdr")
 	if !truthy(pdr) {
 		return nil, nil

@@ -105,6 +105,9 @@ type Writer struct {
 	// Unbatched sends every statement alone, even to a GranuleBatcher:
 	// the benchmark's baseline (dla recover --x-no-batch).
 	Unbatched bool
+	// NoMsgIndex reads each message with gjson alone (Unindexed): the
+	// benchmark's baseline (dla recover --x-no-msg-index).
+	NoMsgIndex bool
 }
 
 // Outcome of one record.
@@ -164,7 +167,7 @@ func (r *Result) Outcome() string {
 }
 
 // writeFlags reads which record types to write.
-func writeFlags(msg gjson.Result) (execution, pdr, granule bool) {
+func writeFlags(msg Getter) (execution, pdr, granule bool) {
 	if truthy(msg.Get("meta.reportMessageSource")) {
 		return true, true, true
 	}
@@ -205,6 +208,20 @@ func (w *Writer) now() time.Time {
 // written stays when a later step fails, as in v21; the upserts make a
 // re-run safe.
 func (w *Writer) Write(ctx context.Context, msg gjson.Result) (*Result, error) {
+	return w.WriteMsg(ctx, w.Index(msg), nil)
+}
+
+// Index is Index(msg), or Unindexed(msg) with NoMsgIndex.
+func (w *Writer) Index(msg gjson.Result) Msg {
+	if w.NoMsgIndex {
+		return Unindexed(msg)
+	}
+	return Index(msg)
+}
+
+// WriteMsg is Write of a message indexed already (Index, Unindexed), and
+// prepared by Prepare (p nil: not prepared).
+func (w *Writer) WriteMsg(ctx context.Context, msg Msg, p *Prepared) (*Result, error) {
 	res := &Result{ExecutionArn: executionArn(msg), Status: msg.Get("meta.status").String(), Execution: Skipped}
 	if !msg.IsObject() {
 		return res, &UnwrapError{Reason: "the message is not a JSON object"}
@@ -259,6 +276,9 @@ func (w *Writer) Write(ctx context.Context, msg gjson.Result) (*Result, error) {
 	}
 
 	now := w.now()
+	if p != nil {
+		now = p.now
+	}
 	// cache holds the message's lookups by natural key (writeGranule's).
 	cache := map[string]*int64{}
 	var executionID *int64
@@ -338,7 +358,7 @@ func (w *Writer) Write(ctx context.Context, msg gjson.Result) (*Result, error) {
 
 	granules := msg.Get("payload.granules")
 	if doGranules {
-		return res, w.writeGranules(ctx, msg, granules, executionID, now, res, cache)
+		return res, w.writeGranules(ctx, msg, p, granules, executionID, now, res, cache)
 	}
 	if executionID != nil && granules.IsArray() {
 		var gids []string
@@ -359,26 +379,16 @@ func (w *Writer) Write(ctx context.Context, msg gjson.Result) (*Result, error) {
 }
 
 // writeGranules is writeGranulesFromMessage.
-func (w *Writer) writeGranules(ctx context.Context, msg, granules gjson.Result, executionID *int64, now time.Time, res *Result, cache map[string]*int64) error {
+func (w *Writer) writeGranules(ctx context.Context, msg Msg, p *Prepared, granules gjson.Result, executionID *int64, now time.Time, res *Result, cache map[string]*int64) error {
 	if !granules.IsArray() || granules.Get("#").Int() == 0 {
 		return nil
 	}
 	arn := executionArn(msg)
-	mc := &messageContext{
-		provider:      msg.Get("meta.provider"),
-		workflowError: parseException(msg.Get("exception")),
-		status:        msg.Get("meta.status"),
-		pdrName:       msg.Get("payload.pdr.name"),
-		queryFields:   msg.Get("meta.granule.queryFields"),
-		executionURL:  executionURL(arn, w.Region),
-		now:           now,
-	}
-	if mc.provider.IsObject() {
-		mc.providerURL, mc.providerURLErr = buildURL(mc.provider)
-	}
-	coll := msg.Get("meta.collection")
-	if n, v := coll.Get("name"), coll.Get("version"); truthy(n) && truthy(v) {
-		mc.collectionID = jsString(n) + "___" + jsString(v)
+	var mc *messageContext
+	if p != nil && p.mc != nil {
+		mc = p.mc
+	} else {
+		mc = w.messageContext(msg, arn, now)
 	}
 	if w.SFN != nil && arn != "" {
 		res.DescribeCalled = true
@@ -401,19 +411,24 @@ func (w *Writer) writeGranules(ctx context.Context, msg, granules gjson.Result, 
 			res.ProcessingTimes = true
 		}
 	}
-	start, err := workflowStartTime(msg)
-	if err != nil {
-		return err
+	if p == nil || p.mc == nil {
+		start, err := workflowStartTime(msg)
+		if err != nil {
+			return err
+		}
+		mc.startMs = start
 	}
-	mc.startMs = start
 
 	if b := w.batcher(granules); b != nil {
-		return w.writeGranulesBatched(ctx, b, granules, mc, executionID, cache, res)
+		return w.writeGranulesBatched(ctx, b, p, granules, mc, executionID, cache, res)
 	}
 	var errs []error
+	i := 0
 	granules.ForEach(func(_, g gjson.Result) bool {
 		out := GranuleOutcome{GranuleID: jsString(g.Get("granuleId")), Status: mc.status.String()}
-		if err := w.scoped(ctx, func(w *Writer) error { return w.writeGranule(ctx, g, mc, executionID, cache, &out, res) }); err != nil {
+		b := p.built(i)
+		i++
+		if err := w.scoped(ctx, func(w *Writer) error { return w.writeGranule(ctx, g, b, mc, executionID, cache, &out, res) }); err != nil {
 			out.Outcome, out.Error = Failed, err.Error()
 			errs = append(errs, &GranuleError{GranuleID: out.GranuleID, Err: err})
 		}
@@ -468,8 +483,8 @@ func (w *Writer) cachedLookup(ctx context.Context, cache map[string]*int64, kind
 	return id, nil
 }
 
-func (w *Writer) writeGranule(ctx context.Context, g gjson.Result, mc *messageContext, executionID *int64, cache map[string]*int64, out *GranuleOutcome, res *Result) error {
-	gw, err := w.prepareGranule(ctx, g, mc, executionID, cache, out, res)
+func (w *Writer) writeGranule(ctx context.Context, g gjson.Result, b *builtGranule, mc *messageContext, executionID *int64, cache map[string]*int64, out *GranuleOutcome, res *Result) error {
+	gw, err := w.prepareGranule(ctx, g, b, mc, executionID, cache, out, res)
 	if err != nil || gw == nil {
 		return err
 	}
@@ -527,8 +542,16 @@ func (w *Writer) filesFailed(ctx context.Context, gw *GranuleWrite, mc *messageC
 // granule is done with here (the cross-collection check, the failed
 // mark), as is one whose lookups fail: it returns nil then, with the
 // granule's error if any; otherwise the write to send.
-func (w *Writer) prepareGranule(ctx context.Context, g gjson.Result, mc *messageContext, executionID *int64, cache map[string]*int64, out *GranuleOutcome, res *Result) (*GranuleWrite, error) {
-	rec, gw, err := buildGranule(ctx, g, mc, w.Objects)
+// b is the granule built ahead by Prepare (nil: built here).
+func (w *Writer) prepareGranule(ctx context.Context, g gjson.Result, b *builtGranule, mc *messageContext, executionID *int64, cache map[string]*int64, out *GranuleOutcome, res *Result) (*GranuleWrite, error) {
+	if b == nil {
+		b = &builtGranule{}
+		b.rec, b.gw, b.err = buildGranule(ctx, g, mc, w.Objects)
+		if b.err == nil {
+			b.verr = validateGranule(b.rec)
+		}
+	}
+	gw, err := b.gw, b.err
 	if err != nil {
 		return nil, err
 	}
@@ -567,7 +590,7 @@ func (w *Writer) prepareGranule(ctx context.Context, g gjson.Result, mc *message
 		gw.Row.ProviderID = id
 	}
 	final := gw.Row.Status == "completed" || gw.Row.Status == "failed"
-	if verr := validateGranule(rec); verr != nil {
+	if verr := b.verr; verr != nil {
 		// v21 checks another collection's granule_id first; WriteGranule
 		// does that check itself for valid records.
 		other, err := w.DB.OtherCollection(ctx, gw.Row.GranuleID, *cid)
@@ -688,15 +711,17 @@ func (w *Writer) batcher(granules gjson.Result) GranuleBatcher {
 // granule's files relative to the next granule's upsert does not change
 // what either writes. Files shared by two granules are written granule by
 // granule, in order, as the one-by-one loop writes them.
-func (w *Writer) writeGranulesBatched(ctx context.Context, b GranuleBatcher, granules gjson.Result, mc *messageContext, executionID *int64, cache map[string]*int64, res *Result) error {
+func (w *Writer) writeGranulesBatched(ctx context.Context, b GranuleBatcher, p *Prepared, granules gjson.Result, mc *messageContext, executionID *int64, cache map[string]*int64, res *Result) error {
 	n := int(granules.Get("#").Int())
 	outs := make([]GranuleOutcome, 0, n)
 	errAt := make([]error, 0, n)
 	var idx []int // outs index of each write sent
 	var gws []*GranuleWrite
+	i := 0
 	granules.ForEach(func(_, g gjson.Result) bool {
 		out := GranuleOutcome{GranuleID: jsString(g.Get("granuleId")), Status: mc.status.String()}
-		gw, err := w.prepareGranule(ctx, g, mc, executionID, cache, &out, res)
+		gw, err := w.prepareGranule(ctx, g, p.built(i), mc, executionID, cache, &out, res)
+		i++
 		if gw != nil {
 			idx, gws = append(idx, len(outs)), append(gws, gw)
 		}
@@ -774,4 +799,89 @@ func disjointFiles(files []FilesWrite) bool {
 		}
 	}
 	return true
+}
+
+// messageContext is what every granule of a message reads of it, but the
+// start time and the processing times.
+func (w *Writer) messageContext(msg Getter, arn string, now time.Time) *messageContext {
+	mc := &messageContext{
+		provider:      msg.Get("meta.provider"),
+		workflowError: parseException(msg.Get("exception")),
+		status:        msg.Get("meta.status"),
+		pdrName:       msg.Get("payload.pdr.name"),
+		queryFields:   msg.Get("meta.granule.queryFields"),
+		executionURL:  executionURL(arn, w.Region),
+		now:           now,
+	}
+	// The granules and files are indexed when the message was (it was
+	// then found valid JSON, with no key listed twice at its top).
+	if m, ok := msg.(Msg); ok && m.idx != nil {
+		mc.index = true
+	}
+	if mc.provider.IsObject() {
+		mc.providerURL, mc.providerURLErr = buildURL(mc.provider)
+	}
+	coll := msg.Get("meta.collection")
+	if n, v := coll.Get("name"), coll.Get("version"); truthy(n) && truthy(v) {
+		mc.collectionID = jsString(n) + "___" + jsString(v)
+	}
+	return mc
+}
+
+// Prepared is a message's granules built ahead of its writes (Prepare).
+type Prepared struct {
+	now      time.Time
+	mc       *messageContext // nil: nothing was built ahead
+	granules []builtGranule
+}
+
+// builtGranule is buildGranule's result, and the schema check's.
+type builtGranule struct {
+	rec  []kv
+	gw   *GranuleWrite
+	err  error
+	verr *SchemaValidationError // validateGranule(rec), when err is nil
+}
+
+// built is the i-th granule built ahead, or nil.
+func (p *Prepared) built(i int) *builtGranule {
+	if p == nil || i >= len(p.granules) {
+		return nil
+	}
+	return &p.granules[i]
+}
+
+// Prepare does ahead of WriteMsg what does not read the database: the
+// clock, and each granule's row, files and schema check, which WriteMsg
+// then takes in place of building them between its lookups and writes
+// (their errors too, met where they were met before). It builds nothing
+// when the Writer reads AWS (SFN or Objects: the processing times, CMR
+// files and file sizes are read in order, as before), or when the message
+// would fail before its granules; WriteMsg then builds them itself.
+func (w *Writer) Prepare(ctx context.Context, msg Msg) *Prepared {
+	p := &Prepared{now: w.now()}
+	if w.SFN != nil || w.Objects != nil {
+		return p
+	}
+	granules := msg.Get("payload.granules")
+	if !granules.IsArray() {
+		return p
+	}
+	start, err := workflowStartTime(msg)
+	if err != nil {
+		return p
+	}
+	mc := w.messageContext(msg, executionArn(msg), p.now)
+	mc.startMs = start
+	granules.ForEach(func(_, g gjson.Result) bool {
+		var b builtGranule
+		b.rec, b.gw, b.err = buildGranule(ctx, g, mc, nil)
+		if b.err == nil {
+			b.verr = validateGranule(b.rec)
+		}
+		p.granules = append(p.granules, b)
+		return true
+	})
+	p.mc = mc
+	return p
 }

@@ -126,7 +126,35 @@ func replace(old, new string) func(string) string {
 func write(t *testing.T, db *dbFake, sfn StepFunctions, msg gjson.Result) (*Result, error) {
 	t.Helper()
 	w := &Writer{DB: db, SFN: sfn, Now: func() time.Time { return testNow }}
+	if builtAhead {
+		m := Index(msg)
+		p := w.Prepare(context.Background(), m)
+		if sfn == nil && msg.Get("payload.granules.#").Int() > 0 && msg.Get("cumulus_meta.workflow_start_time").Exists() && p.mc == nil {
+			t.Fatal("Prepare built nothing")
+		}
+		return w.WriteMsg(context.Background(), m, p)
+	}
 	return w.Write(context.Background(), msg)
+}
+
+// builtAhead makes write() build the granules ahead (Writer.Prepare).
+var builtAhead bool
+
+// TestWriteWithGranulesBuiltAhead runs the write tests again with each
+// message's granules built ahead by Writer.Prepare, as recover's prefetch
+// builds them: every result, row, error and mark must be the same.
+func TestWriteWithGranulesBuiltAhead(t *testing.T) {
+	builtAhead = true
+	defer func() { builtAhead = false }()
+	for name, test := range map[string]func(*testing.T){
+		"CompletedMessage": TestWriteCompletedMessage, "UnmetRequirementsWriteNothing": TestWriteUnmetRequirementsWriteNothing,
+		"Flags": TestWriteFlags, "DescribeExecutionFailureWarns": TestWriteDescribeExecutionFailureWarns,
+		"DroppedIsNotWrittenOrFailed": TestWriteDroppedIsNotWrittenOrFailed, "GranuleFailures": TestWriteGranuleFailures,
+		"RunningExecutionKeepsOriginalPayload": TestWriteRunningExecutionKeepsOriginalPayload, "Pdr": TestWritePdr,
+		"GranuleFields": TestGranuleFields,
+	} {
+		t.Run(name, test)
+	}
 }
 
 func TestWriteCompletedMessage(t *testing.T) {

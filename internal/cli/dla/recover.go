@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sort"
 	"strconv"
@@ -51,8 +52,12 @@ type RecoverOptions struct {
 	// Hidden switches for the benchmark's baseline: NoBatch sends every
 	// statement alone (--x-no-batch), NoSpool fetches and decodes every
 	// object again after the plan (--x-no-spool), NoGCTuning leaves the
-	// garbage collector at its default (--x-no-gc-tuning).
-	NoBatch, NoSpool, NoGCTuning bool
+	// garbage collector at its default (--x-no-gc-tuning), NoPrefetch
+	// prepares each message and deletes written objects in the worker
+	// that writes it (--x-no-prefetch), NoMsgIndex reads each message with
+	// gjson alone (--x-no-msg-index), NoOneProc leaves the write pass at
+	// concurrency 1 on every processor (--x-no-one-proc).
+	NoBatch, NoSpool, NoGCTuning, NoPrefetch, NoMsgIndex, NoOneProc bool
 	// ViaAPI is a Cumulus API URL: recover through Cumulus's own recovery
 	// (viaapi.go), with the token from TokenFile or $CUMULUS_API_TOKEN.
 	ViaAPI, TokenFile, CleanupStaging string
@@ -187,7 +192,10 @@ later moves back what it left.`,
 	fl.BoolVar(&opts.NoBatch, "x-no-batch", false, "send each statement alone (benchmark baseline)")
 	fl.BoolVar(&opts.NoSpool, "x-no-spool", false, "fetch and decode every object again after the plan (benchmark baseline)")
 	fl.BoolVar(&opts.NoGCTuning, "x-no-gc-tuning", false, "leave the garbage collector at its default (benchmark baseline)")
-	for _, name := range []string{"x-no-batch", "x-no-spool", "x-no-gc-tuning"} {
+	fl.BoolVar(&opts.NoPrefetch, "x-no-prefetch", false, "prepare each message, and delete written objects, in the worker that writes it (benchmark baseline)")
+	fl.BoolVar(&opts.NoMsgIndex, "x-no-msg-index", false, "read each message with gjson alone, without an index (benchmark baseline)")
+	fl.BoolVar(&opts.NoOneProc, "x-no-one-proc", false, "at concurrency 1, write on every processor (benchmark baseline)")
+	for _, name := range []string{"x-no-batch", "x-no-spool", "x-no-gc-tuning", "x-no-prefetch", "x-no-msg-index", "x-no-one-proc"} {
 		_ = fl.MarkHidden(name)
 	}
 	return cmd
@@ -338,7 +346,7 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	case err != nil:
 		return err
 	}
-	w := &recovery.Writer{Now: f.Now, Region: "us-east-1", Unbatched: opts.NoBatch}
+	w := &recovery.Writer{Now: f.Now, Region: "us-east-1", Unbatched: opts.NoBatch, NoMsgIndex: opts.NoMsgIndex}
 	if !opts.Offline {
 		cfg, err := loadAWS()
 		if err != nil {
@@ -417,7 +425,8 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 		SNS: dlarecover.SNSSummary{Topics: !topics.None(), Published: !topics.None() && !opts.DryRun}}
 	run := &dlarecover.Run{Store: store, Layout: scope.Layout, DB: cumulusdb.New(pool), Pool: pool, Writer: w, Lock: lock,
 		DryRun: opts.DryRun, Keep: opts.Keep, LeaveUnreadable: opts.LeaveUnreadable, Concurrency: opts.Select.concurrency,
-		Now: f.Now, Sum: sum,
+		NoPrefetch: opts.NoPrefetch,
+		Now:        f.Now, Sum: sum,
 		Warnf: func(format string, args ...any) {
 			fmt.Fprintf(f.IO.ErrOut, "dla: %s\n", output.Escape(fmt.Sprintf(format, args...)))
 		},
@@ -432,6 +441,14 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 		run.Objects = plan.objects
 	} else {
 		scope.KeyStream = plan.spool.Keys
+	}
+	if _, set := os.LookupEnv("GOMAXPROCS"); !set && !opts.NoOneProc && run.Concurrency == 1 {
+		// One writer waits on PostgreSQL for most of each message; its
+		// feeder, the output and the deletes fill those waits. On one
+		// processor the hand-offs between them and the wake-ups after each
+		// round trip stay on one thread instead of waking another (a
+		// quarter of dla's CPU went to the scheduler and its system calls).
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	}
 	return runRecoverObjects(ctx, opts, run, scope)
 }

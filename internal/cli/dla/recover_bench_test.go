@@ -43,7 +43,7 @@ func BenchmarkRecover(b *testing.B) {
 }
 
 // recoverBaselineFlags switch off each optimisation of dla recover.
-var recoverBaselineFlags = []string{"--x-no-batch", "--x-no-spool", "--x-no-gc-tuning"}
+var recoverBaselineFlags = []string{"--x-no-batch", "--x-no-spool", "--x-no-gc-tuning", "--x-no-prefetch", "--x-no-msg-index", "--x-no-one-proc"}
 
 func benchRecoverRun(b *testing.B, n, conc int, mode string) {
 	{

@@ -143,16 +143,52 @@ type Run struct {
 	// and decoded again (those it marks are fetched again, with scope's
 	// settings).
 	Objects *ObjectSpool
+	// NoPrefetch unwraps and indexes each message in the worker that
+	// writes it, and deletes written objects in that worker, as before
+	// (the benchmark's baseline: dla recover --x-no-prefetch). Otherwise
+	// the goroutine that feeds the workers prepares the next message
+	// (unwrapped, indexed, and without AWS reads its granules built:
+	// nothing that reads or depends on the database) while the last one is
+	// written, and the written objects are deleted
+	// by a goroutine of their own; the writes, their order and every
+	// result are the same.
+	NoPrefetch bool
 
 	mu       sync.Mutex
+	deletes  chan []string // batches for the background deleter (nil: deleted in place)
+	deleted  chan struct{} // closed when the background deleter is done
 	toDelete []string
 	stopErr  error
 }
 
 type workItem struct {
-	key string
-	d   *dla.Decoded
-	err error // fetch/decode error
+	key  string
+	d    *dla.Decoded
+	err  error     // fetch/decode error
+	prep *prepared // the message prepared ahead (nil: prepare it when writing)
+}
+
+// prepared is a message unwrapped and indexed, ready for Writer.WriteMsg.
+type prepared struct {
+	msg   *recovery.Message
+	idx   recovery.Msg
+	ahead *recovery.Prepared // its granules built ahead (nil: built as it is written)
+	err   error              // Unwrap's
+}
+
+// prepare unwraps a decoded object to its Cumulus message and indexes it:
+// the part of WriteMessage that neither reads nor depends on the database.
+// ahead, it also builds its granules (Writer.Prepare).
+func prepare(ctx context.Context, w *recovery.Writer, d *dla.Decoded, ahead bool) *prepared {
+	msg, err := recovery.Unwrap(ctx, d, w.SFN, w.Objects)
+	p := &prepared{msg: msg, err: err}
+	if err == nil {
+		p.idx = w.Index(msg.JSON)
+		if ahead {
+			p.ahead = w.Prepare(ctx, p.idx)
+		}
+	}
+	return p
 }
 
 // Run recovers every object of scope (its Keys or KeyStream), calling emit
@@ -217,9 +253,23 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 			}
 		}
 	}()
+	if !r.NoPrefetch && !r.DryRun && !r.Keep {
+		r.deletes, r.deleted = make(chan []string, 1), make(chan struct{})
+		go func() {
+			defer close(r.deleted)
+			for keys := range r.deletes {
+				_ = r.deleteKeys(workCtx, keys)
+			}
+		}()
+	}
 	feed := func(sr selection.Result) error {
+		it := workItem{key: sr.Entry.Key, d: sr.Decoded, err: sr.Err}
+		if !r.NoPrefetch && it.err == nil && it.d != nil {
+			// Prepared here, while the worker writes the one before.
+			it.prep = prepare(workCtx, r.Writer, it.d, true)
+		}
 		select {
-		case items <- workItem{key: sr.Entry.Key, d: sr.Decoded, err: sr.Err}:
+		case items <- it:
 			return nil
 		case <-runCtx.Done():
 			return runCtx.Err()
@@ -243,6 +293,10 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 	wg.Wait()
 	close(results)
 	<-done
+	if r.deletes != nil {
+		close(r.deletes)
+		<-r.deleted
+	}
 	delErr := r.flushDeletes(workCtx)
 	if u, ok := r.Writer.Notifier.(Unconfirmed); ok && !r.DryRun {
 		r.Sum.SNS.PossibleDuplicates = u.Unconfirmed()
@@ -305,7 +359,7 @@ func (r *Run) process(ctx context.Context, it workItem) Object {
 	if it.err != nil {
 		werr = &recovery.UnwrapError{Reason: it.err.Error()}
 	} else {
-		werr = r.write(ctx, d, &o)
+		werr = r.write(ctx, d, it.prep, &o)
 	}
 	switch {
 	case werr == nil:
@@ -330,15 +384,19 @@ type Written struct {
 // Cumulus message and writes it with w, as Cumulus's sfEventSqsToDbRecords
 // does. The db-writer processor and recover both write through it.
 func WriteMessage(ctx context.Context, w *recovery.Writer, d *dla.Decoded) (Written, error) {
-	msg, err := recovery.Unwrap(ctx, d, w.SFN, w.Objects)
-	if err != nil {
-		return Written{}, err
-	}
-	res, err := w.Write(ctx, msg.JSON)
-	return Written{Message: msg, Result: res}, err
+	return writePrepared(ctx, w, prepare(ctx, w, d, false))
 }
 
-func (r *Run) write(ctx context.Context, d *dla.Decoded, o *Object) error {
+// writePrepared is WriteMessage of a message prepared already.
+func writePrepared(ctx context.Context, w *recovery.Writer, p *prepared) (Written, error) {
+	if p.err != nil {
+		return Written{}, p.err
+	}
+	res, err := w.WriteMsg(ctx, p.idx, p.ahead)
+	return Written{Message: p.msg, Result: res}, err
+}
+
+func (r *Run) write(ctx context.Context, d *dla.Decoded, p *prepared, o *Object) error {
 	w := *r.Writer
 	if r.DryRun && w.Notifier != nil {
 		// Nothing is ever published in a dry run; the notifications are
@@ -360,7 +418,10 @@ func (r *Run) write(ctx context.Context, d *dla.Decoded, o *Object) error {
 	} else {
 		w.DB = r.DB
 	}
-	wr, err := WriteMessage(ctx, &w, d)
+	if p == nil {
+		p = prepare(ctx, &w, d, false)
+	}
+	wr, err := writePrepared(ctx, &w, p)
 	if wr.Message != nil {
 		o.Source, o.Warnings = wr.Message.Source, wr.Message.Warnings
 	}
@@ -375,6 +436,9 @@ func (r *Run) write(ctx context.Context, d *dla.Decoded, o *Object) error {
 	return err
 }
 
+// deleteBatch is how many written objects are deleted at once.
+var deleteBatch = 1000
+
 // remove deletes a written object (batched), unless --keep or --dry-run.
 func (r *Run) remove(ctx context.Context, o *Object) {
 	switch {
@@ -386,9 +450,16 @@ func (r *Run) remove(ctx context.Context, o *Object) {
 		o.Action = "deleted"
 		r.mu.Lock()
 		r.toDelete = append(r.toDelete, o.Key)
-		full := len(r.toDelete) >= 1000
+		full := len(r.toDelete) >= deleteBatch
+		var keys []string
+		if full && r.deletes != nil {
+			keys, r.toDelete = r.toDelete, nil
+		}
 		r.mu.Unlock()
-		if full {
+		switch {
+		case keys != nil:
+			r.deletes <- keys // deleted by the background deleter
+		case full:
 			_ = r.flushDeletes(ctx)
 		}
 	}
@@ -400,6 +471,11 @@ func (r *Run) flushDeletes(ctx context.Context) error {
 	keys := r.toDelete
 	r.toDelete = nil
 	r.mu.Unlock()
+	return r.deleteKeys(ctx, keys)
+}
+
+// deleteKeys deletes written objects.
+func (r *Run) deleteKeys(ctx context.Context, keys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}

@@ -1,0 +1,120 @@
+package dlarecover
+
+import (
+	"context"
+	"encoding/json"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/cumulusdb"
+	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/dla/gen"
+	"github.com/deadletter/deadletter/internal/recovery"
+	"github.com/deadletter/deadletter/internal/selection"
+	"github.com/deadletter/deadletter/internal/testsupport"
+)
+
+// TestPrefetchMatchesInPlace runs the same generated archive (every
+// generation and status, malformed objects among them, 1 to 4 granules per
+// message) through Run twice at concurrency 1, each into a fresh database,
+// with deletes batched by 7 so that many batches go through the background
+// deleter: with the message prepared ahead and the deletes in the
+// background, and with both in the worker (NoPrefetch, the old path). The
+// object lines must come in the same order with the same content, and
+// the summaries, the tables and what is left in the archive must be the
+// same.
+func TestPrefetchMatchesInPlace(t *testing.T) {
+	defer func(n int) { deleteBatch = n }(deleteBatch)
+	deleteBatch = 7
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	type outcome struct {
+		lines  []string
+		sum    Summary
+		tables map[string][]map[string]any
+		left   []string
+	}
+	run := func(noPrefetch bool) outcome {
+		ctx := context.Background()
+		runStart := time.Now().Add(-time.Second)
+		dbURL := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
+		pool, err := pgxpool.New(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		root := t.TempDir()
+		store, err := archive.NewLocal(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spool, err := NewObjectSpool()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer spool.Close()
+		err = gen.Generate(gen.Options{Stack: "s", Count: 150, Seed: 5, Days: 3, MinGranules: 1, MaxGranules: 4},
+			func(o gen.Object) error {
+				if err := store.Put(ctx, o.Key, o.Body); err != nil {
+					return err
+				}
+				d, derr := dla.Decode(o.Body)
+				return spool.Add(o.Key, d, derr)
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: cumulusdb.New(pool), Pool: pool,
+			Writer: &recovery.Writer{Now: func() time.Time { return now }}, Concurrency: 1,
+			Now: func() time.Time { return now }, Sum: &Summary{Selected: spool.Len()}, Objects: spool, NoPrefetch: noPrefetch}
+		var o outcome
+		err = r.Run(ctx, selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(obj Object) error {
+			b, err := json.Marshal(obj)
+			o.lines = append(o.lines, string(b))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.sum = *r.Sum
+		o.sum.Seconds = 0
+		o.tables = testsupport.DumpTables(t, dbURL, runStart)
+		_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+			if err == nil && !e.IsDir() {
+				rel, _ := filepath.Rel(root, p)
+				o.left = append(o.left, rel)
+			}
+			return nil
+		})
+		slices.Sort(o.left)
+		return o
+	}
+	pre, inPlace := run(false), run(true)
+	if pre.sum.Deleted < 10*deleteBatch || pre.sum.Failed == 0 && pre.sum.Unreadable == 0 {
+		t.Fatalf("the archive does not exercise the deletes and the moves: %+v", pre.sum)
+	}
+	if !slices.Equal(pre.lines, inPlace.lines) {
+		for i := range min(len(pre.lines), len(inPlace.lines)) {
+			if pre.lines[i] != inPlace.lines[i] {
+				t.Fatalf("object line %d differs:\nprefetched: %s\nin place:   %s", i, pre.lines[i], inPlace.lines[i])
+			}
+		}
+		t.Fatalf("%d object lines prefetched, %d in place", len(pre.lines), len(inPlace.lines))
+	}
+	if pre.sum != inPlace.sum {
+		t.Fatalf("summaries differ:\nprefetched: %+v\nin place:   %+v", pre.sum, inPlace.sum)
+	}
+	if !slices.Equal(pre.left, inPlace.left) {
+		t.Fatalf("left in the archive differs:\nprefetched: %v\nin place:   %v", pre.left, inPlace.left)
+	}
+	a, _ := json.Marshal(pre.tables)
+	b, _ := json.Marshal(inPlace.tables)
+	if string(a) != string(b) {
+		t.Fatalf("tables differ:\nprefetched: %s\nin place:   %s", a, b)
+	}
+}
