@@ -3,9 +3,11 @@ package dlarecover
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,8 +60,12 @@ func TestPrefetchMatchesInPlace(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer spool.Close()
+		firstDay := ""
 		err = gen.Generate(gen.Options{Stack: "s", Count: 150, Seed: 5, Days: 3, MinGranules: 1, MaxGranules: 4},
 			func(o gen.Object) error {
+				if info := (dla.Layout{Stack: "s"}).ParseKey(o.Key); firstDay == "" && info.Area == dla.AreaSQS && info.Date != "" {
+					firstDay = info.Date
+				}
 				if err := store.Put(ctx, o.Key, o.Body); err != nil {
 					return err
 				}
@@ -68,6 +74,19 @@ func TestPrefetchMatchesInPlace(t *testing.T) {
 			})
 		if err != nil {
 			t.Fatal(err)
+		}
+		// Objects that decode but hold no writable message: Unwrap fails
+		// for them in the feeder when prefetching, in the worker otherwise,
+		// and each must be reported (failed-sqs/) just the same.
+		for i, body := range unwrapFailures {
+			key := fmt.Sprintf("%s0-unwrap-%d.json", (dla.Layout{Stack: "s"}).DatePrefix(dla.AreaSQS, firstDay), i)
+			if err := store.Put(ctx, key, []byte(body)); err != nil {
+				t.Fatal(err)
+			}
+			d, derr := dla.Decode([]byte(body))
+			if err := spool.Add(key, d, derr); err != nil {
+				t.Fatal(err)
+			}
 		}
 		r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: cumulusdb.New(pool), Pool: pool,
 			Writer: &recovery.Writer{Now: func() time.Time { return now }}, Concurrency: 1,
@@ -98,6 +117,15 @@ func TestPrefetchMatchesInPlace(t *testing.T) {
 	if pre.sum.Deleted < 10*deleteBatch || pre.sum.Failed == 0 && pre.sum.Unreadable == 0 {
 		t.Fatalf("the archive does not exercise the deletes and the moves: %+v", pre.sum)
 	}
+	unwrapFailed := 0
+	for _, l := range pre.lines {
+		if strings.Contains(l, "0-unwrap-") && strings.Contains(l, "not a writable Cumulus message") {
+			unwrapFailed++
+		}
+	}
+	if unwrapFailed != len(unwrapFailures) {
+		t.Fatalf("%d of the %d objects without a writable message were reported as such", unwrapFailed, len(unwrapFailures))
+	}
 	if !slices.Equal(pre.lines, inPlace.lines) {
 		for i := range min(len(pre.lines), len(inPlace.lines)) {
 			if pre.lines[i] != inPlace.lines[i] {
@@ -117,4 +145,14 @@ func TestPrefetchMatchesInPlace(t *testing.T) {
 	if string(a) != string(b) {
 		t.Fatalf("tables differ:\nprefetched: %s\nin place:   %s", a, b)
 	}
+}
+
+// unwrapFailures decode, but Unwrap finds no writable Cumulus message in
+// them (an array where the message belongs, a missing input, a message held
+// in S3 with no S3 reader).
+var unwrapFailures = []string{
+	`{"version":"0","detail-type":"Step Functions Execution Status Change","source":"aws.states","detail":{"status":"SUCCEEDED","output":"[1,2]"}}`,
+	`{"version":"0","detail-type":"Step Functions Execution Status Change","source":"aws.states","detail":{"status":"RUNNING"}}`,
+	`{"version":"0","detail-type":"Step Functions Execution Status Change","source":"aws.states","detail":{"status":"FAILED","input":"[1]"}}`,
+	`{"version":"0","detail-type":"Step Functions Execution Status Change","source":"aws.states","detail":{"status":"FAILED","input":"{\"cumulus_meta\":{},\"replace\":{\"Bucket\":\"b\",\"Key\":\"k\"}}"}}`,
 }

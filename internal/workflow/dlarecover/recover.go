@@ -262,9 +262,15 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 			}
 		}()
 	}
+	// One goroutine feeds every worker, so it prepares ahead only when that
+	// cannot serialise the workers' AWS reads: Unwrap reads a failed
+	// execution's history from Step Functions and a `replace` payload from
+	// S3, and at concurrency 8 those reads, made one after another by the
+	// feeder, would bound the run by their round trips.
+	prefetch := !r.NoPrefetch && (r.Concurrency == 1 || r.Writer.SFN == nil && r.Writer.Objects == nil)
 	feed := func(sr selection.Result) error {
 		it := workItem{key: sr.Entry.Key, d: sr.Decoded, err: sr.Err}
-		if !r.NoPrefetch && it.err == nil && it.d != nil {
+		if prefetch && it.err == nil && it.d != nil {
 			// Prepared here, while the worker writes the one before.
 			it.prep = prepare(workCtx, r.Writer, it.d, true)
 		}
