@@ -149,14 +149,16 @@ func (j *Journal) Write(ev Event) error {
 	if j == nil {
 		return nil
 	}
-	ev.Time = j.now().UTC().Format(time.RFC3339Nano)
-	b, err := json.Marshal(ev)
-	if err != nil {
-		return err
-	}
+	now := j.now().UTC()
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.buf = append(append(j.buf, b...), '\n')
+	start := len(j.buf)
+	b, err := appendEvent(j.buf, now, &ev)
+	if err != nil {
+		j.buf = j.buf[:start]
+		return err
+	}
+	j.buf = append(b, '\n')
 	if len(j.buf) >= journalBuffer {
 		return j.flush()
 	}

@@ -761,6 +761,10 @@ func sendEntry(id string, b *batch, e entry) types.SendMessageBatchRequestEntry 
 	return out
 }
 
+// MoveAttributes are the system attributes a replay uses (sendEntry): a
+// scan that only replays receives these, not all of them.
+var MoveAttributes = []types.MessageSystemAttributeName{types.MessageSystemAttributeNameMessageGroupId}
+
 // DedupID is the deterministic FIFO deduplication id of a replayed message:
 // a re-run within the five-minute deduplication interval is a no-op.
 func DedupID(messageID string) string {

@@ -483,6 +483,9 @@ func (r *replayRun) scan(ctx context.Context) error {
 	if r.streamed && mayTargetTheDLQ(s.queue.URL, r.opts.BaseURL) {
 		r.streamed = false // checked against the whole plan first, before anything is sent
 	}
+	// The replay moves messages and never shows their system attributes:
+	// it receives only the one a send uses (a FIFO target's group id).
+	s.systemAttributes = sqsmove.MoveAttributes
 	s.banner()
 	fmt.Fprintln(r.f.IO.ErrOut, receiveNote("replay"))
 	receivers := 2
