@@ -178,7 +178,9 @@ func (j *Journal) flush() error {
 	j.written += int64(n)
 	j.buf = j.buf[:0]
 	if err != nil {
-		return fmt.Errorf("write journal %s: %w", j.Path, err)
+		// Lines were lost: no later Sync may say they are durable.
+		j.syncErr = fmt.Errorf("write journal %s: %w", j.Path, err)
+		return j.syncErr
 	}
 	return nil
 }
@@ -193,13 +195,14 @@ func (j *Journal) Sync() error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if err := j.flush(); err != nil {
-		return err
-	}
 	if j.syncDone == nil {
 		j.syncDone = sync.NewCond(&j.mu)
 	}
-	want := j.written
+	// The journal's end, counting the lines still buffered: this Sync
+	// returns once an fsync has covered it. The lines are written out by
+	// whichever Sync starts the next fsync (one write for every waiting
+	// Sync's lines, not one each).
+	want := j.written + int64(len(j.buf))
 	for {
 		if j.syncErr != nil {
 			return j.syncErr
@@ -211,6 +214,12 @@ func (j *Journal) Sync() error {
 			break
 		}
 		j.syncDone.Wait()
+	}
+	if err := j.flush(); err != nil {
+		// Other Syncs' lines were in that write: none of them is durable
+		// (flush made the error stick).
+		j.syncDone.Broadcast()
+		return err
 	}
 	j.syncing = true
 	upto := j.written // everything handed to the file before this fsync begins

@@ -1,7 +1,12 @@
 package sqsmove
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -48,5 +53,59 @@ func TestAppendEventIsJSONMarshal(t *testing.T) {
 	}
 	if _, err := appendEvent(nil, when[0], &Event{Event: EvRun, Info: func() {}}); err == nil {
 		t.Error("an Info that does not marshal: no error")
+	}
+}
+
+// Group commit: when Sync returns, the caller's lines are in the file,
+// whichever concurrent Sync wrote them out (the one that starts an fsync
+// writes every buffered line, its own and those of the Syncs waiting).
+func TestJournalSyncWritesEveryWaitersLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.ndjson")
+	j, err := OpenJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				id := fmt.Sprintf("w%d-%d", w, i)
+				if err := j.Write(Event{Event: EvSend, Batch: int64(i + 1), IDs: []string{id}}); err != nil {
+					errs <- err
+					return
+				}
+				if err := j.Sync(); err != nil {
+					errs <- err
+					return
+				}
+				b, err := os.ReadFile(path)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if !bytes.Contains(b, []byte(`"ids":["`+id+`"]`)) {
+					errs <- fmt.Errorf("Sync returned, but the send record of %s is not in the file", id)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := ReadJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Lines != 8*40 || len(r.Uncertain) != 8*40 {
+		t.Errorf("journal: %d lines, %d sends without an outcome; want %d of each", r.Lines, len(r.Uncertain), 8*40)
 	}
 }
