@@ -195,14 +195,42 @@ func (j *Journal) Sync() error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.syncDone == nil {
-		j.syncDone = sync.NewCond(&j.mu)
-	}
 	// The journal's end, counting the lines still buffered: this Sync
 	// returns once an fsync has covered it. The lines are written out by
 	// whichever Sync starts the next fsync (one write for every waiting
 	// Sync's lines, not one each).
-	want := j.written + int64(len(j.buf))
+	return j.syncLocked(j.written + int64(len(j.buf)))
+}
+
+// end is the journal's end, lines still buffered included: syncTo(end())
+// makes every event written so far durable.
+func (j *Journal) end() int64 {
+	if j == nil {
+		return 0
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.written + int64(len(j.buf))
+}
+
+// syncTo is Sync for the events written before end() returned want: it
+// returns at once, with no fsync, when a Sync since then already covered
+// them, though other events were written after them.
+func (j *Journal) syncTo(want int64) error {
+	if j == nil {
+		return nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.syncLocked(want)
+}
+
+// syncLocked makes the journal durable up to want (bytes from the start
+// of this Journal's writes, buffered ones included). j.mu is held.
+func (j *Journal) syncLocked(want int64) error {
+	if j.syncDone == nil {
+		j.syncDone = sync.NewCond(&j.mu)
+	}
 	for {
 		if j.syncErr != nil {
 			return j.syncErr

@@ -414,8 +414,11 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 	if err := r.checkTargets(); err != nil {
 		return err
 	}
+	// The DLQ's counts and the target queues, read at the same time.
+	checked := make(chan int, 1)
+	go func() { checked <- r.checkTargetQueues(ctx) }()
 	r.inFlightElsewhere(ctx)
-	missing := r.checkTargetQueues(ctx)
+	missing := <-checked
 	r.printPlan()
 	if opts.DryRun {
 		fmt.Fprintln(f.IO.ErrOut, "dry run: nothing sent; every message is released")
