@@ -412,6 +412,17 @@ func (r *Replayer) emit(res Result) {
 // at once, as before. With a rate limit nothing is held back: the wait for
 // the limiter must not delay a delete.
 func (r *Replayer) worker(ctx context.Context, work <-chan *batch) {
+	// The deletes that go with a send run on a goroutine of their own
+	// that lives as long as the worker: one started per delete would grow
+	// its stack again for every SDK call.
+	deletes, deleted := make(chan *sentBatch), make(chan struct{})
+	go func() {
+		for p := range deletes {
+			r.finishSent(p)
+			deleted <- struct{}{}
+		}
+	}()
+	defer close(deletes)
 	var prev *sentBatch
 	finishPrev := func() {
 		if prev != nil {
@@ -443,26 +454,22 @@ func (r *Replayer) worker(ctx context.Context, work <-chan *batch) {
 				continue
 			}
 		}
-		var done chan struct{}
+		inFlight := false
 		p := prev
 		prev = nil
 		sb, _ := r.sendBatch(ctx, b, false, func() {
 			// b's send record is durable, and so are p's outcome records
 			// (written before it): p's delete goes with b's send.
 			if p != nil {
-				done = make(chan struct{})
-				go func(p *sentBatch) {
-					defer close(done)
-					r.finishSent(p)
-				}(p)
-				p = nil
+				deletes <- p
+				p, inFlight = nil, true
 			}
 		})
 		if p != nil {
 			r.finishSent(p) // b was not sent: p's delete goes alone
 		}
-		if done != nil {
-			<-done
+		if inFlight {
+			<-deleted
 		}
 		prev = sb
 	}
