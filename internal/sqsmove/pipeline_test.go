@@ -85,7 +85,7 @@ func TestPipelinedDeleteFollowsItsSentRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &sqsmove.Replayer{API: f.api, Hold: hold, Source: f.dlq, Journal: j, Concurrency: 1, Route: f.route}
+	r := &sqsmove.Replayer{API: f.api, Hold: hold, Source: f.dlq, Journal: j, Concurrency: 2, Route: f.route}
 	counts, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

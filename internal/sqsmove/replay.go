@@ -410,8 +410,12 @@ func (r *Replayer) emit(res Result) {
 // journal before the delete, so a run killed in between is resumed
 // without sending them again). When no batch is waiting, the delete goes
 // at once, as before. With a rate limit nothing is held back: the wait for
-// the limiter must not delay a delete.
+// the limiter must not delay a delete. With one worker (Concurrency 1)
+// nothing is pipelined either: such a run keeps one call in flight, so a
+// delete that never comes back stops it before anything more is sent (a
+// run killed then has no send without an outcome in its journal).
 func (r *Replayer) worker(ctx context.Context, work <-chan *batch) {
+	serial := r.limiter != nil || r.Concurrency <= 1
 	// The deletes that go with a send run on a goroutine of their own
 	// that lives as long as the worker: one started per delete would grow
 	// its stack again for every SDK call.
@@ -447,7 +451,7 @@ func (r *Replayer) worker(ctx context.Context, work <-chan *batch) {
 		if !ok {
 			return
 		}
-		if ctx.Err() != nil || r.fatalErr() != nil || r.limiter != nil {
+		if ctx.Err() != nil || r.fatalErr() != nil || serial {
 			finishPrev()
 			if ctx.Err() != nil || r.fatalErr() != nil {
 				r.abandon(b)
