@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -243,13 +244,20 @@ func (j *Journal) syncLocked(want int64) error {
 		}
 		j.syncDone.Wait()
 	}
+	// This Sync starts the next fsync. It first lets the goroutines that
+	// are ready to run go ahead: a worker whose send just came back writes
+	// its records and waits for this fsync rather than starting one more.
+	j.syncing = true
+	j.mu.Unlock()
+	runtime.Gosched()
+	j.mu.Lock()
 	if err := j.flush(); err != nil {
 		// Other Syncs' lines were in that write: none of them is durable
 		// (flush made the error stick).
+		j.syncing = false
 		j.syncDone.Broadcast()
 		return err
 	}
-	j.syncing = true
 	upto := j.written // everything handed to the file before this fsync begins
 	j.mu.Unlock()
 	err := j.f.Sync()
