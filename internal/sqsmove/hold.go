@@ -52,7 +52,8 @@ type Hold struct {
 	mu       sync.Mutex
 	spool    *os.File
 	w        *bufio.Writer
-	written  int64 // bytes of spool flushed or buffered
+	written  int64  // bytes of spool flushed or buffered
+	rec      []byte // the record being spooled (spool.go)
 	uuidSeen map[[16]byte]int32
 	strSeen  map[string]int32
 	rehandle map[int32]string // newer receipt handles of messages received twice
@@ -87,6 +88,11 @@ type ReceiveOptions struct {
 	EmptyReceives int           // stop after this many empty long polls in a row (default 2)
 	Max           int           // stop after this many new messages (0: all)
 	Receivers     int           // parallel receive loops (default 1)
+	// SystemAttributes are the system attributes (Message.Attributes) to
+	// receive; nil: all of them. A caller that only moves messages asks
+	// for the few it uses: each one costs the server and the client work
+	// on every message.
+	SystemAttributes []types.MessageSystemAttributeName
 }
 
 // NewHold prepares a hold on a queue; Close frees the spool. With a nil
@@ -96,7 +102,7 @@ type ReceiveOptions struct {
 // The spool holds message bodies. It is unlinked as soon as it is open, so
 // it never outlives the process, even one killed with SIGKILL.
 func NewHold(api API, queueURL string, visibility time.Duration) (*Hold, error) {
-	f, err := os.CreateTemp("", "deadletter-spool-*.ndjson")
+	f, err := os.CreateTemp("", "deadletter-spool-*")
 	if err != nil {
 		return nil, fmt.Errorf("create the spool file: %w", err)
 	}
@@ -129,11 +135,6 @@ func (h *Hold) Len() int {
 	return len(h.state)
 }
 
-type spoolRecord struct {
-	Ord int32    `json:"o"`
-	Msg *Message `json:"m"`
-}
-
 // Receive long-polls the queue and calls fn once for each distinct message
 // (in receive order, never concurrently), until the queue looks empty, Max
 // new messages were seen, fn returns stop, or ctx ends. A message received
@@ -148,6 +149,9 @@ func (h *Hold) Receive(ctx context.Context, opt ReceiveOptions, fn func(ord int,
 	}
 	if opt.Receivers <= 0 {
 		opt.Receivers = 1
+	}
+	if opt.SystemAttributes == nil {
+		opt.SystemAttributes = []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}
 	}
 	h.mu.Lock()
 	if h.extended.IsZero() {
@@ -209,7 +213,7 @@ func (h *Hold) Receive(ctx context.Context, opt ReceiveOptions, fn func(ord int,
 					VisibilityTimeout:           int32(h.visibility / time.Second),
 					WaitTimeSeconds:             int32((opt.Wait + time.Second - 1) / time.Second),
 					MessageAttributeNames:       []string{"All"},
-					MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+					MessageSystemAttributeNames: opt.SystemAttributes,
 				})
 				cancel()
 				if err != nil {
@@ -333,11 +337,8 @@ func (h *Hold) add(m *Message, st State) (ord int, fresh bool, err error) {
 		return int(known), false, nil
 	}
 	o := int32(len(h.state))
-	b, err := json.Marshal(spoolRecord{Ord: o, Msg: m})
-	if err != nil {
-		return 0, false, fmt.Errorf("spool message %s: %w", m.MessageID, err)
-	}
-	b = append(b, '\n')
+	h.rec = appendSpoolRecord(h.rec[:0], o, m)
+	b := h.rec
 	if _, err := h.w.Write(b); err != nil {
 		return 0, false, fmt.Errorf("spool message %s: %w", m.MessageID, err)
 	}
@@ -364,22 +365,25 @@ func (h *Hold) Each(fn func(ord int, st State, m *Message) error) error {
 	}
 	size := h.written
 	h.mu.Unlock()
-	r := bufio.NewReaderSize(io.NewSectionReader(h.spool, 0, size), 256<<10)
-	dec := json.NewDecoder(r)
+	sr := spoolReader{r: bufio.NewReaderSize(io.NewSectionReader(h.spool, 0, size), 256<<10)}
 	for {
-		var rec spoolRecord
-		if err := dec.Decode(&rec); errors.Is(err, io.EOF) {
+		ord, m, err := sr.next()
+		if errors.Is(err, io.EOF) {
 			return nil
 		} else if err != nil {
 			return fmt.Errorf("read the spool: %w", err)
 		}
 		h.mu.Lock()
-		st := h.state[rec.Ord]
-		if hnd, ok := h.rehandle[rec.Ord]; ok {
-			rec.Msg.ReceiptHandle = hnd
+		if int(ord) >= len(h.state) {
+			h.mu.Unlock()
+			return fmt.Errorf("read the spool: %w", errSpoolRecord)
+		}
+		st := h.state[ord]
+		if hnd, ok := h.rehandle[ord]; ok {
+			m.ReceiptHandle = hnd
 		}
 		h.mu.Unlock()
-		if err := fn(int(rec.Ord), st, rec.Msg); err != nil {
+		if err := fn(int(ord), st, m); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -149,14 +150,16 @@ func (j *Journal) Write(ev Event) error {
 	if j == nil {
 		return nil
 	}
-	ev.Time = j.now().UTC().Format(time.RFC3339Nano)
-	b, err := json.Marshal(ev)
-	if err != nil {
-		return err
-	}
+	now := j.now().UTC()
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.buf = append(append(j.buf, b...), '\n')
+	start := len(j.buf)
+	b, err := appendEvent(j.buf, now, &ev)
+	if err != nil {
+		j.buf = j.buf[:start]
+		return err
+	}
+	j.buf = append(b, '\n')
 	if len(j.buf) >= journalBuffer {
 		return j.flush()
 	}
@@ -176,7 +179,9 @@ func (j *Journal) flush() error {
 	j.written += int64(n)
 	j.buf = j.buf[:0]
 	if err != nil {
-		return fmt.Errorf("write journal %s: %w", j.Path, err)
+		// Lines were lost: no later Sync may say they are durable.
+		j.syncErr = fmt.Errorf("write journal %s: %w", j.Path, err)
+		return j.syncErr
 	}
 	return nil
 }
@@ -191,13 +196,42 @@ func (j *Journal) Sync() error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if err := j.flush(); err != nil {
-		return err
+	// The journal's end, counting the lines still buffered: this Sync
+	// returns once an fsync has covered it. The lines are written out by
+	// whichever Sync starts the next fsync (one write for every waiting
+	// Sync's lines, not one each).
+	return j.syncLocked(j.written + int64(len(j.buf)))
+}
+
+// end is the journal's end, lines still buffered included: syncTo(end())
+// makes every event written so far durable.
+func (j *Journal) end() int64 {
+	if j == nil {
+		return 0
 	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.written + int64(len(j.buf))
+}
+
+// syncTo is Sync for the events written before end() returned want: it
+// returns at once, with no fsync, when a Sync since then already covered
+// them, though other events were written after them.
+func (j *Journal) syncTo(want int64) error {
+	if j == nil {
+		return nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.syncLocked(want)
+}
+
+// syncLocked makes the journal durable up to want (bytes from the start
+// of this Journal's writes, buffered ones included). j.mu is held.
+func (j *Journal) syncLocked(want int64) error {
 	if j.syncDone == nil {
 		j.syncDone = sync.NewCond(&j.mu)
 	}
-	want := j.written
 	for {
 		if j.syncErr != nil {
 			return j.syncErr
@@ -210,7 +244,20 @@ func (j *Journal) Sync() error {
 		}
 		j.syncDone.Wait()
 	}
+	// This Sync starts the next fsync. It first lets the goroutines that
+	// are ready to run go ahead: a worker whose send just came back writes
+	// its records and waits for this fsync rather than starting one more.
 	j.syncing = true
+	j.mu.Unlock()
+	runtime.Gosched()
+	j.mu.Lock()
+	if err := j.flush(); err != nil {
+		// Other Syncs' lines were in that write: none of them is durable
+		// (flush made the error stick).
+		j.syncing = false
+		j.syncDone.Broadcast()
+		return err
+	}
 	upto := j.written // everything handed to the file before this fsync begins
 	j.mu.Unlock()
 	err := j.f.Sync()

@@ -209,13 +209,7 @@ func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for b := range work {
-				if ctx.Err() != nil || r.fatalErr() != nil {
-					r.abandon(b)
-					continue
-				}
-				_ = r.send(ctx, b, false)
-			}
+			r.worker(ctx, work)
 		}()
 	}
 	pending := &batcher{maxEntries: maxEntries, maxBytes: r.MaxBatchBytes}
@@ -407,19 +401,124 @@ func (r *Replayer) emit(res Result) {
 	}
 }
 
+// worker sends the batches of work, one at a time. The delete of a batch
+// the target accepted goes out with the next batch's send, when that batch
+// is already waiting: the next batch's send record and this batch's
+// outcome records are made durable by one fsync, then the two calls are in
+// flight together. A delete still never precedes the confirmed send it
+// follows, nor the sync of that send's outcome records (sent, in the
+// journal before the delete, so a run killed in between is resumed
+// without sending them again). When no batch is waiting, the delete goes
+// at once, as before. With a rate limit nothing is held back: the wait for
+// the limiter must not delay a delete. With one worker (Concurrency 1)
+// nothing is pipelined either: such a run keeps one call in flight, so a
+// delete that never comes back stops it before anything more is sent (a
+// run killed then has no send without an outcome in its journal).
+func (r *Replayer) worker(ctx context.Context, work <-chan *batch) {
+	serial := r.limiter != nil || r.Concurrency <= 1
+	// The deletes that go with a send run on a goroutine of their own
+	// that lives as long as the worker: one started per delete would grow
+	// its stack again for every SDK call.
+	deletes, deleted := make(chan *sentBatch), make(chan struct{})
+	go func() {
+		for p := range deletes {
+			r.finishSent(p)
+			deleted <- struct{}{}
+		}
+	}()
+	defer close(deletes)
+	var prev *sentBatch
+	finishPrev := func() {
+		if prev != nil {
+			r.finishSent(prev)
+			prev = nil
+		}
+	}
+	defer finishPrev()
+	for {
+		var b *batch
+		var ok bool
+		if prev == nil {
+			b, ok = <-work
+		} else {
+			select {
+			case b, ok = <-work:
+			default:
+				finishPrev() // nothing waiting: its delete goes now
+				b, ok = <-work
+			}
+		}
+		if !ok {
+			return
+		}
+		if ctx.Err() != nil || r.fatalErr() != nil || serial {
+			finishPrev()
+			if ctx.Err() != nil || r.fatalErr() != nil {
+				r.abandon(b)
+				continue
+			}
+		}
+		inFlight := false
+		p := prev
+		prev = nil
+		sb, _ := r.sendBatch(ctx, b, false, func() {
+			// b's send record is durable, and so are p's outcome records
+			// (written before it): p's delete goes with b's send.
+			if p != nil {
+				deletes <- p
+				p, inFlight = nil, true
+			}
+		})
+		if p != nil {
+			r.finishSent(p) // b was not sent: p's delete goes alone
+		}
+		if inFlight {
+			<-deleted
+		}
+		prev = sb
+	}
+}
+
+// sentBatch is a batch whose send came back, with its outcome records
+// written (not yet synced) and what is left to do: the delete of what the
+// target accepted, and the results.
+type sentBatch struct {
+	work     context.Context // the run's context, without its cancel: a sent batch is always finished
+	b        *batch
+	seq      int64
+	res      sendResult
+	toDelete []Ref
+	outcome  Outcome
+	// journalEnd is the journal's end once its outcome records were
+	// written: the delete waits until the journal is durable up to there.
+	journalEnd int64
+}
+
 // send sends one batch and deletes from the source what the target
 // accepted. In-flight work is finished even when ctx is cancelled: a batch
 // that was sent is always deleted and journalled.
 func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
+	sb, err := r.sendBatch(ctx, b, isCanary, nil)
+	if sb != nil {
+		r.finishSent(sb)
+	}
+	return err
+}
+
+// sendBatch is the first half of send: the send record, synced, then the
+// send, then the outcome records (buffered). beforeSend, when not nil, is
+// called once the send record is durable, right before the send. It
+// returns nil when nothing was sent.
+func (r *Replayer) sendBatch(ctx context.Context, b *batch, isCanary bool, beforeSend func()) (*sentBatch, error) {
 	if r.limiter != nil {
 		if err := r.limiter.wait(ctx, len(b.entries)); err != nil {
 			r.abandon(b)
-			return nil
+			return nil, nil
 		}
 	}
 	r.stillHeld(b)
 	if len(b.entries) == 0 {
-		return nil
+		return nil, nil
 	}
 	work := context.WithoutCancel(ctx)
 	seq := r.batchSeq.Add(1)
@@ -435,11 +534,14 @@ func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
 		// Without the write-ahead record there is no sending.
 		r.setFatal(err)
 		r.abandon(b)
-		return err
+		return nil, err
 	}
 	r.countsMu.Lock()
 	r.counts.Batches++
 	r.countsMu.Unlock()
+	if beforeSend != nil {
+		beforeSend()
+	}
 
 	res := sendEntries(work, r.API, b)
 	// Paused past the hold's deadline while the send was in flight: the
@@ -497,7 +599,17 @@ func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
 			r.emit(Result{Ord: e.Ord, Msg: e.Msg, Route: e.route, Outcome: OutcomeUncertain, Err: err})
 		}
 	}
-	if err := r.Journal.Sync(); err != nil {
+	return &sentBatch{work: work, b: b, seq: seq, res: res, toDelete: toDelete, outcome: outcome, journalEnd: r.Journal.end()}, nil
+}
+
+// finishSent is the second half of send: the outcome records are made
+// durable (at once when a later send record's sync already covered
+// them), then what the target accepted is deleted from the source, and
+// every result is journalled and reported.
+func (r *Replayer) finishSent(sb *sentBatch) {
+	b, seq, res, toDelete, outcome := sb.b, sb.seq, sb.res, sb.toDelete, sb.outcome
+	work := sb.work
+	if err := r.Journal.syncTo(sb.journalEnd); err != nil {
 		r.setFatal(err)
 	}
 	delFailed := map[int]error{}
@@ -538,7 +650,6 @@ func (r *Replayer) send(ctx context.Context, b *batch, isCanary bool) error {
 		}
 		r.emit(out)
 	}
-	return nil
 }
 
 // ErrDeleteRefused stops a run whose deletes from the source are refused
@@ -760,6 +871,10 @@ func sendEntry(id string, b *batch, e entry) types.SendMessageBatchRequestEntry 
 	}
 	return out
 }
+
+// MoveAttributes are the system attributes a replay uses (sendEntry): a
+// scan that only replays receives these, not all of them.
+var MoveAttributes = []types.MessageSystemAttributeName{types.MessageSystemAttributeNameMessageGroupId}
 
 // DedupID is the deterministic FIFO deduplication id of a replayed message:
 // a re-run within the five-minute deduplication interval is a no-op.

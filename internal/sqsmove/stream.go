@@ -53,13 +53,7 @@ func (r *Replayer) Start(ctx context.Context) (*Stream, error) {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			for b := range s.work {
-				if ctx.Err() != nil || r.fatalErr() != nil {
-					r.abandon(b)
-					continue
-				}
-				_ = r.send(ctx, b, false)
-			}
+			r.worker(ctx, s.work)
 		}()
 	}
 	return s, nil

@@ -195,9 +195,21 @@ func move(args []string) error {
 	target := fs.String("target", "", "target queue URL")
 	workers := fs.Int("workers", 4, "concurrent receive/send/delete loops")
 	wait := fs.Int("wait", 1, "long-poll seconds per receive")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the move to this file (to compare with pushdlq's)")
 	fs.Parse(args)
 	if *source == "" || *target == "" || *workers < 1 {
 		return fmt.Errorf("move: -source, -target and -workers ≥ 1 are required")
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
 	}
 	ctx := context.Background()
 	c := testsupport.SQSClientAt(*endpoint)

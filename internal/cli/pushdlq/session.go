@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/spf13/cobra"
 	"github.com/tidwall/gjson"
 
@@ -56,7 +57,10 @@ type session struct {
 	hold      *sqsmove.Hold
 	flags     queueFlags
 	stopAlive context.CancelFunc
-	aliveDone chan struct{}
+	// systemAttributes: the system attributes a scan receives (nil: all,
+	// as inspect and export keep them).
+	systemAttributes []types.MessageSystemAttributeName
+	aliveDone        chan struct{}
 }
 
 // openSession resolves and describes the DLQ and prepares to hold its
@@ -130,11 +134,12 @@ func (s *session) scan(ctx context.Context, max int, fn func(ord int, m *sqsmove
 func (s *session) scanWith(ctx context.Context, max, receivers int, fn func(ord int, m *sqsmove.Message) bool) error {
 	progress := cmdutil.NewProgress(s.f.IO.ErrOut, s.f.IO.ShowProgress())
 	defer progress.Clear()
-	total := s.queue.Visible
+	// Formatted once, not for every message.
+	name, total := sqsmove.Name(s.queue.URL), output.Plural(int(s.queue.Visible), "message")
 	n := 0
-	return s.hold.Receive(ctx, sqsmove.ReceiveOptions{Wait: s.flags.Wait, Max: max, Receivers: receivers}, func(ord int, m *sqsmove.Message) bool {
+	return s.hold.Receive(ctx, sqsmove.ReceiveOptions{Wait: s.flags.Wait, Max: max, Receivers: receivers, SystemAttributes: s.systemAttributes}, func(ord int, m *sqsmove.Message) bool {
 		n++
-		progress.Update("scanning %s: %d of ~%s", sqsmove.Name(s.queue.URL), n, output.Plural(int(total), "message"))
+		progress.Update("scanning %s: %d of ~%s", name, n, total)
 		return fn(ord, m)
 	})
 }

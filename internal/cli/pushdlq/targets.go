@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/aws/smithy-go"
 
@@ -49,14 +50,24 @@ type targetCheck struct {
 }
 
 // checkTargets reads the attributes of every target queue of the plan,
-// so that the plan (and a dry run) says which ones do not exist.
+// so that the plan (and a dry run) says which ones do not exist. The
+// queues are read at once (a plan has a few), not one after another.
 func checkTargets(ctx context.Context, api sqsmove.API, targets []string) map[string]targetCheck {
 	out := map[string]targetCheck{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
 	for _, t := range targets {
-		if _, err := sqsmove.Describe(ctx, api, t); err != nil {
-			out[t] = targetCheck{missing: isMissingQueue(err), err: err}
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := sqsmove.Describe(ctx, api, t); err != nil {
+				mu.Lock()
+				out[t] = targetCheck{missing: isMissingQueue(err), err: err}
+				mu.Unlock()
+			}
+		}()
 	}
+	wg.Wait()
 	return out
 }
 
