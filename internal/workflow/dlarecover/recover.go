@@ -159,6 +159,10 @@ type Run struct {
 	deleted  chan struct{} // closed when the background deleter is done
 	toDelete []string
 	stopErr  error
+	// What the deletes could not do: written objects still in place, the
+	// failed calls, and the first call's error.
+	undeleted, delFailures int
+	firstDelErr            error
 }
 
 type workItem struct {
@@ -304,6 +308,16 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 		<-r.deleted
 	}
 	delErr := r.flushDeletes(workCtx)
+	if r.delFailures > 1 || delErr == nil && r.firstDelErr != nil {
+		// A batch before the last one failed (its error was not returned
+		// where it was deleted): say so, or the run would end as if every
+		// object reported deleted had been.
+		what := fmt.Sprintf("%d written objects", r.undeleted)
+		if r.undeleted == 1 {
+			what = "1 written object"
+		}
+		delErr = fmt.Errorf("%s could not be deleted (they stay in place; a re-run rewrites them harmlessly); the first failure: %w", what, r.firstDelErr)
+	}
 	if u, ok := r.Writer.Notifier.(Unconfirmed); ok && !r.DryRun {
 		r.Sum.SNS.PossibleDuplicates = u.Unconfirmed()
 	}
@@ -487,7 +501,12 @@ func (r *Run) deleteKeys(ctx context.Context, keys []string) error {
 	}
 	failed, err := r.Store.DeleteMany(ctx, keys)
 	if err != nil {
-		return fmt.Errorf("deleting %d written objects (they stay in place; a re-run rewrites them harmlessly): %w", len(keys), err)
+		for _, k := range keys {
+			r.Warnf("written but not deleted %s: %v", k, err)
+		}
+		err = fmt.Errorf("deleting %d written objects (they stay in place; a re-run rewrites them harmlessly): %w", len(keys), err)
+		r.deleteFailed(len(keys), err)
+		return err
 	}
 	r.mu.Lock()
 	r.Sum.Deleted += len(keys) - len(failed)
@@ -500,9 +519,22 @@ func (r *Run) deleteKeys(ctx context.Context, keys []string) error {
 		if len(failed) == 1 {
 			what = "1 written object"
 		}
-		return fmt.Errorf("%s could not be deleted (a re-run rewrites them harmlessly)", what)
+		err := fmt.Errorf("%s could not be deleted (a re-run rewrites them harmlessly)", what)
+		r.deleteFailed(len(failed), err)
+		return err
 	}
 	return nil
+}
+
+// deleteFailed records a delete call that left n written objects in place.
+func (r *Run) deleteFailed(n int, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.undeleted += n
+	r.delFailures++
+	if r.firstDelErr == nil {
+		r.firstDelErr = err
+	}
 }
 
 // move copies a failed object to failed-sqs/<date>/<name> (or <name>.1 ...
