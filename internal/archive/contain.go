@@ -2,6 +2,7 @@ package archive
 
 import (
 	"context"
+	"crypto/md5"
 	"errors"
 	"fmt"
 	"strings"
@@ -119,6 +120,14 @@ func (c *contained) DeleteIfUnchanged(ctx context.Context, key string, body []by
 		return err
 	}
 	return DeleteIfUnchanged(ctx, c.inner, key, body)
+}
+
+// DeleteIfDigest is the inner store's conditional delete, checked.
+func (c *contained) DeleteIfDigest(ctx context.Context, key string, sum [md5.Size]byte) error {
+	if err := CheckKey(c.root, key); err != nil {
+		return err
+	}
+	return DeleteIfDigest(ctx, c.inner, key, sum)
 }
 
 // DeleteMany deletes the keys that pass the check and reports the others as

@@ -3,6 +3,7 @@ package archive
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -75,6 +76,32 @@ func DeleteIfUnchanged(ctx context.Context, s Store, key string, body []byte) er
 		return err
 	}
 	if !bytes.Equal(now, body) {
+		return fmt.Errorf("%s: %w", key, ErrChanged)
+	}
+	return s.Delete(ctx, key)
+}
+
+// DigestDeleter is a Store that can delete an object only while the MD5
+// of its bytes is a given one.
+type DigestDeleter interface {
+	// DeleteIfDigest deletes key if its bytes' MD5 is sum (ErrChanged if
+	// it holds other bytes, ErrNotFound if it is gone).
+	DeleteIfDigest(ctx context.Context, key string, sum [md5.Size]byte) error
+}
+
+// DeleteIfDigest deletes key only while the MD5 of its bytes is sum (the
+// digest of what was read earlier, when the bytes themselves are no longer
+// held): the store's own conditional delete, else a read and compare just
+// before the delete.
+func DeleteIfDigest(ctx context.Context, s Store, key string, sum [md5.Size]byte) error {
+	if dd, ok := s.(DigestDeleter); ok {
+		return dd.DeleteIfDigest(ctx, key, sum)
+	}
+	now, err := s.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	if md5.Sum(now) != sum {
 		return fmt.Errorf("%s: %w", key, ErrChanged)
 	}
 	return s.Delete(ctx, key)

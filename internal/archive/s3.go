@@ -223,6 +223,14 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 // MD5 (an object put in one part, without KMS), else the bytes read back
 // under it. A rewrite at any point in between keeps the object.
 func (s *S3) DeleteIfUnchanged(ctx context.Context, key string, body []byte) error {
+	return s.DeleteIfDigest(ctx, key, md5.Sum(body))
+}
+
+// DeleteIfDigest deletes key only while the MD5 of its bytes is sum, with
+// If-Match on the ETag a HEAD returned. An ETag that is not the MD5
+// (multipart uploads, SSE-KMS) is checked by reading the object under that
+// same ETag.
+func (s *S3) DeleteIfDigest(ctx context.Context, key string, sum [md5.Size]byte) error {
 	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
 	if err != nil {
 		var nf *types.NotFound
@@ -231,7 +239,7 @@ func (s *S3) DeleteIfUnchanged(ctx context.Context, key string, body []byte) err
 		}
 		return fmt.Errorf("head s3://%s/%s: %w", s.bucket, key, err)
 	}
-	if sum := md5.Sum(body); aws.ToString(head.ETag) != `"`+hex.EncodeToString(sum[:])+`"` {
+	if aws.ToString(head.ETag) != `"`+hex.EncodeToString(sum[:])+`"` {
 		out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), IfMatch: head.ETag})
 		if isCode(err, "PreconditionFailed") {
 			return fmt.Errorf("s3://%s/%s: %w", s.bucket, key, ErrChanged)
@@ -243,14 +251,19 @@ func (s *S3) DeleteIfUnchanged(ctx context.Context, key string, body []byte) err
 		if err != nil {
 			return fmt.Errorf("read s3://%s/%s: %w", s.bucket, key, err)
 		}
-		if !bytes.Equal(now, body) {
+		if md5.Sum(now) != sum {
 			return fmt.Errorf("s3://%s/%s: %w", s.bucket, key, ErrChanged)
 		}
 	}
 	_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), IfMatch: head.ETag})
-	if isCode(err, "PreconditionFailed") {
+	switch {
+	case isCode(err, "PreconditionFailed"):
 		return fmt.Errorf("s3://%s/%s: %w", s.bucket, key, ErrChanged)
-	} else if err != nil {
+	case isCode(err, "NoSuchKey") || isCode(err, "NotFound"):
+		// Deleted meanwhile (another run): the delete's goal is reached,
+		// and the caller is told so.
+		return fmt.Errorf("s3://%s/%s: %w", s.bucket, key, ErrNotFound)
+	case err != nil:
 		return fmt.Errorf("delete s3://%s/%s: %w", s.bucket, key, err)
 	}
 	return nil

@@ -41,6 +41,11 @@ type Decoded struct {
 	// MessageSource names where Message came from: "detail.input",
 	// "detail.output", or "body" for a bare Cumulus message.
 	MessageSource string
+	// Digest is the MD5 of the object's bytes, set by the reader when it
+	// was asked for it (selection.Scope.Digest), so that a delete can be
+	// made only while the object still holds what was read.
+	Digest    [16]byte `json:"-"`
+	HasDigest bool     `json:"-"`
 }
 
 // DecodeError says why an object could not be decoded. The Decoded value

@@ -9,6 +9,7 @@ package selection
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"errors"
 	"fmt"
 	"strings"
@@ -29,6 +30,8 @@ type Scope struct {
 	// file, so that a long list need not be held in memory).
 	KeyStream func(yield func(key string) error) error
 	Limit     int // stop after this many matches (0: no limit)
+	// Digest sets each decoded object's Digest (the MD5 of its bytes).
+	Digest bool
 }
 
 // Result is one object handed to the caller: a match, or an object that
@@ -181,6 +184,9 @@ func work(ctx context.Context, store archive.Store, scope Scope, prefilter func(
 	}
 	d, err := dla.Decode(raw)
 	d.Key = j.entry.Key
+	if scope.Digest {
+		d.Digest, d.HasDigest = md5.Sum(raw), true
+	}
 	info := scope.Layout.ParseKey(j.entry.Key)
 	d.Partition = info.Date
 	if _, timed := d.EventTime(); d.Partition == "" && !timed {

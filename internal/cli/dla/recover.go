@@ -461,6 +461,9 @@ func recoverScope(opts *RecoverOptions) (selection.Scope, archive.Location, erro
 	if err != nil {
 		return scope, loc, err
 	}
+	// A written object is deleted only while it still holds the bytes
+	// that were read (and written): the plan's digest travels with it.
+	scope.Digest = true
 	if len(opts.Args) > 0 {
 		keys, err := readKeys(f.IO.In, opts.Args, opts.Null)
 		if err != nil {

@@ -2,7 +2,7 @@ package dla
 
 import (
 	"bytes"
-	"encoding/xml"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +15,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/deadletter/deadletter/internal/dla/gen"
 	"github.com/deadletter/deadletter/internal/testsupport"
@@ -170,7 +173,8 @@ func TestTester3KeyNamedTwiceCountedAsLeftInPlace(t *testing.T) {
 // stderr line escapes keys (stderr is for people, say the docs and
 // cmdutil.Execute), so a key holding CSI sequences reaches the operator's
 // terminal raw exactly when something has gone wrong. Here a proxy answers
-// DeleteObjects with a per-key AccessDenied, as a bucket policy would.
+// the delete (DeleteObject: a written object is deleted only while it holds
+// what was written, one by one) with AccessDenied, as a bucket policy would.
 func TestTester3WrittenButNotDeletedKeyPrintedRaw(t *testing.T) {
 	e := newRecoverEnv(t, gen.ReferenceSeed(), nil)
 	h := s3Hostile(t, e.s3)
@@ -179,13 +183,10 @@ func TestTester3WrittenButNotDeletedKeyPrintedRaw(t *testing.T) {
 	proxy := testsupport.NewProxy(t, testsupport.S3Endpoint(t))
 	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.URL)
 	proxy.SetHook(func(op string, body []byte) ([]byte, *testsupport.Reply) {
-		if op != "DeleteObjects" {
+		if op != "DeleteObject" {
 			return nil, nil
 		}
-		var esc bytes.Buffer
-		_ = xml.EscapeText(&esc, []byte(key))
-		return nil, &testsupport.Reply{Status: 200, Body: `<?xml version="1.0" encoding="UTF-8"?><DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Error><Key>` +
-			esc.String() + `</Key><Code>AccessDenied</Code><Message>Access Denied</Message></Error></DeleteResult>`}
+		return nil, &testsupport.Reply{Status: 403, Body: `<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`}
 	})
 	r := runAt(t, time.Now, e.env, "", "recover", "--archive", h.spec, "--database-url", e.dbURL, "--offline", "--yes")
 	if !strings.Contains(r.stderr, "written but not deleted") {
@@ -217,7 +218,7 @@ func TestTester3UnreadableLineForgedByANewlineInTheKey(t *testing.T) {
 	}
 }
 
-// When DeleteObjects reports a written object as NoSuchKey (it is already
+// When the delete reports a written object as NoSuchKey (it is already
 // gone: a second run on another database deleted or moved it first, which
 // the docs allow), recover prints "written but not deleted ... NoSuchKey"
 // and exits 1 with "N written objects could not be deleted", though each
@@ -225,8 +226,9 @@ func TestTester3UnreadableLineForgedByANewlineInTheKey(t *testing.T) {
 // answers so when two runs delete the same keys at once (seen with two
 // concurrent recovers into two databases: "written but not deleted KEY:
 // NoSuchKey: The specified key does not exist", both exit 1). Here a proxy
-// gives that answer deterministically. A NoSuchKey in a delete is the
-// delete's goal reached.
+// gives that answer deterministically, to the DeleteObject that follows the
+// check that the object still holds what was written. A NoSuchKey in a
+// delete is the delete's goal reached.
 func TestTester3DeleteOfAnAlreadyGoneObjectReportedAsFailure(t *testing.T) {
 	e := newRecoverEnv(t, gen.ReferenceSeed(), nil)
 	h := s3Hostile(t, e.s3)
@@ -234,18 +236,22 @@ func TestTester3DeleteOfAnAlreadyGoneObjectReportedAsFailure(t *testing.T) {
 	h.put(key, testerValidMessage(t))
 	proxy := testsupport.NewProxy(t, testsupport.S3Endpoint(t))
 	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.URL)
+	bucket := strings.TrimSuffix(strings.TrimPrefix(h.spec, "s3://"), "/demo")
 	var calls atomic.Int32
-	proxy.SetAfter(func(op string, req, resp []byte) []byte {
-		if op != "DeleteObjects" {
-			return resp
+	proxy.SetHook(func(op string, body []byte) ([]byte, *testsupport.Reply) {
+		if op != "DeleteObject" {
+			return nil, nil
 		}
 		calls.Add(1)
-		return []byte(`<?xml version="1.0" encoding="UTF-8"?><DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Error><Key>` +
-			key + `</Key><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message></Error></DeleteResult>`)
+		// The other run's delete lands first; this one then finds nothing.
+		if _, err := e.s3.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}); err != nil {
+			t.Error(err)
+		}
+		return nil, &testsupport.Reply{Status: 404, Body: `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message></Error>`}
 	})
 	r := runAt(t, time.Now, e.env, "", "recover", "--archive", h.spec, "--database-url", e.dbURL, "--offline", "--yes")
 	if _, ok := h.get(key); ok || calls.Load() == 0 {
-		t.Fatalf("the written object is still there or DeleteObjects was not called (exit %d): %s", r.code, r.stderr)
+		t.Fatalf("the written object is still there or DeleteObject was not called (exit %d): %s", r.code, r.stderr)
 	}
 	if r.code != 0 || strings.Contains(r.stderr, "not deleted") {
 		t.Errorf("the object is gone, yet recover exits %d and says:\n%s", r.code, r.stderr)

@@ -155,9 +155,9 @@ type Run struct {
 	NoPrefetch bool
 
 	mu       sync.Mutex
-	deletes  chan []string // batches for the background deleter (nil: deleted in place)
-	deleted  chan struct{} // closed when the background deleter is done
-	toDelete []string
+	deletes  chan []pendingDelete // batches for the background deleter (nil: deleted in place)
+	deleted  chan struct{}        // closed when the background deleter is done
+	toDelete []pendingDelete
 	stopErr  error
 	// What the deletes could not do: written objects still in place, the
 	// failed calls, and the first call's error.
@@ -258,11 +258,11 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 		}
 	}()
 	if !r.NoPrefetch && !r.DryRun && !r.Keep {
-		r.deletes, r.deleted = make(chan []string, 1), make(chan struct{})
+		r.deletes, r.deleted = make(chan []pendingDelete, 1), make(chan struct{})
 		go func() {
 			defer close(r.deleted)
-			for keys := range r.deletes {
-				_ = r.deleteKeys(workCtx, keys)
+			for batch := range r.deletes {
+				_ = r.deleteKeys(workCtx, batch)
 			}
 		}()
 	}
@@ -384,7 +384,7 @@ func (r *Run) process(ctx context.Context, it workItem) Object {
 	switch {
 	case werr == nil:
 		o.Result = o.res.Outcome()
-		r.remove(ctx, &o)
+		r.remove(ctx, &o, d)
 	case recovery.IsTransient(werr):
 		o.Result, o.Action, o.Error, o.ErrorClass = "left", "left", werr.Error(), "Transient"
 	default:
@@ -459,8 +459,19 @@ func (r *Run) write(ctx context.Context, d *dla.Decoded, p *prepared, o *Object)
 // deleteBatch is how many written objects are deleted at once.
 var deleteBatch = 1000
 
+// pendingDelete is a written object to delete: with the digest of the
+// bytes that were written, it is deleted only while it still holds them.
+type pendingDelete struct {
+	key     string
+	sum     [16]byte
+	checked bool // sum is set
+}
+
+// deleteConcurrency bounds the conditional deletes of one batch in flight.
+const deleteConcurrency = 16
+
 // remove deletes a written object (batched), unless --keep or --dry-run.
-func (r *Run) remove(ctx context.Context, o *Object) {
+func (r *Run) remove(ctx context.Context, o *Object, d *dla.Decoded) {
 	switch {
 	case r.DryRun:
 		o.Action = "would delete"
@@ -469,16 +480,20 @@ func (r *Run) remove(ctx context.Context, o *Object) {
 	default:
 		o.Action = "deleted"
 		r.mu.Lock()
-		r.toDelete = append(r.toDelete, o.Key)
+		pd := pendingDelete{key: o.Key}
+		if d != nil && d.HasDigest {
+			pd.sum, pd.checked = d.Digest, true
+		}
+		r.toDelete = append(r.toDelete, pd)
 		full := len(r.toDelete) >= deleteBatch
-		var keys []string
+		var batch []pendingDelete
 		if full && r.deletes != nil {
-			keys, r.toDelete = r.toDelete, nil
+			batch, r.toDelete = r.toDelete, nil
 		}
 		r.mu.Unlock()
 		switch {
-		case keys != nil:
-			r.deletes <- keys // deleted by the background deleter
+		case batch != nil:
+			r.deletes <- batch // deleted by the background deleter
 		case full:
 			_ = r.flushDeletes(ctx)
 		}
@@ -488,14 +503,82 @@ func (r *Run) remove(ctx context.Context, o *Object) {
 // flushDeletes deletes the written objects gathered so far.
 func (r *Run) flushDeletes(ctx context.Context) error {
 	r.mu.Lock()
-	keys := r.toDelete
+	batch := r.toDelete
 	r.toDelete = nil
 	r.mu.Unlock()
-	return r.deleteKeys(ctx, keys)
+	return r.deleteKeys(ctx, batch)
 }
 
-// deleteKeys deletes written objects.
-func (r *Run) deleteKeys(ctx context.Context, keys []string) error {
+// deleteKeys deletes written objects: each one whose digest is known only
+// while it still holds the bytes that were written (an object rewritten
+// since the plan read it holds a message nobody wrote: it stays), the
+// others, if any, in one batch.
+func (r *Run) deleteKeys(ctx context.Context, batch []pendingDelete) error {
+	var keys []string
+	var checked []pendingDelete
+	for _, pd := range batch {
+		if pd.checked {
+			checked = append(checked, pd)
+		} else {
+			keys = append(keys, pd.key)
+		}
+	}
+	errChecked := r.deleteChecked(ctx, checked)
+	if err := r.deleteUnchecked(ctx, keys); err != nil {
+		return err
+	}
+	return errChecked
+}
+
+// deleteChecked deletes written objects, each only while the MD5 of its
+// bytes is the one written, deleteConcurrency at a time.
+func (r *Run) deleteChecked(ctx context.Context, batch []pendingDelete) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	errs := make([]error, len(batch))
+	sem := make(chan struct{}, deleteConcurrency)
+	var wg sync.WaitGroup
+	for i, pd := range batch {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = archive.DeleteIfDigest(ctx, r.Store, pd.key, pd.sum)
+		}()
+	}
+	wg.Wait()
+	left := 0
+	for i, err := range errs {
+		switch {
+		case err == nil || errors.Is(err, archive.ErrNotFound):
+			// Deleted, or gone already: nothing is left in place.
+		case errors.Is(err, archive.ErrChanged):
+			r.Warnf("written but not deleted %s: it was rewritten since it was read, and what it holds now was not written (a re-run writes it)", batch[i].key)
+			left++
+		default:
+			r.Warnf("written but not deleted %s: %v", batch[i].key, err)
+			left++
+		}
+	}
+	r.mu.Lock()
+	r.Sum.Deleted += len(batch) - left
+	r.mu.Unlock()
+	if left > 0 {
+		what := fmt.Sprintf("%d written objects", left)
+		if left == 1 {
+			what = "1 written object"
+		}
+		err := fmt.Errorf("%s could not be deleted (a re-run rewrites them harmlessly)", what)
+		r.deleteFailed(left, err)
+		return err
+	}
+	return nil
+}
+
+// deleteUnchecked deletes written objects whose digest is unknown.
+func (r *Run) deleteUnchecked(ctx context.Context, keys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}

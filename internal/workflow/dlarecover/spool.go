@@ -35,7 +35,9 @@ type spooled struct {
 	Refetch bool // read or decode failed in the plan: fetch it again
 	ExecutionArn, Status, Time,
 	MessageSource, Message, Detail string
-	Problems []string
+	Problems  []string
+	Digest    [16]byte // the MD5 of the bytes the plan read (HasDigest)
+	HasDigest bool
 }
 
 // NewObjectSpool creates an empty spool in the temporary directory.
@@ -59,6 +61,7 @@ func (s *ObjectSpool) Add(key string, d *dla.Decoded, err error) error {
 	if !o.Refetch {
 		o.ExecutionArn, o.Status, o.Time, o.Problems = d.ExecutionArn, d.Status, d.Time, d.Problems
 		o.MessageSource, o.Message, o.Detail = d.MessageSource, d.Message, unwrapDetail(d.Detail)
+		o.Digest, o.HasDigest = d.Digest, d.HasDigest
 	}
 	if err := s.enc.Encode(&o); err != nil {
 		return fmt.Errorf("spooling objects: %w", err)
@@ -124,7 +127,7 @@ func (s *ObjectSpool) Replay(ctx context.Context, yield func(key string, d *dla.
 		var d *dla.Decoded
 		if !o.Refetch {
 			d = &dla.Decoded{Record: dla.Record{Key: o.Key, ExecutionArn: o.ExecutionArn, Status: o.Status, Time: o.Time, Problems: o.Problems},
-				MessageSource: o.MessageSource, Message: o.Message, Detail: o.Detail}
+				MessageSource: o.MessageSource, Message: o.Message, Detail: o.Detail, Digest: o.Digest, HasDigest: o.HasDigest}
 		}
 		if err := yield(o.Key, d); err != nil {
 			return err
