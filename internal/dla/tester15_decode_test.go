@@ -116,6 +116,8 @@ func t15Inputs() []string {
 				`{"body":"{\"a\":\"\\u`+u+`\u`+v+`\"}"}`,  // a pair split across layers
 				`{"body":"{\"a\":\"\u`+u+`\\u`+v+`\"}"}`,  // the other way round
 				`{"body":"{\"a\":\"\\u`+u+`\\u`+v+`\"}"}`, // both in the inner layer
+				`{"body":"{\"a\":\"\u`+u+`\u`+v+`\"}"}`,   // both unescaped by the outer scan
+				`{"detail":{"status":"RUNNING","input":"{\"cumulus_meta\":{},\"meta\":{\"collection\":{\"name\":\"\u`+u+`\u`+v+`\",\"version\":\"1\"}}}"}}`,
 				`{"Body":"\u`+u+`\u`+v+`"}`,
 				`{"detail":{"status":"RUNNING","input":"{\"cumulus_meta\":{},\"meta\":{\"collection\":{\"name\":\"\u`+u+`\\u`+v+`\",\"version\":\"1\"}}}"}}`,
 				`{"detail":{"input":"{\"cumulus_meta\":{},\"meta\":{\"collection\":{\"name\":\"\\u`+u+`\u`+v+`\",\"version\":\"1\"}}}","status":"RUNNING"}}`)
