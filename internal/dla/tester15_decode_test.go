@@ -452,3 +452,20 @@ func TestTester15DecodeResultsNotAliased(t *testing.T) {
 		t.Fatalf("%d results, %d with layers and a message: too few to mean anything", n, layered)
 	}
 }
+
+// FuzzTester15DecodeMatchesReference is FuzzDecodeMatchesReference seeded
+// with the attack inputs (a sample of them: every one runs in
+// TestTester15DecodeMatchesReferenceAttacks).
+func FuzzTester15DecodeMatchesReference(f *testing.F) {
+	f.Add([]byte(t15Rich()))
+	for i, s := range t15Inputs() {
+		if i%20 == 0 && len(s) < 4096 {
+			f.Add([]byte(s))
+		}
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if diff := sameDecode(raw); diff != "" {
+			t.Fatal(diff)
+		}
+	})
+}
