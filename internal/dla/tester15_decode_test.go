@@ -469,3 +469,39 @@ func FuzzTester15DecodeMatchesReference(f *testing.F) {
 		}
 	})
 }
+
+// TestTester15ManyMetadataKeys: layers of thousands of keys, duplicated
+// within a layer and across layers (escaped and not), merge as the
+// reference merges them (first of a layer's duplicates and outer layers
+// win) on both sides of the point where Decode starts indexing the names.
+func TestTester15ManyMetadataKeys(t *testing.T) {
+	layer := func(n, mod int, tag string) string {
+		var b strings.Builder
+		for i := range n {
+			if i%3 == 0 {
+				fmt.Fprintf(&b, `"\u006b%d":"%s%d",`, i%mod, tag, i)
+			} else {
+				fmt.Fprintf(&b, `"k%d":"%s%d",`, i%mod, tag, i)
+			}
+		}
+		return b.String()
+	}
+	for _, n := range []int{1, 30, 31, 32, 33, 34, 64, 3000} {
+		for _, mod := range []int{1, 7, 31, 32, 33, n / 2, n} {
+			if mod < 1 {
+				continue
+			}
+			in := `{` + layer(n/3+1, mod*2, "c") + `"x":1}`
+			mid := `{` + layer(n, mod, "b") + `"messageId":"m2","error":null,"Body":` + jsq(in) + `}`
+			top := `{` + layer(n/2+1, mod+1, "a") + `"body":` + jsq(mid) + `,"messageId":"m1"}`
+			for _, s := range []string{top, mid, `{"body":{"body":` + mid + `}}`} {
+				if diff := sameDecode([]byte(s)); diff != "" {
+					t.Fatalf("n %d mod %d: %.600s", n, mod, diff)
+				}
+			}
+			if d, _ := Decode([]byte(top)); n == 3000 && mod == n && len(d.Metadata) < n {
+				t.Fatalf("%d metadata keys, want at least %d", len(d.Metadata), n)
+			}
+		}
+	}
+}
