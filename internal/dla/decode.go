@@ -211,11 +211,11 @@ var decodePool = sync.Pool{New: func() any { return new(decodeState) }}
 const maxPooled = 1 << 20
 
 func (st *decodeState) release() {
-	if cap(st.msg.nodes) > maxPooled/32 {
+	if cap(st.msg.nodes) > maxPooled/32 || cap(st.msg.keyBuf) > maxPooled {
 		st.msg = msgTape{}
 	}
 	for _, ls := range []*layerScan{&st.scans[0], &st.scans[1]} {
-		if cap(ls.upperBuf) > maxPooled || cap(ls.lowerBuf) > maxPooled || cap(ls.src) > maxPooled || cap(ls.msgBuf) > maxPooled ||
+		if cap(ls.upperBuf) > maxPooled || cap(ls.lowerBuf) > maxPooled || cap(ls.src) > maxPooled || cap(ls.msgBuf) > maxPooled || cap(ls.keyBuf) > maxPooled ||
 			cap(ls.members) > maxPooled/32 || cap(ls.detailMembers) > maxPooled/32 {
 			*ls = layerScan{}
 		}

@@ -505,3 +505,26 @@ func TestTester15ManyMetadataKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestTester15PoolDropsLargeKeyBuffers: the buffer a layer's keys (and
+// detail's status) are unescaped into is dropped like the others when a
+// large object grew it, instead of staying in the pool. A status of 4 MiB
+// grows it to 4 MiB.
+func TestTester15PoolDropsLargeKeyBuffers(t *testing.T) {
+	big := strings.Repeat("S", 4<<20)
+	raw := []byte(`{"detail":{"st\u0061tus":"` + big + `","input":"{}"},"\u006b` + big + `":1}`)
+	if diff := sameDecode(raw); diff != "" {
+		t.Fatal(diff)
+	}
+	st := new(decodeState)
+	ls := &st.scans[0]
+	ls.wantLayer = true
+	if deep, valid := ls.check(raw); deep || !valid || cap(ls.keyBuf) <= maxPooled {
+		t.Fatalf("the scan did not grow the key buffer (%d bytes)", cap(ls.keyBuf))
+	}
+	st.msg.keyBuf = make([]byte, 0, 2*maxPooled)
+	st.release() // the test runs no other decode: st is read after it is pooled
+	if cap(st.scans[0].keyBuf) > maxPooled || cap(st.msg.keyBuf) > maxPooled {
+		t.Fatalf("release kept key buffers of %d and %d bytes", cap(st.scans[0].keyBuf), cap(st.msg.keyBuf))
+	}
+}
