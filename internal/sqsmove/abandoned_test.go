@@ -2,6 +2,7 @@ package sqsmove_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 
 	"github.com/deadletter/deadletter/internal/sqsmove"
@@ -18,9 +19,11 @@ func TestStoppedRunCountsEveryUnsentMessageAsAbandoned(t *testing.T) {
 	counts, results, err := f.run(ctx, func(r *sqsmove.Replayer) {
 		r.Rate, r.Concurrency = 10, 1
 		inner := r.OnResult
-		n := 0
+		// OnResult is called from the workers and from Run's own
+		// goroutine (abandoned messages never handed to a worker) at once.
+		var n atomic.Int32
 		r.OnResult = func(res sqsmove.Result) {
-			if n++; n == 3 { // the two canaries and one message of the first batch
+			if n.Add(1) == 3 { // the two canaries and one message of the first batch
 				cancel()
 			}
 			inner(res)

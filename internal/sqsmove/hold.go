@@ -93,6 +93,12 @@ type ReceiveOptions struct {
 	// for the few it uses: each one costs the server and the client work
 	// on every message.
 	SystemAttributes []types.MessageSystemAttributeName
+	// OnEmpty, when set, is called after each receive that brought
+	// nothing new while the scan goes on (never concurrently with fn nor
+	// with itself): the queue may be drained, and the scan ends after
+	// EmptyReceives of them. A streamed replay sends its partial batches
+	// then, during the last long poll, instead of after it.
+	OnEmpty func()
 }
 
 // NewHold prepares a hold on a queue; Close frees the spool. With a nil
@@ -260,6 +266,9 @@ func (h *Hold) Receive(ctx context.Context, opt ReceiveOptions, fn func(ord int,
 				inFlight--
 				if fresh == 0 {
 					empty++
+					if opt.OnEmpty != nil && !stopped && ctx.Err() == nil {
+						opt.OnEmpty()
+					}
 				} else {
 					empty = 0
 				}

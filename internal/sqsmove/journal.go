@@ -260,7 +260,7 @@ func (j *Journal) syncLocked(want int64) error {
 	}
 	upto := j.written // everything handed to the file before this fsync begins
 	j.mu.Unlock()
-	err := j.f.Sync()
+	err := dataSync(j.f) // appends only: the size change is flushed with the data
 	j.mu.Lock()
 	j.syncing = false
 	if err != nil {

@@ -48,6 +48,14 @@ func (bt *batcher) rest() []*batch {
 	return out
 }
 
+// take returns the batches not yet returned by add, and forgets them: the
+// next entry for a target starts a new batch.
+func (bt *batcher) take() []*batch {
+	out := bt.rest()
+	bt.pending, bt.order = nil, nil
+	return out
+}
+
 // Item is one message for Send: it goes to Queue; when Route.Park is set it
 // is parked there with Route.Delay seconds of delay.
 type Item struct {

@@ -159,6 +159,20 @@ func (s *Stream) dispatch(b *batch) {
 	s.work <- b
 }
 
+// Flush sends the partial batches now, without waiting for more messages
+// for their targets (the scan's OnEmpty: the queue looks drained, and a
+// partial batch would otherwise wait for the end of the scan). Like Offer,
+// it is called from the scan's callbacks, never concurrently, and may block
+// while the workers are busy. A message offered after it starts a new batch.
+func (s *Stream) Flush() {
+	if s.finished {
+		return
+	}
+	for _, b := range s.pending.take() {
+		s.dispatch(b)
+	}
+}
+
 // Finish sends what is still batched once the scan is over, waits for
 // every batch, and returns the counts. The held record of messages the
 // scan received after it was told to stop (Extra) is written too.
@@ -178,7 +192,7 @@ func (s *Stream) Finish() (Counts, error) {
 			})
 			_ = s.writeHeld()
 		}
-		for _, b := range s.pending.rest() {
+		for _, b := range s.pending.take() {
 			s.dispatch(b)
 		}
 		s.flushHeld()

@@ -512,6 +512,13 @@ func (r *replayRun) scan(ctx context.Context) error {
 	// The replay moves messages and never shows their system attributes:
 	// it receives only the one a send uses (a FIFO target's group id).
 	s.systemAttributes = sqsmove.MoveAttributes
+	// A streamed replay sends its partial batches as soon as a receive
+	// finds the DLQ drained, during the last long poll, not after it.
+	s.onEmpty = func() {
+		if r.streaming != nil {
+			r.streaming.Flush()
+		}
+	}
 	s.banner()
 	fmt.Fprintln(r.f.IO.ErrOut, receiveNote("replay"))
 	receivers := 2

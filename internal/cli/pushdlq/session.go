@@ -60,7 +60,10 @@ type session struct {
 	// systemAttributes: the system attributes a scan receives (nil: all,
 	// as inspect and export keep them).
 	systemAttributes []types.MessageSystemAttributeName
-	aliveDone        chan struct{}
+	// onEmpty: called after a receive of the scan that brought nothing
+	// new (sqsmove.ReceiveOptions.OnEmpty).
+	onEmpty   func()
+	aliveDone chan struct{}
 }
 
 // openSession resolves and describes the DLQ and prepares to hold its
@@ -137,7 +140,7 @@ func (s *session) scanWith(ctx context.Context, max, receivers int, fn func(ord 
 	// Formatted once, not for every message.
 	name, total := sqsmove.Name(s.queue.URL), output.Plural(int(s.queue.Visible), "message")
 	n := 0
-	return s.hold.Receive(ctx, sqsmove.ReceiveOptions{Wait: s.flags.Wait, Max: max, Receivers: receivers, SystemAttributes: s.systemAttributes}, func(ord int, m *sqsmove.Message) bool {
+	return s.hold.Receive(ctx, sqsmove.ReceiveOptions{Wait: s.flags.Wait, Max: max, Receivers: receivers, SystemAttributes: s.systemAttributes, OnEmpty: s.onEmpty}, func(ord int, m *sqsmove.Message) bool {
 		n++
 		progress.Update("scanning %s: %d of ~%s", name, n, total)
 		return fn(ord, m)
