@@ -527,6 +527,20 @@ func scanArray(data []byte, i, depth int) (int, bool) {
 // quote; esc says whether the string holds an escape.
 func scanString(data []byte, i int) (next int, esc, ok bool) {
 	for {
+		for i+8 <= len(data) {
+			m := stopMask(binary.LittleEndian.Uint64(data[i:]))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) / 8
+			// A two-byte escape is skipped here, anything else below.
+			if data[i] != '\\' || i+1 == len(data) || unescByte[data[i+1]] == 0 {
+				break
+			}
+			esc = true
+			i += 2
+		}
 		i = plainRun(data, i)
 		if i >= len(data) {
 			return i, esc, false
@@ -556,6 +570,10 @@ func scanString(data []byte, i int) (next int, esc, ok bool) {
 	}
 }
 
+// unescByte maps the byte after a backslash to the byte a two-byte escape
+// stands for (0: not a two-byte escape: \\u or invalid).
+var unescByte = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
 // unescapeString validates a string as scanString does and appends its
 // value, unescaped as gjson does, to dst. The value is never longer than
 // its escaped text, so dst is grown once and written 8 bytes at a time.
@@ -567,12 +585,24 @@ func unescapeString(data []byte, i int, dst []byte) ([]byte, int, bool) {
 		for i+8 <= len(data) {
 			x := binary.LittleEndian.Uint64(data[i:])
 			binary.LittleEndian.PutUint64(out[n:], x)
-			if m := stopMask(x); m != 0 {
-				k := bits.TrailingZeros64(m) / 8
-				i, n = i+k, n+k
+			m := stopMask(x)
+			if m == 0 {
+				i, n = i+8, n+8
+				continue
+			}
+			k := bits.TrailingZeros64(m) / 8
+			i, n = i+k, n+k
+			// A two-byte escape (nested bodies hold one every few bytes)
+			// is replaced here; anything else is left to the switch below.
+			if data[i] != '\\' || i+1 == len(data) {
 				goto stop
 			}
-			i, n = i+8, n+8
+			c := unescByte[data[i+1]]
+			if c == 0 {
+				goto stop
+			}
+			out[n] = c
+			i, n = i+2, n+1
 		}
 		for i < len(data) && !strStop[data[i]] {
 			out[n] = data[i]
@@ -757,9 +787,11 @@ const tapeDepth = 4
 
 // tapeNode is one member (k1 > k0, or an empty key k0 == k1 >= 1) or
 // element (k0 == 0) of the container node parent (-1: the message).
+// next is the index of the node after its subtree (its next sibling, if
+// any), so a container's children are found without visiting the rest.
 type tapeNode struct {
-	parent, k0, k1, v0, v1 int
-	kEsc                   bool
+	parent, k0, k1, v0, v1, next int
+	kEsc                         bool
 }
 
 // check is layerScan.check for a message.
@@ -838,7 +870,7 @@ func (tp *msgTape) value(data []byte, i, depth, parent int) (int, bool) {
 			if i, ok = tp.value(data, i, depth+1, at); !ok {
 				return i, false
 			}
-			tp.nodes[at].v1 = i
+			tp.nodes[at].v1, tp.nodes[at].next = i, len(tp.nodes)
 			if i, ok = scanComma(data, i, end); !ok {
 				return i, false
 			}
@@ -858,12 +890,13 @@ func (tp *msgTape) value(data []byte, i, depth, parent int) (int, bool) {
 // child returns the first member named name of the container node p
 // (-1: the message), or -1.
 func (tp *msgTape) child(data []byte, p int, name string) int {
-	for j := p + 1; j < len(tp.nodes); j++ {
+	end := len(tp.nodes)
+	if p >= 0 {
+		end = tp.nodes[p].next
+	}
+	for j := p + 1; j < end; j = tp.nodes[j].next {
 		n := tp.nodes[j]
-		if p >= 0 && n.v0 >= tp.nodes[p].v1 {
-			break
-		}
-		if n.parent != p || n.k0 == 0 {
+		if n.k0 == 0 {
 			continue
 		}
 		k := data[n.k0:n.k1]
@@ -921,10 +954,7 @@ func (tp *msgTape) messageFields(data []byte, text string) (collectionID, provid
 	if gs := get(payload, "granules"); gs != -2 && data[tp.nodes[gs].v0] == '[' {
 		var b strings.Builder
 		b.WriteByte('[')
-		for j := gs + 1; j < len(tp.nodes) && tp.nodes[j].v0 < tp.nodes[gs].v1; j++ {
-			if tp.nodes[j].parent != gs {
-				continue
-			}
+		for j := gs + 1; j < tp.nodes[gs].next; j = tp.nodes[j].next {
 			if b.Len() > 1 {
 				b.WriteByte(',')
 			}
