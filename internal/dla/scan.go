@@ -83,6 +83,17 @@ func stopMask(x uint64) uint64 {
 	return ((x-lo8*0x20)&^x | (q-lo8)&^q | (b-lo8)&^b) & hi8
 }
 
+// exactStopMask flags (in the high bit of its byte) exactly the bytes of
+// the 8 in x that end a run of plain string bytes: below 0x20, '"' or '\\'.
+func exactStopMask(x uint64) uint64 {
+	const lo7 = lo8 * 0x7f
+	q, b := x^(lo8*'"'), x^(lo8*'\\')
+	isQ := ^((q&lo7 + lo7) | q)
+	isB := ^((b&lo7 + lo7) | b)
+	ctl := ^((x&lo7 + lo8*(0x80-0x20)) | x)
+	return (isQ | isB | ctl) & hi8
+}
+
 // plainRun returns the index of the first byte at or after i that ends a
 // run of plain string bytes (a control byte, '"' or '\\'), or len(data).
 func plainRun(data []byte, i int) int {
@@ -527,19 +538,24 @@ func scanArray(data []byte, i, depth int) (int, bool) {
 // quote; esc says whether the string holds an escape.
 func scanString(data []byte, i int) (next int, esc, ok bool) {
 	for {
+		// A word a round, as in unescapeString: two-byte escapes are
+		// skipped here, any other stop is left to the switch below.
+	words:
 		for i+8 <= len(data) {
-			m := stopMask(binary.LittleEndian.Uint64(data[i:]))
-			if m == 0 {
-				i += 8
-				continue
+			x := binary.LittleEndian.Uint64(data[i:])
+			for m := exactStopMask(x); m != 0; {
+				p := bits.TrailingZeros64(m) >> 3
+				if p == 7 || byte(x>>(8*p)) != '\\' || unescByte[byte(x>>(8*p+8))] == 0 {
+					i += p
+					break words
+				}
+				esc = true
+				if p == 6 {
+					break
+				}
+				m &= ^uint64(0) << (8 * (p + 2))
 			}
-			i += bits.TrailingZeros64(m) / 8
-			// A two-byte escape is skipped here, anything else below.
-			if data[i] != '\\' || i+1 == len(data) || unescByte[data[i+1]] == 0 {
-				break
-			}
-			esc = true
-			i += 2
+			i += 8
 		}
 		i = plainRun(data, i)
 		if i >= len(data) {
@@ -582,27 +598,40 @@ func unescapeString(data []byte, i int, dst []byte) ([]byte, int, bool) {
 	dst = slices.Grow(dst, len(data)-i+8)
 	out := dst[:cap(dst)]
 	for {
+		// One word of 8 input bytes a round, whatever it holds, so that the
+		// next load does not wait for this word's stops to be found:
+		// nested bodies hold an escape every few bytes. The word is stored
+		// whole, then after each two-byte escape in it the rest of the word
+		// is stored again, shifted into place. A quote, a control byte, a
+		// \u escape or a backslash in the word's last byte leaves for the
+		// switch below.
 		for i+8 <= len(data) {
 			x := binary.LittleEndian.Uint64(data[i:])
 			binary.LittleEndian.PutUint64(out[n:], x)
-			m := stopMask(x)
-			if m == 0 {
-				i, n = i+8, n+8
-				continue
+			m := exactStopMask(x)
+			off := 0 // bytes of the word consumed
+			for m != 0 {
+				p := bits.TrailingZeros64(m) >> 3
+				n += p - off
+				if p == 7 || byte(x>>(8*p)) != '\\' {
+					i += p
+					goto stop
+				}
+				c := unescByte[byte(x>>(8*p+8))]
+				if c == 0 {
+					i += p
+					goto stop
+				}
+				out[n] = c
+				n++
+				off = p + 2
+				if off == 8 {
+					break
+				}
+				binary.LittleEndian.PutUint64(out[n:], x>>(8*off))
+				m &= ^uint64(0) << (8 * off)
 			}
-			k := bits.TrailingZeros64(m) / 8
-			i, n = i+k, n+k
-			// A two-byte escape (nested bodies hold one every few bytes)
-			// is replaced here; anything else is left to the switch below.
-			if data[i] != '\\' || i+1 == len(data) {
-				goto stop
-			}
-			c := unescByte[data[i+1]]
-			if c == 0 {
-				goto stop
-			}
-			out[n] = c
-			i, n = i+2, n+1
+			i, n = i+8, n+8-off
 		}
 		for i < len(data) && !strStop[data[i]] {
 			out[n] = data[i]
