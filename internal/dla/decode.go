@@ -438,14 +438,14 @@ func (d *Decoded) derive(st *decodeState, ls *layerScan, data []byte, inner stri
 		f.status = truthyString(df[2])
 
 		source := "input"
+		d.MessageSource = "detail.input" // constants: no concatenation per decode
 		switch f.status {
 		case "RUNNING":
 		case "SUCCEEDED":
-			source = "output"
+			source, d.MessageSource = "output", "detail.output"
 		case "":
 			d.problem("detail has no status; reading detail.input as Cumulus does for failed executions")
 		}
-		d.MessageSource = "detail." + source
 		var msg gjson.Result
 		var text []byte // the message given as a JSON string, unescaped
 		isString := false
