@@ -114,10 +114,12 @@ func Decode(raw []byte) (*Decoded, error) {
 			// The innermost value: the only layer kept whole.
 			inner = string(data) // exact size: a body's buffer is larger
 			if ls.kind == '{' {
-				innerFields = make([]Field, len(ls.members))
+				// Read by derive, not kept: reused (cleared in release).
+				innerFields = slices.Grow(st.fields[:0], len(ls.members))[:len(ls.members)]
 				for i, m := range ls.members {
 					innerFields[i] = Field{Name: keyString(inner, data, m), Raw: inner[m.v0:m.v1]}
 				}
+				st.fields = innerFields
 			}
 			if len(d.Layers) == 0 {
 				topFields = innerFields
@@ -138,11 +140,19 @@ func Decode(raw []byte) (*Decoded, error) {
 			return d, decodeErrorf("more than %d nested body layers", maxLayers)
 		}
 		d.Layers = append(d.Layers, layer)
-		if d.Metadata == nil && len(layer.Metadata) > 0 {
+		switch {
+		case d.Metadata == nil && len(layer.Metadata) > 0 && !hasDuplicateName(layer.Metadata):
+			// The outermost layer's metadata is the merge so far: share
+			// it (its capacity is its length, so merging an inner layer
+			// appends to a copy).
+			d.Metadata = layer.Metadata
+		case d.Metadata == nil && len(layer.Metadata) > 0:
 			d.Metadata = make([]Field, 0, len(layer.Metadata)+4)
-		}
-		for _, f := range layer.Metadata {
-			seen = d.addMetadata(f, seen)
+			fallthrough
+		default:
+			for _, f := range layer.Metadata {
+				seen = d.addMetadata(f, seen)
+			}
 		}
 		n := len(d.Layers)
 		next := &st.scans[n%2]
@@ -204,9 +214,10 @@ var emptyObject = []byte("{}")
 // from one while its body is unescaped into the other), one for the
 // Cumulus message and a buffer.
 type decodeState struct {
-	scans [2]layerScan
-	msg   msgTape
-	buf   []byte
+	scans  [2]layerScan
+	msg    msgTape
+	buf    []byte
+	fields []Field // the innermost layer's members
 }
 
 var decodePool = sync.Pool{New: func() any { return new(decodeState) }}
@@ -227,6 +238,10 @@ func (st *decodeState) release() {
 	}
 	if cap(st.buf) > maxPooled {
 		st.buf = nil
+	}
+	clear(st.fields) // it points into a Decoded's strings
+	if cap(st.fields) > maxPooled/32 {
+		st.fields = nil
 	}
 	decodePool.Put(st)
 }
@@ -253,7 +268,7 @@ func (st *decodeState) metadata(ls *layerScan, data []byte) []Field {
 		return nil
 	}
 	s := string(b)
-	fields := make([]Field, 0, n)
+	fields := make([]Field, 0, n) // cap n: see Decode's merge
 	at := 0
 	for _, m := range ls.members {
 		if m.body {
@@ -332,6 +347,29 @@ func generationOf(isDLARecord bool, layers int, hasDetail, hasCumulusMeta bool) 
 	default:
 		return GenUnknown
 	}
+}
+
+// hasDuplicateName reports whether two of fields have the same name (a
+// map past a few names: a record may have 100,000 of them).
+func hasDuplicateName(fields []Field) bool {
+	if len(fields) > 32 {
+		names := make(map[string]struct{}, len(fields))
+		for _, f := range fields {
+			if _, dup := names[f.Name]; dup {
+				return true
+			}
+			names[f.Name] = struct{}{}
+		}
+		return false
+	}
+	for i, f := range fields {
+		for _, g := range fields[:i] {
+			if g.Name == f.Name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // addMetadata adds f unless a key of that name is there (the outer layer's
@@ -436,14 +474,14 @@ func (d *Decoded) derive(st *decodeState, ls *layerScan, data []byte, inner stri
 		f.status = truthyString(df[2])
 
 		source := "input"
+		d.MessageSource = "detail.input" // constants: no concatenation per decode
 		switch f.status {
 		case "RUNNING":
 		case "SUCCEEDED":
-			source = "output"
+			source, d.MessageSource = "output", "detail.output"
 		case "":
 			d.problem("detail has no status; reading detail.input as Cumulus does for failed executions")
 		}
-		d.MessageSource = "detail." + source
 		var msg gjson.Result
 		var text []byte // the message given as a JSON string, unescaped
 		isString := false
@@ -549,9 +587,18 @@ func (d *Decoded) deriveFromMessage(msg gjson.Result, f *derivedFields, tp *msgT
 // applyHoisted takes each hoisted field as stored, and falls back to the
 // derived value only where the record holds null.
 func (d *Decoded) applyHoisted(topFields []Field, f derivedFields) {
+	n := 0
 	for _, fl := range topFields {
 		if slices.Contains(hoistedKeys, fl.Name) {
-			d.Hoisted = append(d.Hoisted, fl)
+			n++
+		}
+	}
+	if n > 0 {
+		d.Hoisted = make([]Field, 0, n)
+		for _, fl := range topFields {
+			if slices.Contains(hoistedKeys, fl.Name) {
+				d.Hoisted = append(d.Hoisted, fl)
+			}
 		}
 	}
 	stored := func(key string) gjson.Result { return fieldValue(topFields, key) }

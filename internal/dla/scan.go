@@ -83,6 +83,17 @@ func stopMask(x uint64) uint64 {
 	return ((x-lo8*0x20)&^x | (q-lo8)&^q | (b-lo8)&^b) & hi8
 }
 
+// exactStopMask flags (in the high bit of its byte) exactly the bytes of
+// the 8 in x that end a run of plain string bytes: below 0x20, '"' or '\\'.
+func exactStopMask(x uint64) uint64 {
+	const lo7 = lo8 * 0x7f
+	q, b := x^(lo8*'"'), x^(lo8*'\\')
+	isQ := ^((q&lo7 + lo7) | q)
+	isB := ^((b&lo7 + lo7) | b)
+	ctl := ^((x&lo7 + lo8*(0x80-0x20)) | x)
+	return (isQ | isB | ctl) & hi8
+}
+
 // plainRun returns the index of the first byte at or after i that ends a
 // run of plain string bytes (a control byte, '"' or '\\'), or len(data).
 func plainRun(data []byte, i int) int {
@@ -527,6 +538,25 @@ func scanArray(data []byte, i, depth int) (int, bool) {
 // quote; esc says whether the string holds an escape.
 func scanString(data []byte, i int) (next int, esc, ok bool) {
 	for {
+		// A word a round, as in unescapeString: two-byte escapes are
+		// skipped here, any other stop is left to the switch below.
+	words:
+		for i+8 <= len(data) {
+			x := binary.LittleEndian.Uint64(data[i:])
+			for m := exactStopMask(x); m != 0; {
+				p := bits.TrailingZeros64(m) >> 3
+				if p == 7 || byte(x>>(8*p)) != '\\' || unescByte[byte(x>>(8*p+8))] == 0 {
+					i += p
+					break words
+				}
+				esc = true
+				if p == 6 {
+					break
+				}
+				m &= ^uint64(0) << (8 * (p + 2))
+			}
+			i += 8
+		}
 		i = plainRun(data, i)
 		if i >= len(data) {
 			return i, esc, false
@@ -556,6 +586,10 @@ func scanString(data []byte, i int) (next int, esc, ok bool) {
 	}
 }
 
+// unescByte maps the byte after a backslash to the byte a two-byte escape
+// stands for (0: not a two-byte escape: \\u or invalid).
+var unescByte = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
 // unescapeString validates a string as scanString does and appends its
 // value, unescaped as gjson does, to dst. The value is never longer than
 // its escaped text, so dst is grown once and written 8 bytes at a time.
@@ -564,15 +598,40 @@ func unescapeString(data []byte, i int, dst []byte) ([]byte, int, bool) {
 	dst = slices.Grow(dst, len(data)-i+8)
 	out := dst[:cap(dst)]
 	for {
+		// One word of 8 input bytes a round, whatever it holds, so that the
+		// next load does not wait for this word's stops to be found:
+		// nested bodies hold an escape every few bytes. The word is stored
+		// whole, then after each two-byte escape in it the rest of the word
+		// is stored again, shifted into place. A quote, a control byte, a
+		// \u escape or a backslash in the word's last byte leaves for the
+		// switch below.
 		for i+8 <= len(data) {
 			x := binary.LittleEndian.Uint64(data[i:])
 			binary.LittleEndian.PutUint64(out[n:], x)
-			if m := stopMask(x); m != 0 {
-				k := bits.TrailingZeros64(m) / 8
-				i, n = i+k, n+k
-				goto stop
+			m := exactStopMask(x)
+			off := 0 // bytes of the word consumed
+			for m != 0 {
+				p := bits.TrailingZeros64(m) >> 3
+				n += p - off
+				if p == 7 || byte(x>>(8*p)) != '\\' {
+					i += p
+					goto stop
+				}
+				c := unescByte[byte(x>>(8*p+8))]
+				if c == 0 {
+					i += p
+					goto stop
+				}
+				out[n] = c
+				n++
+				off = p + 2
+				if off == 8 {
+					break
+				}
+				binary.LittleEndian.PutUint64(out[n:], x>>(8*off))
+				m &= ^uint64(0) << (8 * off)
 			}
-			i, n = i+8, n+8
+			i, n = i+8, n+8-off
 		}
 		for i < len(data) && !strStop[data[i]] {
 			out[n] = data[i]
@@ -757,9 +816,11 @@ const tapeDepth = 4
 
 // tapeNode is one member (k1 > k0, or an empty key k0 == k1 >= 1) or
 // element (k0 == 0) of the container node parent (-1: the message).
+// next is the index of the node after its subtree (its next sibling, if
+// any), so a container's children are found without visiting the rest.
 type tapeNode struct {
-	parent, k0, k1, v0, v1 int
-	kEsc                   bool
+	parent, k0, k1, v0, v1, next int
+	kEsc                         bool
 }
 
 // check is layerScan.check for a message.
@@ -838,7 +899,7 @@ func (tp *msgTape) value(data []byte, i, depth, parent int) (int, bool) {
 			if i, ok = tp.value(data, i, depth+1, at); !ok {
 				return i, false
 			}
-			tp.nodes[at].v1 = i
+			tp.nodes[at].v1, tp.nodes[at].next = i, len(tp.nodes)
 			if i, ok = scanComma(data, i, end); !ok {
 				return i, false
 			}
@@ -858,12 +919,13 @@ func (tp *msgTape) value(data []byte, i, depth, parent int) (int, bool) {
 // child returns the first member named name of the container node p
 // (-1: the message), or -1.
 func (tp *msgTape) child(data []byte, p int, name string) int {
-	for j := p + 1; j < len(tp.nodes); j++ {
+	end := len(tp.nodes)
+	if p >= 0 {
+		end = tp.nodes[p].next
+	}
+	for j := p + 1; j < end; j = tp.nodes[j].next {
 		n := tp.nodes[j]
-		if p >= 0 && n.v0 >= tp.nodes[p].v1 {
-			break
-		}
-		if n.parent != p || n.k0 == 0 {
+		if n.k0 == 0 {
 			continue
 		}
 		k := data[n.k0:n.k1]
@@ -921,10 +983,7 @@ func (tp *msgTape) messageFields(data []byte, text string) (collectionID, provid
 	if gs := get(payload, "granules"); gs != -2 && data[tp.nodes[gs].v0] == '[' {
 		var b strings.Builder
 		b.WriteByte('[')
-		for j := gs + 1; j < len(tp.nodes) && tp.nodes[j].v0 < tp.nodes[gs].v1; j++ {
-			if tp.nodes[j].parent != gs {
-				continue
-			}
+		for j := gs + 1; j < tp.nodes[gs].next; j = tp.nodes[j].next {
 			if b.Len() > 1 {
 				b.WriteByte(',')
 			}
