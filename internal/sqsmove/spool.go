@@ -111,7 +111,9 @@ func (s *spoolReader) next() (int32, *Message, error) {
 	}
 	p := s.buf[:n]
 	if _, err := io.ReadFull(s.r, p); err != nil {
-		return 0, nil, fmt.Errorf("%w: %w", errSpoolRecord, err)
+		// Not wrapped: a record cut right after its length reads io.EOF
+		// here, which the caller would take for the spool's clean end.
+		return 0, nil, fmt.Errorf("%w: %v", errSpoolRecord, err)
 	}
 	d := spoolDecoder{p: p}
 	ord := d.uvarint()
