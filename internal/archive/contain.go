@@ -114,14 +114,6 @@ func (c *contained) Delete(ctx context.Context, key string) error {
 	return c.inner.Delete(ctx, key)
 }
 
-// DeleteIfUnchanged is the inner store's conditional delete, checked.
-func (c *contained) DeleteIfUnchanged(ctx context.Context, key string, body []byte) error {
-	if err := CheckKey(c.root, key); err != nil {
-		return err
-	}
-	return DeleteIfUnchanged(ctx, c.inner, key, body)
-}
-
 // DeleteIfDigest is the inner store's conditional delete, checked.
 func (c *contained) DeleteIfDigest(ctx context.Context, key string, sum [md5.Size]byte) error {
 	if err := CheckKey(c.root, key); err != nil {

@@ -57,28 +57,11 @@ var ErrSourceGone = errors.New("the source was moved or deleted by someone else 
 // ErrChanged: the object no longer holds the bytes it was read with.
 var ErrChanged = errors.New("it changed since it was read")
 
-// ConditionalDeleter is a Store that can delete an object only while it
-// still holds given bytes.
-type ConditionalDeleter interface {
-	// DeleteIfUnchanged deletes key if it holds body (ErrChanged if it
-	// holds other bytes, ErrNotFound if it is gone).
-	DeleteIfUnchanged(ctx context.Context, key string, body []byte) error
-}
-
-// DeleteIfUnchanged deletes key only while it holds body: the store's own
-// conditional delete, else a read and compare just before the delete.
+// DeleteIfUnchanged deletes key only while it holds body (ErrChanged if
+// it holds other bytes, ErrNotFound if it is gone): DeleteIfDigest of
+// body's MD5.
 func DeleteIfUnchanged(ctx context.Context, s Store, key string, body []byte) error {
-	if cd, ok := s.(ConditionalDeleter); ok {
-		return cd.DeleteIfUnchanged(ctx, key, body)
-	}
-	now, err := s.Get(ctx, key)
-	if err != nil {
-		return err
-	}
-	if !bytes.Equal(now, body) {
-		return fmt.Errorf("%s: %w", key, ErrChanged)
-	}
-	return s.Delete(ctx, key)
+	return DeleteIfDigest(ctx, s, key, md5.Sum(body))
 }
 
 // DigestDeleter is a Store that can delete an object only while the MD5

@@ -218,14 +218,6 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-// DeleteIfUnchanged deletes key only while it holds body, with If-Match on
-// the ETag under which it was found to: the ETag itself when it is body's
-// MD5 (an object put in one part, without KMS), else the bytes read back
-// under it. A rewrite at any point in between keeps the object.
-func (s *S3) DeleteIfUnchanged(ctx context.Context, key string, body []byte) error {
-	return s.DeleteIfDigest(ctx, key, md5.Sum(body))
-}
-
 // DeleteIfDigest deletes key only while the MD5 of its bytes is sum, with
 // If-Match on the ETag a HEAD returned. An ETag that is not the MD5
 // (multipart uploads, SSE-KMS) is checked by reading the object under that
