@@ -156,3 +156,34 @@ var unwrapFailures = []string{
 	`{"version":"0","detail-type":"Step Functions Execution Status Change","source":"aws.states","detail":{"status":"FAILED","input":"[1]"}}`,
 	`{"version":"0","detail-type":"Step Functions Execution Status Change","source":"aws.states","detail":{"status":"FAILED","input":"{\"cumulus_meta\":{},\"replace\":{\"Bucket\":\"b\",\"Key\":\"k\"}}"}}`,
 }
+
+// noSFN is a Step Functions client that is never called: only whether one
+// is given matters to prefetches.
+type noSFN struct{ recovery.StepFunctions }
+
+// TestPrefetchKeepsAWSReadsInTheWorkers: with Step Functions or S3 reads on,
+// only a run at concurrency 1 prepares messages in the feeder; at higher
+// concurrency each worker unwraps its own message, so their reads overlap.
+func TestPrefetchKeepsAWSReadsInTheWorkers(t *testing.T) {
+	for _, c := range []struct {
+		conc       int
+		sfn        bool
+		noPrefetch bool
+		want       bool
+	}{
+		{conc: 1, want: true},
+		{conc: 8, want: true},
+		{conc: 1, sfn: true, want: true},
+		{conc: 8, sfn: true, want: false},
+		{conc: 1, noPrefetch: true, want: false},
+	} {
+		w := &recovery.Writer{}
+		if c.sfn {
+			w.SFN = noSFN{}
+		}
+		r := &Run{Writer: w, Concurrency: c.conc, NoPrefetch: c.noPrefetch}
+		if got := r.prefetches(); got != c.want {
+			t.Errorf("concurrency %d, Step Functions %v, NoPrefetch %v: prefetches %v, want %v", c.conc, c.sfn, c.noPrefetch, got, c.want)
+		}
+	}
+}

@@ -180,6 +180,16 @@ type prepared struct {
 	err   error              // Unwrap's
 }
 
+// prefetches reports whether the goroutine that feeds the workers prepares
+// each message ahead. One goroutine feeds every worker, so it does only
+// when that cannot serialise the workers' AWS reads: Unwrap reads a failed
+// execution's history from Step Functions and a `replace` payload from S3,
+// and at concurrency 8 those reads, made one after another by the feeder,
+// would bound the run by their round trips.
+func (r *Run) prefetches() bool {
+	return !r.NoPrefetch && (r.Concurrency == 1 || r.Writer.SFN == nil && r.Writer.Objects == nil)
+}
+
 // prepare unwraps a decoded object to its Cumulus message and indexes it:
 // the part of WriteMessage that neither reads nor depends on the database.
 // ahead, it also builds its granules (Writer.Prepare).
@@ -266,12 +276,7 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 			}
 		}()
 	}
-	// One goroutine feeds every worker, so it prepares ahead only when that
-	// cannot serialise the workers' AWS reads: Unwrap reads a failed
-	// execution's history from Step Functions and a `replace` payload from
-	// S3, and at concurrency 8 those reads, made one after another by the
-	// feeder, would bound the run by their round trips.
-	prefetch := !r.NoPrefetch && (r.Concurrency == 1 || r.Writer.SFN == nil && r.Writer.Objects == nil)
+	prefetch := r.prefetches()
 	feed := func(sr selection.Result) error {
 		it := workItem{key: sr.Entry.Key, d: sr.Decoded, err: sr.Err}
 		if prefetch && it.err == nil && it.d != nil {
@@ -312,10 +317,7 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 		// A batch before the last one failed (its error was not returned
 		// where it was deleted): say so, or the run would end as if every
 		// object reported deleted had been.
-		what := fmt.Sprintf("%d written objects", r.undeleted)
-		if r.undeleted == 1 {
-			what = "1 written object"
-		}
+		what := writtenObjects(r.undeleted)
 		delErr = fmt.Errorf("%s could not be deleted (they stay in place; a re-run rewrites them harmlessly); the first failure: %w", what, r.firstDelErr)
 	}
 	if u, ok := r.Writer.Notifier.(Unconfirmed); ok && !r.DryRun {
@@ -566,10 +568,7 @@ func (r *Run) deleteChecked(ctx context.Context, batch []pendingDelete) error {
 	r.Sum.Deleted += len(batch) - left
 	r.mu.Unlock()
 	if left > 0 {
-		what := fmt.Sprintf("%d written objects", left)
-		if left == 1 {
-			what = "1 written object"
-		}
+		what := writtenObjects(left)
 		err := fmt.Errorf("%s could not be deleted (a re-run rewrites them harmlessly)", what)
 		r.deleteFailed(left, err)
 		return err
@@ -598,15 +597,21 @@ func (r *Run) deleteUnchecked(ctx context.Context, keys []string) error {
 		for k, e := range failed {
 			r.Warnf("written but not deleted %s: %v", k, e)
 		}
-		what := fmt.Sprintf("%d written objects", len(failed))
-		if len(failed) == 1 {
-			what = "1 written object"
-		}
+		what := writtenObjects(len(failed))
 		err := fmt.Errorf("%s could not be deleted (a re-run rewrites them harmlessly)", what)
 		r.deleteFailed(len(failed), err)
 		return err
 	}
 	return nil
+}
+
+// writtenObjects counts written objects in words: "1 written object",
+// "2 written objects".
+func writtenObjects(n int) string {
+	if n == 1 {
+		return "1 written object"
+	}
+	return fmt.Sprintf("%d written objects", n)
 }
 
 // deleteFailed records a delete call that left n written objects in place.
