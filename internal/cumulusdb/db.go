@@ -5,7 +5,6 @@ package cumulusdb
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,14 +16,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-// Schema is the DDL of the tables the writes touch.
-//
-//go:embed schema.sql
-var Schema string
-
-// Tables are the tables of Schema, in dependency order.
-var Tables = []string{"collections", "providers", "async_operations", "executions", "pdrs", "granules", "files", "granules_executions"}
 
 // querier is what a pool and a transaction have in common.
 type querier interface {
@@ -39,6 +30,10 @@ type querier interface {
 type DB struct {
 	q    querier
 	inTx bool
+	// gen is the schema generation the statements are written for: v21's
+	// upserts, or v22's writes on partitioned tables (v22.go).
+	gen Generation
+	st  *statements
 	// ids caches positive lookups of the reference rows recovery never
 	// deletes (collections, providers, async operations): a few per run.
 	ids *sync.Map
@@ -78,41 +73,21 @@ const parentCacheSize = 4096
 
 var _ recovery.DB = (*DB)(nil)
 
-// New wraps a pool.
-func New(pool *pgxpool.Pool) *DB { return newDB(pool, false) }
+// New wraps a pool of a Cumulus v21 database.
+func New(pool *pgxpool.Pool) *DB { return newDB(pool, false, V21) }
+
+// NewFor wraps a pool of a database of generation gen (Detect).
+func NewFor(pool *pgxpool.Pool, gen Generation) *DB { return newDB(pool, false, gen) }
+
+// Generation is the schema generation d writes.
+func (d *DB) Generation() Generation { return d.gen }
 
 // InTx returns a DB whose writes all go into tx; each write is a savepoint,
 // so a failed statement does not end the transaction.
-func (d *DB) InTx(tx pgx.Tx) *DB { return newDB(tx, true) }
+func (d *DB) InTx(tx pgx.Tx) *DB { return newDB(tx, true, d.gen) }
 
-func newDB(q querier, inTx bool) *DB {
-	return &DB{q: q, inTx: inTx, ids: &sync.Map{}, parents: newBoundedIDs(parentCacheSize)}
-}
-
-// InitSchema creates the tables (for databases the project creates).
-func InitSchema(ctx context.Context, q interface {
-	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
-}) error {
-	_, err := q.Exec(ctx, Schema)
-	return err
-}
-
-// Classify wraps database failures that are not about the data (the
-// connection, the server shutting down, resources, cancellation) as
-// recovery.TransientError, so the object stays where it is for a re-run.
-func Classify(err error) error {
-	if err == nil {
-		return nil
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch pgErr.Code[:2] {
-		case "08", "53", "57", "58", "40", "XX":
-			return &recovery.TransientError{Err: fmt.Errorf("database: %w", err)}
-		}
-		return fmt.Errorf("%s (SQLSTATE %s)", pgErr.Message, pgErr.Code)
-	}
-	return &recovery.TransientError{Err: fmt.Errorf("database: %w", err)}
+func newDB(q querier, inTx bool, gen Generation) *DB {
+	return &DB{q: q, inTx: inTx, gen: gen, st: statementsFor(gen), ids: &sync.Map{}, parents: newBoundedIDs(parentCacheSize)}
 }
 
 // conflictRetries is how many times a unit is re-run after a unique
@@ -174,7 +149,7 @@ func (d *DB) GranuleScope(ctx context.Context, fn func(recovery.DB) error) error
 	if err != nil {
 		return Classify(err)
 	}
-	err = fn(&DB{q: sp, inTx: true, ids: d.ids, parents: d.parents})
+	err = fn(&DB{q: sp, inTx: true, gen: d.gen, st: d.st, ids: d.ids, parents: d.parents})
 	if rerr := sp.Rollback(ctx); rerr != nil && err == nil {
 		err = Classify(rerr)
 	}
@@ -265,10 +240,7 @@ func coalesceSet(alias string, cols []string) string {
 }
 
 func (d *DB) UpsertExecution(ctx context.Context, r *recovery.ExecutionRow) (int64, error) {
-	sql := upsertExecution
-	if r.Status == "running" {
-		sql = upsertRunningExecution
-	}
+	sql := d.st.execution[boolIndex(r.Status == "running")]
 	var id int64
 	err := d.one(ctx, func(q querier) error {
 		return q.QueryRow(ctx, sql, r.Arn, r.Status, r.URL, r.CumulusVersion, nullJSON(r.Tasks), r.WorkflowName,
@@ -299,10 +271,7 @@ var upsertPdr = pdrInsert + `
 RETURNING cumulus_id`
 
 func (d *DB) UpsertPdr(ctx context.Context, r *recovery.PdrRow) (bool, error) {
-	sql := upsertPdr
-	if r.Status != nil && *r.Status == "running" {
-		sql = upsertRunningPdr
-	}
+	sql := d.st.pdr[boolIndex(r.Status != nil && *r.Status == "running")]
 	written := false
 	err := d.one(ctx, func(q querier) error {
 		var id int64
@@ -388,36 +357,28 @@ var granuleSQLByStatus = map[string]string{
 	"running": granuleSQL("running"), "queued": granuleSQL("queued"), "final": granuleSQL("completed"),
 }
 
-// granuleSQLFor is the granule statement for a status.
-func granuleSQLFor(status string) string {
-	if s, ok := granuleSQLByStatus[status]; ok {
-		return s
-	}
-	return granuleSQLByStatus["final"]
-}
-
 func (d *DB) WriteGranule(ctx context.Context, gw *recovery.GranuleWrite) (recovery.GranuleResult, error) {
-	sql := granuleSQLFor(gw.Row.Status)
+	sql := granuleStatement(d.st.granule, gw.Row.Status)
 	var other *string
 	var id *int64
 	err := d.one(ctx, func(q querier) error {
 		other, id = nil, nil
 		return q.QueryRow(ctx, sql, granuleArgs(gw)...).Scan(&other, &id)
 	})
-	return granuleResult(gw, other, id, err)
+	return d.granuleResult(gw, other, id, err)
 }
 
 // granuleResult reads the granule statement's result: the other
 // collection holding the granule_id (a refusal of the data, not a
 // database failure), or the upserted id, none when the guard dropped the
 // write. err is the statement's, already classified.
-func granuleResult(gw *recovery.GranuleWrite, other *string, id *int64, err error) (recovery.GranuleResult, error) {
+func (d *DB) granuleResult(gw *recovery.GranuleWrite, other *string, id *int64, err error) (recovery.GranuleResult, error) {
 	var res recovery.GranuleResult
 	switch {
 	case err != nil:
 		return res, err
 	case other != nil:
-		return res, recovery.OtherCollectionError(gw.Row.GranuleID, gw.CollectionID, *other)
+		return res, d.st.otherCollection(gw, *other)
 	case id == nil:
 		res.Dropped = true
 	default:
@@ -461,7 +422,7 @@ var writeFileSQL = fmt.Sprintf(fileUpsert, `VALUES ($1, $2, $3, $4, $5, $6, $7, 
 func (d *DB) WriteFiles(ctx context.Context, granuleCumulusID int64, files []recovery.FileRow) error {
 	args := filesArgs(granuleCumulusID, files)
 	err := d.one(ctx, func(q querier) error {
-		_, err := q.Exec(ctx, writeFilesSQL, args...)
+		_, err := q.Exec(ctx, d.st.files, args...)
 		return err
 	})
 	if err == nil || recovery.IsTransient(err) {
@@ -511,10 +472,14 @@ func (d *DB) filesFallback(ctx context.Context, granuleCumulusID int64, files []
 	if recovery.IsTransient(err) {
 		return err
 	}
+	if d.st.fileOne == "" {
+		// v22 writes a granule's files in one transaction: none is kept.
+		return fmt.Errorf("writing files: %v", err)
+	}
 	var errs []string
 	for _, f := range files {
 		ferr := d.one(ctx, func(q querier) error {
-			_, err := q.Exec(ctx, writeFileSQL, f.Bucket, f.Key, f.ChecksumType, f.ChecksumValue, f.FileName, f.Size,
+			_, err := q.Exec(ctx, d.st.fileOne, f.Bucket, f.Key, f.ChecksumType, f.ChecksumValue, f.FileName, f.Size,
 				granuleCumulusID, f.Source, f.Type)
 			return err
 		})
@@ -543,9 +508,7 @@ func describeFile(f recovery.FileRow) string {
 
 func (d *DB) LinkGranules(ctx context.Context, granuleIDs []string, executionID int64) error {
 	return d.one(ctx, func(q querier) error {
-		_, err := q.Exec(ctx, `INSERT INTO granules_executions (granule_cumulus_id, execution_cumulus_id)
-SELECT cumulus_id, $2 FROM granules WHERE granule_id = ANY($1)
-ON CONFLICT (granule_cumulus_id, execution_cumulus_id) DO NOTHING`, granuleIDs, executionID)
+		_, err := q.Exec(ctx, d.st.linkGranules, granuleIDs, executionID)
 		return err
 	})
 }

@@ -1,5 +1,7 @@
 package cumulusdb
 
-// GranuleSQLFor is granuleSQLFor, for tests that recognise the statement
-// on the wire.
-var GranuleSQLFor = granuleSQLFor
+// GranuleSQLFor is the granule statement of a generation and status, for
+// tests that recognise the statement on the wire.
+func GranuleSQLFor(gen Generation, status string) string {
+	return granuleStatement(statementsFor(gen).granule, status)
+}

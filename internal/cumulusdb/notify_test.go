@@ -74,8 +74,12 @@ func TestFileWriteFailurePublishesFailedThenWritten(t *testing.T) {
 	// _writeGranule publishes the row its upsert returned (completed), both
 	// with the files as they are after the failed write.
 	wantKeys(t, n, recovery.TopicGranule, "Update|C___1|G14|failed", "Update|C___1|G14|completed")
+	wantFiles := `["good"]`
+	if testsupport.Generation(t).Partitioned() {
+		wantFiles = `[]` // v22 writes a granule's files all or none
+	}
 	for _, m := range n.All[1:] {
-		if files := gjson.Get(m.Message, "record.files.#.key").String(); files != `["good"]` {
+		if files := gjson.Get(m.Message, "record.files.#.key").String(); files != wantFiles {
 			t.Fatalf("files %s in %s", files, m.Message)
 		}
 	}

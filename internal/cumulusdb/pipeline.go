@@ -182,7 +182,7 @@ func (d *DB) WriteGranules(ctx context.Context, gws []*recovery.GranuleWrite) ([
 	ids := make([]*int64, len(gws))
 	stmts := make([]pipeStmt, len(gws))
 	for i, gw := range gws {
-		stmts[i] = pipeStmt{sql: granuleSQLFor(gw.Row.Status), args: granuleArgs(gw), read: scanOne(&others[i], &ids[i])}
+		stmts[i] = pipeStmt{sql: granuleStatement(d.st.granule, gw.Row.Status), args: granuleArgs(gw), read: scanOne(&others[i], &ids[i])}
 	}
 	errs := d.pipeline(ctx, stmts)
 	res := make([]recovery.GranuleResult, len(gws))
@@ -192,7 +192,7 @@ func (d *DB) WriteGranules(ctx context.Context, gws []*recovery.GranuleWrite) ([
 			res[i], errs[i] = d.WriteGranule(ctx, gw)
 			continue
 		}
-		res[i], errs[i] = granuleResult(gw, others[i], ids[i], Classify(errs[i]))
+		res[i], errs[i] = d.granuleResult(gw, others[i], ids[i], Classify(errs[i]))
 	}
 	return res, errs
 }
@@ -202,7 +202,7 @@ func (d *DB) WriteGranules(ctx context.Context, gws []*recovery.GranuleWrite) ([
 func (d *DB) WriteFilesBatch(ctx context.Context, batch []recovery.FilesWrite) []error {
 	stmts := make([]pipeStmt, len(batch))
 	for i, fw := range batch {
-		stmts[i] = pipeStmt{sql: writeFilesSQL, args: filesArgs(fw.GranuleCumulusID, fw.Files), read: execOnly}
+		stmts[i] = pipeStmt{sql: d.st.files, args: filesArgs(fw.GranuleCumulusID, fw.Files), read: execOnly}
 	}
 	errs := d.pipeline(ctx, stmts)
 	for i, fw := range batch {
@@ -223,10 +223,7 @@ func (d *DB) WriteFilesBatch(ctx context.Context, batch []recovery.FilesWrite) [
 // id is nil only when the row was inserted by another writer during the
 // statement; a lookup then finds it.
 func (d *DB) UpsertPdrID(ctx context.Context, r *recovery.PdrRow) (bool, *int64, error) {
-	sql := upsertPdrID
-	if r.Status != nil && *r.Status == "running" {
-		sql = upsertRunningPdrID
-	}
+	sql := d.st.pdrID[boolIndex(r.Status != nil && *r.Status == "running")]
 	var written bool
 	var id *int64
 	err := d.one(ctx, func(q querier) error {

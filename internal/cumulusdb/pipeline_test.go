@@ -46,7 +46,7 @@ func TestBatchedWritesMatchOneByOne(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(pool.Close)
-		return dbURL, &recovery.Writer{DB: cumulusdb.New(pool), Now: func() time.Time { return now }, Unbatched: unbatched}, proxy
+		return dbURL, &recovery.Writer{DB: testsupport.CumulusDB(t, pool), Now: func() time.Time { return now }, Unbatched: unbatched}, proxy
 	}
 	batchedURL, batched, batchedProxy := open(false)
 	oneURL, one, oneProxy := open(true)
@@ -163,11 +163,11 @@ func TestBatchedWritesDatabaseCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	w := &recovery.Writer{DB: cumulusdb.New(pool), Now: func() time.Time { return now }}
+	w := &recovery.Writer{DB: testsupport.CumulusDB(t, pool), Now: func() time.Time { return now }}
 	if _, err := w.Write(ctx, warm); err != nil {
 		t.Fatal(err)
 	}
-	digest := sha256.Sum256([]byte(cumulusdb.GranuleSQLFor("completed")))
+	digest := sha256.Sum256([]byte(cumulusdb.GranuleSQLFor(testsupport.Generation(t), "completed")))
 	proxy.CutBefore("stmt_" + hex.EncodeToString(digest[:24]))
 	res, err := w.Write(ctx, m)
 	if err == nil || !recovery.IsTransient(err) {
@@ -187,7 +187,7 @@ func TestBatchedWritesDatabaseCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cpool.Close)
-	clean := &recovery.Writer{DB: cumulusdb.New(cpool), Now: func() time.Time { return now }, Unbatched: true}
+	clean := &recovery.Writer{DB: testsupport.CumulusDB(t, cpool), Now: func() time.Time { return now }, Unbatched: true}
 	for _, msg := range []gjson.Result{warm, m} {
 		if _, err := clean.Write(ctx, msg); err != nil {
 			t.Fatal(err)

@@ -37,10 +37,7 @@ var (
 )
 
 func (d *DB) UpsertExecutionRecord(ctx context.Context, r *recovery.ExecutionRow) (int64, *recovery.StoredExecution, error) {
-	sql := upsertExecutionRecord
-	if r.Status == "running" {
-		sql = upsertRunningExecutionRecord
-	}
+	sql := d.st.executionRecord[boolIndex(r.Status == "running")]
 	var id int64
 	var e recovery.StoredExecution
 	err := d.one(ctx, func(q querier) error {
@@ -89,10 +86,7 @@ func scanPdr(row pgx.Row, p *recovery.StoredPdr) error {
 }
 
 func (d *DB) UpsertPdrRecord(ctx context.Context, r *recovery.PdrRow) (bool, *recovery.StoredPdr, error) {
-	sql := upsertPdrRecord
-	if r.Status != nil && *r.Status == "running" {
-		sql = upsertRunningPdrRecord
-	}
+	sql := d.st.pdrRecord[boolIndex(r.Status != nil && *r.Status == "running")]
 	var written bool
 	var p recovery.StoredPdr
 	err := d.one(ctx, func(q querier) error {
@@ -143,10 +137,7 @@ var granuleRecordSQLByStatus = map[string]string{
 
 func (d *DB) WriteGranuleRecord(ctx context.Context, gw *recovery.GranuleWrite) (recovery.GranuleResult, *recovery.StoredGranule, error) {
 	r := &gw.Row
-	sql := granuleRecordSQLByStatus["final"]
-	if s, ok := granuleRecordSQLByStatus[r.Status]; ok {
-		sql = s
-	}
+	sql := granuleStatement(d.st.granuleRecord, r.Status)
 	var res recovery.GranuleResult
 	var stored *recovery.StoredGranule
 	err := d.one(ctx, func(q querier) error {
@@ -166,7 +157,7 @@ func (d *DB) WriteGranuleRecord(ctx context.Context, gw *recovery.GranuleWrite) 
 			return err
 		}
 		if other != nil {
-			return &otherCollection{recovery.OtherCollectionError(r.GranuleID, gw.CollectionID, *other)}
+			return &otherCollection{d.st.otherCollection(gw, *other)}
 		}
 		if id == nil {
 			res.Dropped = true

@@ -15,6 +15,10 @@ type Seed struct {
 	Collections []struct {
 		Name    string `json:"name"`
 		Version string `json:"version"`
+		// CMRProvider and MetricsProvider are v22's (NOT NULL there);
+		// DefaultProvider when the seed has none.
+		CMRProvider     string `json:"cmr_provider"`
+		MetricsProvider string `json:"metrics_provider"`
 	} `json:"collections"`
 	Providers []struct {
 		Name     string `json:"name"`
@@ -55,9 +59,25 @@ func ApplySeed(ctx context.Context, conn interface {
 		return err
 	}
 	defer tx.Rollback(ctx)
+	var cmrCol, metricsCol bool
+	if err := tx.QueryRow(ctx, `SELECT
+  EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('collections') AND attname = 'cmr_provider' AND NOT attisdropped),
+  EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('collections') AND attname = 'metrics_provider' AND NOT attisdropped)`).Scan(&cmrCol, &metricsCol); err != nil {
+		return err
+	}
 	for _, c := range s.Collections {
+		cols, vals := "", ""
+		args := []any{c.Name, c.Version}
+		if cmrCol {
+			cols, vals = cols+", cmr_provider", vals+", $3"
+			args = append(args, orDefault(c.CMRProvider))
+		}
+		if metricsCol {
+			cols, vals = cols+", metrics_provider", vals+fmt.Sprintf(", $%d", len(args)+1)
+			args = append(args, orDefault(c.MetricsProvider))
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO collections (name, version, sample_file_name, granule_id_validation_regex,
-  granule_id_extraction_regex, files) VALUES ($1, $2, 'sample', '^.*$', '(.*)', '[]') ON CONFLICT DO NOTHING`, c.Name, c.Version); err != nil {
+  granule_id_extraction_regex, files`+cols+`) VALUES ($1, $2, 'sample', '^.*$', '(.*)', '[]'`+vals+`) ON CONFLICT DO NOTHING`, args...); err != nil {
 			return fmt.Errorf("collection %s___%s: %w", c.Name, c.Version, err)
 		}
 	}
@@ -90,4 +110,15 @@ ON CONFLICT DO NOTHING`, e.Arn,
 		}
 	}
 	return tx.Commit(ctx)
+}
+
+// DefaultProvider is a seeded collection's CMR and metrics provider on v22
+// when the seed names none.
+const DefaultProvider = "CUMULUS"
+
+func orDefault(s string) string {
+	if s == "" {
+		return DefaultProvider
+	}
+	return s
 }

@@ -3,10 +3,12 @@ package testsupport
 import (
 	"context"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/deadletter/deadletter/internal/cumulusdb"
 )
@@ -53,10 +55,43 @@ func NewDatabase(t testing.TB) string {
 	return u.String()
 }
 
-// NewCumulusDatabase creates a database for one test with the Cumulus v21
-// tables and, unless seed is nil, the reference rows of a seed file's JSON
+// EnvCumulus names the Cumulus schema generation the tests' databases are
+// built with (v21, v22.0, v22.2, v22.3 or v22); v21 when unset. scripts/test
+// runs the database tests once per generation.
+const EnvCumulus = "DEADLETTER_TEST_CUMULUS"
+
+// Generation is the schema generation of the tests' Cumulus databases.
+func Generation(t testing.TB) cumulusdb.Generation {
+	t.Helper()
+	v := os.Getenv(EnvCumulus)
+	if v == "" {
+		return cumulusdb.V21
+	}
+	g, err := cumulusdb.ParseGeneration(v)
+	if err != nil {
+		t.Fatalf("%s: %v", EnvCumulus, err)
+	}
+	return g
+}
+
+// CumulusDB is the write adapter for a test database made by
+// NewCumulusDatabase.
+func CumulusDB(t testing.TB, pool *pgxpool.Pool) *cumulusdb.DB {
+	return cumulusdb.NewFor(pool, Generation(t))
+}
+
+// NewCumulusDatabase creates a database for one test with the Cumulus
+// tables of the generation under test (Generation) and, unless seed is nil, the reference rows of a seed file's JSON
 // (collections, providers, async operations, parent executions).
 func NewCumulusDatabase(t testing.TB, seed []byte) string {
+	t.Helper()
+	return NewCumulusDatabaseOf(t, Generation(t), seed)
+}
+
+// NewCumulusDatabaseOf is NewCumulusDatabase of a given generation, for
+// tests of one generation's own rules. Its executions have a partition
+// for each quarter of 2024 and 2025 on v22.
+func NewCumulusDatabaseOf(t testing.TB, gen cumulusdb.Generation, seed []byte) string {
 	t.Helper()
 	dbURL := NewDatabase(t)
 	ctx := context.Background()
@@ -65,7 +100,7 @@ func NewCumulusDatabase(t testing.TB, seed []byte) string {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if err := cumulusdb.InitSchema(ctx, conn); err != nil {
+	if err := cumulusdb.InitSchema(ctx, conn, gen, 2024); err != nil {
 		t.Fatal(err)
 	}
 	if seed != nil {

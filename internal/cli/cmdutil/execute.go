@@ -13,6 +13,7 @@ import (
 	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/buildinfo"
 	"github.com/deadletter/deadletter/internal/cli/output"
+	"github.com/deadletter/deadletter/internal/cumulusdb"
 )
 
 // Execute runs a command tree on one command line, reports its error on
@@ -42,11 +43,17 @@ func Execute(ctx context.Context, root *cobra.Command, args []string, errOut io.
 	return code
 }
 
-// ErrorLine is how an error is shown to an operator: a common AWS failure
+// ErrorLine is how an error is shown to an operator: a database failure
+// naming PostgreSQL, a common AWS failure
 // (missing bucket, access denied, no or expired credentials, unknown
 // profile, unreachable endpoint) as one line that says what to check,
 // anything else as it is.
 func ErrorLine(err error) string {
+	// PostgreSQL first: its connection errors are network errors too, and
+	// the AWS explainer would send the operator to --endpoint-url.
+	if line, ok := cumulusdb.Explain(err); ok {
+		return line
+	}
 	if e, ok := awsconfig.Explain(err); ok {
 		return e.Message
 	}

@@ -135,26 +135,39 @@ func writeGenerated(cmd *cobra.Command, f *Factory, store archive.Store, opts ge
 	return nil
 }
 
-// newCmdDBInit creates the Cumulus v21 tables recover writes in a local
-// database, and optionally seeds the reference rows.
+// newCmdDBInit creates the Cumulus tables recover writes, of either schema
+// generation, in a local database, and optionally seeds the reference rows.
 func newCmdDBInit(f *Factory) *cobra.Command {
 	var (
-		dbURL, seedFile string
-		seedGenerated   bool
+		dbURL, seedFile, cumulus string
+		seedGenerated            bool
 	)
 	cmd := &cobra.Command{
-		Use:   "db-init [--database-url URL] [--seed FILE]",
-		Short: "Create the Cumulus v21 tables in a local database (tests, demos)",
+		Use:   "db-init [--cumulus v21|v22] [--database-url URL] [--seed FILE]",
+		Short: "Create the Cumulus v21 or v22 tables in a local database (tests, demos)",
 		Long: `Create the tables 'dla recover' writes (collections, providers,
 async_operations, executions, pdrs, granules, files, granules_executions) with
-Cumulus v21's keys, checks and foreign keys, in a database you created for
-testing. With --seed, insert the collections, providers, async operations and
-parent executions of a seed file (the shape of the fixtures' seed.json).`,
+the keys, checks, foreign keys and triggers of Cumulus's own migrations, in a
+database you created for testing.
+
+--cumulus picks the schema: v21 (plain tables), or v22 (v22.3: executions
+partitioned by quarter, one partition per quarter of this year and the next
+plus the default one; granules and files in 8 hash partitions each; the guard
+tables and triggers that keep arn, url, granule_id and bucket/key unique).
+v22.0 (also v22.1) and v22.2 build those releases' guard tables and triggers.
+
+With --seed, insert the collections, providers, async operations and parent
+executions of a seed file (the shape of the fixtures' seed.json); on v22 a
+collection's cmr_provider and metrics_provider default to CUMULUS.`,
 		Args: cmdutil.UsageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if dbURL == "" {
 				dbURL = f.Getenv("DATABASE_URL")
+			}
+			schema, err := cumulusdb.ParseGeneration(cumulus)
+			if err != nil {
+				return cmdutil.UsageErrorf("--cumulus: %v", err)
 			}
 			cfg, err := cumulusdb.PoolConfig(dbURL, 2)
 			if err != nil {
@@ -165,7 +178,7 @@ parent executions of a seed file (the shape of the fixtures' seed.json).`,
 				return err
 			}
 			defer pool.Close()
-			if err := cumulusdb.InitSchema(ctx, pool); err != nil {
+			if err := cumulusdb.InitSchema(ctx, pool, schema, f.Now().UTC().Year()); err != nil {
 				return fmt.Errorf("%s: %w", cumulusdb.Target(cfg), err)
 			}
 			if seedFile != "" || seedGenerated {
@@ -183,11 +196,12 @@ parent executions of a seed file (the shape of the fixtures' seed.json).`,
 					return err
 				}
 			}
-			fmt.Fprintf(f.IO.ErrOut, "tables ready in %s\n", cumulusdb.Target(cfg))
+			fmt.Fprintf(f.IO.ErrOut, "Cumulus %s tables ready in %s\n", schema, cumulusdb.Target(cfg))
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&dbURL, "database-url", "", "PostgreSQL connection string (default $DATABASE_URL, else the PG* variables)")
+	cmd.Flags().StringVar(&cumulus, "cumulus", "v21", "schema generation: v21, v22 (the newest, v22.3), v22.0, v22.1, v22.2 or v22.3")
 	cmd.Flags().StringVar(&seedFile, "seed", "", "seed file (JSON) to insert")
 	cmd.Flags().BoolVar(&seedGenerated, "seed-generated", false, "insert the collections and providers of 'dev gen-archive' messages")
 	cmd.MarkFlagsMutuallyExclusive("seed", "seed-generated")

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/deadletter/deadletter/internal/archive"
@@ -221,6 +220,7 @@ type recoverPlan struct {
 	Describe  int            `json:"describe_execution_calls"`
 	History   int            `json:"execution_history_reads"`
 	Database  string         `json:"database"`
+	Schema    string         `json:"schema"`
 	Archive   string         `json:"archive"`
 	Area      string         `json:"area"`
 	spool     *selection.Spool
@@ -373,14 +373,16 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	// The database and the lock come before the plan: a second run is
 	// refused before it reads the archive, and no run plans on objects
 	// another run is moving.
-	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	// Open reads the schema generation from the catalog and checks that
+	// the database can take the writes: an unknown or half-migrated
+	// schema, a read-only database or a role without the privileges stops
+	// here, before anything is read, moved or deleted.
+	db, err := cumulusdb.Open(ctx, poolCfg)
 	if err != nil {
-		return fmt.Errorf("connecting to %s: %w", cumulusdb.Target(poolCfg), err)
+		return refuseDatabase(err)
 	}
-	defer pool.Close()
-	if err := cumulusdb.CheckTables(ctx, pool); err != nil {
-		return fmt.Errorf("%s: %w", cumulusdb.Target(poolCfg), err)
-	}
+	defer db.Close()
+	pool := db.Pool
 	var lock *cumulusdb.ArchiveLock
 	if !opts.DryRun {
 		if lock, err = cumulusdb.LockArchive(ctx, pool, loc.Identity()); err != nil {
@@ -391,7 +393,7 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 
 	// The plan: one pass over the selection, keys spooled to a file.
 	plan := &recoverPlan{ByDate: map[string]int{}, ByStatus: map[string]int{}, ByColl: map[string]int{},
-		Database: cumulusdb.Target(poolCfg), Archive: loc.String(), Area: string(scope.Area)}
+		Database: db.Target, Schema: string(db.Generation), Archive: loc.String(), Area: string(scope.Area)}
 	if opts.NoSpool {
 		if plan.spool, err = selection.NewSpool(); err != nil {
 			return err
@@ -410,7 +412,7 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	printPlan(f.IO.ErrOut, plan, opts, topics)
 	if plan.Objects == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "nothing to recover")
-		return writeSummary(opts, &RecoverSummary{Type: "summary", DryRun: opts.DryRun, Keep: opts.Keep, Database: plan.Database, SNS: dlarecover.SNSSummary{Topics: !topics.None(), Published: !topics.None() && !opts.DryRun}, LeftAlone: plan.LeftAlone})
+		return writeSummary(opts, &RecoverSummary{Type: "summary", DryRun: opts.DryRun, Keep: opts.Keep, Database: plan.Database, Schema: plan.Schema, SNS: dlarecover.SNSSummary{Topics: !topics.None(), Published: !topics.None() && !opts.DryRun}, LeftAlone: plan.LeftAlone})
 	}
 	if !opts.DryRun && !opts.Yes {
 		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Write %s to %s?", output.Plural(plan.Objects, "object"), plan.Database), "yes")
@@ -421,9 +423,9 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	}
 
 	sum := &RecoverSummary{Type: "summary", DryRun: opts.DryRun, Keep: opts.Keep,
-		Database: plan.Database, Selected: plan.Objects, LeftAlone: plan.LeftAlone,
+		Database: plan.Database, Schema: plan.Schema, Selected: plan.Objects, LeftAlone: plan.LeftAlone,
 		SNS: dlarecover.SNSSummary{Topics: !topics.None(), Published: !topics.None() && !opts.DryRun}}
-	run := &dlarecover.Run{Store: store, Layout: scope.Layout, DB: cumulusdb.New(pool), Pool: pool, Writer: w, Lock: lock,
+	run := &dlarecover.Run{Store: store, Layout: scope.Layout, DB: db.DB(), Pool: pool, Writer: w, Lock: lock,
 		DryRun: opts.DryRun, Keep: opts.Keep, LeaveUnreadable: opts.LeaveUnreadable, Concurrency: opts.Select.concurrency,
 		NoPrefetch: opts.NoPrefetch,
 		Now:        f.Now, Sum: sum,
@@ -549,7 +551,8 @@ func printPlan(w io.Writer, p *recoverPlan, opts *RecoverOptions, topics snspub.
 	case opts.Keep:
 		mode = "recover, keeping every archive object (--keep)"
 	}
-	fmt.Fprintf(w, "plan: %s\n  archive   %s (%s)\n  database  %s\n  objects   %d", mode, p.Archive, p.Area, p.Database, p.Objects)
+	fmt.Fprintf(w, "plan: %s\n  archive   %s (%s)\n  database  %s\n  schema    %s (%s)\n  objects   %d", mode, p.Archive, p.Area, p.Database,
+		p.Schema, cumulusdb.Generation(p.Schema).Releases(), p.Objects)
 	if p.Unreadable > 0 {
 		fmt.Fprintf(w, " (%d unreadable)", p.Unreadable)
 	}
@@ -720,4 +723,15 @@ func writeSummary(opts *RecoverOptions, s *RecoverSummary) error {
 		fmt.Fprintf(f.IO.ErrOut, "  stopped: %s\n", output.Escape(s.StoppedBy))
 	}
 	return nil
+}
+
+// refuseDatabase is the error of a database recover will not write: a
+// schema it does not know is a usage error (exit 2), as a wrong flag is;
+// the rest (unreachable, read-only, privileges) a failure.
+func refuseDatabase(err error) error {
+	var se *cumulusdb.SchemaError
+	if errors.As(err, &se) {
+		return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err}
+	}
+	return err
 }

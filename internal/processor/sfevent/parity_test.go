@@ -21,7 +21,6 @@ import (
 	"github.com/deadletter/deadletter/internal/awsread"
 	"github.com/deadletter/deadletter/internal/cli/dla"
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
-	"github.com/deadletter/deadletter/internal/cumulusdb"
 	"github.com/deadletter/deadletter/internal/recovery"
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
@@ -76,7 +75,7 @@ func testHandler(t *testing.T, dbURL string, sfn *testsupport.SFNFake, dlq SQSAP
 	t.Cleanup(pool.Close)
 	return &Handler{
 		Writer: recovery.Writer{
-			DB:      cumulusdb.New(pool),
+			DB:      testsupport.CumulusDB(t, pool),
 			SFN:     awsread.StepFunctions{Client: sfn.Client()},
 			Objects: awsread.Objects{Client: awsconfig.S3(testsupport.AWSConfig(), awsconfig.Settings{EndpointURL: testsupport.S3Endpoint(t)}), ReplaceBucket: "demo-internal"},
 			Region:  "us-east-1",

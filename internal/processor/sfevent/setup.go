@@ -6,8 +6,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/awsread"
 	"github.com/deadletter/deadletter/internal/cumulusdb"
@@ -34,14 +32,13 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 	// a connection found dead is replaced, not used.
 	poolCfg.MaxConnIdleTime = 5 * time.Minute
 	poolCfg.HealthCheckPeriod = time.Minute
-	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	// The same setup as dla recover's: the schema generation read from
+	// the catalog, and the database checked writable, at cold start.
+	db, err := cumulusdb.Open(ctx, poolCfg)
 	if err != nil {
-		return nil, fmt.Errorf("%s: connecting to %s: %w", cfg.databaseVar(), cumulusdb.Target(poolCfg), err)
+		return nil, fmt.Errorf("%s: %w", cfg.databaseVar(), err)
 	}
-	if err := cumulusdb.CheckTables(ctx, pool); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("%s: %s: %w", cfg.databaseVar(), cumulusdb.Target(poolCfg), err)
-	}
+	pool := db.Pool
 	pub, err := snspub.New(awsconfig.SNS(awsCfg, settings), cfg.Topics)
 	if err != nil {
 		pool.Close()
@@ -49,7 +46,7 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 	}
 	return &Handler{
 		Writer: recovery.Writer{
-			DB:       cumulusdb.New(pool),
+			DB:       db.DB(),
 			SFN:      awsread.StepFunctions{Client: awsconfig.SFN(awsCfg, settings)},
 			Objects:  awsread.Objects{Client: awsconfig.S3(awsCfg, settings), ReplaceBucket: cfg.SystemBucket},
 			Region:   awsCfg.Region,

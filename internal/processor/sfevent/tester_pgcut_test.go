@@ -106,7 +106,7 @@ func TestDatabaseCutBetweenTwoWritesOfAMessage(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(pool.Close)
-			db := &cutDB{DB: cumulusdb.New(pool), method: tc.method, n: tc.n, proxy: proxy}
+			db := &cutDB{DB: testsupport.CumulusDB(t, pool), method: tc.method, n: tc.n, proxy: proxy}
 			h.Writer.DB = db
 			retried := feedAll(t, h, records, proxy)
 			if !db.cut {

@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/deadletter/deadletter/internal/archive"
-	"github.com/deadletter/deadletter/internal/cumulusdb"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/dla/gen"
 	"github.com/deadletter/deadletter/internal/recovery"
@@ -88,7 +87,7 @@ func TestPrefetchMatchesInPlace(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: cumulusdb.New(pool), Pool: pool,
+		r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, pool), Pool: pool,
 			Writer: &recovery.Writer{Now: func() time.Time { return now }}, Concurrency: 1,
 			Now: func() time.Time { return now }, Sum: &Summary{Selected: spool.Len()}, Objects: spool, NoPrefetch: noPrefetch}
 		var o outcome

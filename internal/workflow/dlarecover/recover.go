@@ -58,6 +58,7 @@ type Summary struct {
 	DryRun          bool       `json:"dry_run"`
 	Keep            bool       `json:"keep"`
 	Database        string     `json:"database"`
+	Schema          string     `json:"schema"` // the Cumulus schema generation read from the catalog (v21, v22.0, v22.2, v22.3)
 	Selected        int        `json:"selected"`
 	Processed       int        `json:"processed"`
 	Written         int        `json:"written"`

@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/deadletter/deadletter/internal/archive"
-	"github.com/deadletter/deadletter/internal/cumulusdb"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/dla/gen"
 	"github.com/deadletter/deadletter/internal/recovery"
@@ -68,7 +67,7 @@ func TestObjectRewrittenAfterThePlanIsNotDeleted(t *testing.T) {
 					t.Fatal(err)
 				}
 				scope := selection.Scope{Layout: dla.Layout{Stack: "s"}, Digest: true}
-				r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: cumulusdb.New(pool), Pool: pool,
+				r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, pool), Pool: pool,
 					Writer: &recovery.Writer{}, Concurrency: 1, Now: time.Now, Sum: &Summary{Selected: 1}}
 				var warned []string
 				r.Warnf = func(f string, a ...any) { warned = append(warned, f) }

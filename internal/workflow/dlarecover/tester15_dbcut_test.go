@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/deadletter/deadletter/internal/archive"
-	"github.com/deadletter/deadletter/internal/cumulusdb"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/dla/gen"
 	"github.com/deadletter/deadletter/internal/recovery"
@@ -70,7 +69,7 @@ func TestTester15DatabaseCutMidRun(t *testing.T) {
 				}); err != nil {
 				t.Fatal(err)
 			}
-			r := &Run{Store: local, Layout: dla.Layout{Stack: "s"}, DB: cumulusdb.New(pool), Pool: pool,
+			r := &Run{Store: local, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, pool), Pool: pool,
 				Writer: &recovery.Writer{Now: func() time.Time { return now }}, Concurrency: conc,
 				Now: func() time.Time { return now }, Sum: &Summary{Selected: spool.Len()}, Objects: spool, NoPrefetch: noPrefetch}
 			lines := map[string]Object{}

@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/deadletter/deadletter/internal/archive"
-	"github.com/deadletter/deadletter/internal/cumulusdb"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/dla/gen"
 	"github.com/deadletter/deadletter/internal/recovery"
@@ -180,7 +179,7 @@ func TestTester15HostileMessagesMatchBaseline(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		r := &Run{Store: store, Layout: layout, DB: cumulusdb.New(pool), Pool: pool,
+		r := &Run{Store: store, Layout: layout, DB: testsupport.CumulusDB(t, pool), Pool: pool,
 			Writer:      &recovery.Writer{Now: func() time.Time { return now }, NoMsgIndex: old, Unbatched: old},
 			Concurrency: 1, Now: func() time.Time { return now }, Sum: &Summary{Selected: spool.Len()}, Objects: spool, NoPrefetch: old}
 		var o outcome

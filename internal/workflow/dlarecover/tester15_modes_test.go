@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/deadletter/deadletter/internal/archive"
-	"github.com/deadletter/deadletter/internal/cumulusdb"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/dla/gen"
 	"github.com/deadletter/deadletter/internal/recovery"
@@ -55,7 +54,7 @@ func tester15Run(t *testing.T, old bool, conc int, mod func(*Run), emitted func(
 		}); err != nil {
 		t.Fatal(err)
 	}
-	r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: cumulusdb.New(pool), Pool: pool,
+	r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, pool), Pool: pool,
 		Writer:      &recovery.Writer{Now: func() time.Time { return now }, NoMsgIndex: old, Unbatched: old},
 		Concurrency: conc, Now: func() time.Time { return now }, Sum: &Summary{Selected: spool.Len()}, Objects: spool, NoPrefetch: old}
 	if mod != nil {

@@ -1,0 +1,228 @@
+package cumulusdb
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Generation is a Cumulus database schema generation: what the writes must
+// look like. It is read from the database's own catalog, never assumed.
+type Generation string
+
+const (
+	// V21 is Cumulus up to v21: plain tables, ON CONFLICT upserts on the
+	// natural keys.
+	V21 Generation = "v21"
+	// V22 is Cumulus v22.0 and v22.1: partitioned executions, granules and
+	// files, global uniqueness in guard tables kept by triggers, writes as
+	// an insert then an update.
+	V22 Generation = "v22.0"
+	// V22_2 refuses a change of a granule's collection in its guard
+	// trigger (the granule triggers split in three), and checks a granule's
+	// other collection only after an actual unique conflict. (The
+	// collections.metrics_provider column came with v22.1.1 or v22.2: it is
+	// read on its own, MetricsProvider.)
+	V22_2 Generation = "v22.2"
+	// V22_3 partitions the guard tables.
+	V22_3 Generation = "v22.3"
+)
+
+// Partitioned reports whether the generation is one of v22's.
+func (g Generation) Partitioned() bool { return g != V21 && g != "" }
+
+// Releases is the Cumulus releases a generation stands for, for the plan.
+func (g Generation) Releases() string {
+	switch g {
+	case V21:
+		return "Cumulus v21 and earlier (unpartitioned tables)"
+	case V22:
+		return "Cumulus v22.0-v22.1 (partitioned tables)"
+	case V22_2:
+		return "Cumulus v22.2 (partitioned tables, metrics_provider)"
+	case V22_3:
+		return "Cumulus v22.3 or later (partitioned tables and guard tables)"
+	}
+	return "unknown"
+}
+
+// SchemaError refuses a database whose schema is no generation the writes
+// know, or one half migrated: nothing is read, moved or deleted.
+type SchemaError struct {
+	Found    string
+	Expected string
+}
+
+func (e *SchemaError) Error() string {
+	return fmt.Sprintf("the database schema is not one dla can write: found %s; expected %s (nothing was read, moved or deleted)", e.Found, e.Expected)
+}
+
+// tableShape is what the catalog says of one table.
+type tableShape struct {
+	exists      bool
+	partitioned bool
+	columns     map[string]bool
+}
+
+// v21Columns are the columns v21's statements name, per table: a v21
+// database that lacks one missed a migration.
+var v21Columns = map[string][]string{
+	"collections":      {"cumulus_id", "name", "version"},
+	"providers":        {"cumulus_id", "name"},
+	"async_operations": {"cumulus_id", "id"},
+	"executions": {"cumulus_id", "arn", "status", "url", "cumulus_version", "tasks", "workflow_name", "created_at",
+		"timestamp", "updated_at", "error", "original_payload", "final_payload", "duration", "async_operation_cumulus_id",
+		"collection_cumulus_id", "parent_cumulus_id", "archived"},
+	"pdrs": {"cumulus_id", "name", "status", "pan_sent", "pan_message", "stats", "progress", "execution_cumulus_id",
+		"collection_cumulus_id", "provider_cumulus_id", "created_at", "updated_at", "timestamp", "duration", "address", "original_url"},
+	"granules": {"cumulus_id", "granule_id", "status", "collection_cumulus_id", "created_at", "updated_at", "published",
+		"duration", "time_to_archive", "time_to_process", "product_volume", "error", "cmr_link", "pdr_cumulus_id",
+		"provider_cumulus_id", "beginning_date_time", "ending_date_time", "last_update_date_time",
+		"processing_end_date_time", "processing_start_date_time", "production_date_time", "query_fields",
+		"timestamp", "producer_granule_id", "archived"},
+	"files": {"cumulus_id", "granule_cumulus_id", "bucket", "key", "checksum_type", "checksum_value", "file_name",
+		"file_size", "path", "source", "type"},
+	"granules_executions": {"granule_cumulus_id", "execution_cumulus_id"},
+}
+
+// v22Columns are the columns v22 adds that its writes name: the partition
+// keys the references carry.
+var v22Columns = map[string][]string{
+	"executions":          {"parent_created_at"},
+	"pdrs":                {"execution_created_at"},
+	"granules_executions": {"collection_cumulus_id", "execution_created_at"},
+	"files":               {"collection_cumulus_id"},
+}
+
+// v22Partitioned are the tables v22 partitions.
+var v22Partitioned = []string{"executions", "granules", "files"}
+
+// v22Guards are v22's global-uniqueness guard tables.
+var v22Guards = []string{"executions_global_unique", "granules_global_unique", "files_global_unique"}
+
+// Detect reads the schema generation from the catalog (the tables in the
+// search path, as the writes see them). A database that is not Cumulus's,
+// or whose tables are of two generations or miss a column the writes
+// need, is a *SchemaError.
+func Detect(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (Generation, error) {
+	names := append(append([]string{}, Tables...), v22Guards...)
+	rows, err := q.Query(ctx, `SELECT t.name, c.relkind::text, coalesce(array_agg(a.attname::text) FILTER (WHERE a.attname IS NOT NULL), '{}')
+FROM unnest($1::text[]) AS t(name)
+LEFT JOIN pg_class c ON c.oid = to_regclass(quote_ident(t.name))
+LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+GROUP BY t.name, c.relkind`, names)
+	if err != nil {
+		return "", err
+	}
+	shapes := map[string]tableShape{}
+	for rows.Next() {
+		var name string
+		var kind *string
+		var cols []string
+		if err := rows.Scan(&name, &kind, &cols); err != nil {
+			rows.Close()
+			return "", err
+		}
+		s := tableShape{exists: kind != nil, partitioned: kind != nil && *kind == "p", columns: map[string]bool{}}
+		for _, c := range cols {
+			s.columns[c] = true
+		}
+		shapes[name] = s
+	}
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	// v22.2 split the granules guard trigger in three (the update one
+	// refuses a change of collection).
+	var splitGranuleTriggers bool
+	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_trigger
+WHERE tgrelid = to_regclass('granules') AND tgname = 'granules_enforce_unique_granule_id_trigger_update')`).Scan(&splitGranuleTriggers); err != nil {
+		return "", err
+	}
+	return classifyShapes(shapes, splitGranuleTriggers)
+}
+
+// classifyShapes is Detect's decision on what the catalog said.
+func classifyShapes(shapes map[string]tableShape, splitGranuleTriggers bool) (Generation, error) {
+	var missing []string
+	for _, t := range Tables {
+		if !shapes[t].exists {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) > 0 {
+		return "", &SchemaError{Found: "no table " + strings.Join(missing, ", "),
+			Expected: "Cumulus's tables (is this the Cumulus database? dla never creates tables in one it did not create)"}
+	}
+	var parts, plain, guards, noGuards []string
+	for _, t := range v22Partitioned {
+		if shapes[t].partitioned {
+			parts = append(parts, t)
+		} else {
+			plain = append(plain, t)
+		}
+	}
+	for _, t := range v22Guards {
+		if shapes[t].exists {
+			guards = append(guards, t)
+		} else {
+			noGuards = append(noGuards, t)
+		}
+	}
+	if len(parts) == 0 && len(guards) == 0 {
+		if m := missingColumns(shapes, v21Columns); len(m) > 0 {
+			return "", &SchemaError{Found: "Cumulus v21 tables without column " + strings.Join(m, ", "),
+				Expected: "every migration of Cumulus v21 applied"}
+		}
+		return V21, nil
+	}
+	if len(plain) > 0 || len(noGuards) > 0 {
+		found := []string{}
+		if len(parts) > 0 {
+			found = append(found, "partitioned "+strings.Join(parts, ", "))
+		}
+		if len(plain) > 0 {
+			found = append(found, "unpartitioned "+strings.Join(plain, ", "))
+		}
+		if len(guards) > 0 {
+			found = append(found, "guard tables "+strings.Join(guards, ", "))
+		}
+		if len(noGuards) > 0 {
+			found = append(found, "no "+strings.Join(noGuards, ", "))
+		}
+		return "", &SchemaError{Found: "a half-migrated schema (" + strings.Join(found, "; ") + ")",
+			Expected: "either Cumulus v21 (no table partitioned, no guard table) or v22 (executions, granules and files partitioned, and the three guard tables)"}
+	}
+	if m := missingColumns(shapes, v21Columns, v22Columns); len(m) > 0 {
+		return "", &SchemaError{Found: "Cumulus v22 tables without column " + strings.Join(m, ", "),
+			Expected: "every migration of Cumulus v22 applied"}
+	}
+	switch {
+	case shapes["granules_global_unique"].partitioned:
+		return V22_3, nil
+	case splitGranuleTriggers:
+		return V22_2, nil
+	}
+	return V22, nil
+}
+
+func missingColumns(shapes map[string]tableShape, sets ...map[string][]string) []string {
+	var m []string
+	for _, set := range sets {
+		for t, cols := range set {
+			for _, c := range cols {
+				if !shapes[t].columns[c] {
+					m = append(m, t+"."+c)
+				}
+			}
+		}
+	}
+	sort.Strings(m)
+	return m
+}

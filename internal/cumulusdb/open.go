@@ -1,0 +1,46 @@
+package cumulusdb
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Database is a Cumulus database ready for the writes: its pool, the
+// schema generation read from its catalog, and the name it is shown by.
+type Database struct {
+	Pool       *pgxpool.Pool
+	Generation Generation
+	Target     string // postgres://user@host:port/db, never the password
+}
+
+// Open is the one setup of `dla recover` and the db-writer processor:
+// connect, read the schema generation from the catalog, and check that
+// the database can take the writes (not read-only, the privileges). Each
+// failure comes before any object or message is touched; a connection
+// failure names PostgreSQL, the host and the database (Explain), an
+// unknown or half-migrated schema is a *SchemaError, a database that
+// cannot take the writes a *NotWritableError.
+func Open(ctx context.Context, cfg *pgxpool.Config) (*Database, error) {
+	target := Target(cfg)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", target, err)
+	}
+	gen, err := Detect(ctx, pool)
+	if err == nil {
+		err = CheckWritable(ctx, pool, gen, target)
+	}
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &Database{Pool: pool, Generation: gen, Target: target}, nil
+}
+
+// DB is the write adapter of the database's generation.
+func (d *Database) DB() *DB { return NewFor(d.Pool, d.Generation) }
+
+// Close closes the pool.
+func (d *Database) Close() { d.Pool.Close() }

@@ -1,0 +1,184 @@
+package cumulusdb
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The statements of Cumulus v22's writes (partitioned executions, granules
+// and files; global uniqueness kept by guard tables and their triggers).
+// v22 never uses ON CONFLICT on those tables: its models insert in a
+// savepoint and, on a unique violation, update by the natural key
+// (packages/db/src/models/{execution,granule,file}.ts; see
+// docs/recover.md, "Cumulus v22"). Each statement here is that write as one
+// statement, updating first: an existing row takes the update, a new one
+// the insert, and an insert that races another writer's gets the unique
+// violation that DB.one retries, when the update then finds the row. What
+// a write leaves is v22's; the references carry the partition keys
+// (created_at of an execution, collection of a granule), read in the same
+// statement from the row referenced.
+
+// v22ExecutionCreatedAt is the created_at of the execution whose
+// cumulus_id is the parameter p (its partition key, which every reference
+// to it carries).
+func v22ExecutionCreatedAt(p string) string {
+	return `(SELECT x.created_at FROM executions x WHERE x.cumulus_id = ` + p + `)`
+}
+
+// v22ExecutionSQL is ExecutionPgModel.upsert: a running execution updates
+// only created_at, updated_at, timestamp and original_payload; any other
+// status every column supplied. No status guard (v22 has none): a late
+// "running" leaves the status alone because it does not set it. A new
+// created_at moves the row to that quarter's partition. returning is what
+// the statement selects from the written row, aliased up.
+func v22ExecutionSQL(running bool, returning string) string {
+	var set string
+	if running {
+		set = `created_at = $7, updated_at = $9, "timestamp" = $8, original_payload = $11::jsonb`
+	} else {
+		cols := strings.Split(strings.ReplaceAll(executionCols, "\n", ""), ",")
+		params := []string{"$1", "$2", "$3", "$4", "$5::jsonb", "$6", "$7", "$8", "$9", "$10::jsonb", "$11::jsonb", "$12::jsonb", "$13", "$14", "$15", "$16"}
+		parts := make([]string, 0, len(cols)+1)
+		for i, c := range cols {
+			c = strings.TrimSpace(c)
+			parts = append(parts, fmt.Sprintf("%s = COALESCE(%s, e.%s)", c, params[i], c))
+		}
+		parts = append(parts, `parent_created_at = CASE WHEN $16::bigint IS NULL THEN e.parent_created_at ELSE `+v22ExecutionCreatedAt("$16::bigint")+` END`)
+		set = strings.Join(parts, ", ")
+	}
+	return `WITH upd AS (
+  UPDATE executions AS e SET ` + set + `
+  WHERE e.arn = $1
+  RETURNING e.*
+), ins AS (
+  INSERT INTO executions (` + executionCols + `, parent_created_at)
+  SELECT $1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10::jsonb, $11::jsonb, $12::jsonb, $13, $14, $15, $16::bigint, ` + v22ExecutionCreatedAt("$16::bigint") + `
+  WHERE NOT EXISTS (SELECT 1 FROM upd)
+  RETURNING *
+)
+SELECT ` + returning + ` FROM (SELECT * FROM upd UNION ALL SELECT * FROM ins) AS up`
+}
+
+// v22PdrSQL is v21's PDR upsert (pdrs is not partitioned and keeps its
+// unique name) with the execution's created_at beside its id.
+func v22PdrSQL(running bool) string {
+	sql := strings.Replace(pdrInsert, `execution_cumulus_id,
+  collection_cumulus_id`, `execution_cumulus_id, execution_created_at,
+  collection_cumulus_id`, 1)
+	sql = strings.Replace(sql, `VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		`VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7::bigint, `+v22ExecutionCreatedAt("$7::bigint")+`, $8, $9, $10, $11, $12, $13)`, 1)
+	sql = strings.Replace(sql, `execution_cumulus_id = COALESCE(EXCLUDED.execution_cumulus_id, p.execution_cumulus_id),`,
+		`execution_cumulus_id = COALESCE(EXCLUDED.execution_cumulus_id, p.execution_cumulus_id),
+  execution_created_at = CASE WHEN EXCLUDED.execution_cumulus_id IS NULL THEN p.execution_created_at ELSE EXCLUDED.execution_created_at END,`, 1)
+	if running {
+		sql += `
+  AND (p.execution_cumulus_id != EXCLUDED.execution_cumulus_id OR p.progress < EXCLUDED.progress)`
+	}
+	return sql + `
+RETURNING cumulus_id`
+}
+
+// v22GranuleSQL is GranulePgModel.upsert of v22.2 and later, and the
+// granules_executions link. The update is keyed by granule_id alone
+// (granule_id is unique across collections in v22), behind v21's guards:
+// created_at not newer than the message's; for running, no finished
+// execution; for queued, no execution at all. Running and queued set
+// status, timestamp, updated_at and created_at only, so they update the
+// granule in whichever collection holds it. Completed and failed set every
+// column, the collection too: a granule held by another collection is
+// refused (v22.2's "in a different collection" error; the first column
+// says which) when the guards would let the update through, and left alone
+// when they would not. returning is what is selected of the written row,
+// aliased g, after the other collection's cumulus_id.
+func v22GranuleSQL(status, returning string) string {
+	var set, guard, other string
+	switch status {
+	case "running", "queued":
+		set = `status = $2::text, "timestamp" = $22::timestamptz, updated_at = $5::timestamptz, created_at = $4::timestamptz`
+		states := `'completed', 'failed', 'unknown'`
+		if status == "queued" {
+			states = `'running', 'completed', 'failed', 'unknown'`
+		}
+		guard = ` AND NOT EXISTS (SELECT 1 FROM executions x WHERE x.cumulus_id = $24::bigint AND x.status IN (` + states + `))`
+		other = `SELECT NULL::integer AS collection_cumulus_id WHERE false`
+	default:
+		parts := make([]string, 0, len(granuleCols))
+		for i, c := range granuleCols {
+			if c == "granule_id" {
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("%s = COALESCE($%d::%s, g.%s)", c, i+1, granuleTypes[i], c))
+		}
+		set = strings.Join(parts, ", ")
+		other = `SELECT collection_cumulus_id FROM target WHERE collection_cumulus_id <> $3::integer`
+	}
+	params := make([]string, len(granuleCols))
+	for i := range granuleCols {
+		params[i] = fmt.Sprintf("$%d::%s", i+1, granuleTypes[i])
+	}
+	return `WITH target AS (
+  SELECT cumulus_id, collection_cumulus_id FROM granules
+  WHERE granule_id = $1::text AND created_at <= $4::timestamptz` + guard + `
+), other AS (` + other + `
+), upd AS (
+  UPDATE granules AS g SET ` + set + `
+  FROM target t
+  WHERE g.cumulus_id = t.cumulus_id AND g.collection_cumulus_id = t.collection_cumulus_id AND g.granule_id = $1::text
+    AND NOT EXISTS (SELECT 1 FROM other)
+  RETURNING g.*
+), ins AS (
+  INSERT INTO granules (` + strings.Join(granuleCols, ", ") + `)
+  SELECT ` + strings.Join(params, ", ") + `
+  WHERE NOT EXISTS (SELECT 1 FROM granules WHERE granule_id = $1::text)
+  RETURNING *
+), w AS (
+  SELECT * FROM upd UNION ALL SELECT * FROM ins
+), link AS (
+  INSERT INTO granules_executions (granule_cumulus_id, collection_cumulus_id, execution_cumulus_id, execution_created_at)
+  SELECT w.cumulus_id, w.collection_cumulus_id, x.cumulus_id, x.created_at
+  FROM w JOIN executions x ON x.cumulus_id = $24::bigint
+  ON CONFLICT (granule_cumulus_id, execution_cumulus_id) DO NOTHING
+)
+SELECT (SELECT collection_cumulus_id::text FROM other LIMIT 1), ` + returning + `
+FROM (SELECT 1) AS one LEFT JOIN w AS g ON true`
+}
+
+// v22FilesSQL is FilePgModel.upsert and the removal of the granule's other
+// files: each file updates the row of its bucket and key in the granule's
+// collection (re-pointing it to this granule), or is inserted. A file that
+// another collection's granule holds fails the whole write on the guard
+// table's unique violation, as in v22 (its files are one transaction).
+// The parameters are v21's (writeFilesSQL): $1 the granule, then the
+// columns as arrays; the granule's collection is read from its row.
+const v22FilesSQL = `WITH c AS (
+  SELECT collection_cumulus_id AS id FROM granules WHERE cumulus_id = $1::bigint
+), x AS (
+  SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[])
+    AS x(b, k, ct, cv, fn, fs, s, t)
+), upd AS (
+  UPDATE files AS f SET bucket = x.b, key = x.k, checksum_type = x.ct, checksum_value = x.cv, file_name = x.fn,
+    file_size = x.fs, granule_cumulus_id = $1::bigint, collection_cumulus_id = c.id, path = NULL, source = x.s, type = x.t
+  FROM x, c WHERE f.bucket = x.b AND f.key = x.k AND f.collection_cumulus_id = c.id
+  RETURNING f.cumulus_id, f.bucket, f.key
+), ins AS (
+  INSERT INTO files (bucket, key, checksum_type, checksum_value, file_name, file_size, granule_cumulus_id, collection_cumulus_id, path, source, type)
+  SELECT x.b, x.k, x.ct, x.cv, x.fn, x.fs, $1::bigint, c.id, NULL, x.s, x.t FROM x, c
+  WHERE NOT EXISTS (SELECT 1 FROM upd WHERE upd.bucket = x.b AND upd.key = x.k)
+  RETURNING cumulus_id
+)
+DELETE FROM files WHERE granule_cumulus_id = $1::bigint AND collection_cumulus_id = (SELECT id FROM c)
+  AND cumulus_id NOT IN (SELECT cumulus_id FROM upd UNION ALL SELECT cumulus_id FROM ins)`
+
+// v22LinkGranulesSQL links every granule with one of the granule_ids to
+// the execution, with both partition keys.
+const v22LinkGranulesSQL = `INSERT INTO granules_executions (granule_cumulus_id, collection_cumulus_id, execution_cumulus_id, execution_created_at)
+SELECT g.cumulus_id, g.collection_cumulus_id, x.cumulus_id, x.created_at
+FROM granules g JOIN executions x ON x.cumulus_id = $2
+WHERE g.granule_id = ANY($1)
+ON CONFLICT (granule_cumulus_id, execution_cumulus_id) DO NOTHING`
+
+// v22OtherCollectionError is v22.2's refusal of a completed or failed
+// granule whose granule_id another collection holds (GranulePgModel.upsert).
+func v22OtherCollectionError(granuleID string, otherCumulusID int64) error {
+	return fmt.Errorf("Error: A granule already exists for granuleId: %s in a different collection %d.", granuleID, otherCumulusID)
+}
