@@ -107,7 +107,10 @@ func Explain(err error) (Explanation, bool) {
 			if code != "" {
 				msg += " (" + code + ")"
 			}
-			e.Message = msg + ": the credentials in use" + profileNote(ce) + " are not allowed to do this; check the profile, the role's policy and the policy of the resource it names (and of its KMS key, if any)"
+			if action := iamAction(err); action != "" {
+				msg += " to " + action
+			}
+			e.Message = msg + ": the credentials in use" + profileNote(ce) + " are not allowed to do this; check the profile, the role's policy and the policy of the resource it names (and of its KMS key, if any); docs/permissions.md lists what each command needs"
 		case expiredCodes[code]:
 			e.Kind = KindExpired
 			e.Message = "the AWS credentials have expired (" + code + "); refresh them (for example 'aws sso login'" + profileFlag(ce) + ", or new session credentials) and check the system clock"
@@ -259,4 +262,31 @@ func unreachable(err error) (host, why string, ok bool) {
 		return host, "no answer (timed out)", true
 	}
 	return "", "", false
+}
+
+// iamActions are the IAM actions of the API operations whose names are
+// not their actions.
+var iamActions = map[string]string{
+	"s3:ListObjectsV2": "s3:ListBucket", "s3:HeadObject": "s3:GetObject", "s3:DeleteObjects": "s3:DeleteObject",
+	"s3:HeadBucket": "s3:ListBucket", "s3:CopyObject": "s3:GetObject and s3:PutObject",
+	"sqs:SendMessageBatch": "sqs:SendMessage", "sqs:DeleteMessageBatch": "sqs:DeleteMessage",
+	"sqs:ChangeMessageVisibilityBatch": "sqs:ChangeMessageVisibility",
+}
+
+// iamAction names the IAM action a failed call needed ("s3:GetObject"),
+// from the SDK's service and operation; "" when the error names none.
+func iamAction(err error) string {
+	var oe *smithy.OperationError
+	if !errors.As(err, &oe) || oe.OperationName == "" {
+		return ""
+	}
+	service := strings.ToLower(strings.ReplaceAll(oe.ServiceID, " ", ""))
+	if service == "sfn" {
+		service = "states"
+	}
+	a := service + ":" + oe.OperationName
+	if m, ok := iamActions[a]; ok {
+		return m
+	}
+	return a
 }

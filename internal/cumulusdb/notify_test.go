@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/deadletter/deadletter/internal/cumulusdb"
 	"github.com/deadletter/deadletter/internal/recovery"
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
@@ -51,6 +52,10 @@ func TestNotificationsPublishTheRowsWritten(t *testing.T) {
 		`"execution":"https://console.aws.amazon.com/states/home?region=us-east-1#/executions/details/` + arn + `e1",` +
 		`"files":[{"bucket":"b","fileName":"k1","key":"k1","size":5}],"granuleId":"G1","producerGranuleId":"G1","productVolume":"5",` +
 		`"provider":"P","published":false,"status":"completed","timestamp":1714521600000,"timeToArchive":0,"timeToPreprocess":0,"updatedAt":1714521600000}}`
+	if p := seededProviders(t); p != nil {
+		wantExec = string(p.Prefix([]byte(wantExec)))
+		wantGranule = strings.Replace(wantGranule, `"record":{`, `"record":{"metricsProvider":"CUMULUS","cmrProvider":"CUMULUS",`, 1)
+	}
 	if len(n.All) != 2 || n.All[0].Message != wantExec || n.All[1].Message != wantGranule {
 		t.Fatalf("notifications:\n%+v\nwant\n%s\n%s", n.All, wantExec, wantGranule)
 	}
@@ -122,6 +127,7 @@ func TestPdrKeptByItsGuardIsPublishedAsItIs(t *testing.T) {
 	want := `{"pdrName":"P1.PDR","provider":"P","collectionId":"C___1","status":"running","createdAt":1000,"progress":50,` +
 		`"execution":"https://console.aws.amazon.com/states/home?region=us-east-1#/executions/details/` + arn + `p1",` +
 		`"PANSent":true,"PANmessage":"N/A","stats":{"total":2,"failed":0,"completed":1,"processing":1},"timestamp":1714521600000,"duration":1714521600,"updatedAt":1714521600000}`
+	want = string(seededProviders(t).Prefix([]byte(want)))
 	for _, i := range []int{1, 3} {
 		if n.All[i].Topic != recovery.TopicPdr || n.All[i].Message != want {
 			t.Fatalf("PDR notification %d:\n%s\nwant\n%s", i, n.All[i].Message, want)
@@ -147,4 +153,15 @@ func TestPublishFailureFailsTheMessageAfterTheWrite(t *testing.T) {
 	if !recovery.IsTransient(err) || !recovery.IsPublishError(err) || !errors.As(err, &agg) {
 		t.Fatalf("granule publish failure: want a transient AggregateError holding a PublishError, got %v", err)
 	}
+}
+
+// seededProviders are the providers the generation under test publishes
+// for a seeded collection (v22.1.1 and later: CUMULUS, the seed's
+// default), nil for one that publishes none.
+func seededProviders(t *testing.T) *recovery.Providers {
+	switch testsupport.Generation(t) {
+	case cumulusdb.V21, cumulusdb.V22:
+		return nil
+	}
+	return &recovery.Providers{CMR: cumulusdb.DefaultProvider, Metrics: cumulusdb.DefaultProvider}
 }

@@ -3,6 +3,7 @@ package cumulusdb
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -229,4 +230,43 @@ FROM files WHERE granule_cumulus_id = $1 ORDER BY cumulus_id`, g.CumulusID)
 		g.Files = append(g.Files, f)
 	}
 	return Classify(rows.Err())
+}
+
+var _ recovery.ProviderSource = (*DB)(nil)
+
+// CollectionProviders reads the collection's CMR and metrics providers for
+// the notifications, on a v22 schema that has collections.metrics_provider
+// (v22.1.1 and later publish both, CUMULUS-4866); nil otherwise. Cached per
+// collection: recovery never changes collections.
+func (d *DB) CollectionProviders(ctx context.Context, collection *int64) (*recovery.Providers, error) {
+	if !d.gen.Partitioned() {
+		return nil, nil
+	}
+	has, ok := d.ids.Load("metrics_provider?")
+	if !ok {
+		var exists bool
+		if err := d.q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_attribute
+WHERE attrelid = to_regclass('collections') AND attname = 'metrics_provider' AND NOT attisdropped)`).Scan(&exists); err != nil {
+			return nil, Classify(err)
+		}
+		d.ids.Store("metrics_provider?", exists)
+		has = exists
+	}
+	if !has.(bool) {
+		return nil, nil
+	}
+	if collection == nil {
+		return &recovery.Providers{}, nil
+	}
+	key := "providers\x00" + strconv.FormatInt(*collection, 10)
+	if v, ok := d.ids.Load(key); ok {
+		return v.(*recovery.Providers), nil
+	}
+	var cmr, metrics *string
+	if err := d.q.QueryRow(ctx, `SELECT cmr_provider, metrics_provider FROM collections WHERE cumulus_id = $1`, *collection).Scan(&cmr, &metrics); err != nil {
+		return nil, Classify(err)
+	}
+	p := &recovery.Providers{CMR: deref(cmr), Metrics: deref(metrics)}
+	d.ids.Store(key, p)
+	return p, nil
 }

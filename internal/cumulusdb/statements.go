@@ -2,6 +2,7 @@ package cumulusdb
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/deadletter/deadletter/internal/recovery"
 )
@@ -21,7 +22,8 @@ type statements struct {
 	// storedPdrCols, or the written and the kept id.
 	pdr, pdrRecord, pdrID [2]string
 	// granule and granuleRecord by status ("running", "queued", "final"):
-	// the other collection (text, or NULL), then the written row's
+	// the other collection (text, or NULL; v21: name___version, v22:
+	// cumulus_id:name___version), then the written row's
 	// cumulus_id, or the columns of storedGranuleCols.
 	granule, granuleRecord map[string]string
 	// files writes a granule's files and removes its others; fileOne
@@ -75,11 +77,13 @@ func newV22Statements() *statements {
 		files:           v22FilesSQL,
 		linkGranules:    v22LinkGranulesSQL,
 		otherCollection: func(gw *recovery.GranuleWrite, other string) error {
-			id, err := strconv.ParseInt(other, 10, 64)
+			// "<cumulus_id>:<name___version>"
+			idText, name, _ := strings.Cut(other, ":")
+			id, err := strconv.ParseInt(idText, 10, 64)
 			if err != nil {
 				return recovery.OtherCollectionError(gw.Row.GranuleID, gw.CollectionID, other)
 			}
-			return v22OtherCollectionError(gw.Row.GranuleID, id)
+			return v22OtherCollectionError(gw.Row.GranuleID, id, name)
 		},
 	}
 	for i := range st.pdr {

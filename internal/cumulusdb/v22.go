@@ -139,7 +139,8 @@ func v22GranuleSQL(status, returning string) string {
   FROM w JOIN executions x ON x.cumulus_id = $24::bigint
   ON CONFLICT (granule_cumulus_id, execution_cumulus_id) DO NOTHING
 )
-SELECT (SELECT collection_cumulus_id::text FROM other LIMIT 1), ` + returning + `
+SELECT (SELECT o.collection_cumulus_id::text || ':' || c.name || '___' || c.version
+  FROM other o JOIN collections c ON c.cumulus_id = o.collection_cumulus_id LIMIT 1), ` + returning + `
 FROM (SELECT 1) AS one LEFT JOIN w AS g ON true`
 }
 
@@ -178,7 +179,10 @@ WHERE g.granule_id = ANY($1)
 ON CONFLICT (granule_cumulus_id, execution_cumulus_id) DO NOTHING`
 
 // v22OtherCollectionError is v22.2's refusal of a completed or failed
-// granule whose granule_id another collection holds (GranulePgModel.upsert).
-func v22OtherCollectionError(granuleID string, otherCumulusID int64) error {
-	return fmt.Errorf("Error: A granule already exists for granuleId: %s in a different collection %d.", granuleID, otherCumulusID)
+// granule whose granule_id another collection holds (GranulePgModel.upsert,
+// which names the collection by its cumulus_id; its name follows, as v21's
+// refusal gives it here).
+func v22OtherCollectionError(granuleID string, otherCumulusID int64, otherName string) error {
+	return fmt.Errorf("Error: A granule already exists for granuleId: %s in a different collection %d. (collection %d is %s)",
+		granuleID, otherCumulusID, otherCumulusID, otherName)
 }

@@ -169,3 +169,30 @@ func TestV22MissingPartitionIsTheEnvironments(t *testing.T) {
 		t.Fatalf("want a transient error naming the missing partition, got %v (transient %v)", err, recovery.IsTransient(err))
 	}
 }
+
+// v22.1.1 and later publish each record with the CMR and metrics
+// providers of the message's collection first (CUMULUS-4866): the granule
+// inside its envelope's record, the execution and the PDR at the top.
+func TestV22NotificationsCarryTheCollectionsProviders(t *testing.T) {
+	pool, w := newV22DB(t)
+	if _, err := pool.Exec(context.Background(), `UPDATE collections SET cmr_provider = 'CMR_P', metrics_provider = 'METRICS_P' WHERE name = 'C'`); err != nil {
+		t.Fatal(err)
+	}
+	n := &testsupport.RecordingNotifier{}
+	w.Notifier = n
+	pdr := `"pdr":{"name":"P2.PDR","PANSent":false,"PANmessage":"N/A"},`
+	m := gjson.Parse(strings.Replace(message("e12", "completed", feb2024, "", granule("G12", file("b", "k12", 1))).Raw, `"payload":{`, `"payload":{`+pdr, 1))
+	write(t, w, m)
+	if len(n.All) != 3 {
+		t.Fatalf("%d notifications", len(n.All))
+	}
+	for _, p := range n.All {
+		msg := p.Message
+		if p.Topic == recovery.TopicGranule {
+			msg = gjson.Get(msg, "record").Raw
+		}
+		if !strings.HasPrefix(msg, `{"metricsProvider":"METRICS_P","cmrProvider":"CMR_P",`) {
+			t.Errorf("%s: %s", p.Topic, p.Message)
+		}
+	}
+}

@@ -341,9 +341,37 @@ func GranuleRecord(g *StoredGranule) []byte {
 }
 
 // GranuleMessage is constructGranuleSnsMessage for "Update": the granule
-// notification.
-func GranuleMessage(g *StoredGranule) []byte {
-	return []byte(buildObject([]kv{{"event", `"Update"`}, {"record", string(GranuleRecord(g))}}))
+// notification (with the providers first in its record on v22.1.1 and
+// later; p nil: none).
+func GranuleMessage(g *StoredGranule, p *Providers) []byte {
+	return []byte(buildObject([]kv{{"event", `"Update"`}, {"record", string(p.Prefix(GranuleRecord(g)))}}))
+}
+
+// Providers are what Cumulus v22.1.1 and later put first in each record it
+// publishes (CUMULUS-4866): the CMR and metrics providers of the message's
+// collection, "" for a message without one.
+type Providers struct{ CMR, Metrics string }
+
+// ProviderSource is implemented by a DB whose Cumulus release publishes
+// the providers. CollectionProviders returns nil when the release does not
+// (v21, v22.0), else the collection's (collection nil: both "").
+type ProviderSource interface {
+	CollectionProviders(ctx context.Context, collection *int64) (*Providers, error)
+}
+
+// Prefix puts the providers first in a record ({metricsProvider,
+// cmrProvider, ...record}); p nil leaves it as it is.
+func (p *Providers) Prefix(record []byte) []byte {
+	if p == nil || len(record) < 2 || record[0] != '{' {
+		return record
+	}
+	head := `{"metricsProvider":` + jsonString(p.Metrics) + `,"cmrProvider":` + jsonString(p.CMR)
+	if string(record) == "{}" {
+		return []byte(head + "}")
+	}
+	out := make([]byte, 0, len(head)+len(record))
+	out = append(append(out, head...), ',')
+	return append(out, record[1:]...)
 }
 
 // PublishCounts counts the notifications one message published.
@@ -400,5 +428,5 @@ func (w *Writer) publishGranule(ctx context.Context, src RecordSource, res *Resu
 	if err := src.CompleteGranule(ctx, g); err != nil {
 		return err
 	}
-	return w.publish(ctx, res, TopicGranule, GranuleMessage(g))
+	return w.publish(ctx, res, TopicGranule, GranuleMessage(g, res.providers))
 }

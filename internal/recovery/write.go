@@ -144,6 +144,8 @@ type Result struct {
 	// Published counts the notifications published (nil without a
 	// Notifier, or when none was).
 	Published *PublishCounts `json:"published,omitempty"`
+	// providers go first in each record published (v22.1.1 and later).
+	providers *Providers
 }
 
 // Outcome sums the result up: dropped when every write was dropped.
@@ -211,6 +213,19 @@ func (w *Writer) Write(ctx context.Context, msg gjson.Result) (*Result, error) {
 	return w.WriteMsg(ctx, w.Index(msg), nil)
 }
 
+// WriteDecoded unwraps a decoded archive object or queue message to its
+// Cumulus message and writes it, as Cumulus's sfEventSqsToDbRecords does:
+// the one way in of `dla recover` and the db-writer processor. The message
+// is nil when unwrapping failed, the result when nothing was attempted.
+func (w *Writer) WriteDecoded(ctx context.Context, d *dla.Decoded) (*Message, *Result, error) {
+	msg, err := Unwrap(ctx, d, w.SFN, w.Objects)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := w.WriteMsg(ctx, w.Index(msg.JSON), nil)
+	return msg, res, err
+}
+
 // Index is Index(msg), or Unindexed(msg) with NoMsgIndex.
 func (w *Writer) Index(msg gjson.Result) Msg {
 	if w.NoMsgIndex {
@@ -275,6 +290,11 @@ func (w *Writer) WriteMsg(ctx context.Context, msg Msg, p *Prepared) (*Result, e
 		return res, &UnmetRequirementsError{Missing: missing}
 	}
 
+	if ps, ok := w.DB.(ProviderSource); ok && src != nil {
+		if res.providers, err = ps.CollectionProviders(ctx, ids.Collection); err != nil {
+			return res, err
+		}
+	}
 	now := w.now()
 	if p != nil {
 		now = p.now
@@ -302,7 +322,7 @@ func (w *Writer) WriteMsg(ctx context.Context, msg Msg, p *Prepared) (*Result, e
 		if src != nil {
 			// v21 publishes the translated RETURNING row; a failure fails
 			// the message although the execution is committed.
-			if err := w.publish(ctx, res, TopicExecution, ExecutionRecord(stored)); err != nil {
+			if err := w.publish(ctx, res, TopicExecution, res.providers.Prefix(ExecutionRecord(stored))); err != nil {
 				return res, err
 			}
 		}
@@ -347,7 +367,7 @@ func (w *Writer) WriteMsg(ctx context.Context, msg Msg, p *Prepared) (*Result, e
 			if src != nil {
 				// v21 publishes the PDR whether the guard let the update
 				// through or kept the existing row (re-read by name).
-				if err := w.publish(ctx, res, TopicPdr, PdrRecord(stored, w.Region)); err != nil {
+				if err := w.publish(ctx, res, TopicPdr, res.providers.Prefix(PdrRecord(stored, w.Region))); err != nil {
 					return res, err
 				}
 			}

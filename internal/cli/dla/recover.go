@@ -713,8 +713,8 @@ func writeSummary(opts *RecoverOptions, s *RecoverSummary) error {
 	fmt.Fprintf(f.IO.ErrOut, "%s: %d of %s: %d written, %d dropped, %d failed, %d unreadable, %d left in place, %d not processed\n",
 		verb, s.Processed, output.Plural(s.Selected, "object"), s.Written, s.Dropped, s.Failed, s.Unreadable, s.Left, s.NotProcessed)
 	fmt.Fprintf(f.IO.ErrOut, "  archive: %d deleted, %d moved to failed-sqs\n", s.Deleted, s.Moved)
-	fmt.Fprintf(f.IO.ErrOut, "  database: %s, %s (%d dropped), granules %d written, %d dropped, %d failed, %d marked failed for their files\n",
-		output.Plural(s.Executions, "execution"), output.Plural(s.Pdrs, "PDR"), s.PdrsDropped, s.GranulesWritten, s.GranulesDropped, s.GranulesFailed, s.FilesFailed)
+	fmt.Fprintf(f.IO.ErrOut, "  database (Cumulus %s): %s, %s (%d dropped), granules %d written, %d dropped, %d failed, %d marked failed for their files\n",
+		s.Schema, output.Plural(s.Executions, "execution"), output.Plural(s.Pdrs, "PDR"), s.PdrsDropped, s.GranulesWritten, s.GranulesDropped, s.GranulesFailed, s.FilesFailed)
 	if s.NoProcTimes > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "  %s written without processing times (DescribeExecution failed; v21 would have failed them)\n", output.Plural(s.NoProcTimes, "object"))
 	}

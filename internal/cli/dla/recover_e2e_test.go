@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/cumulusdb"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/dla/gen"
 	"github.com/deadletter/deadletter/internal/testsupport"
@@ -259,8 +260,12 @@ func TestRecoverRetryFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `INSERT INTO collections (name, version, sample_file_name, granule_id_validation_regex,
-  granule_id_extraction_regex, files) VALUES ($1, $2, 'sample', '^.*$', '(.*)', '[]')`, missing["name"], missing["version"]); err != nil {
+	// Through the seed, which fills what each schema generation needs.
+	add, err := cumulusdb.ParseSeed(fmt.Appendf(nil, `{"collections":[{"name":%q,"version":%q}]}`, missing["name"], missing["version"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cumulusdb.ApplySeed(ctx, conn, add, ""); err != nil {
 		t.Fatal(err)
 	}
 	r := runAt(t, now, e.env, "", append(args, "--failed")...)

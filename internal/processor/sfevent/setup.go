@@ -9,6 +9,7 @@ import (
 	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/awsread"
 	"github.com/deadletter/deadletter/internal/cumulusdb"
+	"github.com/deadletter/deadletter/internal/processor/jsonlog"
 	"github.com/deadletter/deadletter/internal/recovery"
 	"github.com/deadletter/deadletter/internal/snspub"
 )
@@ -39,6 +40,11 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 		return nil, fmt.Errorf("%s: %w", cfg.databaseVar(), err)
 	}
 	pool := db.Pool
+	jsonlog.Line(os.Stdout, struct {
+		Type     string `json:"type"`
+		Database string `json:"database"`
+		Schema   string `json:"schema"`
+	}{"cold_start", db.Target, string(db.Generation)})
 	pub, err := snspub.New(awsconfig.SNS(awsCfg, settings), cfg.Topics)
 	if err != nil {
 		pool.Close()

@@ -2,8 +2,9 @@
 // sfEventSqsToDbRecords as a Go Lambda. Each SQS record holds a Step
 // Functions "Execution Status Change" event; it is unwrapped to its Cumulus
 // message and written with the write core `dla recover` uses
-// (dlarecover.WriteMessage → internal/recovery), so the CLI and the
-// processor can never write a record differently.
+// (recovery.Writer.WriteDecoded, on the database adapter cumulusdb.Open
+// chose for the schema generation it read), so the CLI and the processor
+// can never write a record differently.
 //
 // What happens to a record:
 //   - written (or dropped by a write constraint): done, the event source
@@ -44,7 +45,6 @@ import (
 	"github.com/deadletter/deadletter/internal/recovery"
 	"github.com/deadletter/deadletter/internal/snspub"
 	"github.com/deadletter/deadletter/internal/sqsmove"
-	"github.com/deadletter/deadletter/internal/workflow/dlarecover"
 )
 
 // Environment variable names, as Cumulus v21's Terraform sets them.
@@ -270,21 +270,21 @@ func (h *Handler) record(ctx context.Context, raw json.RawMessage) (l RecordLog)
 		l.ExecutionArn, l.Status = d.ExecutionArn, d.Status
 	}
 	var err error
-	var wr dlarecover.Written
+	var res *recovery.Result
 	if derr != nil {
 		// The body is not JSON, or nests too deep: no retry can fix it.
 		err = &recovery.UnwrapError{Reason: derr.Error()}
 	} else {
 		w := h.Writer
-		wr, err = dlarecover.WriteMessage(ctx, &w, d)
+		_, res, err = w.WriteDecoded(ctx, d)
 	}
-	if wr.Result != nil {
-		l.Result = wr.Result.Outcome()
-		if p := wr.Result.Published; p != nil {
+	if res != nil {
+		l.Result = res.Outcome()
+		if p := res.Published; p != nil {
 			l.Published = p.Execution + p.Granule + p.Pdr
 		}
 		if l.ExecutionArn == "" {
-			l.ExecutionArn = wr.Result.ExecutionArn
+			l.ExecutionArn = res.ExecutionArn
 		}
 	}
 	if err == nil {

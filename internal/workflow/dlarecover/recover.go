@@ -403,13 +403,6 @@ type Written struct {
 	Result  *recovery.Result  // the writes (nil when nothing was attempted)
 }
 
-// WriteMessage unwraps a decoded archive object or queue message to its
-// Cumulus message and writes it with w, as Cumulus's sfEventSqsToDbRecords
-// does. The db-writer processor and recover both write through it.
-func WriteMessage(ctx context.Context, w *recovery.Writer, d *dla.Decoded) (Written, error) {
-	return writePrepared(ctx, w, prepare(ctx, w, d, false))
-}
-
 // writePrepared is WriteMessage of a message prepared already.
 func writePrepared(ctx context.Context, w *recovery.Writer, p *prepared) (Written, error) {
 	if p.err != nil {
