@@ -64,7 +64,7 @@ type Explanation struct {
 
 var (
 	noBucketCodes     = map[string]bool{"NoSuchBucket": true}
-	accessDeniedCodes = map[string]bool{"AccessDenied": true, "AccessDeniedException": true, "AllAccessDisabled": true, "AuthorizationError": true, "NotAuthorized": true}
+	accessDeniedCodes = map[string]bool{"AccessDenied": true, "AccessDeniedException": true, "KmsAccessDenied": true, "KMSAccessDenied": true, "KMS.AccessDeniedException": true, "AllAccessDisabled": true, "AuthorizationError": true, "NotAuthorized": true}
 	expiredCodes      = map[string]bool{"ExpiredToken": true, "ExpiredTokenException": true, "RequestExpired": true, "TokenRefreshRequired": true}
 	rejectedCodes     = map[string]bool{
 		"InvalidAccessKeyId": true, "SignatureDoesNotMatch": true, "InvalidClientTokenId": true,
