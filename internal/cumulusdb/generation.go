@@ -42,7 +42,7 @@ func (g Generation) Releases() string {
 	case V22:
 		return "Cumulus v22.0-v22.1 (partitioned tables)"
 	case V22_2:
-		return "Cumulus v22.2 (partitioned tables, metrics_provider)"
+		return "Cumulus v22.2 (partitioned tables; a granule keeps its collection)"
 	case V22_3:
 		return "Cumulus v22.3 or later (partitioned tables and guard tables)"
 	}

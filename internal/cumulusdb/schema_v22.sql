@@ -1,7 +1,7 @@
 -- Cumulus v22.3 PostgreSQL schema (partitioned tables), as the knex migrations of
 -- nasa/cumulus leave it after a fresh v22.3 deploy. Used by tests and local dev
 -- databases only. Written by hand from the migrations in
--- packages/db/src/migrations/ of nasa/cumulus (see docs/cumulus-v22-notes.md):
+-- packages/db/src/migrations/ of nasa/cumulus (see docs/cumulus-v22-sources.md):
 --   010_async_operations.ts ............ 4ada7d4e6711d8c91839cd3e4c546206f4598f3a
 --   020_collections.ts ................. e7cbe65f5bfd9f68049b2e1b367a8ba79f99e0a8 (cmr_provider NOT NULL)
 --   20260527_add_collection_mission.ts . 09e04d5ad991aee53aa9b77ac53b1f218f932644 (adds metrics_provider; v22.2)

@@ -16,7 +16,7 @@
 --     20260529151018_update_granules_uniqueness_trigger.ts drops); its commit id is not shown by the store.
 -- v22.2.x = this file's guard TABLES + this file's executions trigger + the files trigger, but the
 --   v22.2 granules triggers (the three granules_enforce_unique_granule_id_trigger_{delete,insert,update}
---   in schema_v22.sql). See docs/cumulus-v22-notes.md.
+--   in schema_v22.sql). See docs/cumulus-v22-sources.md.
 
 -- @@BEGIN GUARDS v22.0@@
 CREATE TABLE executions_global_unique (

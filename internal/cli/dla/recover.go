@@ -70,8 +70,12 @@ func NewCmdRecover(f *Factory, runF func(*cobra.Command, *RecoverOptions) error)
 		Use:   "recover [flags] [KEY... | -]",
 		Short: "Re-run Cumulus's database writes for archived messages, then delete or move them",
 		Long: `Recover archive objects into the Cumulus PostgreSQL database with the write
-rules of Cumulus v21's sfEventSqsToDbRecords (execution, PDR, granules, files,
-and every write constraint), then:
+rules of Cumulus's sfEventSqsToDbRecords (execution, PDR, granules, files,
+and every write constraint) of the release the database is: v21 and earlier,
+or v22's partitioned tables (v22.0 to v22.3), read from its catalog and shown
+in the plan. An unknown or half-migrated schema (exit 2), a read-only
+database or a role without the privileges is refused before anything moves.
+Then:
 
   written or dropped   the object is deleted (a dropped write is a stale
                        update the constraints refused, as in Cumulus)
@@ -106,7 +110,10 @@ reports exactly what would be written, dropped or fail, and changes nothing
 The database is --database-url, else $DATABASE_URL, else the PG* variables
 (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE), or --db-secret, a Secrets
 Manager secret holding host, port, username, password and database (how
-Cumulus stores its login). Passwords never appear in output.
+Cumulus stores its login). Passwords never appear in output. A database
+error that is not the message's (read-only, privileges, a missing table,
+column or partition, a lost connection) stops the run with the object in
+place; only the message's own (bad data, a constraint) moves it.
 
 Step Functions (processing times, the failed step's output) and S3 (CMR
 files, file sizes, messages held in S3) are read with the AWS settings;

@@ -138,3 +138,27 @@ func TestRecoverRefusesADatabaseItCannotWriteBeforeMovingAnything(t *testing.T) 
 		})
 	}
 }
+
+// `dla dev db-init --cumulus` builds each generation as a deploy leaves it,
+// seeded, and recover then reads that generation back from the catalog.
+func TestDevDBInitBuildsEachGeneration(t *testing.T) {
+	for _, c := range []struct{ flag, want string }{{"v21", "v21"}, {"v22", "v22.3"}, {"v22.1", "v22.0"}, {"v22.2", "v22.2"}} {
+		t.Run(c.flag, func(t *testing.T) {
+			url := testsupport.NewDatabase(t)
+			r := run(t, false, nil, "", "dev", "db-init", "--cumulus", c.flag, "--database-url", url, "--seed-generated")
+			if r.code != 0 || !strings.Contains(r.stderr, "Cumulus "+c.want+" tables ready") {
+				t.Fatalf("db-init: exit %d: %s", r.code, r.stderr)
+			}
+			archiveDir := localGeneratedArchive(t, 5)
+			r = run(t, false, map[string]string{"DEADLETTER_NO_PROMPT": "1"}, "", "recover", "--archive", archiveDir,
+				"--database-url", url, "--offline", "--yes", "-o", "json")
+			if r.code != 0 || !strings.Contains(r.stdout, `"schema":"`+c.want+`"`) {
+				t.Fatalf("recover: exit %d, want 0 and schema %s:\n%s\n%s", r.code, c.want, r.stdout, r.stderr)
+			}
+		})
+	}
+	r := run(t, false, nil, "", "dev", "db-init", "--cumulus", "v23", "--database-url", "postgres://x@127.0.0.1:1/db")
+	if r.code != 2 || !strings.Contains(r.stderr, `unknown Cumulus schema "v23"`) {
+		t.Fatalf("--cumulus v23: exit %d: %s", r.code, r.stderr)
+	}
+}
