@@ -90,22 +90,44 @@ func newDB(q querier, inTx bool, gen Generation) *DB {
 	return &DB{q: q, inTx: inTx, gen: gen, st: statementsFor(gen), ids: &sync.Map{}, parents: newBoundedIDs(parentCacheSize)}
 }
 
-// conflictRetries is how many times a unit is re-run after a unique
-// violation. Another writer (a second recover, Cumulus itself) can insert
-// the same execution, PDR or granule between a statement's ON CONFLICT
-// check and its insert; the violation then comes from another unique index
-// (executions_url_unique, say). Re-run, the statement finds the committed
-// row and takes its ON CONFLICT path: a race, not a property of the message.
-const conflictRetries = 3
+// conflictRetries is how many times a unit is re-run after a race with
+// another writer (a second recover, Cumulus itself, the db-writer):
+//   - a unique violation: the other inserted the same execution, PDR,
+//     granule or file between this statement's check and its insert (v21:
+//     the violation comes from another unique index, executions_url_unique
+//     say; v22: from a guard table). Re-run, the statement finds the
+//     committed row and updates it;
+//   - 40001: on v22 the other moved the row to another partition (a new
+//     created_at, a file re-pointed to another granule) after this
+//     statement's snapshot; re-run, it finds the row where it is now;
+//   - 40P01: a deadlock between the two, which PostgreSQL broke by failing
+//     this statement.
+//
+// A race, not a property of the message.
+const conflictRetries = 5
+
+// IsRace reports whether err is one that conflictRetries re-runs.
+func IsRace(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "23505", "40001", "40P01":
+		return true
+	}
+	return false
+}
 
 // one runs fn as one unit: directly on a pool (a single statement is its
 // own transaction), or in a savepoint inside the dry run's transaction. A
-// unique violation is retried (conflictRetries); one that persists is the
-// message's, as in Cumulus.
+// race with another writer is retried (conflictRetries); a unique
+// violation that persists is the message's, as in Cumulus, and a
+// serialization failure or deadlock the environment's.
 func (d *DB) one(ctx context.Context, fn func(q querier) error) error {
 	for attempt := 0; ; attempt++ {
 		err := d.once(ctx, fn)
-		if attempt == conflictRetries || !IsUniqueViolation(err) || ctx.Err() != nil {
+		if attempt == conflictRetries || !IsRace(err) || ctx.Err() != nil {
 			return Classify(err)
 		}
 		time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
@@ -125,13 +147,6 @@ func (d *DB) once(ctx context.Context, fn func(q querier) error) error {
 		return err
 	}
 	return sp.Commit(ctx)
-}
-
-// IsUniqueViolation reports whether err is PostgreSQL's unique_violation
-// (SQLSTATE 23505).
-func IsUniqueViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }
 
 var _ recovery.GranuleScoper = (*DB)(nil)

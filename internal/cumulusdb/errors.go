@@ -44,6 +44,11 @@ func ErrorOwner(err error) Whose {
 	if IsMissingPartition(pgErr) {
 		return OfTheEnvironment
 	}
+	if pgErr.Code == "23502" && pgErr.ColumnName != "" && !writtenColumn[pgErr.ColumnName] {
+		// A NOT NULL column no write fills (added after the run began):
+		// no message could ever fill it.
+		return OfTheEnvironment
+	}
 	if messageClasses[pgErr.Code[:2]] {
 		return OfTheMessage
 	}

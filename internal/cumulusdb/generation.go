@@ -3,6 +3,7 @@ package cumulusdb
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -138,6 +139,18 @@ GROUP BY t.name, c.relkind`, names)
 	if err := rows.Err(); err != nil {
 		return "", err
 	}
+	// A NOT NULL column without a default that no write fills (a newer
+	// Cumulus's migration, as v22.0's collections.cmr_provider was): every
+	// insert would fail on it, and the failures would look like the
+	// messages'.
+	unfilled, err := unfilledColumns(ctx, q)
+	if err != nil {
+		return "", err
+	}
+	if len(unfilled) > 0 {
+		return "", &SchemaError{Found: "NOT NULL column " + strings.Join(unfilled, ", ") + " without a default, which no write of dla fills (a newer Cumulus schema?)",
+			Expected: "the columns of Cumulus v21 or v22.0-v22.3"}
+	}
 	// v22.2 split the granules guard trigger in three (the update one
 	// refuses a change of collection).
 	var splitGranuleTriggers bool
@@ -225,4 +238,66 @@ func missingColumns(shapes map[string]tableShape, sets ...map[string][]string) [
 	}
 	sort.Strings(m)
 	return m
+}
+
+// WrittenColumns are the columns the writes of any generation fill, per
+// table they insert into.
+var WrittenColumns = map[string][]string{
+	"executions": {"arn", "status", "url", "cumulus_version", "tasks", "workflow_name", "created_at", "timestamp",
+		"updated_at", "error", "original_payload", "final_payload", "duration", "async_operation_cumulus_id",
+		"collection_cumulus_id", "parent_cumulus_id", "parent_created_at"},
+	"pdrs": {"name", "status", "pan_sent", "pan_message", "stats", "progress", "execution_cumulus_id", "execution_created_at",
+		"collection_cumulus_id", "provider_cumulus_id", "created_at", "updated_at", "timestamp", "duration"},
+	"granules": {"granule_id", "status", "collection_cumulus_id", "created_at", "updated_at", "published",
+		"duration", "time_to_archive", "time_to_process", "product_volume", "error", "cmr_link", "pdr_cumulus_id",
+		"provider_cumulus_id", "beginning_date_time", "ending_date_time", "last_update_date_time",
+		"processing_end_date_time", "processing_start_date_time", "production_date_time", "query_fields",
+		"timestamp", "producer_granule_id"},
+	"files": {"bucket", "key", "checksum_type", "checksum_value", "file_name", "file_size", "granule_cumulus_id",
+		"collection_cumulus_id", "path", "source", "type"},
+	"granules_executions": {"granule_cumulus_id", "execution_cumulus_id", "collection_cumulus_id", "execution_created_at"},
+}
+
+// writtenColumn is every column some write fills, of any table.
+var writtenColumn = func() map[string]bool {
+	m := map[string]bool{}
+	for _, cols := range WrittenColumns {
+		for _, c := range cols {
+			m[c] = true
+		}
+	}
+	return m
+}()
+
+// unfilledColumns are the NOT NULL columns without a default (nor identity
+// or generated) of the tables the writes insert into that no write fills,
+// as table.column.
+func unfilledColumns(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}) ([]string, error) {
+	tables := make([]string, 0, len(WrittenColumns))
+	for t := range WrittenColumns {
+		tables = append(tables, t)
+	}
+	rows, err := q.Query(ctx, `SELECT t.name, a.attname::text
+FROM unnest($1::text[]) AS t(name)
+JOIN pg_attribute a ON a.attrelid = to_regclass(quote_ident(t.name))
+WHERE a.attnum > 0 AND NOT a.attisdropped AND a.attnotnull AND NOT a.atthasdef
+  AND a.attidentity = '' AND a.attgenerated = ''`, tables)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var t, c string
+		if err := rows.Scan(&t, &c); err != nil {
+			return nil, err
+		}
+		if !slices.Contains(WrittenColumns[t], c) {
+			out = append(out, t+"."+c)
+		}
+	}
+	sort.Strings(out)
+	return out, rows.Err()
 }

@@ -187,7 +187,7 @@ func (d *DB) WriteGranules(ctx context.Context, gws []*recovery.GranuleWrite) ([
 	errs := d.pipeline(ctx, stmts)
 	res := make([]recovery.GranuleResult, len(gws))
 	for i, gw := range gws {
-		if IsUniqueViolation(errs[i]) && ctx.Err() == nil {
+		if IsRace(errs[i]) && ctx.Err() == nil {
 			// A race with another writer: re-run alone, as WriteGranule does.
 			res[i], errs[i] = d.WriteGranule(ctx, gw)
 			continue
@@ -208,7 +208,7 @@ func (d *DB) WriteFilesBatch(ctx context.Context, batch []recovery.FilesWrite) [
 	for i, fw := range batch {
 		switch {
 		case errs[i] == nil:
-		case IsUniqueViolation(errs[i]) && ctx.Err() == nil:
+		case IsRace(errs[i]) && ctx.Err() == nil:
 			errs[i] = d.WriteFiles(ctx, fw.GranuleCumulusID, fw.Files)
 		default:
 			errs[i] = d.filesFallback(ctx, fw.GranuleCumulusID, fw.Files, Classify(errs[i]))

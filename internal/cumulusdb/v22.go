@@ -20,9 +20,15 @@ import (
 
 // v22ExecutionCreatedAt is the created_at of the execution whose
 // cumulus_id is the parameter p (its partition key, which every reference
-// to it carries).
+// to it carries). The row is locked against a change of its keys until the
+// statement's transaction ends: another writer that moves the execution to
+// another partition (a new created_at) then waits for the reference to be
+// written and follows it (ON UPDATE CASCADE), or, if it moved the row
+// first, this statement fails with 40001 and is retried (DB.one) on the
+// row where it is now, instead of failing the message with a foreign key
+// violation on the created_at it read before the move.
 func v22ExecutionCreatedAt(p string) string {
-	return `(SELECT x.created_at FROM executions x WHERE x.cumulus_id = ` + p + `)`
+	return `(SELECT x.created_at FROM executions x WHERE x.cumulus_id = ` + p + ` FOR KEY SHARE)`
 }
 
 // v22ExecutionSQL is ExecutionPgModel.upsert: a running execution updates
@@ -91,7 +97,7 @@ RETURNING cumulus_id`
 // when they would not. returning is what is selected of the written row,
 // aliased g, after the other collection's cumulus_id.
 func v22GranuleSQL(status, returning string) string {
-	var set, guard, other string
+	var set, guard, other, sameCollection string
 	switch status {
 	case "running", "queued":
 		set = `status = $2::text, "timestamp" = $22::timestamptz, updated_at = $5::timestamptz, created_at = $4::timestamptz`
@@ -101,6 +107,7 @@ func v22GranuleSQL(status, returning string) string {
 		}
 		guard = ` AND NOT EXISTS (SELECT 1 FROM executions x WHERE x.cumulus_id = $24::bigint AND x.status IN (` + states + `))`
 		other = `SELECT NULL::integer AS collection_cumulus_id WHERE false`
+		sameCollection = ""
 	default:
 		parts := make([]string, 0, len(granuleCols))
 		for i, c := range granuleCols {
@@ -111,6 +118,10 @@ func v22GranuleSQL(status, returning string) string {
 		}
 		set = strings.Join(parts, ", ")
 		other = `SELECT collection_cumulus_id FROM target WHERE collection_cumulus_id <> $3::integer`
+		// Never a change of collection, whatever the release's trigger
+		// (v22.0's lets it through): a granule another writer moved to
+		// another collection since the snapshot is left alone.
+		sameCollection = ` AND g.collection_cumulus_id = $3::integer`
 	}
 	params := make([]string, len(granuleCols))
 	for i := range granuleCols {
@@ -121,9 +132,11 @@ func v22GranuleSQL(status, returning string) string {
   WHERE granule_id = $1::text AND created_at <= $4::timestamptz` + guard + `
 ), other AS (` + other + `
 ), upd AS (
+  -- The guards are the update's own conditions, not only target's: a row
+  -- another writer committed while this one waited for it is judged as
+  -- it is then (PostgreSQL re-checks them on the new row version).
   UPDATE granules AS g SET ` + set + `
-  FROM target t
-  WHERE g.cumulus_id = t.cumulus_id AND g.collection_cumulus_id = t.collection_cumulus_id AND g.granule_id = $1::text
+  WHERE g.granule_id = $1::text AND g.created_at <= $4::timestamptz` + guard + sameCollection + `
     AND NOT EXISTS (SELECT 1 FROM other)
   RETURNING g.*
 ), ins AS (
@@ -135,8 +148,8 @@ func v22GranuleSQL(status, returning string) string {
   SELECT * FROM upd UNION ALL SELECT * FROM ins
 ), link AS (
   INSERT INTO granules_executions (granule_cumulus_id, collection_cumulus_id, execution_cumulus_id, execution_created_at)
-  SELECT w.cumulus_id, w.collection_cumulus_id, x.cumulus_id, x.created_at
-  FROM w JOIN executions x ON x.cumulus_id = $24::bigint
+  SELECT w.cumulus_id, w.collection_cumulus_id, $24::bigint, ` + v22ExecutionCreatedAt("$24::bigint") + `
+  FROM w WHERE $24::bigint IS NOT NULL
   ON CONFLICT (granule_cumulus_id, execution_cumulus_id) DO NOTHING
 )
 SELECT (SELECT o.collection_cumulus_id::text || ':' || c.name || '___' || c.version
@@ -152,7 +165,7 @@ FROM (SELECT 1) AS one LEFT JOIN w AS g ON true`
 // The parameters are v21's (writeFilesSQL): $1 the granule, then the
 // columns as arrays; the granule's collection is read from its row.
 const v22FilesSQL = `WITH c AS (
-  SELECT collection_cumulus_id AS id FROM granules WHERE cumulus_id = $1::bigint
+  SELECT collection_cumulus_id AS id FROM granules WHERE cumulus_id = $1::bigint FOR KEY SHARE
 ), x AS (
   SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[])
     AS x(b, k, ct, cv, fn, fs, s, t)
@@ -176,6 +189,7 @@ const v22LinkGranulesSQL = `INSERT INTO granules_executions (granule_cumulus_id,
 SELECT g.cumulus_id, g.collection_cumulus_id, x.cumulus_id, x.created_at
 FROM granules g JOIN executions x ON x.cumulus_id = $2
 WHERE g.granule_id = ANY($1)
+FOR KEY SHARE OF g, x
 ON CONFLICT (granule_cumulus_id, execution_cumulus_id) DO NOTHING`
 
 // v22OtherCollectionError is v22.2's refusal of a completed or failed

@@ -17,7 +17,6 @@ import (
 
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/awsconfig"
-	"github.com/deadletter/deadletter/internal/awsread"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/cumulusdb"
@@ -25,6 +24,7 @@ import (
 	"github.com/deadletter/deadletter/internal/recovery"
 	"github.com/deadletter/deadletter/internal/selection"
 	"github.com/deadletter/deadletter/internal/snspub"
+	"github.com/deadletter/deadletter/internal/workflow/dbwrite"
 	"github.com/deadletter/deadletter/internal/workflow/dlarecover"
 )
 
@@ -317,18 +317,6 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 		return err
 	}
 
-	// AWS: Step Functions and S3 reads, and the database secret.
-	var awsCfg *aws.Config
-	loadAWS := func() (aws.Config, error) {
-		if awsCfg == nil {
-			cfg, err := awsconfig.Load(ctx, *f.AWS)
-			if err != nil {
-				return cfg, err
-			}
-			awsCfg = &cfg
-		}
-		return *awsCfg, nil
-	}
 	maxPool := opts.DBMaxPool
 	if maxPool == 0 {
 		maxPool = opts.Select.concurrency + 2
@@ -340,60 +328,41 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	if dburl == "" && opts.DBSecret == "" {
 		dburl = f.Getenv("DATABASE_URL")
 	}
-	poolCfg, err := cumulusdb.Configure(ctx, dburl, opts.DBSecret, maxPool, func(ctx context.Context, id string) ([]byte, error) {
-		cfg, err := loadAWS()
-		if err != nil {
-			return nil, err
-		}
-		return awsconfig.SecretText(ctx, awsconfig.SecretsManager(cfg, *f.AWS), id)
-	})
-	switch {
-	case errors.Is(err, cumulusdb.ErrConnString):
-		return cmdutil.UsageErrorf("%v", err)
-	case err != nil:
-		return err
-	}
-	w := &recovery.Writer{Now: f.Now, Region: "us-east-1", Unbatched: opts.NoBatch, NoMsgIndex: opts.NoMsgIndex}
-	if !opts.Offline {
-		cfg, err := loadAWS()
-		if err != nil {
-			return fmt.Errorf("%w (recover reads Step Functions and S3; --offline runs without them)", err)
-		}
-		w.SFN = awsread.StepFunctions{Client: awsconfig.SFN(cfg, *f.AWS)}
-		// `replace` payloads only from the archive's bucket (none for a local one).
-		w.Objects = awsread.Objects{Client: awsconfig.S3(cfg, *f.AWS), ReplaceBucket: loc.Bucket}
-		if cfg.Region != "" && !f.AWS.EndpointOverridden("SFN") {
-			w.Region = cfg.Region
-		}
-	}
-	if !topics.None() {
-		cfg, err := loadAWS()
-		if err != nil {
-			return fmt.Errorf("%w (recover publishes to the SNS topics given)", err)
-		}
-		// The workflow never lets a dry run publish.
-		if w.Notifier, err = snspub.New(awsconfig.SNS(cfg, *f.AWS), topics); err != nil {
-			return cmdutil.UsageErrorf("%v", err)
-		}
-	}
-
 	// The database and the lock come before the plan: a second run is
 	// refused before it reads the archive, and no run plans on objects
-	// another run is moving.
-	// Open reads the schema generation from the catalog and checks that
-	// the database can take the writes: an unknown or half-migrated
-	// schema, a read-only database or a role without the privileges stops
-	// here, before anything is read, moved or deleted.
-	db, err := cumulusdb.Open(ctx, poolCfg)
-	if err != nil {
+	// another run is moving. dbwrite.Open is the db-writer processor's
+	// setup too: it reads the schema generation from the catalog and
+	// checks that the database can take the writes (an unknown or
+	// half-migrated schema, a read-only database or a role without the
+	// privileges stops here, before anything is read, moved or deleted).
+	path, err := dbwrite.Open(ctx, dbwrite.Config{
+		DatabaseURL: dburl, DBSecret: opts.DBSecret, MaxConns: maxPool,
+		AWS:      func() (aws.Config, error) { return awsconfig.Load(ctx, *f.AWS) },
+		Settings: *f.AWS, Offline: opts.Offline,
+		// `replace` payloads only from the archive's bucket (none for a local one).
+		ReplaceBucket: loc.Bucket, Topics: topics, Now: f.Now,
+		Unbatched: opts.NoBatch, NoMsgIndex: opts.NoMsgIndex,
+	})
+	switch dbwrite.StageOf(err) {
+	case "":
+	case dbwrite.StageConnString, dbwrite.StageTopics:
+		return cmdutil.UsageErrorf("%v", err)
+	case dbwrite.StageNotifier:
+		return fmt.Errorf("%w (recover publishes to the SNS topics given)", err)
+	case dbwrite.StageReads:
+		return fmt.Errorf("%w (recover reads Step Functions and S3; --offline runs without them)", err)
+	case dbwrite.StageDatabase:
 		return refuseDatabase(err)
+	default:
+		return err
 	}
-	defer db.Close()
+	defer path.Close()
+	db, w := path.Database, path.Writer
 	pool := db.Pool
 	var lock *cumulusdb.ArchiveLock
 	if !opts.DryRun {
 		if lock, err = cumulusdb.LockArchive(ctx, pool, loc.Identity()); err != nil {
-			return fmt.Errorf("%s into %s: %w", loc, cumulusdb.Target(poolCfg), err)
+			return fmt.Errorf("%s into %s: %w", loc, db.Target, err)
 		}
 		defer lock.Release()
 	}

@@ -6,12 +6,12 @@ import (
 	"os"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/deadletter/deadletter/internal/awsconfig"
-	"github.com/deadletter/deadletter/internal/awsread"
-	"github.com/deadletter/deadletter/internal/cumulusdb"
 	"github.com/deadletter/deadletter/internal/processor/jsonlog"
-	"github.com/deadletter/deadletter/internal/recovery"
-	"github.com/deadletter/deadletter/internal/snspub"
+	"github.com/deadletter/deadletter/internal/workflow/dbwrite"
 )
 
 // New builds the handler at cold start: the database pool (kept for the
@@ -23,42 +23,34 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 		return nil, err
 	}
 	settings := awsconfig.Settings{}
-	poolCfg, err := cumulusdb.Configure(ctx, cfg.DatabaseURL, cfg.DBSecret, cfg.MaxPool, func(ctx context.Context, id string) ([]byte, error) {
-		return awsconfig.SecretText(ctx, awsconfig.SecretsManager(awsCfg, settings), id)
+	// The same setup as dla recover's (dbwrite.Open): the schema
+	// generation read from the catalog and the database checked writable
+	// at cold start, the adapter of that generation, the same readers.
+	path, err := dbwrite.Open(ctx, dbwrite.Config{
+		DatabaseURL: cfg.DatabaseURL, DBSecret: cfg.DBSecret, MaxConns: cfg.MaxPool,
+		Tune: func(p *pgxpool.Config) {
+			// Idle connections close before Lambda freezes the instance for
+			// long; a connection found dead is replaced, not used.
+			p.MaxConnIdleTime = 5 * time.Minute
+			p.HealthCheckPeriod = time.Minute
+		},
+		AWS:      func() (aws.Config, error) { return awsCfg, nil },
+		Settings: settings, ReplaceBucket: cfg.SystemBucket, Topics: cfg.Topics, Now: time.Now,
 	})
-	if err != nil {
+	switch dbwrite.StageOf(err) {
+	case "":
+	case dbwrite.StageTopics, dbwrite.StageNotifier, dbwrite.StageReads:
+		return nil, err
+	default:
 		return nil, fmt.Errorf("%s: %w", cfg.databaseVar(), err)
 	}
-	// Idle connections close before Lambda freezes the instance for long;
-	// a connection found dead is replaced, not used.
-	poolCfg.MaxConnIdleTime = 5 * time.Minute
-	poolCfg.HealthCheckPeriod = time.Minute
-	// The same setup as dla recover's: the schema generation read from
-	// the catalog, and the database checked writable, at cold start.
-	db, err := cumulusdb.Open(ctx, poolCfg)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cfg.databaseVar(), err)
-	}
-	pool := db.Pool
 	jsonlog.Line(os.Stdout, struct {
 		Type     string `json:"type"`
 		Database string `json:"database"`
 		Schema   string `json:"schema"`
-	}{"cold_start", db.Target, string(db.Generation)})
-	pub, err := snspub.New(awsconfig.SNS(awsCfg, settings), cfg.Topics)
-	if err != nil {
-		pool.Close()
-		return nil, err
-	}
+	}{"cold_start", path.Database.Target, string(path.Database.Generation)})
 	return &Handler{
-		Writer: recovery.Writer{
-			DB:       db.DB(),
-			SFN:      awsread.StepFunctions{Client: awsconfig.SFN(awsCfg, settings)},
-			Objects:  awsread.Objects{Client: awsconfig.S3(awsCfg, settings), ReplaceBucket: cfg.SystemBucket},
-			Region:   awsCfg.Region,
-			Now:      time.Now,
-			Notifier: pub,
-		},
+		Writer:          *path.Writer,
 		SQS:             awsconfig.SQS(awsCfg, settings),
 		DeadLetterQueue: cfg.DeadLetterQueue,
 		Concurrency:     cfg.MaxPool,
