@@ -134,6 +134,22 @@ func (d *DB) one(ctx context.Context, fn func(q querier) error) error {
 	}
 }
 
+// write runs a write whose generation has a plain insert to try first
+// (insert, "" for none): as one unit, without a retry; a unique violation
+// (the row exists, in its table or a guard table, or another writer just
+// inserted it), or another race, runs the full statement as d.one does.
+// v22's models write the same way (an insert in a savepoint, then the
+// update).
+func (d *DB) write(ctx context.Context, insert, full string, run func(q querier, sql string) error) error {
+	if insert != "" {
+		err := d.once(ctx, func(q querier) error { return run(q, insert) })
+		if !IsRace(err) || ctx.Err() != nil {
+			return Classify(err)
+		}
+	}
+	return d.one(ctx, func(q querier) error { return run(q, full) })
+}
+
 func (d *DB) once(ctx context.Context, fn func(q querier) error) error {
 	if !d.inTx {
 		return fn(d.q)
@@ -257,7 +273,7 @@ func coalesceSet(alias string, cols []string) string {
 func (d *DB) UpsertExecution(ctx context.Context, r *recovery.ExecutionRow) (int64, error) {
 	sql := d.st.execution[boolIndex(r.Status == "running")]
 	var id int64
-	err := d.one(ctx, func(q querier) error {
+	err := d.write(ctx, d.st.executionInsert, sql, func(q querier, sql string) error {
 		return q.QueryRow(ctx, sql, r.Arn, r.Status, r.URL, r.CumulusVersion, nullJSON(r.Tasks), r.WorkflowName,
 			r.CreatedAt, r.Timestamp, r.UpdatedAt, nullJSON(r.Error), nullJSON(r.OriginalPayload), nullJSON(r.FinalPayload),
 			r.Duration, r.AsyncOperationID, r.CollectionID, r.ParentID).Scan(&id)
@@ -373,10 +389,15 @@ var granuleSQLByStatus = map[string]string{
 }
 
 func (d *DB) WriteGranule(ctx context.Context, gw *recovery.GranuleWrite) (recovery.GranuleResult, error) {
-	sql := granuleStatement(d.st.granule, gw.Row.Status)
+	return d.writeGranule(ctx, gw, d.st.granuleInsert)
+}
+
+// writeGranule is WriteGranule trying insert first ("": the full
+// statement at once).
+func (d *DB) writeGranule(ctx context.Context, gw *recovery.GranuleWrite, insert string) (recovery.GranuleResult, error) {
 	var other *string
 	var id *int64
-	err := d.one(ctx, func(q querier) error {
+	err := d.write(ctx, insert, granuleStatement(d.st.granule, gw.Row.Status), func(q querier, sql string) error {
 		other, id = nil, nil
 		return q.QueryRow(ctx, sql, granuleArgs(gw)...).Scan(&other, &id)
 	})
@@ -435,9 +456,15 @@ DELETE FROM files WHERE granule_cumulus_id = $1 AND cumulus_id NOT IN (SELECT cu
 var writeFileSQL = fmt.Sprintf(fileUpsert, `VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8, $9)`)
 
 func (d *DB) WriteFiles(ctx context.Context, granuleCumulusID int64, files []recovery.FileRow) error {
+	return d.writeFiles(ctx, granuleCumulusID, files, d.st.filesInsert)
+}
+
+// writeFiles is WriteFiles trying insert first ("": the full statement
+// at once).
+func (d *DB) writeFiles(ctx context.Context, granuleCumulusID int64, files []recovery.FileRow, insert string) error {
 	args := filesArgs(granuleCumulusID, files)
-	err := d.one(ctx, func(q querier) error {
-		_, err := q.Exec(ctx, d.st.files, args...)
+	err := d.write(ctx, insert, d.st.files, func(q querier, sql string) error {
+		_, err := q.Exec(ctx, sql, args...)
 		return err
 	})
 	if err == nil || recovery.IsTransient(err) {

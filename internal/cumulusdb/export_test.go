@@ -1,7 +1,12 @@
 package cumulusdb
 
-// GranuleSQLFor is the granule statement of a generation and status, for
-// tests that recognise the statement on the wire.
+// GranuleSQLFor is the granule statement a generation pipelines for a
+// status (its plain insert, where it has one), for tests that recognise
+// the statement on the wire.
 func GranuleSQLFor(gen Generation, status string) string {
-	return granuleStatement(statementsFor(gen).granule, status)
+	st := statementsFor(gen)
+	if st.granuleInsert != "" {
+		return st.granuleInsert
+	}
+	return granuleStatement(st.granule, status)
 }

@@ -182,14 +182,19 @@ func (d *DB) WriteGranules(ctx context.Context, gws []*recovery.GranuleWrite) ([
 	ids := make([]*int64, len(gws))
 	stmts := make([]pipeStmt, len(gws))
 	for i, gw := range gws {
-		stmts[i] = pipeStmt{sql: granuleStatement(d.st.granule, gw.Row.Status), args: granuleArgs(gw), read: scanOne(&others[i], &ids[i])}
+		sql := d.st.granuleInsert
+		if sql == "" {
+			sql = granuleStatement(d.st.granule, gw.Row.Status)
+		}
+		stmts[i] = pipeStmt{sql: sql, args: granuleArgs(gw), read: scanOne(&others[i], &ids[i])}
 	}
 	errs := d.pipeline(ctx, stmts)
 	res := make([]recovery.GranuleResult, len(gws))
 	for i, gw := range gws {
 		if IsRace(errs[i]) && ctx.Err() == nil {
-			// A race with another writer: re-run alone, as WriteGranule does.
-			res[i], errs[i] = d.WriteGranule(ctx, gw)
+			// A row that exists (v22's insert) or a race with another
+			// writer: re-run alone, the full statement.
+			res[i], errs[i] = d.writeGranule(ctx, gw, "")
 			continue
 		}
 		res[i], errs[i] = d.granuleResult(gw, others[i], ids[i], Classify(errs[i]))
@@ -202,14 +207,18 @@ func (d *DB) WriteGranules(ctx context.Context, gws []*recovery.GranuleWrite) ([
 func (d *DB) WriteFilesBatch(ctx context.Context, batch []recovery.FilesWrite) []error {
 	stmts := make([]pipeStmt, len(batch))
 	for i, fw := range batch {
-		stmts[i] = pipeStmt{sql: d.st.files, args: filesArgs(fw.GranuleCumulusID, fw.Files), read: execOnly}
+		sql := d.st.filesInsert
+		if sql == "" {
+			sql = d.st.files
+		}
+		stmts[i] = pipeStmt{sql: sql, args: filesArgs(fw.GranuleCumulusID, fw.Files), read: execOnly}
 	}
 	errs := d.pipeline(ctx, stmts)
 	for i, fw := range batch {
 		switch {
 		case errs[i] == nil:
 		case IsRace(errs[i]) && ctx.Err() == nil:
-			errs[i] = d.WriteFiles(ctx, fw.GranuleCumulusID, fw.Files)
+			errs[i] = d.writeFiles(ctx, fw.GranuleCumulusID, fw.Files, "")
 		default:
 			errs[i] = d.filesFallback(ctx, fw.GranuleCumulusID, fw.Files, Classify(errs[i]))
 		}

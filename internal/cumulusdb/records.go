@@ -41,7 +41,7 @@ func (d *DB) UpsertExecutionRecord(ctx context.Context, r *recovery.ExecutionRow
 	sql := d.st.executionRecord[boolIndex(r.Status == "running")]
 	var id int64
 	var e recovery.StoredExecution
-	err := d.one(ctx, func(q querier) error {
+	err := d.write(ctx, d.st.executionRecordInsert, sql, func(q querier, sql string) error {
 		var tasks, errJSON, orig, final *string
 		err := q.QueryRow(ctx, sql, r.Arn, r.Status, r.URL, r.CumulusVersion, nullJSON(r.Tasks), r.WorkflowName,
 			r.CreatedAt, r.Timestamp, r.UpdatedAt, nullJSON(r.Error), nullJSON(r.OriginalPayload), nullJSON(r.FinalPayload),
@@ -141,7 +141,7 @@ func (d *DB) WriteGranuleRecord(ctx context.Context, gw *recovery.GranuleWrite) 
 	sql := granuleStatement(d.st.granuleRecord, r.Status)
 	var res recovery.GranuleResult
 	var stored *recovery.StoredGranule
-	err := d.one(ctx, func(q querier) error {
+	err := d.write(ctx, d.st.granuleRecordInsert, sql, func(q querier, sql string) error {
 		var other *string
 		var id *int64
 		var g recovery.StoredGranule

@@ -32,6 +32,15 @@ type statements struct {
 	// transaction, all or none, as v22 does).
 	files, fileOne string
 	linkGranules   string
+	// executionInsert, executionRecordInsert, granuleInsert,
+	// granuleRecordInsert and filesInsert are the plain inserts a
+	// generation tries first, with the same parameters and results as the
+	// statements above ("": none, the statement above runs at once). One
+	// that meets an existing row fails with a unique violation, and the
+	// full statement runs (DB.write).
+	executionInsert, executionRecordInsert string
+	granuleInsert, granuleRecordInsert     string
+	filesInsert                            string
 	// otherCollection is the generation's refusal of a granule_id that
 	// another collection holds; other is the first column of the granule
 	// statement.
@@ -68,14 +77,19 @@ var v22Statements = newV22Statements()
 
 func newV22Statements() *statements {
 	st := &statements{
-		gen:             V22_3,
-		execution:       [2]string{v22ExecutionSQL(false, "up.cumulus_id"), v22ExecutionSQL(true, "up.cumulus_id")},
-		executionRecord: [2]string{v22ExecutionSQL(false, storedExecutionCols), v22ExecutionSQL(true, storedExecutionCols)},
-		pdr:             [2]string{v22PdrSQL(false), v22PdrSQL(true)},
-		granule:         map[string]string{},
-		granuleRecord:   map[string]string{},
-		files:           v22FilesSQL,
-		linkGranules:    v22LinkGranulesSQL,
+		gen:                   V22_3,
+		execution:             [2]string{v22ExecutionSQL(false, "up.cumulus_id"), v22ExecutionSQL(true, "up.cumulus_id")},
+		executionRecord:       [2]string{v22ExecutionSQL(false, storedExecutionCols), v22ExecutionSQL(true, storedExecutionCols)},
+		pdr:                   [2]string{v22PdrSQL(false), v22PdrSQL(true)},
+		granule:               map[string]string{},
+		granuleRecord:         map[string]string{},
+		files:                 v22FilesSQL,
+		linkGranules:          v22LinkGranulesSQL,
+		executionInsert:       v22ExecutionInsertSQL("up.cumulus_id"),
+		executionRecordInsert: v22ExecutionInsertSQL(storedExecutionCols),
+		granuleInsert:         v22GranuleInsertSQL("g.cumulus_id"),
+		granuleRecordInsert:   v22GranuleInsertSQL(storedGranuleCols),
+		filesInsert:           v22FilesInsertSQL,
 		otherCollection: func(gw *recovery.GranuleWrite, other string) error {
 			// "<cumulus_id>:<name___version>"
 			idText, name, _ := strings.Cut(other, ":")

@@ -200,3 +200,55 @@ func v22OtherCollectionError(granuleID string, otherCumulusID int64, otherName s
 	return fmt.Errorf("Error: A granule already exists for granuleId: %s in a different collection %d. (collection %d is %s)",
 		granuleID, otherCumulusID, otherCumulusID, otherName)
 }
+
+// The plain inserts v22's models try first (in a savepoint: an insert
+// that meets a row, in its table or in a guard table, fails with a unique
+// violation and the full statement above runs). A new row, the common case
+// of a recovery, is then written by a statement PostgreSQL plans and runs
+// cheaply: no update over every partition.
+
+// v22ExecutionInsertSQL inserts the execution; returning as in
+// v22ExecutionSQL.
+func v22ExecutionInsertSQL(returning string) string {
+	return `WITH up AS (
+  INSERT INTO executions (` + executionCols + `, parent_created_at)
+  VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10::jsonb, $11::jsonb, $12::jsonb, $13, $14, $15, $16::bigint, ` + v22ExecutionCreatedAt("$16::bigint") + `)
+  RETURNING *
+)
+SELECT ` + returning + ` FROM up`
+}
+
+// v22GranuleInsertSQL inserts the granule and links it to its execution;
+// its result is v22GranuleSQL's (no other collection: a granule_id held
+// anywhere fails the insert).
+func v22GranuleInsertSQL(returning string) string {
+	params := make([]string, len(granuleCols))
+	for i := range granuleCols {
+		params[i] = fmt.Sprintf("$%d::%s", i+1, granuleTypes[i])
+	}
+	return `WITH ins AS (
+  INSERT INTO granules (` + strings.Join(granuleCols, ", ") + `)
+  VALUES (` + strings.Join(params, ", ") + `)
+  RETURNING *
+), link AS (
+  INSERT INTO granules_executions (granule_cumulus_id, collection_cumulus_id, execution_cumulus_id, execution_created_at)
+  SELECT ins.cumulus_id, ins.collection_cumulus_id, $24::bigint, ` + v22ExecutionCreatedAt("$24::bigint") + `
+  FROM ins WHERE $24::bigint IS NOT NULL
+  ON CONFLICT (granule_cumulus_id, execution_cumulus_id) DO NOTHING
+)
+SELECT NULL::text, ` + returning + `
+FROM (SELECT 1) AS one LEFT JOIN ins AS g ON true`
+}
+
+// v22FilesInsertSQL inserts the granule's files and removes its others
+// (v22FilesSQL's parameters and effect, when no file exists yet).
+const v22FilesInsertSQL = `WITH c AS (
+  SELECT collection_cumulus_id AS id FROM granules WHERE cumulus_id = $1::bigint FOR KEY SHARE
+), ins AS (
+  INSERT INTO files (bucket, key, checksum_type, checksum_value, file_name, file_size, granule_cumulus_id, collection_cumulus_id, path, source, type)
+  SELECT x.b, x.k, x.ct, x.cv, x.fn, x.fs, $1::bigint, c.id, NULL, x.s, x.t
+  FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[]) AS x(b, k, ct, cv, fn, fs, s, t), c
+  RETURNING cumulus_id
+)
+DELETE FROM files WHERE granule_cumulus_id = $1::bigint AND collection_cumulus_id = (SELECT id FROM c)
+  AND cumulus_id NOT IN (SELECT cumulus_id FROM ins)`

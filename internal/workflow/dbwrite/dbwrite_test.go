@@ -63,6 +63,14 @@ func TestOpenWritesTheGenerationItFinds(t *testing.T) {
 			if p.Writer.SFN != nil || p.Writer.Objects != nil || p.Writer.Notifier != nil || p.Writer.Region != "us-east-1" {
 				t.Fatalf("offline writer reads AWS: %+v", p.Writer)
 			}
+			// v22's statements run on generic plans (cumulusdb.Open).
+			var mode string
+			if err := p.Database.Pool.QueryRow(context.Background(), `SHOW plan_cache_mode`).Scan(&mode); err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]string{true: "force_generic_plan", false: "auto"}[gen.Partitioned()]; mode != want {
+				t.Fatalf("plan_cache_mode %s, want %s", mode, want)
+			}
 		})
 	}
 }
