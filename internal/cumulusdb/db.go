@@ -1,6 +1,10 @@
-// Package cumulusdb is the PostgreSQL adapter of the write core: the Cumulus
-// v21 upserts with their WHERE guards, the natural-key lookups, and the
-// project's own DDL (schema.sql) for test and local databases.
+// Package cumulusdb is the PostgreSQL adapter of the write core: Open (the
+// schema generation read from the catalog, the checks that the database can
+// take the writes), one statement set per generation behind the same DB
+// (v21's upserts with their WHERE guards; v22's inserts and updates on
+// partitioned tables and guard tables, v22.go), the natural-key lookups,
+// whose-error-is-it classification, the archive lock, and the project's own
+// DDL of each generation for test and local databases.
 package cumulusdb
 
 import (

@@ -10,13 +10,15 @@ import (
 // v22 never uses ON CONFLICT on those tables: its models insert in a
 // savepoint and, on a unique violation, update by the natural key
 // (packages/db/src/models/{execution,granule,file}.ts; see
-// docs/recover.md, "Cumulus v22"). Each statement here is that write as one
-// statement, updating first: an existing row takes the update, a new one
-// the insert, and an insert that races another writer's gets the unique
-// violation that DB.one retries, when the update then finds the row. What
-// a write leaves is v22's; the references carry the partition keys
-// (created_at of an execution, collection of a granule), read in the same
-// statement from the row referenced.
+// docs/recover.md, "Cumulus releases"). Here too a write is first a plain
+// insert (the *InsertSQL statements at the end); when it meets a row (a
+// unique violation, in the table or a guard table) the full statement
+// runs, which is that write as one statement, updating first: an existing
+// row takes the update, a new one the insert, and an insert that races
+// another writer's gets the unique violation that DB.one retries, when the
+// update then finds the row. What a write leaves is v22's; the references
+// carry the partition keys (created_at of an execution, collection of a
+// granule), read in the same statement from the row referenced.
 
 // v22ExecutionCreatedAt is the created_at of the execution whose
 // cumulus_id is the parameter p (its partition key, which every reference

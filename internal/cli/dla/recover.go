@@ -401,7 +401,7 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	sum := &RecoverSummary{Type: "summary", DryRun: opts.DryRun, Keep: opts.Keep,
 		Database: plan.Database, Schema: plan.Schema, Selected: plan.Objects, LeftAlone: plan.LeftAlone,
 		SNS: dlarecover.SNSSummary{Topics: !topics.None(), Published: !topics.None() && !opts.DryRun}}
-	run := &dlarecover.Run{Store: store, Layout: scope.Layout, DB: db.DB(), Pool: pool, Writer: w, Lock: lock,
+	run := &dlarecover.Run{Store: store, Layout: scope.Layout, DB: path.DB, Pool: pool, Writer: w, Lock: lock,
 		DryRun: opts.DryRun, Keep: opts.Keep, LeaveUnreadable: opts.LeaveUnreadable, Concurrency: opts.Select.concurrency,
 		NoPrefetch: opts.NoPrefetch,
 		Now:        f.Now, Sum: sum,

@@ -58,6 +58,7 @@ type Config struct {
 // Path is a write path ready to write: the database and the writer on it.
 type Path struct {
 	Database *cumulusdb.Database
+	DB       *cumulusdb.DB // the adapter of the database's generation, the Writer's DB
 	Writer   *recovery.Writer
 }
 
@@ -165,8 +166,9 @@ func Open(ctx context.Context, c Config) (*Path, error) {
 	if err != nil {
 		return nil, &Error{StageDatabase, err}
 	}
-	w.DB = db.DB()
-	return &Path{Database: db, Writer: w}, nil
+	adapter := db.DB()
+	w.DB = adapter
+	return &Path{Database: db, DB: adapter, Writer: w}, nil
 }
 
 // String names the database and its generation, for logs.
