@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -56,14 +57,59 @@ type RecoveryOutput struct {
 var ErrUnauthorized = errors.New("the Cumulus API refused the token")
 
 // NotStarted reports whether an error of RecoverCumulusMessages means the
-// API did not start anything: the token was refused, or the request was
-// answered 4xx. After a 5xx, a lost answer or a timeout nobody can say.
+// API did not start anything: the token was refused, the request was
+// answered 4xx, or it provably never left this machine (the host did not
+// resolve, the connection was refused). After a 5xx, a lost answer or a
+// timeout nobody can say.
 func NotStarted(err error) bool {
 	if errors.Is(err, ErrUnauthorized) {
 		return true
 	}
 	var se *StatusError
-	return errors.As(err, &se) && se.Status < 500
+	if errors.As(err, &se) && se.Status < 500 {
+		return true
+	}
+	return neverSent(err)
+}
+
+// neverSent: the request could not have reached a server (no address, or
+// no connection).
+func neverSent(err error) bool {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// UnreachableError: the API could not be reached, or its answer was lost.
+type UnreachableError struct {
+	URL, Op string
+	Err     error
+}
+
+func (e *UnreachableError) Error() string {
+	why := e.Err.Error()
+	var dns *net.DNSError
+	var op *net.OpError
+	switch {
+	case errors.As(e.Err, &dns):
+		why = fmt.Sprintf("the host %q does not resolve", dns.Name)
+	case errors.As(e.Err, &op) && op.Err != nil:
+		why = op.Err.Error()
+	}
+	return fmt.Sprintf("cannot reach the Cumulus API at %s (%s): %s; check --via-api and the network", e.URL, e.Op, why)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// Check makes one cheap authenticated call (the first async operation of
+// the list), so that an API that cannot be reached or a token it refuses
+// is found before anything is staged.
+func (c *Client) Check(ctx context.Context) error {
+	var out json.RawMessage
+	return c.call(ctx, http.MethodGet, "/asyncOperations?limit=1", nil, http.StatusOK, &out)
 }
 
 // StatusError is an answer other than the one expected.
@@ -141,8 +187,8 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, wan
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			last = fmt.Errorf("%s: %w", op, err)
-			if method == http.MethodPost { // it may have arrived: not retried
+			last = &UnreachableError{URL: c.BaseURL, Op: op, Err: err}
+			if method == http.MethodPost && !neverSent(err) { // it may have arrived: not retried
 				return last
 			}
 			continue

@@ -13,6 +13,7 @@ import (
 	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/buildinfo"
 	"github.com/deadletter/deadletter/internal/cli/output"
+	"github.com/deadletter/deadletter/internal/cumulusapi"
 	"github.com/deadletter/deadletter/internal/cumulusdb"
 )
 
@@ -53,6 +54,11 @@ func ErrorLine(err error) string {
 	// the AWS explainer would send the operator to --endpoint-url.
 	if line, ok := cumulusdb.Explain(err); ok {
 		return line
+	}
+	// The Cumulus API's network errors name it, not the AWS endpoint.
+	var api *cumulusapi.UnreachableError
+	if errors.As(err, &api) {
+		return err.Error()
 	}
 	if e, ok := awsconfig.Explain(err); ok {
 		return e.Message

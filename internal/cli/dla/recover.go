@@ -232,6 +232,11 @@ type recoverPlan struct {
 	Area      string         `json:"area"`
 	spool     *selection.Spool
 	objects   *dlarecover.ObjectSpool // nil with --x-no-spool
+	// cumulusFailed, with --via-api, is where Cumulus's recovery would
+	// put an object that fails ("" when it would leave it: unreadable);
+	// byFailed gathers the keys by that destination.
+	cumulusFailed func(key string, d *dla.Decoded) string
+	byFailed      map[string][]string
 }
 
 func (p *recoverPlan) add(key string, d *dla.Decoded, err error) error {
@@ -242,6 +247,11 @@ func (p *recoverPlan) add(key string, d *dla.Decoded, err error) error {
 		}
 	} else if err := p.spool.Add(key); err != nil {
 		return err
+	}
+	if p.cumulusFailed != nil {
+		if dst := p.cumulusFailed(key, d); dst != "" {
+			p.byFailed[dst] = append(p.byFailed[dst], key)
+		}
 	}
 	if d == nil {
 		p.Unreadable++

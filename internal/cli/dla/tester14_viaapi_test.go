@@ -432,8 +432,8 @@ func TestTester14ViaAPICancelDuringPolling(t *testing.T) {
 	target, _ := url.Parse(e.api.URL)
 	rp := httputil.NewSingleHostReverseProxy(target)
 	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			cancel() // Ctrl-C at the first poll
+		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/asyncOperations/") {
+			cancel() // Ctrl-C at the first poll (not at the check before staging)
 		}
 		rp.ServeHTTP(w, r)
 	}))

@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/tidwall/gjson"
 
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
@@ -46,6 +48,83 @@ type ViaAPIResult struct {
 	Failed      int      `json:"failed"`
 	Left        []string `json:"left_in_staging"`
 	MovedBack   int      `json:"moved_back"`
+	// LeftOut are the objects of the selection that were not handed to
+	// Cumulus, and why: its recovery copies a failure to
+	// failed-sqs/<date>/<name> and replaces what is there.
+	LeftOut []LeftOut `json:"left_out"`
+}
+
+// LeftOut is an object --via-api did not stage.
+type LeftOut struct {
+	Key string `json:"key"`
+	// Destination is where Cumulus would copy it if it failed.
+	Destination string `json:"destination"`
+	Reason      string `json:"reason"`
+}
+
+// cumulusTime is the time Cumulus's getDLAFailureKey dates a failure by:
+// the "time" at the top of the object it parsed (the last one, as
+// JSON.parse keeps), whatever the object's generation; "" without one.
+// (dla's own Time falls back to the event's, which Cumulus does not.)
+func cumulusTime(d *dla.Decoded) string {
+	var v gjson.Result
+	if len(d.Layers) > 0 {
+		for _, f := range d.Layers[0].Metadata {
+			if f.Name == "time" {
+				v = gjson.Parse(f.Raw)
+			}
+		}
+	} else {
+		v = gjson.Get(d.Event, "time")
+	}
+	if v.Type == gjson.String {
+		return v.Str
+	}
+	return v.Raw
+}
+
+// clashes finds the objects Cumulus's recovery could lose: two objects of
+// the selection whose failures it would copy to the same failed-sqs/ key
+// (the date of their time and their file name), or one whose key there is
+// taken already. Cumulus's CopyObject replaces the object at the
+// destination, so the second failure would overwrite the first. The first
+// object of each name goes to Cumulus; the others are left where they are.
+// byFailed is the selection's keys by that destination, in selection
+// order.
+func (v *viaAPI) clashes(ctx context.Context, byFailed map[string][]string) ([]LeftOut, error) {
+	dests := make([]string, 0, len(byFailed))
+	folders := map[string]bool{}
+	for dst := range byFailed {
+		dests = append(dests, dst)
+		folders[dst[:strings.LastIndex(dst, "/")+1]] = true
+	}
+	sort.Strings(dests)
+	taken := map[string]bool{}
+	for folder := range folders {
+		err := v.store.List(ctx, folder, true, func(e archive.Entry) error {
+			taken[e.Key] = true
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("listing %s for names Cumulus would replace: %w", folder, err)
+		}
+	}
+	var out []LeftOut
+	for _, dst := range dests {
+		keys := byFailed[dst]
+		if taken[dst] {
+			for _, k := range keys {
+				out = append(out, LeftOut{Key: k, Destination: dst,
+					Reason: "its failed-sqs/ name is taken: Cumulus's copy would replace that object"})
+			}
+			continue
+		}
+		for _, k := range keys[1:] {
+			out = append(out, LeftOut{Key: k, Destination: dst,
+				Reason: "it has the failed-sqs/ name of " + keys[0] + ", which goes to Cumulus: one failure's copy would replace the other's"})
+		}
+	}
+	return out, nil
 }
 
 // viaAPI runs one recovery through Cumulus.
@@ -324,23 +403,54 @@ func runRecoverViaAPI(cmd *cobra.Command, opts *RecoverOptions) error {
 		return viaAPIFinish(opts, res)
 	}
 
+	// The API and the token, before anything is read or staged.
+	if err := v.client.Check(ctx); err != nil {
+		return fmt.Errorf("%w; nothing was staged", err)
+	}
+
 	plan := &recoverPlan{ByDate: map[string]int{}, ByStatus: map[string]int{}, ByColl: map[string]int{},
 		Database: "the Cumulus API at " + opts.ViaAPI + " (Cumulus's own recovery and database)", Archive: loc.String(), Area: string(scope.Area)}
 	if plan.spool, err = selection.NewSpool(); err != nil {
 		return err
 	}
 	defer plan.spool.Close()
+	// Where Cumulus would copy each object that fails: the date of its
+	// time (today without one) and its file name. An object it cannot read
+	// it leaves in place.
+	now := f.Now()
+	plan.byFailed = map[string][]string{}
+	plan.cumulusFailed = func(key string, d *dla.Decoded) string {
+		if d == nil {
+			return ""
+		}
+		return scope.Layout.FailedKey(key, cumulusTime(d), now)
+	}
 	if err := planRecovery(ctx, store, scope, opts, plan, v.progress); err != nil {
 		return err
+	}
+	if res.LeftOut, err = v.clashes(ctx, plan.byFailed); err != nil {
+		return err
+	}
+	leftOut := make(map[string]bool, len(res.LeftOut))
+	for _, l := range res.LeftOut {
+		leftOut[l.Key] = true
 	}
 	printPlan(f.IO.ErrOut, plan, opts, snspub.Topics{})
 	if plan.Objects == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "nothing to recover")
 		return nil
 	}
+	if len(res.LeftOut) > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "  left out: %s that Cumulus's recovery could overwrite in failed-sqs/ (listed at the end)\n", output.Plural(len(res.LeftOut), "object"))
+	}
 	if opts.DryRun {
 		fmt.Fprintln(f.IO.ErrOut, "dry run: nothing was staged, Cumulus was not asked")
+		viaAPILeftOut(opts, res)
 		return nil
+	}
+	if len(res.LeftOut) == plan.Objects {
+		fmt.Fprintln(f.IO.ErrOut, "nothing staged: every object was left out")
+		return viaAPIFinish(opts, res)
 	}
 	if !opts.Yes {
 		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Recover %s through the Cumulus API at %s?", output.Plural(plan.Objects, "object"), opts.ViaAPI), "yes")
@@ -351,7 +461,15 @@ func runRecoverViaAPI(cmd *cobra.Command, opts *RecoverOptions) error {
 	}
 	v.staging = newStaging(scope.Layout, f.Now())
 	res.Staging = v.staging
-	if res.Staged, err = v.stage(ctx, plan.spool.Keys, plan.Objects); err != nil {
+	keys := func(yield func(string) error) error {
+		return plan.spool.Keys(func(k string) error {
+			if leftOut[k] {
+				return nil
+			}
+			return yield(k)
+		})
+	}
+	if res.Staged, err = v.stage(ctx, keys, plan.Objects-len(res.LeftOut)); err != nil {
 		return err
 	}
 	fmt.Fprintf(f.IO.ErrOut, "staged %s in %s\n", output.Plural(res.Staged, "object"), output.Escape(v.staging))
@@ -379,6 +497,9 @@ func viaAPIFinish(opts *RecoverOptions, res *ViaAPIResult) error {
 	if res.Left == nil {
 		res.Left = []string{}
 	}
+	if res.LeftOut == nil {
+		res.LeftOut = []LeftOut{}
+	}
 	switch opts.Output.Value {
 	case "json": // one object
 		if err := output.WriteJSON(output.JSONOut(f.IO), res); err != nil {
@@ -401,6 +522,7 @@ func viaAPIFinish(opts *RecoverOptions, res *ViaAPIResult) error {
 	if res.MovedBack > 0 {
 		fmt.Fprintf(w, "moved back from staging: %s\n", output.Plural(res.MovedBack, "object"))
 	}
+	viaAPILeftOut(opts, res)
 	if len(res.Left) > 0 {
 		fmt.Fprintf(w, "left in staging (%s):\n", output.Escape(res.Staging))
 		for _, k := range res.Left {
@@ -412,8 +534,23 @@ func viaAPIFinish(opts *RecoverOptions, res *ViaAPIResult) error {
 	switch {
 	case res.OperationID != "" && res.Status != "SUCCEEDED":
 		return &cmdutil.ExitError{Code: cmdutil.ExitFailure}
-	case res.Failed > 0 || len(res.Left) > 0:
+	case res.Failed > 0 || len(res.Left) > 0 || len(res.LeftOut) > 0:
 		return cmdutil.PartialError
 	}
 	return nil
+}
+
+// viaAPILeftOut names the objects left out and the command that recovers
+// them here, where a failure's move never replaces an object.
+func viaAPILeftOut(opts *RecoverOptions, res *ViaAPIResult) {
+	if len(res.LeftOut) == 0 {
+		return
+	}
+	w := opts.Factory.IO.ErrOut
+	fmt.Fprintf(w, "left out, in place (Cumulus's recovery replaces what is at a failure's failed-sqs/ name):\n")
+	for _, l := range res.LeftOut {
+		fmt.Fprintf(w, "  %s -> %s: %s\n", output.Escape(l.Key), output.Escape(l.Destination), output.Escape(l.Reason))
+	}
+	fmt.Fprintf(w, "recover them here instead (a failure goes to the next free name, never over another object):\n"+
+		"  dla recover --archive %s --database-url URL KEY...   (or the keys one per line on stdin: -)\n", output.Escape(opts.Select.value))
 }

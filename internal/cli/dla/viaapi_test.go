@@ -146,7 +146,8 @@ func TestRecoverViaAPI(t *testing.T) {
 func TestRecoverViaAPIUnauthorized(t *testing.T) {
 	e := newViaAPIEnv(t)
 	r := e.recover(t, "not-the-token", "--date", "2024-03-02", "--yes")
-	if r.code == 0 || !strings.Contains(r.stderr, "refused the token") || !strings.Contains(r.stderr, "moved back") {
+	// Found by the check before staging: nothing is staged at all.
+	if r.code == 0 || !strings.Contains(r.stderr, "refused the token") || !strings.Contains(r.stderr, "nothing was staged") {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	if after := e.snapshot(t); !mapsEqual(after, e.before) {
@@ -228,4 +229,98 @@ func mapsEqual(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// An API that cannot be reached (a refused connection, a host that does
+// not resolve) is found by the check before anything is staged, in one
+// line that names the Cumulus API, not an AWS endpoint.
+func TestRecoverViaAPIUnreachableStagesNothingAndNamesTheAPI(t *testing.T) {
+	e := newViaAPIEnv(t)
+	for _, c := range []struct{ url, why string }{
+		{"http://127.0.0.1:1", "connection refused"},
+		{"http://no-such-host.invalid", `the host "no-such-host.invalid" does not resolve`},
+	} {
+		ios, _, _, errOut := iostreams.Test()
+		env := map[string]string{"CUMULUS_API_TOKEN": testAPIToken, "DEADLETTER_NO_PROMPT": "1"}
+		getenv := func(k string) string { return env[k] }
+		ios.SetEnv(getenv)
+		f := NewFactory(ios, getenv)
+		f.APIPoll = 5 * time.Millisecond
+		code := Run(context.Background(), f, []string{"recover", "--archive", "s3://" + e.bucket + "/demo", "--via-api", c.url, "--date", "2024-03-02", "--yes"})
+		line := errOut.String()
+		if code != cmdutil.ExitFailure || !strings.Contains(line, "cannot reach the Cumulus API at "+c.url) || !strings.Contains(line, c.why) ||
+			!strings.Contains(line, "nothing was staged") || strings.Contains(line, "endpoint-url") || strings.Contains(line, "--cleanup-staging") {
+			t.Errorf("%s: exit %d:\n%s", c.url, code, line)
+		}
+		if after := e.snapshot(t); !mapsEqual(after, e.before) {
+			t.Errorf("%s: the archive changed", c.url)
+		}
+	}
+}
+
+// Cumulus's recovery copies a failure to failed-sqs/<date of its time>/<its
+// file name> and replaces what is there. Two objects of the selection with
+// one such name, or one whose name is taken already, would lose a message:
+// only the first of each name goes to Cumulus, the others stay where they
+// are, are named with the reason, and the run says how to recover them
+// locally (exit 3). Nothing is ever replaced.
+func TestRecoverViaAPINeverLetsCumulusReplaceAFailure(t *testing.T) {
+	e := newViaAPIEnv(t)
+	store := archive.NewS3(e.c, e.bucket)
+	ctx := context.Background()
+	body := func(marker string) []byte {
+		return []byte(`{"time":"2024-03-02T10:00:00Z","error":"KnexTimeoutError: Knex: Timeout acquiring a connection","marker":"` + marker +
+			`","body":"{\"source\":\"aws.states\",\"detail-type\":\"Step Functions Execution Status Change\",\"detail\":{\"status\":\"SUCCEEDED\"}}"}`)
+	}
+	objects := map[string][]byte{
+		"demo/dead-letter-archive/sqs/2024-02-27/dup.json":      body("first"),
+		"demo/dead-letter-archive/sqs/2024-02-28/dup.json":      body("second"),
+		"demo/dead-letter-archive/sqs/2024-02-28/x.json":        body("x"),
+		"demo/dead-letter-archive/failed-sqs/2024-03-02/x.json": []byte(`{"time":"2024-03-02T09:00:00Z","marker":"already failed"}`),
+	}
+	for k, b := range objects {
+		if err := store.Put(ctx, k, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := e.snapshot(t)
+	r := e.recover(t, testAPIToken, "--from", "2024-02-27", "--to", "2024-02-28", "--yes", "--cleanup", "-o", "json")
+	if r.code != cmdutil.ExitPartial {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var res ViaAPIResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatalf("%v: %s", err, r.stdout)
+	}
+	after := e.snapshot(t)
+	// Every body is still somewhere, once.
+	where := map[string][]string{}
+	for k, b := range after {
+		where[b] = append(where[b], k)
+	}
+	for k, b := range before {
+		if len(where[b]) != 1 {
+			t.Errorf("%s: its bytes are at %v after the run", k, where[b])
+		}
+	}
+	if got := string(after["demo/dead-letter-archive/failed-sqs/2024-03-02/dup.json"]); got != string(objects["demo/dead-letter-archive/sqs/2024-02-27/dup.json"]) {
+		t.Errorf("failed-sqs/2024-03-02/dup.json holds %q, want the first dup.json", got)
+	}
+	for _, k := range []string{"demo/dead-letter-archive/sqs/2024-02-28/dup.json", "demo/dead-letter-archive/sqs/2024-02-28/x.json",
+		"demo/dead-letter-archive/failed-sqs/2024-03-02/x.json"} {
+		if string(after[k]) != string(before[k]) {
+			t.Errorf("%s was not left as it was", k)
+		}
+	}
+	left := map[string]string{}
+	for _, l := range res.LeftOut {
+		left[l.Key] = l.Destination
+	}
+	if len(left) != 2 || left["demo/dead-letter-archive/sqs/2024-02-28/dup.json"] != "demo/dead-letter-archive/failed-sqs/2024-03-02/dup.json" ||
+		left["demo/dead-letter-archive/sqs/2024-02-28/x.json"] != "demo/dead-letter-archive/failed-sqs/2024-03-02/x.json" {
+		t.Errorf("left out %+v", res.LeftOut)
+	}
+	if !strings.Contains(r.stderr, "recover them here instead") {
+		t.Errorf("no local command:\n%s", r.stderr)
+	}
 }
