@@ -87,5 +87,9 @@ func (f *Factory) OpenArchive(ctx context.Context, loc archive.Location) (archiv
 			return nil, err
 		}
 	}
-	return archive.Contain(s, dla.Layout{Stack: loc.Stack}.Root()), nil
+	layout := dla.Layout{Stack: loc.Stack}
+	store := archive.Contain(s, layout.Root())
+	// Objects a --via-api run left in staging are seen by no verb: say so.
+	warnStaging(ctx, f.IO.ErrOut, store, layout, loc.String())
+	return store, nil
 }

@@ -395,6 +395,7 @@ func runRecoverViaAPI(cmd *cobra.Command, opts *RecoverOptions) error {
 	if opts.CleanupStaging != "" { // only the way back
 		v.staging = staging
 		res.Staging = v.staging
+		defer dropManifest(context.WithoutCancel(ctx), store, v.staging)
 		back, left, err := v.unstage(ctx)
 		res.MovedBack, res.Left = back, left
 		if err != nil {
@@ -461,6 +462,15 @@ func runRecoverViaAPI(cmd *cobra.Command, opts *RecoverOptions) error {
 	}
 	v.staging = newStaging(scope.Layout, f.Now())
 	res.Staging = v.staging
+	// Recorded before the first object moves, so that a run killed while
+	// staging leaves a folder every verb warns about (warnStaging).
+	if err := writeManifest(ctx, store, StagingManifest{Type: "recover_staging", Staging: v.staging, API: opts.ViaAPI,
+		Archive: loc.String(), Created: f.Now().UTC(), Selected: plan.Objects - len(res.LeftOut)}); err != nil {
+		return err
+	}
+	defer dropManifest(context.WithoutCancel(ctx), store, v.staging)
+	fmt.Fprintf(f.IO.ErrOut, "staging into %s; if this run is stopped, move what is there back with: dla recover --archive %s --via-api %s --cleanup-staging %s\n",
+		output.Escape(v.staging), output.Escape(loc.String()), output.Escape(opts.ViaAPI), output.Escape(v.staging))
 	keys := func(yield func(string) error) error {
 		return plan.spool.Keys(func(k string) error {
 			if leftOut[k] {

@@ -324,3 +324,57 @@ func TestRecoverViaAPINeverLetsCumulusReplaceAFailure(t *testing.T) {
 		t.Errorf("no local command:\n%s", r.stderr)
 	}
 }
+
+// A --via-api run that stops with objects in its staging folder (killed
+// while staging, or an operation that failed) leaves them where no verb
+// lists them: every verb that opens the archive warns, with the count and
+// the command that moves them back (the API from the run's manifest), and
+// the warning ends once they are back.
+func TestStagedObjectsAreWarnedAboutUntilMovedBack(t *testing.T) {
+	e := newViaAPIEnv(t)
+	e.api.FailOperation = true // Cumulus processes nothing: all stays in staging
+	r := e.recover(t, testAPIToken, "--date", "2024-03-02", "--yes")
+	if r.code != cmdutil.ExitFailure || !strings.Contains(r.stderr, "staging into demo/dead-letter-archive/recover-staging/") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	staging := e.api.Posts()[0]["path"].(string)
+	if _, ok := e.snapshot(t)[strings.TrimSuffix(staging, "/")+".json"]; !ok {
+		t.Fatalf("no manifest beside %s", staging)
+	}
+	// A run killed while staging: a second folder with two objects and its
+	// manifest, as it would be left.
+	store := archive.NewS3(e.c, e.bucket)
+	killed := "demo/dead-letter-archive/recover-staging/20261126T000000Z-0badc0de/"
+	for _, k := range []string{"sqs/2024-03-05/a", "sqs/2024-03-05/b"} {
+		if err := store.Put(context.Background(), killed+k, []byte(`{"time":"2024-03-05T00:00:00Z"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.Put(context.Background(), strings.TrimSuffix(killed, "/")+".json", []byte(`{"type":"recover_staging","api":"https://cumulus.example/api"}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, verb := range [][]string{{"search", "--date", "2024-03-02"}, {"stats"}} {
+		r := run(t, false, nil, "", append(append([]string{}, verb...), "--archive", "s3://"+e.bucket+"/demo")...)
+		for _, want := range []string{
+			"in " + staging + ", staged by a recover --via-api that did not finish",
+			"--via-api " + e.api.URL + " --cleanup-staging " + staging,
+			"2 objects in " + killed,
+			"--via-api https://cumulus.example/api --cleanup-staging " + killed,
+		} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("%s: stderr lacks %q:\n%s", verb[0], want, r.stderr)
+			}
+		}
+	}
+	r = e.recover(t, testAPIToken, "--cleanup-staging", staging)
+	if r.code != 0 {
+		t.Fatalf("--cleanup-staging: exit %d: %s", r.code, r.stderr)
+	}
+	if _, ok := e.snapshot(t)[strings.TrimSuffix(staging, "/")+".json"]; ok {
+		t.Errorf("the manifest of %s outlived its objects", staging)
+	}
+	r = run(t, false, nil, "", "stats", "--archive", "s3://"+e.bucket+"/demo")
+	if strings.Contains(r.stderr, staging) || !strings.Contains(r.stderr, killed) {
+		t.Errorf("after the cleanup of one folder:\n%s", r.stderr)
+	}
+}
