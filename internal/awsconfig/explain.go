@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"strings"
 	"syscall"
 
@@ -53,6 +54,10 @@ const (
 	KindNoCredentials  = "no credentials"
 	KindUnknownProfile = "unknown profile"
 	KindUnreachable    = "endpoint unreachable"
+	KindWrongRegion    = "wrong region"
+	KindThrottled      = "throttled"
+	KindClockSkew      = "clock skew"
+	KindNoQueue        = "queue missing"
 )
 
 // Explanation is the one-line form of a common AWS failure.
@@ -65,8 +70,13 @@ type Explanation struct {
 var (
 	noBucketCodes     = map[string]bool{"NoSuchBucket": true}
 	accessDeniedCodes = map[string]bool{"AccessDenied": true, "AccessDeniedException": true, "KmsAccessDenied": true, "KMSAccessDenied": true, "KMS.AccessDeniedException": true, "AllAccessDisabled": true, "AuthorizationError": true, "NotAuthorized": true}
-	expiredCodes      = map[string]bool{"ExpiredToken": true, "ExpiredTokenException": true, "RequestExpired": true, "TokenRefreshRequired": true}
-	rejectedCodes     = map[string]bool{
+	wrongRegionCodes  = map[string]bool{"AuthorizationHeaderMalformed": true, "PermanentRedirect": true, "IllegalLocationConstraintException": true}
+	throttleCodes     = map[string]bool{"SlowDown": true, "Throttling": true, "ThrottlingException": true, "ThrottledException": true,
+		"RequestLimitExceeded": true, "TooManyRequestsException": true, "RequestThrottled": true, "RequestThrottledException": true}
+	clockCodes    = map[string]bool{"RequestTimeTooSkewed": true}
+	noQueueCodes  = map[string]bool{"AWS.SimpleQueueService.NonExistentQueue": true, "QueueDoesNotExist": true, "NonExistentQueue": true}
+	expiredCodes  = map[string]bool{"ExpiredToken": true, "ExpiredTokenException": true, "RequestExpired": true, "TokenRefreshRequired": true}
+	rejectedCodes = map[string]bool{
 		"InvalidAccessKeyId": true, "SignatureDoesNotMatch": true, "InvalidClientTokenId": true,
 		"UnrecognizedClientException": true, "InvalidToken": true, "AuthFailure": true,
 		"MissingAuthenticationToken": true, "InvalidSecurity": true, "IncompleteSignature": true,
@@ -96,6 +106,30 @@ func Explain(err error) (Explanation, bool) {
 	prefix := contextOf(err)
 	var ce *CredentialsError
 	inChain := errors.As(err, &ce)
+	if code, _ := apiCode(err); wrongRegionCodes[code] || (code == "" && httpStatus(err) == 301) {
+		what := "the bucket is in another region than the one in use"
+		if code != "" {
+			what += " (" + code + ")"
+		}
+		if r := bucketRegion(err); r != "" {
+			what += ": it is in " + r + "; pass --region " + r + " or set AWS_REGION"
+		} else {
+			what += "; pass its region with --region or AWS_REGION"
+		}
+		return Explanation{Kind: KindWrongRegion, Message: prefix + what}, true
+	}
+	if code, ok := apiCode(err); ok && (throttleCodes[code] || clockCodes[code] || noQueueCodes[code]) {
+		switch {
+		case throttleCodes[code]:
+			return Explanation{Kind: KindThrottled, Message: prefix + "AWS is throttling the requests (" + code +
+				") and the SDK's retries ran out; wait and run again, or lower --concurrency"}, true
+		case clockCodes[code]:
+			return Explanation{Kind: KindClockSkew, Message: prefix + "this machine's clock is too far from AWS's (" + code +
+				"): AWS refuses a request signed more than 15 minutes off; set the clock right (NTP) and run again"}, true
+		default:
+			return Explanation{Kind: KindNoQueue, Message: prefix + "the queue does not exist (" + code + "); check the queue URL or name"}, true
+		}
+	}
 	if code, ok := apiCode(err); ok {
 		msg := ""
 		e := Explanation{Auth: true}
@@ -290,3 +324,24 @@ func iamAction(err error) string {
 	}
 	return a
 }
+
+// bucketRegion is the bucket's region an S3 error names: the
+// x-amz-bucket-region header of a redirect, or "expecting 'REGION'" in an
+// AuthorizationHeaderMalformed message.
+func bucketRegion(err error) string {
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil && re.Response.Response != nil {
+		if r := re.Response.Header.Get("X-Amz-Bucket-Region"); r != "" {
+			return r
+		}
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		if m := expectingRegion.FindStringSubmatch(ae.ErrorMessage()); m != nil {
+			return m[1]
+		}
+	}
+	return ""
+}
+
+var expectingRegion = regexp.MustCompile(`expecting '([a-z0-9-]+)'`)

@@ -67,6 +67,16 @@ func TestExplain(t *testing.T) {
 			awsconfig.KindUnknownProfile, true, []string{`AWS profile "ops"`, "/home/u/.aws/config"}},
 		{"connection refused", listCtx(sendErr("http://127.0.0.1:1/b?list-type=2", refused)), awsconfig.KindUnreachable, false,
 			[]string{"cannot reach the AWS endpoint http://127.0.0.1:1: connection refused"}},
+		{"wrong region (header malformed)", listCtx(opErr(400, &smithy.GenericAPIError{Code: "AuthorizationHeaderMalformed",
+			Message: "The authorization header is malformed; the region 'us-east-1' is wrong; expecting 'eu-west-1'"})),
+			awsconfig.KindWrongRegion, false, []string{"list s3://b/", "another region", "(AuthorizationHeaderMalformed)", "it is in eu-west-1", "--region eu-west-1"}},
+		{"wrong region (301 without a body)", redirect("us-west-2"), awsconfig.KindWrongRegion, false, []string{"another region", "it is in us-west-2"}},
+		{"slow down", opErr(503, &smithy.GenericAPIError{Code: "SlowDown", Message: "Please reduce your request rate."}),
+			awsconfig.KindThrottled, false, []string{"throttling", "(SlowDown)", "--concurrency"}},
+		{"clock skew", opErr(403, &smithy.GenericAPIError{Code: "RequestTimeTooSkewed", Message: "The difference between the request time and the current time is too large."}),
+			awsconfig.KindClockSkew, false, []string{"clock", "(RequestTimeTooSkewed)", "NTP"}},
+		{"no such queue", &smithy.OperationError{ServiceID: "SQS", OperationName: "ReceiveMessage", Err: &smithy.GenericAPIError{Code: "AWS.SimpleQueueService.NonExistentQueue", Message: "The specified queue does not exist."}},
+			awsconfig.KindNoQueue, false, []string{"queue does not exist"}},
 		{"dns", sendErr("https://s3.nowhere.invalid/b", &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Name: "s3.nowhere.invalid", Err: "no such host", IsNotFound: true}}),
 			awsconfig.KindUnreachable, false, []string{"https://s3.nowhere.invalid", "does not resolve"}},
 	} {
@@ -93,4 +103,18 @@ func TestExplain(t *testing.T) {
 			t.Errorf("Explain(%v) = %+v: only the common failures are rewritten", err, e)
 		}
 	}
+}
+
+// redirect is S3's answer to a HEAD of a bucket in another region: a 301
+// with no body, the region in a header.
+func redirect(region string) error {
+	h := http.Header{}
+	h.Set("X-Amz-Bucket-Region", region)
+	return &smithy.OperationError{ServiceID: "S3", OperationName: "HeadObject", Err: &awshttp.ResponseError{
+		RequestID: "REQ123",
+		ResponseError: &smithyhttp.ResponseError{
+			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 301, Header: h}},
+			Err:      errors.New("http response error StatusCode: 301"),
+		},
+	}}
 }

@@ -414,7 +414,7 @@ func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
 	run := &dlarecover.Run{Store: store, Layout: scope.Layout, DB: path.DB, Pool: pool, Writer: w, Lock: lock,
 		DryRun: opts.DryRun, Keep: opts.Keep, LeaveUnreadable: opts.LeaveUnreadable, Concurrency: opts.Select.concurrency,
 		NoPrefetch: opts.NoPrefetch,
-		Now:        f.Now, Sum: sum,
+		Now:        f.Now, Sum: sum, Explain: cmdutil.ErrorLine,
 		Warnf: func(format string, args ...any) {
 			fmt.Fprintf(f.IO.ErrOut, "dla: %s\n", output.Escape(fmt.Sprintf(format, args...)))
 		},

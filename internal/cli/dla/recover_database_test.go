@@ -162,3 +162,35 @@ func TestDevDBInitBuildsEachGeneration(t *testing.T) {
 		t.Fatalf("--cumulus v23: exit %d: %s", r.code, r.stderr)
 	}
 }
+
+// An AWS endpoint that cannot be reached during the writes (S3 for the
+// CMR files and file sizes, Step Functions) stops the run with the object
+// in place, and the stop reads as one line naming the endpoint: no SDK
+// operation chain, no request id.
+func TestRecoverStoppedByAnUnreachableEndpointSaysWhichInOneLine(t *testing.T) {
+	archiveDir := localGeneratedArchive(t, 6)
+	before := treeDigest(t, archiveDir)
+	url := testsupport.NewCumulusDatabaseOf(t, testsupport.Generation(t), gen.ReferenceSeed())
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:1", "AWS_REGION": "us-east-1",
+		"AWS_ACCESS_KEY_ID": testsupport.AccessKey, "AWS_SECRET_ACCESS_KEY": testsupport.SecretKey, "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_MAX_ATTEMPTS": "1", "AWS_PROFILE": "", "AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull} {
+		t.Setenv(k, v)
+	}
+	r := runAt(t, time.Now, map[string]string{"DEADLETTER_NO_PROMPT": "1"}, "", "recover", "--archive", archiveDir,
+		"--database-url", url, "--yes", "--concurrency", "1")
+	if r.code != 3 || !strings.Contains(r.stderr, "stopped: ") || !strings.Contains(r.stderr, "cannot reach the AWS endpoint http://127.0.0.1:1") {
+		t.Fatalf("exit %d, want 3 and a stop naming the endpoint:\n%s", r.code, r.stderr)
+	}
+	for _, raw := range []string{"operation error", "RequestID", "https response error"} {
+		if strings.Contains(r.stderr, raw) {
+			t.Errorf("stderr holds the SDK's %q:\n%s", raw, r.stderr)
+		}
+	}
+	// Objects written before the stop are deleted; nothing is moved to
+	// failed-sqs/ for an outage.
+	for k := range treeDigest(t, archiveDir) {
+		if _, was := before[k]; !was {
+			t.Errorf("%s appeared: an outage moved an object", k)
+		}
+	}
+}

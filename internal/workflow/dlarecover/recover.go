@@ -136,6 +136,11 @@ type Run struct {
 	// Warnf reports what goes wrong outside one object's result (a batch
 	// delete that failed for some keys).
 	Warnf func(format string, args ...any)
+	// Explain is how an error of the environment (an outage, a refusal of
+	// AWS or of PostgreSQL) reads in an object's line and in the stop
+	// message: the CLI's one line naming the component; err.Error() when
+	// nil.
+	Explain func(error) string
 	// Progress is called after each object's result is counted.
 	Progress func(*Summary)
 	Sum      *Summary
@@ -351,6 +356,13 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 	return nil
 }
 
+func (r *Run) explain(err error) string {
+	if r.Explain != nil {
+		return r.Explain(err)
+	}
+	return err.Error()
+}
+
 func (r *Run) stopWith(err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -364,7 +376,7 @@ func (r *Run) process(ctx context.Context, it workItem) Object {
 	o := Object{Type: "object", Key: it.key, KeyBase64: dla.KeyBase64(it.key), DryRun: r.DryRun}
 	if it.err != nil && !dla.IsDecodeError(it.err) {
 		// The object could not be fetched: nothing is known of it.
-		o.Result, o.Action, o.Error, o.ErrorClass = "left", "left", it.err.Error(), "ReadError"
+		o.Result, o.Action, o.Error, o.ErrorClass = "left", "left", r.explain(it.err), "ReadError"
 		return o
 	}
 	d := it.d
@@ -389,7 +401,7 @@ func (r *Run) process(ctx context.Context, it workItem) Object {
 		o.Result = o.res.Outcome()
 		r.remove(ctx, &o, d)
 	case recovery.IsTransient(werr):
-		o.Result, o.Action, o.Error, o.ErrorClass = "left", "left", werr.Error(), "Transient"
+		o.Result, o.Action, o.Error, o.ErrorClass = "left", "left", r.explain(werr), "Transient"
 	default:
 		o.Result, o.Error, o.ErrorClass = "failed", werr.Error(), recovery.Class(werr)
 		r.move(ctx, &o, d)
