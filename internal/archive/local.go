@@ -365,8 +365,8 @@ func (l *Local) Stat(ctx context.Context, key string) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	f.Close()
-	return Entry{Key: key, Size: st.Size(), LastModified: st.ModTime().UTC()}, nil
+	defer f.Close()
+	return Entry{Key: key, Size: st.Size(), LastModified: st.ModTime().UTC(), Origin: readOrigin(f)}, nil
 }
 
 func (l *Local) Get(ctx context.Context, key string) ([]byte, error) { return l.GetInto(ctx, key, nil) }
@@ -435,7 +435,7 @@ func isTempName(name string) bool {
 }
 
 // tempFile writes body to a synced temporary file in the folder of rel.
-func tempFile(a at, body []byte) (string, error) {
+func tempFile(a at, body []byte, origin string) (string, error) {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	name := path.Join(path.Dir(a.rel), tempPrefix+hex.EncodeToString(rnd[:]))
@@ -444,6 +444,11 @@ func tempFile(a at, body []byte) (string, error) {
 		return "", err
 	}
 	_, werr := tmp.Write(body)
+	if werr == nil && origin != "" {
+		// On the inode, so the link that puts the object in place
+		// carries it: the object never appears without its origin.
+		setOrigin(tmp, origin)
+	}
 	if werr == nil {
 		werr = tmp.Sync()
 	}
@@ -467,7 +472,7 @@ func (l *Local) Put(ctx context.Context, key string, body []byte) error {
 	if st, err := a.r.Lstat(a.rel); err == nil && !st.Mode().IsRegular() {
 		return fmt.Errorf("%s: not a regular file, not replaced", key)
 	}
-	tmp, err := tempFile(a, body)
+	tmp, err := tempFile(a, body, "")
 	if err != nil {
 		return err
 	}
@@ -480,13 +485,16 @@ func (l *Local) Put(ctx context.Context, key string, body []byte) error {
 
 // PutNew writes the object to a temporary file and links it into place:
 // the link fails when the name is taken, so an object is never replaced,
-// and a reader never sees half of one. A local archive keeps no origin.
+// and a reader never sees half of one. The origin is kept in an extended
+// attribute of the file where the file system keeps them (Linux), so that
+// a move stopped between its copy and its delete finds its own copy again
+// (Stat) instead of making a second one; elsewhere none is kept.
 func (l *Local) PutNew(ctx context.Context, key string, body []byte, origin string) error {
 	a, err := l.writeDir(key)
 	if err != nil {
 		return err
 	}
-	tmp, err := tempFile(a, body)
+	tmp, err := tempFile(a, body, origin)
 	if err != nil {
 		return err
 	}

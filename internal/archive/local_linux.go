@@ -161,3 +161,27 @@ func dupCloexec(fd int) (int, error) {
 		return int(nfd), nil
 	}
 }
+
+// originAttr is the extended attribute that holds a copy's origin.
+const originAttr = "user.deadletter.origin"
+
+// setOrigin records origin on f; a file system without user extended
+// attributes keeps none, and a move then never reuses a copy (it makes the
+// next name instead), as before.
+func setOrigin(f *os.File, origin string) {
+	_ = syscall.Setxattr(fdPath(f), originAttr, []byte(origin), 0)
+}
+
+// readOrigin is the origin recorded on f, "" for none.
+func readOrigin(f *os.File) string {
+	buf := make([]byte, 128)
+	n, err := syscall.Getxattr(fdPath(f), originAttr, buf)
+	if err != nil || n <= 0 || n > len(buf) {
+		return ""
+	}
+	return string(buf[:n])
+}
+
+// fdPath names an open file through /proc, so that its attributes are
+// read and written on the file that was opened, whatever its path now.
+func fdPath(f *os.File) string { return fmt.Sprintf("/proc/self/fd/%d", f.Fd()) }

@@ -27,7 +27,11 @@ type MigrateOptions struct {
 	Yes         bool
 	Offline     bool
 	Concurrency int
+	BreakLock   bool
 }
+
+// migrateLockKey is the lock object of migrate-legacy in an archive.
+func migrateLockKey(layout dla.Layout) string { return layout.Root() + "locks/migrate-legacy.json" }
 
 // NewCmdMigrateLegacy builds `dla migrate-legacy`.
 func NewCmdMigrateLegacy(f *Factory, runF func(*cobra.Command, *MigrateOptions) error) *cobra.Command {
@@ -50,7 +54,11 @@ command:
     .2 ...), read back and compared, and only then is the original deleted.
 
 It is idempotent: a second run finds nothing left to move, and a run stopped
-between a copy and its delete reuses the copy it made. An object that cannot
+between a copy and its delete (killed, even) reuses the copy it made, found
+by its origin. One run at a time: a run takes a lock object in the archive
+(locks/migrate-legacy.json); another is refused while it runs, and the lock
+of a run of this host that was killed is taken over. --break-lock removes a
+lock left by a run of another host. An object that cannot
 be decoded is left where it is and reported (exit 3). --dry-run shows every
 move and changes nothing. Without --offline, Step Functions is read for the
 Cumulus message of a failed execution (as the writer does); with it, those
@@ -77,6 +85,7 @@ fields stay null.`,
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (required when stdin or stderr is not a terminal)")
 	fl.BoolVar(&opts.Offline, "offline", false, "no Step Functions or S3 reads for the Cumulus message: its fields stay null where they need one")
 	fl.IntVar(&opts.Concurrency, "concurrency", 8, "objects moved at once")
+	fl.BoolVar(&opts.BreakLock, "break-lock", false, "remove the lock another migrate-legacy left (one that is not running) before taking it")
 	opts.Output = cmdutil.AddOutputFlag(cmd, "table", "json", "ndjson")
 	return cmd
 }
@@ -85,7 +94,9 @@ fields stay null.`,
 type MigrateResult struct {
 	Key    string  `json:"key"`
 	Target *string `json:"target"`
-	// Result: planned (--dry-run), moved, unreadable or failed.
+	// Result: planned (--dry-run), moved, already moved (by a concurrent
+	// run, to the same copy), gone (listed, then moved by another run
+	// before this one reached it), unreadable or failed.
 	Result string  `json:"result"`
 	Error  *string `json:"error"`
 }
@@ -107,6 +118,20 @@ func runMigrate(cmd *cobra.Command, opts *MigrateOptions) error {
 		return err
 	}
 	layout := dla.Layout{Stack: loc.Stack}
+	if !opts.DryRun {
+		if opts.BreakLock {
+			if err := archive.BreakLock(ctx, store, migrateLockKey(layout)); err != nil {
+				return err
+			}
+		}
+		// One run at a time: two would race for each object (both copy,
+		// both delete, each counting it moved).
+		release, err := archive.TakeLock(ctx, store, migrateLockKey(layout), "dla migrate-legacy")
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	// The plan: how many legacy objects there are (listing only).
 	n := 0
 	if err := listLegacy(ctx, store, layout, func(archive.Entry) error { n++; return nil }); err != nil {
@@ -195,8 +220,8 @@ func runMigrate(cmd *cobra.Command, opts *MigrateOptions) error {
 	if opts.DryRun {
 		done = "planned"
 	}
-	fmt.Fprintf(f.IO.ErrOut, "migrate-legacy: %d %s, %d unreadable (left in place), %d failed (left in place)\n",
-		counts[done], done, counts["unreadable"], counts["failed"])
+	fmt.Fprintf(f.IO.ErrOut, "migrate-legacy: %d %s, %d already moved by another run, %d unreadable (left in place), %d failed (left in place)\n",
+		counts[done], done, counts["already moved"]+counts["gone"], counts["unreadable"], counts["failed"])
 	switch {
 	case counts["failed"] > 0:
 		return &cmdutil.ExitError{Code: cmdutil.ExitFailure}
@@ -247,6 +272,10 @@ func (m *migrator) migrate(ctx context.Context, e archive.Entry) MigrateResult {
 		return r
 	}
 	raw, err := m.store.Get(ctx, e.Key)
+	if errors.Is(err, archive.ErrNotFound) {
+		r.Result = "gone" // listed, then moved by another run
+		return r
+	}
 	if err != nil {
 		return fail("failed", err)
 	}
@@ -281,6 +310,19 @@ func (m *migrator) migrate(ctx context.Context, e archive.Entry) MigrateResult {
 	moved, err := archive.MoveAs(ctx, m.store, e.Key, target, raw, h.JSON)
 	if moved != "" {
 		r.Target = &moved
+	}
+	if moved == "" && errors.Is(err, archive.ErrNotFound) {
+		r.Target, r.Result = nil, "gone" // read, then moved by another run before this one copied it
+		return r
+	}
+	if errors.Is(err, archive.ErrSourceGone) && moved != "" {
+		// Another run (a concurrent migrate-legacy) moved it meanwhile.
+		// When the copy at moved is a copy of this key (its origin), both
+		// runs met at that one copy: nothing is doubled, nothing left.
+		if st, serr := m.store.Stat(ctx, moved); serr == nil && st.Origin == archive.Origin(e.Key) {
+			r.Result = "already moved"
+			return r
+		}
 	}
 	if err != nil {
 		return fail("failed", err)

@@ -1,0 +1,54 @@
+package archive_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/deadletter/deadletter/internal/archive"
+)
+
+// A lock object is taken only where none is; another host's is refused,
+// naming its holder; a dead process's of this host is taken over; release
+// removes only this run's.
+func TestLockObjectRefusesALiveHolderAndTakesOverADeadOne(t *testing.T) {
+	ctx := context.Background()
+	store, err := archive.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "demo/dead-letter-archive/locks/x.json"
+	put := func(h archive.LockHolder) {
+		b, _ := json.Marshal(h)
+		if err := store.Put(ctx, key, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host, _ := os.Hostname()
+
+	put(archive.LockHolder{Command: "dla migrate-legacy", Host: "another-host", PID: 1, Since: time.Now()})
+	_, err = archive.TakeLock(ctx, store, key, "dla migrate-legacy")
+	var le *archive.LockedError
+	if !errors.As(err, &le) || le.Holder.Host != "another-host" {
+		t.Fatalf("another host's lock: %v", err)
+	}
+
+	// pid 2^22+1 is above Linux's pid_max default: no such process.
+	put(archive.LockHolder{Command: "dla migrate-legacy", Host: host, PID: 1<<22 + 1, Since: time.Now()})
+	release, err := archive.TakeLock(ctx, store, key, "dla migrate-legacy")
+	if err != nil {
+		t.Fatalf("a dead process's lock was not taken over: %v", err)
+	}
+	b, _ := store.Get(ctx, key)
+	var h archive.LockHolder
+	if json.Unmarshal(b, &h) != nil || h.PID != os.Getpid() {
+		t.Fatalf("the lock holds %s", b)
+	}
+	release()
+	if _, err := store.Get(ctx, key); !errors.Is(err, archive.ErrNotFound) {
+		t.Fatalf("after release: %v", err)
+	}
+}
