@@ -26,7 +26,7 @@ const (
 	// trigger (the granule triggers split in three), and checks a granule's
 	// other collection only after an actual unique conflict. (The
 	// collections.metrics_provider column came with v22.1.1 or v22.2: it is
-	// read on its own, MetricsProvider.)
+	// read on its own: DB.CollectionProviders.)
 	V22_2 Generation = "v22.2"
 	// V22_3 partitions the guard tables.
 	V22_3 Generation = "v22.3"
@@ -45,7 +45,7 @@ func (g Generation) Releases() string {
 	case V22_2:
 		return "Cumulus v22.2 (partitioned tables; a granule keeps its collection)"
 	case V22_3:
-		return "Cumulus v22.3 or later (partitioned tables and guard tables)"
+		return "Cumulus v22.3 or later (partitioned tables and partitioned guard tables)"
 	}
 	return "unknown"
 }
