@@ -58,6 +58,7 @@ const (
 	KindThrottled      = "throttled"
 	KindClockSkew      = "clock skew"
 	KindNoQueue        = "queue missing"
+	KindNoResource     = "resource missing"
 )
 
 // Explanation is the one-line form of a common AWS failure.
@@ -73,7 +74,9 @@ var (
 	wrongRegionCodes  = map[string]bool{"AuthorizationHeaderMalformed": true, "PermanentRedirect": true, "IllegalLocationConstraintException": true}
 	throttleCodes     = map[string]bool{"SlowDown": true, "Throttling": true, "ThrottlingException": true, "ThrottledException": true,
 		"RequestLimitExceeded": true, "TooManyRequestsException": true, "RequestThrottled": true, "RequestThrottledException": true}
-	clockCodes    = map[string]bool{"RequestTimeTooSkewed": true}
+	clockCodes      = map[string]bool{"RequestTimeTooSkewed": true}
+	noResourceCodes = map[string]bool{"NotFound": true, "NotFoundException": true, "ResourceNotFoundException": true,
+		"ExecutionDoesNotExist": true, "StateMachineDoesNotExist": true, "EntityNotFoundException": true}
 	noQueueCodes  = map[string]bool{"AWS.SimpleQueueService.NonExistentQueue": true, "QueueDoesNotExist": true, "NonExistentQueue": true}
 	expiredCodes  = map[string]bool{"ExpiredToken": true, "ExpiredTokenException": true, "RequestExpired": true, "TokenRefreshRequired": true}
 	rejectedCodes = map[string]bool{
@@ -118,13 +121,22 @@ func Explain(err error) (Explanation, bool) {
 		}
 		return Explanation{Kind: KindWrongRegion, Message: prefix + what}, true
 	}
+	if code, ok := apiCode(err); ok && noResourceCodes[code] && serviceNote(err) != " (S3)" {
+		what := "the " + throttler(err) + " resource"
+		var ae smithy.APIError
+		if errors.As(err, &ae) && ae.ErrorMessage() != "" {
+			what += " named in the request"
+			return Explanation{Kind: KindNoResource, Message: prefix + what + " does not exist (" + code + ": " + strings.Join(strings.Fields(ae.ErrorMessage()), " ") + "); check its name or ARN"}, true
+		}
+		return Explanation{Kind: KindNoResource, Message: prefix + what + " does not exist (" + code + "); check its name or ARN"}, true
+	}
 	if code, ok := apiCode(err); ok && (throttleCodes[code] || clockCodes[code] || noQueueCodes[code]) {
 		switch {
 		case throttleCodes[code]:
-			return Explanation{Kind: KindThrottled, Message: prefix + "AWS is throttling the requests (" + code +
+			return Explanation{Kind: KindThrottled, Message: prefix + throttler(err) + " is throttling the requests (" + code +
 				") and the SDK's retries ran out; wait and run again, or lower --concurrency"}, true
 		case clockCodes[code]:
-			return Explanation{Kind: KindClockSkew, Message: prefix + "this machine's clock is too far from AWS's (" + code +
+			return Explanation{Kind: KindClockSkew, Message: prefix + "this machine's clock is too far from AWS's" + serviceNote(err) + " (" + code +
 				"): AWS refuses a request signed more than 15 minutes off; set the clock right (NTP) and run again"}, true
 		default:
 			return Explanation{Kind: KindNoQueue, Message: prefix + "the queue does not exist (" + code + "); check the queue URL or name"}, true
@@ -150,7 +162,7 @@ func Explain(err error) (Explanation, bool) {
 			e.Message = "the AWS credentials have expired (" + code + "); refresh them (for example 'aws sso login'" + profileFlag(ce) + ", or new session credentials) and check the system clock"
 		case rejectedCodes[code]:
 			e.Kind = KindRejected
-			e.Message = "the AWS credentials were rejected (" + code + "); check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN or the profile" + profileNote(ce)
+			e.Message = "the AWS credentials were rejected" + byService(err) + " (" + code + "); check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN or the profile" + profileNote(ce)
 		default:
 			return Explanation{}, false
 		}
@@ -170,7 +182,7 @@ func Explain(err error) (Explanation, bool) {
 		if host != "" {
 			host = " " + host
 		}
-		return Explanation{Kind: KindUnreachable, Message: prefix + "cannot reach the AWS endpoint" + host + ": " + why + "; check --endpoint-url, AWS_ENDPOINT_URL and the network"}, true
+		return Explanation{Kind: KindUnreachable, Message: prefix + "cannot reach the AWS endpoint" + host + serviceNote(err) + ": " + why + "; check --endpoint-url, AWS_ENDPOINT_URL and the network"}, true
 	}
 	return Explanation{}, false
 }
@@ -345,3 +357,37 @@ func bucketRegion(err error) string {
 }
 
 var expectingRegion = regexp.MustCompile(`expecting '([a-z0-9-]+)'`)
+
+// serviceNames are the services' names as an operator knows them, by the
+// SDK's service id.
+var serviceNames = map[string]string{"SFN": "Step Functions", "Secrets Manager": "Secrets Manager"}
+
+// serviceNote names the AWS service an error came from (" (S3)"), "" when
+// it names none.
+func serviceNote(err error) string {
+	var oe *smithy.OperationError
+	if !errors.As(err, &oe) || oe.ServiceID == "" {
+		return ""
+	}
+	name := oe.ServiceID
+	if n, ok := serviceNames[name]; ok {
+		name = n
+	}
+	return " (" + name + ")"
+}
+
+// byService is " by S3" for an error of S3, "" when it names no service.
+func byService(err error) string {
+	if n := strings.Trim(serviceNote(err), " ()"); n != "" {
+		return " by " + n
+	}
+	return ""
+}
+
+// throttler is the service that throttles ("S3"), or "AWS".
+func throttler(err error) string {
+	if n := strings.Trim(serviceNote(err), " ()"); n != "" {
+		return n
+	}
+	return "AWS"
+}

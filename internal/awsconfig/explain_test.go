@@ -59,20 +59,20 @@ func TestExplain(t *testing.T) {
 		{"expired token", opErr(400, &smithy.GenericAPIError{Code: "ExpiredToken", Message: "The provided token has expired."}),
 			awsconfig.KindExpired, true, []string{"expired (ExpiredToken)"}},
 		{"request expired", opErr(403, &smithy.GenericAPIError{Code: "RequestExpired"}), awsconfig.KindExpired, true, []string{"RequestExpired", "clock"}},
-		{"bad key", opErr(403, &smithy.GenericAPIError{Code: "InvalidAccessKeyId"}), awsconfig.KindRejected, true, []string{"rejected (InvalidAccessKeyId)"}},
+		{"bad key", opErr(403, &smithy.GenericAPIError{Code: "InvalidAccessKeyId"}), awsconfig.KindRejected, true, []string{"rejected by S3 (InvalidAccessKeyId)"}},
 		{"bad secret", opErr(403, &smithy.GenericAPIError{Code: "SignatureDoesNotMatch"}), awsconfig.KindRejected, true, []string{"SignatureDoesNotMatch"}},
 		{"no credentials", listCtx(&smithy.OperationError{ServiceID: "S3", OperationName: "ListObjectsV2", Err: fmt.Errorf("get identity: get credentials: %w", noCreds)}),
 			awsconfig.KindNoCredentials, true, []string{"list s3://b/", "no AWS credentials found", "access disabled to EC2 IMDS"}},
 		{"unknown profile", fmt.Errorf("load AWS configuration: %w", config.SharedConfigProfileNotExistError{Profile: "ops", Filename: []string{"/home/u/.aws/config"}}),
 			awsconfig.KindUnknownProfile, true, []string{`AWS profile "ops"`, "/home/u/.aws/config"}},
 		{"connection refused", listCtx(sendErr("http://127.0.0.1:1/b?list-type=2", refused)), awsconfig.KindUnreachable, false,
-			[]string{"cannot reach the AWS endpoint http://127.0.0.1:1: connection refused"}},
+			[]string{"cannot reach the AWS endpoint http://127.0.0.1:1 (S3): connection refused"}},
 		{"wrong region (header malformed)", listCtx(opErr(400, &smithy.GenericAPIError{Code: "AuthorizationHeaderMalformed",
 			Message: "The authorization header is malformed; the region 'us-east-1' is wrong; expecting 'eu-west-1'"})),
 			awsconfig.KindWrongRegion, false, []string{"list s3://b/", "another region", "(AuthorizationHeaderMalformed)", "it is in eu-west-1", "--region eu-west-1"}},
 		{"wrong region (301 without a body)", redirect("us-west-2"), awsconfig.KindWrongRegion, false, []string{"another region", "it is in us-west-2"}},
 		{"slow down", opErr(503, &smithy.GenericAPIError{Code: "SlowDown", Message: "Please reduce your request rate."}),
-			awsconfig.KindThrottled, false, []string{"throttling", "(SlowDown)", "--concurrency"}},
+			awsconfig.KindThrottled, false, []string{"S3 is throttling", "(SlowDown)", "--concurrency"}},
 		{"clock skew", opErr(403, &smithy.GenericAPIError{Code: "RequestTimeTooSkewed", Message: "The difference between the request time and the current time is too large."}),
 			awsconfig.KindClockSkew, false, []string{"clock", "(RequestTimeTooSkewed)", "NTP"}},
 		{"no such queue", &smithy.OperationError{ServiceID: "SQS", OperationName: "ReceiveMessage", Err: &smithy.GenericAPIError{Code: "AWS.SimpleQueueService.NonExistentQueue", Message: "The specified queue does not exist."}},
@@ -117,4 +117,61 @@ func redirect(region string) error {
 			Err:      errors.New("http response error StatusCode: 301"),
 		},
 	}}
+}
+
+// Every AWS component the tools call, under every fault the SDK reports:
+// one line, naming the component (its name, or its IAM action), without
+// the operation chain or a request id, with the exit class the docs give
+// (credentials and permissions: exit 4; the rest: 1).
+func TestEveryComponentUnderEveryFaultIsOneLine(t *testing.T) {
+	services := []struct{ id, op, name, action string }{
+		{"S3", "GetObject", "S3", "s3:GetObject"},
+		{"SQS", "ReceiveMessage", "SQS", "sqs:ReceiveMessage"},
+		{"SNS", "Publish", "SNS", "sns:Publish"},
+		{"SFN", "DescribeExecution", "Step Functions", "states:DescribeExecution"},
+		{"Secrets Manager", "GetSecretValue", "Secrets Manager", "secretsmanager:GetSecretValue"},
+		{"Athena", "StartQueryExecution", "Athena", "athena:StartQueryExecution"},
+		{"Lambda", "UpdateEventSourceMapping", "Lambda", "lambda:UpdateEventSourceMapping"},
+	}
+	answer := func(id, op string, status int, code string) error {
+		return &smithy.OperationError{ServiceID: id, OperationName: op, Err: &awshttp.ResponseError{RequestID: "REQ123",
+			ResponseError: &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: status}},
+				Err: &smithy.GenericAPIError{Code: code, Message: "m"}}}}
+	}
+	send := func(id, op string, cause error) error {
+		return &smithy.OperationError{ServiceID: id, OperationName: op, Err: &smithyhttp.RequestSendError{
+			Err: &url.Error{Op: "Post", URL: "https://svc.example.com/", Err: cause}}}
+	}
+	for _, s := range services {
+		faults := []struct {
+			name string
+			err  error
+			auth bool
+			want string
+		}{
+			{"refused", send(s.id, s.op, &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}), false, "(" + s.name + "): connection refused"},
+			{"dns", send(s.id, s.op, &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Name: "svc.example.com", Err: "no such host", IsNotFound: true}}), false, "(" + s.name + "): the host name svc.example.com does not resolve"},
+			{"bad credentials", answer(s.id, s.op, 403, "InvalidClientTokenId"), true, "rejected by " + s.name},
+			{"access denied", answer(s.id, s.op, 403, "AccessDeniedException"), true, "to " + s.action},
+			{"throttled", answer(s.id, s.op, 400, "ThrottlingException"), false, s.name + " is throttling"},
+			{"clock skew", answer(s.id, s.op, 403, "RequestTimeTooSkewed"), false, "clock is too far from AWS's (" + s.name + ")"},
+			{"missing resource", answer(s.id, s.op, 404, map[string]string{"S3": "NoSuchBucket", "SQS": "AWS.SimpleQueueService.NonExistentQueue",
+				"SNS": "NotFound", "SFN": "ExecutionDoesNotExist", "Secrets Manager": "ResourceNotFoundException", "Athena": "ResourceNotFoundException",
+				"Lambda": "ResourceNotFoundException"}[s.id]), false, map[string]string{"S3": "bucket does not exist", "SQS": "queue does not exist"}[s.id]},
+		}
+		for _, f := range faults {
+			t.Run(s.name+"/"+f.name, func(t *testing.T) {
+				e, ok := awsconfig.Explain(f.err)
+				if f.want == "" { // any other service's missing resource
+					f.want = "the " + s.name + " resource named in the request does not exist"
+				}
+				if !ok || e.Auth != f.auth || !strings.Contains(e.Message, f.want) {
+					t.Fatalf("Explain = %+v, %v; want auth %v and %q", e, ok, f.auth, f.want)
+				}
+				if strings.Contains(e.Message, "\n") || strings.Contains(e.Message, "operation error") || strings.Contains(e.Message, "REQ123") {
+					t.Errorf("not one plain line: %q", e.Message)
+				}
+			})
+		}
+	}
 }

@@ -67,7 +67,7 @@ func TestAWSErrorsAreOneLine(t *testing.T) {
 		t.Run(verb+"/wrong secret", func(t *testing.T) {
 			awsEnv(t, testsupport.AccessKey, "not-the-secret")
 			r := run(t, false, nil, "", verb, "--archive", "s3://"+bucket+"/demo")
-			oneLineError(t, r, cmdutil.ExitAuth, "credentials were rejected (SignatureDoesNotMatch)")
+			oneLineError(t, r, cmdutil.ExitAuth, "credentials were rejected by S3 (SignatureDoesNotMatch)")
 		})
 		t.Run(verb+"/unknown key", func(t *testing.T) {
 			awsEnv(t, "AKIDNOSUCHUSER", testsupport.SecretKey)
@@ -88,7 +88,7 @@ func TestAWSErrorsAreOneLine(t *testing.T) {
 			closed := "http://" + ln.Addr().String()
 			ln.Close()
 			r := run(t, false, nil, "", verb, "--archive", "s3://"+bucket+"/demo", "--endpoint-url", closed)
-			oneLineError(t, r, cmdutil.ExitFailure, "cannot reach the AWS endpoint "+closed+": connection refused")
+			oneLineError(t, r, cmdutil.ExitFailure, "cannot reach the AWS endpoint "+closed+" (S3): connection refused")
 		})
 	}
 }

@@ -178,7 +178,7 @@ func TestRecoverStoppedByAnUnreachableEndpointSaysWhichInOneLine(t *testing.T) {
 	}
 	r := runAt(t, time.Now, map[string]string{"DEADLETTER_NO_PROMPT": "1"}, "", "recover", "--archive", archiveDir,
 		"--database-url", url, "--yes", "--concurrency", "1")
-	if r.code != 3 || !strings.Contains(r.stderr, "stopped: ") || !strings.Contains(r.stderr, "cannot reach the AWS endpoint http://127.0.0.1:1") {
+	if r.code != 3 || !strings.Contains(r.stderr, "stopped: ") || !strings.Contains(r.stderr, "cannot reach the AWS endpoint http://127.0.0.1:1 (S3)") {
 		t.Fatalf("exit %d, want 3 and a stop naming the endpoint:\n%s", r.code, r.stderr)
 	}
 	for _, raw := range []string{"operation error", "RequestID", "https response error"} {
