@@ -5,12 +5,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/tidwall/gjson"
 
-	"github.com/deadletter/deadletter/internal/cumulusdb"
 	"github.com/deadletter/deadletter/internal/recovery"
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
@@ -24,17 +22,12 @@ const (
 	may2024 = int64(1714521600000) // 2024-05-01, in executions_2024_q2
 )
 
+// newV22DB is a v22.3 database with collections C___1 and D___2 and
+// provider P, and a writer on it whose clock is 2024-06-01.
 func newV22DB(t *testing.T) (*pgxpool.Pool, *recovery.Writer) {
 	t.Helper()
-	url := testsupport.NewCumulusDatabaseOf(t, cumulusdb.V22_3, []byte(`{"collections":[{"name":"C","version":"1"},{"name":"D","version":"2"}],
- "providers":[{"name":"P","protocol":"s3","host":"src-bucket"}]}`))
-	pool, err := pgxpool.New(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	now := time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
-	return pool, &recovery.Writer{DB: cumulusdb.NewFor(pool, cumulusdb.V22_3), Now: func() time.Time { return now }}
+	_, pool, w := newV22WritersDB(t)
+	return pool, w
 }
 
 func inCollection(m gjson.Result, name, version string) gjson.Result {
