@@ -28,9 +28,22 @@ type LockHolder struct {
 type LockedError struct {
 	Key    string
 	Holder LockHolder
+	// Running: the holder is a process of this host that runs (the lock
+	// is not broken for it).
+	Running bool
+	// Unreadable is the size of a lock object that names no holder (0: it
+	// names one).
+	Unreadable int
 }
 
 func (e *LockedError) Error() string {
+	if e.Unreadable > 0 {
+		return fmt.Sprintf("the lock object %s cannot be read as a lock (%d bytes, no holder named); if no other run is going, run again with --break-lock", e.Key, e.Unreadable)
+	}
+	if e.Running {
+		return fmt.Sprintf("another %s holds the archive since %s and is running (this host, pid %d; lock %s): the lock is not broken; wait for it to end",
+			e.Holder.Command, e.Holder.Since.UTC().Format(time.RFC3339), e.Holder.PID, e.Key)
+	}
 	return fmt.Sprintf("another %s holds the archive since %s (host %s, pid %d; lock %s): wait for it to end, or, if it is not running, run again with --break-lock",
 		e.Holder.Command, e.Holder.Since.UTC().Format(time.RFC3339), e.Holder.Host, e.Holder.PID, e.Key)
 }
@@ -60,23 +73,77 @@ func TakeLock(ctx context.Context, s Store, key, command string) (release func()
 			return nil, fmt.Errorf("reading the lock %s: %w", key, gerr)
 		}
 		var h LockHolder
-		bad := json.Unmarshal(held, &h) != nil
+		if json.Unmarshal(held, &h) != nil || h.Host == "" || h.PID <= 0 {
+			return nil, &LockedError{Key: key, Unreadable: len(held)}
+		}
 		// This process's own: left by an earlier run whose release failed,
 		// or written by a PutNew whose reply was lost.
 		ours := h.PID == me.PID
-		if bad || h.Host != host || h.PID <= 0 || (alive(h.PID) && !ours) {
+		if h.Host != host || (alive(h.PID) && !ours) {
 			return nil, &LockedError{Key: key, Holder: h}
 		}
 		// A process of this host that is gone (killed), or this one: the
-		// lock is stale.
-		if derr := DeleteIfUnchanged(ctx, s, key, held); derr != nil && !errors.Is(derr, ErrNotFound) {
-			return nil, fmt.Errorf("removing the stale lock %s: %w", key, derr)
+		// lock is stale. It is taken over under a marker only one run can
+		// write, so that two runs taking it over at once cannot both end
+		// up holding it (a local archive's delete is a read, a compare and
+		// a delete: the second run's delete would remove the first run's
+		// new lock).
+		marker := key + ".takeover"
+		if perr := s.PutNew(ctx, marker, body, ""); errors.Is(perr, ErrExists) {
+			if staleMarker(ctx, s, marker, host) {
+				continue
+			}
+			return nil, &LockedError{Key: key, Holder: h}
+		} else if perr != nil {
+			return nil, fmt.Errorf("taking over the stale lock %s: %w", key, perr)
+		}
+		derr := DeleteIfUnchanged(ctx, s, key, held)
+		if derr == nil || errors.Is(derr, ErrNotFound) {
+			derr = s.PutNew(ctx, key, body, "")
+		}
+		_ = DeleteIfUnchanged(context.WithoutCancel(ctx), s, marker, body)
+		switch {
+		case derr == nil:
+			return func() { _ = DeleteIfUnchanged(context.WithoutCancel(ctx), s, key, body) }, nil
+		case errors.Is(derr, ErrChanged), errors.Is(derr, ErrExists):
+			continue // another run took it first: look again
+		default:
+			return nil, fmt.Errorf("taking over the stale lock %s: %w", key, derr)
 		}
 	}
 	return nil, fmt.Errorf("taking the lock %s: it keeps changing hands", key)
 }
 
-// BreakLock removes the lock object key, whoever holds it.
+// BreakLock removes the lock object key, unless its holder is a process
+// of this host that still runs (that run is not over: waiting is the
+// answer, not breaking).
 func BreakLock(ctx context.Context, s Store, key string) error {
-	return s.Delete(ctx, key)
+	held, err := s.Get(ctx, key)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("reading the lock %s: %w", key, err)
+	}
+	host, _ := os.Hostname()
+	var h LockHolder
+	if json.Unmarshal(held, &h) == nil && h.Host == host && h.PID > 0 && h.PID != os.Getpid() && alive(h.PID) {
+		return &LockedError{Key: key, Holder: h, Running: true}
+	}
+	return DeleteIfUnchanged(ctx, s, key, held)
+}
+
+// staleMarker removes a takeover marker left by a process of this host that
+// is gone (it died while taking over), and reports whether it did. A live
+// holder's, this process's included, is not stale: that run is taking the
+// lock over now.
+func staleMarker(ctx context.Context, s Store, marker, host string) bool {
+	b, err := s.Get(ctx, marker)
+	if err != nil {
+		return errors.Is(err, ErrNotFound)
+	}
+	var h LockHolder
+	if json.Unmarshal(b, &h) != nil || h.Host != host || h.PID <= 0 || alive(h.PID) {
+		return false
+	}
+	return DeleteIfUnchanged(ctx, s, marker, b) == nil
 }

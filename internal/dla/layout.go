@@ -4,6 +4,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // DateLayout is the archive's date folder format.
@@ -124,4 +126,50 @@ func ArchiveFileName(executionArn, uuid string) string {
 		name = "unknown"
 	}
 	return name + "-" + uuid
+}
+
+// cumulusTimeLayouts are more forms of a time that moment.utc reads (ISO
+// 8601 with a space or an offset without a colon, a bare local time read
+// as UTC, RFC 2822), beside eventTimeLayouts.
+var cumulusTimeLayouts = []string{
+	"2006-01-02T15:04:05.999999999Z0700", "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999Z0700",
+	"2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999", "2006-01-02",
+	time.RFC1123, time.RFC1123Z, "Mon, 2 Jan 2006 15:04:05 MST", "Mon, 2 Jan 2006 15:04:05 -0700",
+	"2 Jan 2006 15:04:05 MST", "2 Jan 2006 15:04:05 -0700",
+}
+
+// CumulusFailureDate is the date folder Cumulus's recovery gives a failure
+// from the "time" at the top of the object it parsed (getDLAFailureKey:
+// moment.utc(time) when the time is truthy and valid, else the day it
+// runs). certain is false when the time is one whose reading by moment
+// this cannot vouch for (a form neither parser here knows, a boolean, an
+// object): the caller must then not rely on the date.
+func CumulusFailureDate(t gjson.Result, now time.Time) (date string, certain bool) {
+	today := now.UTC().Format(DateLayout)
+	switch t.Type {
+	case gjson.Null, gjson.False:
+		return today, true
+	case gjson.Number: // epoch milliseconds
+		if t.Num == 0 {
+			return today, true
+		}
+		d := time.UnixMilli(int64(t.Num)).UTC().Format(DateLayout)
+		return d, IsDate(d) && float64(int64(t.Num)) == t.Num
+	case gjson.String:
+		s := strings.TrimSpace(t.Str)
+		if t.Str == "" {
+			return today, true
+		}
+		if d, ok := EventDate(s); ok {
+			return d, true
+		}
+		for _, layout := range cumulusTimeLayouts {
+			if p, err := time.Parse(layout, s); err == nil {
+				d := p.UTC().Format(DateLayout)
+				return d, IsDate(d)
+			}
+		}
+		return today, false
+	}
+	return today, false
 }

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 func TestLayout(t *testing.T) {
@@ -119,6 +121,36 @@ func TestErrorClass(t *testing.T) {
 	for in, want := range cases {
 		if got := ErrorClass(in); got != want {
 			t.Errorf("ErrorClass(%q)\n got %q\nwant %q", in, got, want)
+		}
+	}
+}
+
+// The date Cumulus's recovery gives a failure, from the top-level time as
+// moment.utc reads it; a form it cannot vouch for is not certain.
+func TestCumulusFailureDate(t *testing.T) {
+	now := time.Date(2026, 11, 26, 23, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		raw     string
+		date    string
+		certain bool
+	}{
+		{`null`, "2026-11-26", true},
+		{`""`, "2026-11-26", true},
+		{`0`, "2026-11-26", true},
+		{`false`, "2026-11-26", true},
+		{`"2023-07-01T12:00:00Z"`, "2023-07-01", true},
+		{`1688212800000`, "2023-07-01", true},
+		{`"2023-07-01 12:00:00"`, "2023-07-01", true},
+		{`"2023-07-01T23:30:00-0200"`, "2023-07-02", true},
+		{`" 2023-07-01T12:00:00Z"`, "2023-07-01", true},
+		{`"Sat, 01 Jul 2023 12:00:00 GMT"`, "2023-07-01", true},
+		{`"yesterday-ish"`, "2026-11-26", false},
+		{`true`, "2026-11-26", false},
+		{`{"a":1}`, "2026-11-26", false},
+	} {
+		d, ok := CumulusFailureDate(gjson.Parse(c.raw), now)
+		if d != c.date || ok != c.certain {
+			t.Errorf("%s: %s %v, want %s %v", c.raw, d, ok, c.date, c.certain)
 		}
 	}
 }

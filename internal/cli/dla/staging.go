@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -88,6 +89,11 @@ func warnStaging(ctx context.Context, w io.Writer, store archive.Store, layout d
 	}
 	runs := make([]string, 0, len(folders))
 	for f := range folders {
+		// Only what --cleanup-staging takes (a run's folder): a warning
+		// whose command would be refused helps nobody.
+		if strings.HasPrefix(strings.TrimPrefix(f, base), ".") {
+			continue
+		}
 		runs = append(runs, f)
 	}
 	sort.Strings(runs)
@@ -111,13 +117,36 @@ func warnStaging(ctx context.Context, w io.Writer, store archive.Store, layout d
 		if manifests[run] {
 			if b, err := store.Get(ctx, manifestKey(run)); err == nil {
 				var m StagingManifest
-				if json.Unmarshal(b, &m) == nil && m.API != "" {
+				if json.Unmarshal(b, &m) == nil && plainURL(m.API) {
 					api = m.API
 				}
 			}
 		}
 		fmt.Fprintf(w, "dla: warning: %s in %s, staged by a recover --via-api that did not finish (no other verb sees them);\n"+
 			"  once no Cumulus operation is working on them, move them back with: dla recover --archive %s --via-api %s --cleanup-staging %s\n",
-			count, output.Escape(run), output.Escape(archiveArg), output.Escape(api), output.Escape(run))
+			count, oneLine(run), oneLine(archiveArg), api, oneLine(run))
 	}
+}
+
+// plainURL: an http(s) URL with nothing a terminal or a shell would read
+// as more than a URL (a manifest is archive content, and its API is
+// printed in a command to run).
+func plainURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return false
+	}
+	for _, r := range s {
+		if r <= ' ' || r == 0x7f || strings.ContainsRune("'\"`$;|&<>()\\", r) {
+			return false
+		}
+	}
+	return true
+}
+
+// oneLine is output.Escape with the line breaks and tabs escaped too: a
+// value printed inside one line of a message (a key, a folder) cannot start
+// a line of its own.
+func oneLine(s string) string {
+	return strings.NewReplacer("\n", `\n`, "\t", `\t`).Replace(output.Escape(s))
 }

@@ -169,15 +169,9 @@ func TestTester14ViaAPIPostReplyLostThenUnstagedUnderCumulus(t *testing.T) {
 // and both messages survive byte for byte.
 func TestTester14ViaAPICleanupKeepsReArchivedObject(t *testing.T) {
 	e := newViaAPIEnv(t)
-	var victim string // the one object Cumulus cannot parse: it stays in staging
-	for k, v := range e.before {
-		if strings.Contains(k, "/sqs/2024-03-03/") && !json.Valid([]byte(v)) {
-			victim = k
-		}
-	}
-	if victim == "" {
-		t.Fatal("no unparseable object on 2024-03-03")
-	}
+	// An object dla reads and Cumulus cannot parse (a byte order mark before
+	// its JSON, which JSON.parse refuses): it goes to staging and stays.
+	victim := bomVictim(t, e, "2024-03-03")
 	const fresh = `{"time":"2024-03-03T10:00:00Z","body":"re-archived meanwhile"}`
 	store := archive.NewS3(e.c, e.bucket)
 	var once sync.Once
@@ -265,7 +259,9 @@ func TestTester14ViaAPIHostileKeysRoundTrip(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatalf("%v: %q", err, r.stdout)
 	}
-	if res.Staged != len(names) || res.MovedBack != len(names) {
+	// The key with '%' is left out (Cumulus's unencoded copy source would
+	// make S3 copy another key's object); the others go and come back.
+	if res.Staged != len(names)-1 || res.MovedBack != len(names)-1 || len(res.LeftOut) != 1 || !strings.HasSuffix(res.LeftOut[0].Key, "a%2Fb%") {
 		t.Errorf("result %+v for %d keys", res, len(names))
 	}
 	if d := diffArchive(e.before, e.snapshot(t)); len(d) != 0 {
@@ -583,11 +579,12 @@ func TestTester14ViaAPINDJSONIsOneLine(t *testing.T) {
 // operator who asked for the clean-up is not told how to finish it.
 func TestTester14ViaAPICleanupFailsNoHint(t *testing.T) {
 	e := newViaAPIEnv(t)
+	bomVictim(t, e, "2024-03-03") // staged, and left there by Cumulus
 	proxy := testsupport.NewProxy(t, testsupport.S3Endpoint(t))
 	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.URL)
-	selected := 0
-	for k := range e.before {
-		if strings.Contains(k, "/sqs/2024-03-03/") {
+	selected := 0 // staged: what dla can read (the unparseable one is left out)
+	for k, v := range e.before {
+		if strings.Contains(k, "/sqs/2024-03-03/") && (json.Valid([]byte(v)) || strings.HasPrefix(v, "\ufeff")) {
 			selected++
 		}
 	}
@@ -606,7 +603,7 @@ func TestTester14ViaAPICleanupFailsNoHint(t *testing.T) {
 	}
 	after := e.snapshot(t)
 	for k, v := range e.before {
-		if strings.Contains(k, "/sqs/2024-03-03/") && !json.Valid([]byte(v)) {
+		if strings.Contains(k, "/sqs/2024-03-03/") && strings.HasPrefix(v, "\ufeff") {
 			found := false
 			for a, w := range after {
 				if strings.Contains(a, "recover-staging/") && w == v {
@@ -664,4 +661,25 @@ func TestTester14ViaAPITokenEchoedByGatewayIsPrinted(t *testing.T) {
 	if d := diffArchive(e.before, e.snapshot(t)); len(d) != 0 {
 		t.Errorf("after a 401 the archive is not as it was: %q", d)
 	}
+}
+
+// bomVictim puts, in the date folder, a copy of one of its valid objects
+// behind a byte order mark: dla reads it, Cumulus's JSON.parse does not, so
+// a --via-api run stages it and Cumulus leaves it in staging. It returns its
+// key, with e.before taken again.
+func bomVictim(t *testing.T, e *viaAPIEnv, date string) string {
+	t.Helper()
+	var body string
+	for k, v := range e.before {
+		if strings.Contains(k, "/sqs/"+date+"/") && json.Valid([]byte(v)) {
+			body = v
+			break
+		}
+	}
+	key := "demo/dead-letter-archive/sqs/" + date + "/bom-victim"
+	if err := archive.NewS3(e.c, e.bucket).Put(context.Background(), key, []byte("\ufeff"+body)); err != nil {
+		t.Fatal(err)
+	}
+	e.before = e.snapshot(t)
+	return key
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path"
 	"sort"
 	"strings"
 	"time"
@@ -64,9 +65,10 @@ type LeftOut struct {
 
 // cumulusTime is the time Cumulus's getDLAFailureKey dates a failure by:
 // the "time" at the top of the object it parsed (the last one, as
-// JSON.parse keeps), whatever the object's generation; "" without one.
-// (dla's own Time falls back to the event's, which Cumulus does not.)
-func cumulusTime(d *dla.Decoded) string {
+// JSON.parse keeps), whatever the object's generation; a Null result
+// without one. (dla's own Time falls back to the event's, which Cumulus
+// does not.)
+func cumulusTime(d *dla.Decoded) gjson.Result {
 	var v gjson.Result
 	if len(d.Layers) > 0 {
 		for _, f := range d.Layers[0].Metadata {
@@ -74,14 +76,24 @@ func cumulusTime(d *dla.Decoded) string {
 				v = gjson.Parse(f.Raw)
 			}
 		}
-	} else {
-		v = gjson.Get(d.Event, "time")
+		return v
 	}
-	if v.Type == gjson.String {
-		return v.Str
-	}
-	return v.Raw
+	gjson.Parse(d.Event).ForEach(func(k, val gjson.Result) bool {
+		if k.Str == "time" {
+			v = val
+		}
+		return true
+	})
+	return v
 }
+
+// Why an object is left out of a --via-api run before its destination is
+// looked at.
+const (
+	leftOutUnreadable = "dla cannot read it, so where Cumulus would copy it cannot be told (Cumulus skips what it cannot parse, and copies the rest)"
+	leftOutTime       = "its time is one dla cannot date as Cumulus would, so where Cumulus would copy it cannot be told"
+	leftOutPercent    = "its key holds '%': Cumulus sends the copy source unencoded, and S3 would copy the object of the decoded key instead"
+)
 
 // clashes finds the objects Cumulus's recovery could lose: two objects of
 // the selection whose failures it would copy to the same failed-sqs/ key
@@ -99,10 +111,21 @@ func (v *viaAPI) clashes(ctx context.Context, byFailed map[string][]string) ([]L
 		folders[dst[:strings.LastIndex(dst, "/")+1]] = true
 	}
 	sort.Strings(dests)
+	// An object of the selection does not take its own destination: it is
+	// moved into staging before Cumulus copies anything (recover --failed
+	// of an object already at its failed-sqs/ name).
+	selected := map[string]bool{}
+	for _, keys := range byFailed {
+		for _, k := range keys {
+			selected[k] = true
+		}
+	}
 	taken := map[string]bool{}
 	for folder := range folders {
 		err := v.store.List(ctx, folder, true, func(e archive.Entry) error {
-			taken[e.Key] = true
+			if !selected[e.Key] {
+				taken[e.Key] = true
+			}
 			return nil
 		})
 		if err != nil {
@@ -420,11 +443,22 @@ func runRecoverViaAPI(cmd *cobra.Command, opts *RecoverOptions) error {
 	// it leaves in place.
 	now := f.Now()
 	plan.byFailed = map[string][]string{}
+	var unsure []LeftOut // left out whatever their destination
 	plan.cumulusFailed = func(key string, d *dla.Decoded) string {
-		if d == nil {
+		switch {
+		case d == nil:
+			unsure = append(unsure, LeftOut{Key: key, Reason: leftOutUnreadable})
+			return ""
+		case strings.Contains(key, "%"):
+			unsure = append(unsure, LeftOut{Key: key, Reason: leftOutPercent})
 			return ""
 		}
-		return scope.Layout.FailedKey(key, cumulusTime(d), now)
+		date, certain := dla.CumulusFailureDate(cumulusTime(d), now)
+		if !certain {
+			unsure = append(unsure, LeftOut{Key: key, Reason: leftOutTime + " (" + cumulusTime(d).Raw + ")"})
+			return ""
+		}
+		return scope.Layout.DatePrefix(dla.AreaFailed, date) + path.Base(key)
 	}
 	if err := planRecovery(ctx, store, scope, opts, plan, v.progress); err != nil {
 		return err
@@ -432,6 +466,7 @@ func runRecoverViaAPI(cmd *cobra.Command, opts *RecoverOptions) error {
 	if res.LeftOut, err = v.clashes(ctx, plan.byFailed); err != nil {
 		return err
 	}
+	res.LeftOut = append(unsure, res.LeftOut...)
 	leftOut := make(map[string]bool, len(res.LeftOut))
 	for _, l := range res.LeftOut {
 		leftOut[l.Key] = true
@@ -446,8 +481,9 @@ func runRecoverViaAPI(cmd *cobra.Command, opts *RecoverOptions) error {
 	}
 	if opts.DryRun {
 		fmt.Fprintln(f.IO.ErrOut, "dry run: nothing was staged, Cumulus was not asked")
-		viaAPILeftOut(opts, res)
-		return nil
+		// The result says what the run would leave out (exit 3, as the
+		// run itself).
+		return viaAPIFinish(opts, res)
 	}
 	if len(res.LeftOut) == plan.Objects {
 		fmt.Fprintln(f.IO.ErrOut, "nothing staged: every object was left out")
@@ -559,7 +595,11 @@ func viaAPILeftOut(opts *RecoverOptions, res *ViaAPIResult) {
 	w := opts.Factory.IO.ErrOut
 	fmt.Fprintf(w, "left out, in place (Cumulus's recovery replaces what is at a failure's failed-sqs/ name):\n")
 	for _, l := range res.LeftOut {
-		fmt.Fprintf(w, "  %s -> %s: %s\n", output.Escape(l.Key), output.Escape(l.Destination), output.Escape(l.Reason))
+		dst := l.Destination
+		if dst == "" {
+			dst = "?"
+		}
+		fmt.Fprintf(w, "  %s -> %s: %s\n", oneLine(l.Key), oneLine(dst), oneLine(l.Reason))
 	}
 	fmt.Fprintf(w, "recover them here instead (a failure goes to the next free name, never over another object):\n"+
 		"  dla recover --archive %s --database-url URL KEY...   (or the keys one per line on stdin: -)\n", output.Escape(opts.Select.value))

@@ -162,7 +162,10 @@ func (s *Server) run(op *operation, bucket, path string) {
 			continue
 		}
 		out.Failed = append(out.Failed, k)
-		failed := dla.Layout{Stack: s.Stack}.FailedKey(k, gjson.GetBytes(raw, "time").String(), time.Now())
+		// getDLAFailureKey: moment.utc(time), as near as this reads it
+		// (a form moment reads and this does not dates it today).
+		date, _ := dla.CumulusFailureDate(gjson.GetBytes(raw, "time"), time.Now())
+		failed := dla.Layout{Stack: s.Stack}.DatePrefix(dla.AreaFailed, date) + k[strings.LastIndex(k, "/")+1:]
 		if err := store.Put(ctx, failed, raw); err == nil { // CopyObject: replaces what is there
 			_ = store.Delete(ctx, k)
 		}
