@@ -65,34 +65,59 @@ func census(t *testing.T, store archive.Store, names map[string]bool) {
 	}
 }
 
-// SIGKILL at random moments of a local migrate-legacy (32 objects at
-// once), several times, then a run to the end: each object is in its date
-// folder once. A move killed between its copy and its delete leaves a copy
-// the next run finds again by its origin (kept in an extended attribute)
-// instead of making a second one.
+// SIGKILL at random moments of a migrate-legacy (32 objects at once),
+// several times, then a run to the end, in a local folder and in S3: each
+// object is in its date folder once. A move killed between its copy and
+// its delete leaves a copy the next run finds again by its origin (an
+// extended attribute locally, metadata in S3) instead of making a second
+// one, and the killed run's lock is taken over.
 func TestMigrateLegacySIGKILLLoopLeavesEachObjectOnce(t *testing.T) {
-	root := t.TempDir()
-	store, err := archive.NewLocal(root)
-	if err != nil {
-		t.Fatal(err)
+	for _, where := range []string{"local", "s3"} {
+		t.Run(where, func(t *testing.T) {
+			store, spec, env := migrateTarget(t, where)
+			names := legacyArchive(t, store, 600)
+			args := []string{"migrate-legacy", "--archive", spec, "--offline", "--yes", "--concurrency", "32", "-o", "ndjson"}
+			rng := rand.New(rand.NewSource(7))
+			for i := 0; i < 8; i++ {
+				cmd := exec.Command(dlaBin, args...)
+				cmd.Env = env
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(time.Duration(20+rng.Intn(150)) * time.Millisecond)
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+				_ = cmd.Wait()
+			}
+			cmd := exec.Command(dlaBin, args...)
+			cmd.Env = env
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("the run after the kills: %v\n%s", err, lastLine(string(out)))
+			}
+			census(t, store, names)
+		})
 	}
-	names := legacyArchive(t, store, 600)
-	args := []string{"migrate-legacy", "--archive", filepath.Join(root, "demo"), "--offline", "--yes", "--concurrency", "32", "-o", "ndjson"}
-	rng := rand.New(rand.NewSource(7))
-	for i := 0; i < 8; i++ {
-		cmd := exec.Command(dlaBin, args...)
-		if err := cmd.Start(); err != nil {
+}
+
+// migrateTarget is an empty archive in a local folder or in a new S3
+// bucket, its --archive spec and the environment a dla process needs.
+func migrateTarget(t *testing.T, where string) (archive.Store, string, []string) {
+	t.Helper()
+	env := os.Environ()
+	if where == "local" {
+		root := t.TempDir()
+		s, err := archive.NewLocal(root)
+		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(20+rng.Intn(150)) * time.Millisecond)
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
+		return s, filepath.Join(root, "demo"), env
 	}
-	out, err := exec.Command(dlaBin, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("the run after the kills: %v\n%s", err, lastLine(string(out)))
-	}
-	census(t, store, names)
+	c := testsupport.S3Client(t)
+	bucket := testsupport.NewBucket(t, c)
+	env = append(env, "AWS_ENDPOINT_URL_S3="+testsupport.S3Endpoint(t), "AWS_REGION=us-east-1",
+		"AWS_ACCESS_KEY_ID="+testsupport.AccessKey, "AWS_SECRET_ACCESS_KEY="+testsupport.SecretKey,
+		"AWS_EC2_METADATA_DISABLED=true", "AWS_CONFIG_FILE="+os.DevNull, "AWS_SHARED_CREDENTIALS_FILE="+os.DevNull)
+	return archive.NewS3(c, bucket), "s3://" + bucket + "/demo", env
 }
 
 // Three migrate-legacy runs of one archive at once, locally and in S3: one
@@ -102,24 +127,7 @@ func TestMigrateLegacySIGKILLLoopLeavesEachObjectOnce(t *testing.T) {
 func TestMigrateLegacyConcurrentRunsConverge(t *testing.T) {
 	for _, where := range []string{"local", "s3"} {
 		t.Run(where, func(t *testing.T) {
-			var store archive.Store
-			var spec string
-			env := os.Environ()
-			if where == "local" {
-				root := t.TempDir()
-				s, err := archive.NewLocal(root)
-				if err != nil {
-					t.Fatal(err)
-				}
-				store, spec = s, filepath.Join(root, "demo")
-			} else {
-				c := testsupport.S3Client(t)
-				bucket := testsupport.NewBucket(t, c)
-				store, spec = archive.NewS3(c, bucket), "s3://"+bucket+"/demo"
-				env = append(env, "AWS_ENDPOINT_URL_S3="+testsupport.S3Endpoint(t), "AWS_REGION=us-east-1",
-					"AWS_ACCESS_KEY_ID="+testsupport.AccessKey, "AWS_SECRET_ACCESS_KEY="+testsupport.SecretKey,
-					"AWS_EC2_METADATA_DISABLED=true", "AWS_CONFIG_FILE="+os.DevNull, "AWS_SHARED_CREDENTIALS_FILE="+os.DevNull)
-			}
+			store, spec, env := migrateTarget(t, where)
 			names := legacyArchive(t, store, 400)
 			var mu sync.Mutex
 			results := map[string]int{}
