@@ -70,27 +70,25 @@ func CheckWritable(ctx context.Context, q interface {
 			need[t] = guardPrivileges
 		}
 	}
-	var lacks []string
+	// One round trip for every privilege: the run's start-up, once.
+	var tables, privs []string
 	for _, t := range sortedKeys(need) {
 		for _, p := range need[t] {
-			var ok bool
-			if err := q.QueryRow(ctx, `SELECT has_table_privilege(to_regclass(quote_ident($1)), $2)`, t, p).Scan(&ok); err != nil {
-				return err
-			}
-			if !ok {
-				lacks = append(lacks, p+" on "+t)
-			}
+			tables, privs = append(tables, t), append(privs, p)
 		}
 	}
-	for _, t := range serialTables {
-		var ok *bool
-		var seq *string
-		if err := q.QueryRow(ctx, `SELECT s, has_sequence_privilege(s, 'USAGE') FROM (SELECT pg_get_serial_sequence(quote_ident($1), 'cumulus_id') AS s) x`, t).Scan(&seq, &ok); err != nil {
-			return err
-		}
-		if seq != nil && ok != nil && !*ok {
-			lacks = append(lacks, "USAGE on "+*seq)
-		}
+	var lacks []string
+	if err := q.QueryRow(ctx, `SELECT coalesce(array_agg(x.lack ORDER BY x.n), '{}') FROM (
+  SELECT n, p.priv || ' on ' || p.tab AS lack
+  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS p(tab, priv, n)
+  WHERE NOT has_table_privilege(to_regclass(quote_ident(p.tab)), p.priv)
+  UNION ALL
+  SELECT 1000 + n, 'USAGE on ' || s.seq
+  FROM unnest($3::text[]) WITH ORDINALITY AS t(tab, n),
+    LATERAL (SELECT pg_get_serial_sequence(quote_ident(t.tab), 'cumulus_id') AS seq) s
+  WHERE s.seq IS NOT NULL AND NOT has_sequence_privilege(s.seq, 'USAGE')
+) x`, tables, privs, serialTables).Scan(&lacks); err != nil {
+		return err
 	}
 	if len(lacks) > 0 {
 		reasons = append(reasons, "the role lacks "+strings.Join(lacks, ", ")+" (see docs/permissions.md)")
