@@ -17,6 +17,7 @@ func SFN(cfg aws.Config, s Settings) *sfn.Client {
 		if s.EndpointURL != "" {
 			o.BaseEndpoint = aws.String(s.EndpointURL)
 		}
+		o.APIOptions = append(o.APIOptions, RegionCheck)
 	})
 }
 
@@ -26,6 +27,7 @@ func SecretsManager(cfg aws.Config, s Settings) *secretsmanager.Client {
 		if s.EndpointURL != "" {
 			o.BaseEndpoint = aws.String(s.EndpointURL)
 		}
+		o.APIOptions = append(o.APIOptions, RegionCheck)
 	})
 }
 
@@ -35,6 +37,7 @@ func SNS(cfg aws.Config, s Settings) *sns.Client {
 		if s.EndpointURL != "" {
 			o.BaseEndpoint = aws.String(s.EndpointURL)
 		}
+		o.APIOptions = append(o.APIOptions, RegionCheck)
 	})
 }
 
@@ -53,6 +56,7 @@ func Athena(cfg aws.Config, s Settings) *athena.Client {
 		if s.EndpointURL != "" {
 			o.BaseEndpoint = aws.String(s.EndpointURL)
 		}
+		o.APIOptions = append(o.APIOptions, RegionCheck)
 	})
 }
 
@@ -62,5 +66,6 @@ func Lambda(cfg aws.Config, s Settings) *lambda.Client {
 		if s.EndpointURL != "" {
 			o.BaseEndpoint = aws.String(s.EndpointURL)
 		}
+		o.APIOptions = append(o.APIOptions, RegionCheck)
 	})
 }

@@ -109,8 +109,33 @@ func Explain(err error) (Explanation, bool) {
 	prefix := contextOf(err)
 	var ce *CredentialsError
 	inChain := errors.As(err, &ce)
+	var rm *RegionMismatchError
+	if errors.As(err, &rm) && !inChain {
+		return Explanation{Kind: KindWrongRegion, Message: prefix + rm.explain(throttler(err))}, true
+	}
+	if code, _ := apiCode(err); code == "InvalidAddress" {
+		// SQS's answer to a queue URL of another region.
+		what := "the SQS queue is in another region than the one in use (InvalidAddress)"
+		if r := queueRegion(err); r != "" {
+			what += ": it is in " + r + "; pass --region " + r + " or set AWS_REGION"
+		} else {
+			what += "; pass its region with --region or AWS_REGION"
+		}
+		return Explanation{Kind: KindWrongRegion, Message: prefix + what}, true
+	}
+	if code, _ := apiCode(err); (code == "InvalidSignatureException" || code == "SignatureDoesNotMatch") && scopedToRegion(err) {
+		// A request signed for another region than the endpoint's.
+		return Explanation{Kind: KindWrongRegion, Message: prefix + "the endpoint in use serves another region than the one the request was signed for" + serviceNote(err) +
+			" (" + code + "); pass the endpoint's region with --region or AWS_REGION, or check --endpoint-url"}, true
+	}
+	if code, _ := apiCode(err); signatureExpired(err) && (rejectedCodes[code] || code == "InvalidSignatureException") {
+		// The JSON and query services report a skewed clock as a bad
+		// signature whose message says "Signature expired".
+		return Explanation{Kind: KindClockSkew, Message: prefix + "this machine's clock is too far from AWS's" + serviceNote(err) + " (" + code +
+			": signature expired): AWS refuses a request signed more than 5 minutes off; set the clock right (NTP) and run again"}, true
+	}
 	if code, _ := apiCode(err); wrongRegionCodes[code] || (code == "" && httpStatus(err) == 301) {
-		what := "the bucket is in another region than the one in use"
+		what := "the S3 bucket is in another region than the one in use"
 		if code != "" {
 			what += " (" + code + ")"
 		}
@@ -139,7 +164,7 @@ func Explain(err error) (Explanation, bool) {
 			return Explanation{Kind: KindClockSkew, Message: prefix + "this machine's clock is too far from AWS's" + serviceNote(err) + " (" + code +
 				"): AWS refuses a request signed more than 15 minutes off; set the clock right (NTP) and run again"}, true
 		default:
-			return Explanation{Kind: KindNoQueue, Message: prefix + "the queue does not exist (" + code + "); check the queue URL or name"}, true
+			return Explanation{Kind: KindNoQueue, Message: prefix + "the SQS queue does not exist (" + code + "); check the queue URL or name"}, true
 		}
 	}
 	if code, ok := apiCode(err); ok {
@@ -147,7 +172,7 @@ func Explain(err error) (Explanation, bool) {
 		e := Explanation{Auth: true}
 		switch {
 		case noBucketCodes[code]:
-			e = Explanation{Kind: KindNoBucket, Message: "the bucket does not exist (NoSuchBucket); check the bucket name in --archive"}
+			e = Explanation{Kind: KindNoBucket, Message: "the S3 bucket does not exist (NoSuchBucket); check the bucket name in --archive"}
 		case accessDeniedCodes[code] || (code == "" && httpStatus(err) == 403):
 			e.Kind, msg = KindAccessDenied, "access denied"
 			if code != "" {
@@ -357,6 +382,38 @@ func bucketRegion(err error) string {
 }
 
 var expectingRegion = regexp.MustCompile(`expecting '([a-z0-9-]+)'`)
+
+// queueRegion is the region of the queue URL an SQS InvalidAddress
+// message quotes ("The address https://sqs.eu-west-1.amazonaws.com/ is not
+// valid for this endpoint.").
+func queueRegion(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		if m := sqsHostRegion.FindStringSubmatch(ae.ErrorMessage()); m != nil {
+			return m[1]
+		}
+	}
+	return ""
+}
+
+var sqsHostRegion = regexp.MustCompile(`sqs\.([a-z]{2}(?:-[a-z]+)+-\d+)\.amazonaws\.com`)
+
+// scopedToRegion reports a signature whose region is not the endpoint's.
+func scopedToRegion(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && strings.Contains(ae.ErrorMessage(), "Credential should be scoped to a valid region")
+}
+
+// signatureExpired reports an answer whose message says the request's
+// signature is too old or too new: the clock, not the credentials.
+func signatureExpired(err error) bool {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	m := ae.ErrorMessage()
+	return strings.Contains(m, "Signature expired") || strings.Contains(m, "Signature not yet current")
+}
 
 // serviceNames are the services' names as an operator knows them, by the
 // SDK's service id.

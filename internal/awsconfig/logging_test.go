@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -130,36 +129,6 @@ func TestRedactPresignedURL(t *testing.T) {
 	}
 }
 
-// blackhole accepts connections and never answers, as a metadata endpoint
-// behind a firewall that drops packets.
-func blackhole(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c)
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return "http://" + ln.Addr().String()
-}
-
 // TestNoCredentialsFailsFast: with no credentials anywhere and an instance
 // metadata endpoint that never answers, the chain gives up within
 // IMDSTimeout (the SDK's own retries took 5 s here, 8.9 s with no network).
@@ -167,7 +136,7 @@ func TestNoCredentialsFailsFast(t *testing.T) {
 	if awsconfig.IMDSTimeout > 2*time.Second {
 		t.Fatalf("IMDSTimeout %s: the credential chain must fail within 2 s", awsconfig.IMDSTimeout)
 	}
-	isolateEnv(t, map[string]string{"AWS_REGION": "us-east-1", "AWS_EC2_METADATA_SERVICE_ENDPOINT": blackhole(t)})
+	isolateEnv(t, map[string]string{"AWS_REGION": "us-east-1", "AWS_EC2_METADATA_SERVICE_ENDPOINT": "http://" + testsupport.Blackhole(t)})
 	cfg, err := awsconfig.Load(context.Background(), awsconfig.Settings{})
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ func SQS(cfg aws.Config, s Settings) *sqs.Client {
 		if s.EndpointURL != "" {
 			o.BaseEndpoint = aws.String(s.EndpointURL)
 		}
-		o.APIOptions = append(o.APIOptions, HidePayloadWriterTo)
+		o.APIOptions = append(o.APIOptions, HidePayloadWriterTo, RegionCheck)
 		// Idle connections: HTTPClient (in every configuration Load
 		// makes) keeps one per call in flight, where the SDK keeps 10.
 	})

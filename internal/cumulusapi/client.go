@@ -98,11 +98,18 @@ func (e *UnreachableError) Error() string {
 		why = fmt.Sprintf("the host %q does not resolve", dns.Name)
 	case errors.As(e.Err, &op) && op.Err != nil:
 		why = op.Err.Error()
+	case isTimeout(e.Err):
+		why = "no answer (timed out)"
 	}
 	return fmt.Sprintf("cannot reach the Cumulus API at %s (%s): %s; check --via-api and the network", e.URL, e.Op, why)
 }
 
 func (e *UnreachableError) Unwrap() error { return e.Err }
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
 
 // Check makes one cheap authenticated call (the first async operation of
 // the list), so that an API that cannot be reached or a token it refuses
@@ -120,7 +127,13 @@ type StatusError struct {
 }
 
 func (e *StatusError) Error() string {
-	return fmt.Sprintf("%s: HTTP %d: %s", e.Op, e.Status, e.Body)
+	switch {
+	case e.Status == http.StatusTooManyRequests:
+		return fmt.Sprintf("%s: the Cumulus API is throttling the requests (HTTP 429: %s); wait and run again", e.Op, e.Body)
+	case e.Status == http.StatusNotFound:
+		return fmt.Sprintf("%s: the Cumulus API has no such resource (HTTP 404: %s); check --via-api (the API's base URL, with its stage)", e.Op, e.Body)
+	}
+	return fmt.Sprintf("%s: the Cumulus API answered HTTP %d: %s", e.Op, e.Status, e.Body)
 }
 
 // RecoverCumulusMessages starts Cumulus's recovery of the objects under

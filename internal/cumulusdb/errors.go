@@ -1,6 +1,7 @@
 package cumulusdb
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -161,6 +162,10 @@ func connectLine(ce *pgconn.ConnectError) string {
 	var dns *net.DNSError
 	if errors.As(ce, &dns) {
 		return fmt.Sprintf("cannot connect to %s: the host %q does not resolve; check --database-url, PGHOST and DATABASE_URL", where, dns.Name)
+	}
+	var ne net.Error
+	if errors.Is(ce, context.DeadlineExceeded) || (errors.As(ce, &ne) && ne.Timeout()) {
+		return fmt.Sprintf("cannot connect to %s: no answer (timed out); check --database-url, PGHOST, PGPORT, the network and the security group", where)
 	}
 	var op *net.OpError
 	if errors.As(ce, &op) {

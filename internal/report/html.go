@@ -5,7 +5,8 @@ import (
 	"html/template"
 	"io"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/deadletter/deadletter/internal/shellword"
 )
 
 // Page is what a report page shows around its sections.
@@ -65,7 +66,7 @@ func (l *Links) Key(key string) Cell {
 	n, ok := l.byKey[key]
 	if !ok {
 		l.commands = append(l.commands, Command{ID: fmt.Sprintf("show-%d", len(l.commands)+1),
-			Text: l.program + " show --archive " + ShellQuote(l.archive) + " " + ShellQuote(key)})
+			Text: l.program + " show --archive " + shellword.Quote(l.archive) + " " + shellword.Quote(key)})
 		n = len(l.commands)
 		l.byKey[key] = n
 	}
@@ -74,41 +75,6 @@ func (l *Links) Key(key string) Cell {
 
 // Commands returns the commands linked so far.
 func (l *Links) Commands() []Command { return l.commands }
-
-// ShellQuote quotes s for bash or zsh when it needs it: in single quotes,
-// or, when s holds a control character or bytes that are not UTF-8, as
-// $'...' with those bytes written \xNN, so that the command as shown (and
-// copied from a page) names s exactly.
-func ShellQuote(s string) string {
-	if strings.IndexFunc(s, isControl) >= 0 {
-		var b strings.Builder
-		b.WriteString("$'")
-		for i := 0; i < len(s); {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			switch {
-			case isControl(r):
-				for _, c := range []byte(s[i : i+size]) {
-					fmt.Fprintf(&b, `\x%02x`, c)
-				}
-			case r == '\\' || r == '\'':
-				b.WriteByte('\\')
-				b.WriteRune(r)
-			default:
-				b.WriteString(s[i : i+size])
-			}
-			i += size
-		}
-		b.WriteByte('\'')
-		return b.String()
-	}
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '/' || r == '-' || r == '_' || r == '.' || r == ':' || r == '=' || r == '+' || r == ',' || r == '@' ||
-			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
 
 // Write renders the page: one HTML file with its CSS inline, no script,
 // and nothing fetched.

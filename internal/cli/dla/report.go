@@ -14,6 +14,7 @@ import (
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/report"
 	"github.com/deadletter/deadletter/internal/selection"
+	"github.com/deadletter/deadletter/internal/shellword"
 )
 
 // ReportOptions are dla report's inputs.
@@ -143,7 +144,7 @@ func selectionText(s selectFlags) string {
 	add := func(name string, vals ...string) {
 		for _, v := range vals {
 			if v != "" {
-				parts = append(parts, "--"+name+" "+report.ShellQuote(v))
+				parts = append(parts, "--"+name+" "+shellword.Quote(v))
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/shellword"
 )
 
 // A --via-api run moves its selection into recover-staging/<run>/ before
@@ -124,7 +125,7 @@ func warnStaging(ctx context.Context, w io.Writer, store archive.Store, layout d
 		}
 		fmt.Fprintf(w, "dla: warning: %s in %s, staged by a recover --via-api that did not finish (no other verb sees them);\n"+
 			"  once no Cumulus operation is working on them, move them back with: dla recover --archive %s --via-api %s --cleanup-staging %s\n",
-			count, oneLine(run), oneLine(archiveArg), api, oneLine(run))
+			count, oneLine(run), shellword.Quote(archiveArg), api, shellword.Quote(run))
 	}
 }
 
