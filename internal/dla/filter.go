@@ -15,6 +15,10 @@ type Filter struct {
 	Statuses      []string       // Step Functions status, any case; "none" matches a missing status
 	StateMachines []string       // state machine ARN, or its name
 	Error         *regexp.Regexp // matched against the whole error text
+	// ErrorClass, when set, is the one ErrorClass the record's error must
+	// have ("" for a record without an error text): how triage's commands
+	// select exactly one of its groups.
+	ErrorClass *string
 	From, To      string         // inclusive YYYY-MM-DD bounds on the record's date; "" is open
 }
 
@@ -51,6 +55,9 @@ func (f *Filter) Match(r *Record) bool {
 		return false
 	}
 	if f.Error != nil && !(r.HasError && f.Error.MatchString(r.Error)) {
+		return false
+	}
+	if f.ErrorClass != nil && ErrorClass(r.Error) != *f.ErrorClass {
 		return false
 	}
 	if f.From != "" || f.To != "" {
@@ -153,5 +160,5 @@ func matchAny(values []string, ok func(string) bool) bool {
 // to match it.
 func (f *Filter) ByContent() bool {
 	return len(f.Granules) > 0 || len(f.Collections) > 0 || len(f.Executions) > 0 || len(f.Statuses) > 0 ||
-		len(f.StateMachines) > 0 || f.Error != nil
+		len(f.StateMachines) > 0 || f.Error != nil || f.ErrorClass != nil
 }

@@ -110,21 +110,6 @@ func TestPrefilter(t *testing.T) {
 	}
 }
 
-func TestErrorClass(t *testing.T) {
-	cases := map[string]string{
-		"": "",
-		"UnmetRequirementsError: Could not satisfy requirements for writing records to PostgreSQL. No records written to the database.":                                                     "UnmetRequirementsError: Could not satisfy requirements for writing records to PostgreSQL. No records written to the database.",
-		"AggregateError: \n    Error: A granule already exists for granuleId: MOD04_L2.A2024015.0845.061.2024019090753 with collectionId: MOD09GQ___006\n    at x (/var/task/index.js:1:2)": "AggregateError: Error: A granule already exists for granuleId: <id> with collectionId: <collection>",
-		`RecordDoesNotExist: Record in providers with identifiers {"name":"LANCE_NRT"} does not exist.`:                                                                                     `RecordDoesNotExist: Record in providers with identifiers {"name":"<v>"} does not exist.`,
-		"ExecutionDoesNotExist: arn:aws:states:us-east-1:1:execution:sm:0e1be317-0d83-453a-bf67-65c3826f4fc5 after 3 tries":                                                                 "ExecutionDoesNotExist: <arn> after <n> tries",
-	}
-	for in, want := range cases {
-		if got := ErrorClass(in); got != want {
-			t.Errorf("ErrorClass(%q)\n got %q\nwant %q", in, got, want)
-		}
-	}
-}
-
 // The date Cumulus's recovery gives a failure, from the top-level time as
 // moment.utc reads it; a form it cannot vouch for is not certain.
 func TestCumulusFailureDate(t *testing.T) {

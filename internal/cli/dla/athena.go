@@ -97,6 +97,9 @@ func (e *engineFlags) plan(f *Factory, s *selectFlags, scope selection.Scope, lo
 		p.maxScan = n
 	}
 	flt := scope.Filter
+	if flt.ErrorClass != nil {
+		return p, cmdutil.UsageErrorf("--error-class is computed from the whole error text, which the Glue table does not normalise; use --error with --engine athena, or --engine local")
+	}
 	q := athenasql.Query{Granules: flt.Granules, Collections: flt.Collections, Executions: flt.Executions,
 		Statuses: flt.Statuses, StateMachines: flt.StateMachines, From: flt.From, To: flt.To}
 	if flt.Error != nil {

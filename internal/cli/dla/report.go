@@ -140,33 +140,11 @@ func runReport(cmd *cobra.Command, opts *ReportOptions) error {
 
 // selectionText describes the selection flags for the report's subtitle.
 func selectionText(s selectFlags) string {
-	var parts []string
-	add := func(name string, vals ...string) {
-		for _, v := range vals {
-			if v != "" {
-				parts = append(parts, "--"+name+" "+shellword.Quote(v))
-			}
-		}
-	}
-	add("granule", s.granules...)
-	add("collection", s.collections...)
-	add("execution", s.executions...)
-	add("status", s.statuses...)
-	add("state-machine", s.stateMachines...)
-	add("error", s.errorRE)
-	add("date", s.date)
-	add("from", s.from)
-	add("to", s.to)
-	if s.failed {
-		parts = append(parts, "--failed")
-	}
-	if s.includeLegacy {
-		parts = append(parts, "--include-legacy")
-	}
-	if len(parts) == 0 {
+	words := s.args(true)
+	if len(words) == 0 {
 		return "every object"
 	}
-	return strings.Join(parts, " ")
+	return shellword.Join(words...)
 }
 
 // writeOut writes a whole file atomically, or to stdout for "-".

@@ -38,7 +38,7 @@ func (a *archiveFlag) location(f *Factory) (archive.Location, error) {
 type selectFlags struct {
 	archiveFlag
 	granules, collections, executions, statuses, stateMachines []string
-	errorRE                                                    string
+	errorRE, errorClass                                        string
 	date, from, to                                             string
 	failed, includeLegacy, ignoreUnreadable                    bool
 	limit, concurrency                                         int
@@ -53,6 +53,7 @@ func (s *selectFlags) register(cmd *cobra.Command) {
 	f.StringSliceVar(&s.statuses, "status", nil, "Step Functions status: RUNNING, SUCCEEDED, FAILED, ABORTED, TIMED_OUT, or none (repeatable, comma-separated)")
 	f.StringArrayVar(&s.stateMachines, "state-machine", nil, "state machine ARN or name (repeatable)")
 	f.StringVar(&s.errorRE, "error", "", "regular expression matched against the error text (Go RE2 syntax)")
+	f.StringVar(&s.errorClass, "error-class", "", "the error class, exactly as dla stats --by error and dla triage show it ('none': no error text)")
 	f.StringVar(&s.date, "date", "", "one date folder: YYYY-MM-DD, today or yesterday (UTC)")
 	f.StringVar(&s.from, "from", "", "first date folder, inclusive")
 	f.StringVar(&s.to, "to", "", "last date folder, inclusive")
@@ -99,6 +100,13 @@ func (s *selectFlags) scope(f *Factory) (selection.Scope, archive.Location, erro
 		}
 		filter.Error = re
 	}
+	if s.errorClass != "" {
+		class := s.errorClass
+		if class == "none" {
+			class = ""
+		}
+		filter.ErrorClass = &class
+	}
 	now := f.Now()
 	if s.date != "" {
 		if s.from != "" || s.to != "" {
@@ -131,6 +139,38 @@ func (s *selectFlags) scope(f *Factory) (selection.Scope, archive.Location, erro
 		Layout: dla.Layout{Stack: loc.Stack}, Area: area, Filter: filter,
 		IncludeLegacy: s.includeLegacy, Limit: s.limit,
 	}, loc, nil
+}
+
+// args are the selection flags as given, as words of a command line
+// (without --archive); withDates false leaves out --date, --from and --to.
+func (s *selectFlags) args(withDates bool) []string {
+	var words []string
+	add := func(name string, vals ...string) {
+		for _, v := range vals {
+			if v != "" {
+				words = append(words, "--"+name, v)
+			}
+		}
+	}
+	add("granule", s.granules...)
+	add("collection", s.collections...)
+	add("execution", s.executions...)
+	add("status", s.statuses...)
+	add("state-machine", s.stateMachines...)
+	add("error", s.errorRE)
+	add("error-class", s.errorClass)
+	if withDates {
+		add("date", s.date)
+		add("from", s.from)
+		add("to", s.to)
+	}
+	if s.failed {
+		words = append(words, "--failed")
+	}
+	if s.includeLegacy {
+		words = append(words, "--include-legacy")
+	}
+	return words
 }
 
 // open validates the flags and opens the archive they name.

@@ -1,0 +1,344 @@
+package dla
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/deadletter/deadletter/internal/awsconfig"
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cli/output"
+	"github.com/deadletter/deadletter/internal/cumulusdb"
+	"github.com/deadletter/deadletter/internal/selection"
+	"github.com/deadletter/deadletter/internal/shellword"
+	"github.com/deadletter/deadletter/internal/triage"
+)
+
+// TriageOptions are dla triage's inputs.
+type TriageOptions struct {
+	Factory     *Factory
+	Select      selectFlags
+	DatabaseURL string
+	DBSecret    string
+	Output      *cmdutil.Output
+}
+
+// NewCmdTriage builds `dla triage`.
+func NewCmdTriage(f *Factory, runF func(*cobra.Command, *TriageOptions) error) *cobra.Command {
+	opts := &TriageOptions{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "triage [flags]",
+		Short: "Group the archive's failures, say whether a retry will help, and print the command to run",
+		Long: `Read the selection once (the same filters as 'dla search'), group the
+objects by error class (as 'dla stats --by error'), and give each group a
+verdict from the rule table in docs/triage.md:
+
+  transient   retry now, once the cause is gone (a connection, a timeout,
+              throttling, the pool exhausted)
+  fix-first   a record the messages need is missing (a collection, provider,
+              parent execution, async operation or PDR): create it, then retry
+  permanent   never as it is (a granule of another collection, a schema
+              violation, not a writable Cumulus message, an unreadable object)
+  unknown     no rule matches: look at one first
+
+Each group's line ends with the next command: 'dla recover ... --dry-run'
+for what a retry will fix, selecting exactly that group's objects (its
+--error-class and its first and last date folder, with this invocation's
+archive, selection and AWS flags), or 'dla search ... -o keys' and
+'dla show KEY' for what it will not.
+
+With a database (--database-url, --db-secret or $DATABASE_URL), the records a
+fix-first group needs are looked up (read only): a group whose records all
+exist now is "ready". Without one, readiness is not checked, and says so.`,
+		Example: `  dla triage --archive s3://bucket/stack --from 2024-03-01
+  dla triage --archive s3://bucket/stack --db-secret stack-db-login -o json`,
+		Args: cmdutil.UsageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.Output.Validate(); err != nil {
+				return err
+			}
+			if opts.DatabaseURL != "" && opts.DBSecret != "" {
+				return cmdutil.UsageErrorf("--database-url and --db-secret cannot be combined")
+			}
+			if runF != nil {
+				return runF(cmd, opts)
+			}
+			return runTriage(cmd, opts)
+		},
+	}
+	opts.Select.register(cmd)
+	cmd.Flags().StringVar(&opts.DatabaseURL, "database-url", "", "PostgreSQL connection string, to check readiness (default $DATABASE_URL; read only)")
+	cmd.Flags().StringVar(&opts.DBSecret, "db-secret", "", "Secrets Manager secret (ARN or name) with the database login, to check readiness")
+	opts.Output = cmdutil.AddOutputFlag(cmd, "text", "json")
+	return cmd
+}
+
+// TriageReport is the -o json form of dla triage (docs/triage.md).
+type TriageReport struct {
+	Schema           string        `json:"schema"`
+	Archive          string        `json:"archive"`
+	Scanned          int           `json:"scanned"`
+	Total            int           `json:"total"`
+	Unreadable       int           `json:"unreadable"`
+	ReadinessChecked bool          `json:"readiness_checked"`
+	Groups           []TriageGroup `json:"groups"`
+}
+
+// TriageGroup is one group of a triage.
+type TriageGroup struct {
+	Count       int           `json:"count"`
+	Class       triage.Class  `json:"class"`
+	Rule        string        `json:"rule"`
+	Verdict     string        `json:"verdict"`
+	Why         string        `json:"why"`
+	ErrorClass  *string       `json:"error_class"` // null: unreadable objects
+	FirstDate   *string       `json:"first_date"`
+	LastDate    *string       `json:"last_date"`
+	Collections []string      `json:"collections"`
+	ExampleKey  string        `json:"example_key"`
+	Needs       []triage.Need `json:"needs"`
+	Missing     []triage.Need `json:"missing"` // null: readiness not checked
+	Ready       *int          `json:"ready"`   // messages whose records all exist now; null: not checked
+	Fix         *string       `json:"fix"`     // what to do before the command, if anything
+	Command     string        `json:"command"` // the next command, quoted for bash and zsh
+}
+
+// TriageSchema names the JSON form's version.
+const TriageSchema = "deadletter.dla.triage/v1"
+
+func runTriage(cmd *cobra.Command, opts *TriageOptions) error {
+	f := opts.Factory
+	ctx := cmd.Context()
+	scope, loc, store, err := opts.Select.open(cmd, f)
+	if err != nil {
+		return err
+	}
+	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
+	t := triage.New()
+	unreadable := 0
+	st, runErr := selection.Run(ctx, store, scope, opts.Select.concurrency, func(r selection.Result) error {
+		if r.Unreadable() {
+			if err := stopOnAuth(r); err != nil {
+				return err
+			}
+			unreadable++
+			t.AddUnreadable(r.Entry.Key, scope.Layout.ParseKey(r.Entry.Key).Date)
+		} else {
+			t.Add(r.Decoded)
+		}
+		progress.Update("%s triaged", output.Plural(t.Total, "object"))
+		return nil
+	})
+	progress.Clear()
+	if runErr != nil {
+		return runErr
+	}
+	checked := false
+	if dburl, secret := cmp.Or(opts.DatabaseURL, f.Getenv("DATABASE_URL")), opts.DBSecret; dburl != "" || secret != "" {
+		if err := checkReadiness(ctx, f, t, dburl, secret); err != nil {
+			return err
+		}
+		checked = true
+	}
+	archiveArg := cmp.Or(opts.Select.archiveFlag.value, f.Getenv("DLA_ARCHIVE"))
+	rep := TriageReport{Schema: TriageSchema, Archive: loc.String(), Scanned: st.Listed, Total: t.Total, Unreadable: unreadable, ReadinessChecked: checked}
+	for _, g := range t.Groups() {
+		rep.Groups = append(rep.Groups, triageGroup(g, triageCommand{f: f, opts: opts, archive: archiveArg}))
+	}
+	if rep.Groups == nil {
+		rep.Groups = []TriageGroup{}
+	}
+	if opts.Output.Value == "json" {
+		return output.WriteJSON(output.JSONOut(f.IO), rep)
+	}
+	if err := printTriage(output.TerminalOut(f.IO), f, rep); err != nil {
+		return err
+	}
+	note := "readiness not checked (no database given)"
+	if checked {
+		note = "readiness checked against the database"
+	}
+	fmt.Fprintf(f.IO.ErrOut, "%s in %s, %d read from %s; %s\n", output.Plural(rep.Total, "object"), output.Plural(len(rep.Groups), "group"), st.Listed, loc, note)
+	return nil
+}
+
+// checkReadiness opens the database read only and looks up what the
+// fix-first groups need.
+func checkReadiness(ctx context.Context, f *Factory, t *triage.Triage, dburl, secret string) error {
+	cfg, err := cumulusdb.Configure(ctx, dburl, secret, 2, func(ctx context.Context, id string) ([]byte, error) {
+		awsCfg, err := awsconfig.Load(ctx, *f.AWS)
+		if err != nil {
+			return nil, err
+		}
+		return awsconfig.SecretText(ctx, awsconfig.SecretsManager(awsCfg, *f.AWS), id)
+	})
+	if err != nil {
+		return err
+	}
+	cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("connecting to %s: %w", cumulusdb.Target(cfg), err)
+	}
+	defer pool.Close()
+	return t.CheckReadiness(ctx, func(ctx context.Context, kind, name string) (bool, error) {
+		return cumulusdb.Exists(ctx, pool, kind, name)
+	})
+}
+
+// triageCommand builds a group's next command from this invocation.
+type triageCommand struct {
+	f       *Factory
+	opts    *TriageOptions
+	archive string
+}
+
+// base is "dla VERB --archive A" with the AWS flags of this invocation.
+func (c triageCommand) base(verb string) []string {
+	words := []string{"dla", verb}
+	if c.archive != "" {
+		words = append(words, "--archive", c.archive)
+	}
+	if s := c.f.AWS; s != nil {
+		if s.Profile != "" {
+			words = append(words, "--profile", s.Profile)
+		}
+		if s.Region != "" {
+			words = append(words, "--region", s.Region)
+		}
+		if s.EndpointURL != "" {
+			words = append(words, "--endpoint-url", s.EndpointURL)
+		}
+	}
+	return words
+}
+
+// selecting is base plus the flags that select exactly g's objects: this
+// invocation's selection, g's error class and its first and last date.
+func (c triageCommand) selecting(verb string, g *triage.Group) []string {
+	words := append(c.base(verb), c.opts.Select.args(false)...)
+	switch {
+	case g.FirstDate != "" && g.FirstDate == g.LastDate:
+		words = append(words, "--date", g.FirstDate)
+	case g.FirstDate != "":
+		words = append(words, "--from", g.FirstDate, "--to", g.LastDate)
+	}
+	if g.Legacy && !c.opts.Select.includeLegacy {
+		words = append(words, "--include-legacy")
+	}
+	return append(words, "--error-class", cmp.Or(g.Class, "none"))
+}
+
+func triageGroup(g *triage.Group, c triageCommand) TriageGroup {
+	out := TriageGroup{Count: g.Count, Class: g.Rule.Class, Rule: g.Rule.ID, Verdict: g.Verdict(), Why: g.Rule.Why,
+		ExampleKey: g.ExampleKey, Collections: g.SortedCollections(), Needs: g.SortedNeeds()}
+	if !g.Unreadable {
+		class := g.Class
+		out.ErrorClass = &class
+	}
+	if g.FirstDate != "" {
+		out.FirstDate, out.LastDate = &g.FirstDate, &g.LastDate
+	}
+	if g.Checked {
+		ready := g.Ready
+		out.Ready = &ready
+		out.Missing = []triage.Need{}
+		for _, n := range out.Needs {
+			if g.Missing[n] {
+				out.Missing = append(out.Missing, n)
+			}
+		}
+	}
+	if fix := g.FixSteps(); fix != "" {
+		out.Fix = &fix
+	}
+	show := shellword.Join(append(c.base("show"), g.ExampleKey)...)
+	switch {
+	case g.Unreadable, g.Rule.Class == triage.Unknown:
+		out.Command = show
+	case g.Rule.Class == triage.Permanent || (g.Rule.Class == triage.FixFirst && len(g.Needs) == 0):
+		out.Command = shellword.Join(append(c.selecting("search", g), "-o", "keys")...)
+	default:
+		out.Command = shellword.Join(append(c.selecting("recover", g), "--dry-run")...)
+	}
+	return out
+}
+
+// next is a group's next step in words, for the text form.
+func (g TriageGroup) next() string {
+	switch {
+	case g.Fix != nil:
+		return *g.Fix + ", then: " + g.Command
+	case g.ErrorClass == nil || g.Class == triage.Unknown:
+		return "open one: " + g.Command
+	case strings.Contains(g.Command, " search "):
+		return "not recoverable as it is: " + g.Command + " lists them"
+	}
+	return g.Command
+}
+
+// printTriage writes one line per group: count, class, dates, collections,
+// error class, verdict, example key and the next step.
+func printTriage(w io.Writer, f *Factory, rep TriageReport) error {
+	tty := f.IO.IsStdoutTTY()
+	r := f.IO.Renderer()
+	styles := map[triage.Class]func(...string) string{
+		triage.Transient: r.NewStyle().Foreground(lipgloss.Color("2")).Render,
+		triage.FixFirst:  r.NewStyle().Foreground(lipgloss.Color("3")).Render,
+		triage.Permanent: r.NewStyle().Foreground(lipgloss.Color("9")).Render,
+		triage.Unknown:   r.NewStyle().Faint(true).Render,
+	}
+	sep := "\t"
+	if tty {
+		sep = "  "
+	}
+	for _, g := range rep.Groups {
+		dates := "-"
+		if g.FirstDate != nil {
+			dates = *g.FirstDate
+			if *g.LastDate != *g.FirstDate {
+				dates += ".." + *g.LastDate
+			}
+		}
+		colls := "-"
+		if len(g.Collections) > 0 {
+			colls = g.Collections[0]
+			if len(g.Collections) > 1 {
+				colls += fmt.Sprintf(" (+%d)", len(g.Collections)-1)
+			}
+		}
+		errClass := "(unreadable)"
+		if g.ErrorClass != nil {
+			errClass = cmp.Or(*g.ErrorClass, "(no error text)")
+		}
+		class := string(g.Class)
+		if tty {
+			class = styles[g.Class](fmt.Sprintf("%-9s", class))
+		}
+		fields := []string{fmt.Sprint(g.Count), class, dates, colls, errClass, g.Verdict, "e.g. " + g.ExampleKey, "next: " + g.next()}
+		for i, s := range fields {
+			if i != 1 {
+				fields[i] = oneLine(s)
+			}
+		}
+		if _, err := fmt.Fprintln(w, strings.Join(fields, sep)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// triageLines is the text form of a triage for another page (the report).
+func triageLines(rep TriageReport) []string {
+	out := make([]string, 0, len(rep.Groups))
+	for _, g := range rep.Groups {
+		out = append(out, fmt.Sprintf("%d %s: %s: %s", g.Count, g.Class, g.Verdict, g.next()))
+	}
+	return out
+}

@@ -1,0 +1,360 @@
+package triage
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/deadletter/deadletter/internal/dla"
+)
+
+// Record kinds a fix-first message may need.
+const (
+	KindCollection     = "collection"
+	KindProvider       = "provider"
+	KindExecution      = "execution"
+	KindAsyncOperation = "async operation"
+	KindPDR            = "pdr"
+	KindGranule        = "granule"
+)
+
+// Need is one record a message needs: its kind and natural key.
+type Need struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+}
+
+func (n Need) String() string { return n.Kind + " " + n.Name }
+
+// Group is the objects of one error class: what triage prints a line for.
+type Group struct {
+	Class      string // dla.ErrorClass; "" for no error text
+	Unreadable bool   // the objects could not be read or decoded
+	Rule       Rule
+	Count      int
+	FirstDate  string
+	LastDate   string
+	// Legacy: some objects are outside date folders (their date is their
+	// event time), so the command needs --include-legacy.
+	Legacy      bool
+	Collections map[string]int
+	ExampleKey  string
+	// Needs are the records the group's messages name as needed (for
+	// NeedsReferences, every reference: which one is missing is what the
+	// database says), by how many messages.
+	Needs map[Need]int
+	// NoProvider counts the messages of a pdr-provider group that name no
+	// provider: those never succeed as they are.
+	NoProvider int
+
+	// per message, the needs (for readiness)
+	messages [][]Need
+
+	// Readiness, once checked against a database.
+	Checked bool
+	Missing map[Need]bool // of Needs, those the database does not have
+	Ready   int           // messages whose every need exists now
+}
+
+// Triage accumulates the groups of one pass over a selection.
+type Triage struct {
+	groups map[string]*Group
+	Total  int
+}
+
+// New starts a triage.
+func New() *Triage { return &Triage{groups: map[string]*Group{}} }
+
+func (t *Triage) group(key, class string, unreadable bool, rule Rule) *Group {
+	g := t.groups[key]
+	if g == nil {
+		g = &Group{Class: class, Unreadable: unreadable, Rule: rule, Collections: map[string]int{}, Needs: map[Need]int{}}
+		t.groups[key] = g
+	}
+	return g
+}
+
+func (g *Group) add(key, date string, legacy bool) {
+	g.Count++
+	if g.ExampleKey == "" || key < g.ExampleKey {
+		g.ExampleKey = key
+	}
+	if date != "" {
+		if g.FirstDate == "" || date < g.FirstDate {
+			g.FirstDate = date
+		}
+		if date > g.LastDate {
+			g.LastDate = date
+		}
+	}
+	g.Legacy = g.Legacy || legacy
+}
+
+// Add counts one decoded object.
+func (t *Triage) Add(d *dla.Decoded) {
+	t.Total++
+	class := dla.ErrorClass(d.Error)
+	rule := ClassifyDLA(class)
+	g := t.group("e:"+class, class, false, rule)
+	g.add(d.Key, d.Date(), d.Partition == "")
+	if d.CollectionID != "" {
+		g.Collections[d.CollectionID]++
+	}
+	needs := needsOf(rule, d)
+	if rule.Needs == NeedsProvider && len(needs) == 0 {
+		g.NoProvider++
+	}
+	for _, n := range needs {
+		g.Needs[n]++
+	}
+	if rule.Class == FixFirst {
+		g.messages = append(g.messages, needs)
+	}
+}
+
+// AddUnreadable counts an object that could not be read or decoded.
+func (t *Triage) AddUnreadable(key, date string) {
+	t.Total++
+	g := t.group("u:", "", true, UnreadableRule)
+	g.add(key, date, date == "")
+}
+
+// Groups are the groups, the largest first (then by class).
+func (t *Triage) Groups() []*Group {
+	out := make([]*Group, 0, len(t.groups))
+	for _, g := range t.groups {
+		out = append(out, g)
+	}
+	slices.SortFunc(out, func(a, b *Group) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Class, b.Class), cmp.Compare(boolInt(a.Unreadable), boolInt(b.Unreadable)))
+	})
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// recordInTable is Cumulus's RecordDoesNotExist text.
+var recordInTable = regexp.MustCompile(`Record in (\w+) with identifiers (\{[^{}]*\}) does not exist`)
+
+var tableKinds = map[string]string{
+	"providers": KindProvider, "collections": KindCollection, "executions": KindExecution, "pdrs": KindPDR,
+	"granules": KindGranule, "async_operations": KindAsyncOperation,
+}
+
+// needsOf is what one message needs, by its rule.
+func needsOf(rule Rule, d *dla.Decoded) []Need {
+	var out []Need
+	add := func(kind, name string) {
+		if name != "" && !slices.Contains(out, Need{kind, name}) {
+			out = append(out, Need{kind, name})
+		}
+	}
+	switch rule.Needs {
+	case NeedsReferences:
+		coll := d.CollectionID
+		if coll == "" {
+			c := gjson.Get(d.Message, "meta.collection")
+			if n, v := c.Get("name").String(), c.Get("version").String(); n != "" && v != "" {
+				coll = n + "___" + v
+			}
+		}
+		add(KindCollection, coll)
+		add(KindAsyncOperation, gjson.Get(d.Message, "cumulus_meta.asyncOperationId").String())
+		add(KindExecution, gjson.Get(d.Message, "cumulus_meta.parentExecutionArn").String())
+	case NeedsNamedRecord:
+		for _, m := range recordInTable.FindAllStringSubmatch(d.Error, 16) {
+			kind, ok := tableKinds[m[1]]
+			if !ok {
+				kind = m[1]
+			}
+			add(kind, identifierName(m[2]))
+		}
+	case NeedsProvider:
+		p := d.ProviderID
+		if p == "" {
+			p = gjson.Get(d.Message, "meta.provider.id").String()
+		}
+		add(KindProvider, p)
+	}
+	return out
+}
+
+// identifierName is the natural key of Cumulus's identifiers object:
+// its name, arn, granule_id or id, else the object as written.
+func identifierName(ids string) string {
+	var m map[string]any
+	if json.Unmarshal([]byte(ids), &m) != nil {
+		return ids
+	}
+	for _, k := range []string{"name", "arn", "granule_id", "id"} {
+		if v, ok := m[k]; ok {
+			return fmt.Sprint(v)
+		}
+	}
+	return ids
+}
+
+// Lookup says whether a record exists now (cumulusdb.Exists).
+type Lookup func(ctx context.Context, kind, name string) (bool, error)
+
+// CheckReadiness asks the database, once per distinct need, whether the
+// fix-first groups' records exist now, and counts the messages whose every
+// need does.
+func (t *Triage) CheckReadiness(ctx context.Context, exists Lookup) error {
+	known := map[Need]bool{}
+	for _, g := range t.groups {
+		if g.Rule.Class != FixFirst {
+			continue
+		}
+		g.Checked, g.Missing, g.Ready = true, map[Need]bool{}, 0
+		for n := range g.Needs {
+			ok, seen := known[n]
+			if !seen {
+				var err error
+				if ok, err = exists(ctx, n.Kind, n.Name); err != nil {
+					return err
+				}
+				known[n] = ok
+			}
+			if !ok {
+				g.Missing[n] = true
+			}
+		}
+		for _, needs := range g.messages {
+			ready := len(needs) > 0
+			for _, n := range needs {
+				ready = ready && !g.Missing[n]
+			}
+			if ready {
+				g.Ready++
+			}
+		}
+	}
+	return nil
+}
+
+// Verdict is what to do with a group, in words: "retry now", "fix
+// first: …", "ready: …", "never as it is", "unknown".
+func (g *Group) Verdict() string {
+	switch g.Rule.Class {
+	case Transient:
+		if g.Rule.DLAOnly {
+			return "retry with dla recover (Cumulus's own recovery fails on it again)"
+		}
+		return "retry now, once the cause is gone"
+	case FixFirst:
+		if len(g.Needs) == 0 {
+			return "never as it is: the messages name no " + string(g.Rule.Needs)
+		}
+		if !g.Checked {
+			return "fix first: " + g.needsPhrase(false) + " (readiness not checked: no database given)"
+		}
+		if len(g.Missing) == 0 {
+			return "ready: " + g.existPhrase()
+		}
+		return fmt.Sprintf("fix first: %s; %d of %d ready now", g.missingPhrase(), g.Ready, g.Count)
+	case Permanent:
+		return "never as it is"
+	}
+	return "unknown: no rule; look at one before retrying"
+}
+
+// FixSteps is what to create first ("create provider LANCE_NRT"), "" for
+// none.
+func (g *Group) FixSteps() string {
+	if g.Rule.Class != FixFirst || len(g.Needs) == 0 || (g.Checked && len(g.Missing) == 0) {
+		return ""
+	}
+	if g.Checked {
+		return "create " + g.missingPhrase()
+	}
+	if g.Rule.Needs == NeedsReferences {
+		return "create the missing one of " + g.needsPhrase(false)
+	}
+	return "create " + g.needsPhrase(false)
+}
+
+const namesShown = 5
+
+// names lists needs of one kind ("provider LANCE_NRT, LPCLOUD"), at most
+// namesShown of each kind.
+func names(needs []Need) string {
+	byKind := map[string][]string{}
+	var kinds []string
+	for _, n := range needs {
+		if _, ok := byKind[n.Kind]; !ok {
+			kinds = append(kinds, n.Kind)
+		}
+		byKind[n.Kind] = append(byKind[n.Kind], n.Name)
+	}
+	sort.Strings(kinds)
+	var parts []string
+	for _, k := range kinds {
+		v := byKind[k]
+		sort.Strings(v)
+		more := ""
+		if len(v) > namesShown {
+			more = fmt.Sprintf(" and %d more", len(v)-namesShown)
+			v = v[:namesShown]
+		}
+		plural := k
+		if len(v) > 1 || more != "" {
+			plural += "s"
+		}
+		parts = append(parts, plural+" "+strings.Join(v, ", ")+more)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (g *Group) needList(filter func(Need) bool) []Need {
+	var out []Need
+	for n := range g.Needs {
+		if filter == nil || filter(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func (g *Group) needsPhrase(bool) string { return names(g.needList(nil)) }
+
+func (g *Group) missingPhrase() string {
+	return names(g.needList(func(n Need) bool { return g.Missing[n] }))
+}
+
+func (g *Group) existPhrase() string {
+	what := names(g.needList(nil))
+	if len(g.Needs) == 1 {
+		return "the " + what + " now exists"
+	}
+	return "every record named now exists (" + what + ")"
+}
+
+// SortedCollections are the group's collections, the most frequent first.
+func (g *Group) SortedCollections() []string {
+	out := make([]string, 0, len(g.Collections))
+	for c := range g.Collections {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b string) int { return cmp.Or(cmp.Compare(g.Collections[b], g.Collections[a]), cmp.Compare(a, b)) })
+	return out
+}
+
+// SortedNeeds are the group's needs, by kind then name.
+func (g *Group) SortedNeeds() []Need {
+	out := g.needList(nil)
+	slices.SortFunc(out, func(a, b Need) int { return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name)) })
+	return out
+}
