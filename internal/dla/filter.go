@@ -19,7 +19,7 @@ type Filter struct {
 	// have ("" for a record without an error text): how triage's commands
 	// select exactly one of its groups.
 	ErrorClass *string
-	From, To      string         // inclusive YYYY-MM-DD bounds on the record's date; "" is open
+	From, To   string // inclusive YYYY-MM-DD bounds on the record's date; "" is open
 }
 
 // Match reports whether the record passes every filter.

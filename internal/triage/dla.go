@@ -348,7 +348,9 @@ func (g *Group) SortedCollections() []string {
 	for c := range g.Collections {
 		out = append(out, c)
 	}
-	slices.SortFunc(out, func(a, b string) int { return cmp.Or(cmp.Compare(g.Collections[b], g.Collections[a]), cmp.Compare(a, b)) })
+	slices.SortFunc(out, func(a, b string) int {
+		return cmp.Or(cmp.Compare(g.Collections[b], g.Collections[a]), cmp.Compare(a, b))
+	})
 	return out
 }
 
