@@ -1,0 +1,213 @@
+package dla
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/shellword"
+	"github.com/deadletter/deadletter/internal/testsupport"
+	"github.com/deadletter/deadletter/internal/triage"
+)
+
+func triageOf(t *testing.T, env map[string]string, args ...string) TriageReport {
+	t.Helper()
+	r := run(t, false, env, "", append([]string{"triage", "-o", "json"}, args...)...)
+	if r.code != 0 {
+		t.Fatalf("triage: exit %d: %s", r.code, r.stderr)
+	}
+	var rep TriageReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("triage -o json: %v\n%s", err, r.stdout)
+	}
+	return rep
+}
+
+// The sample archive's triage, as JSON and as the piped text, is pinned.
+func TestTriageOfTheSampleArchive(t *testing.T) {
+	r := run(t, false, nil, "", "triage", "--archive", sampleArchive, "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	abs, err := filepath.Abs(sampleArchive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "triage_sample_json", strings.ReplaceAll(r.stdout, abs, "SAMPLE")) // where the clone is
+	r = run(t, false, nil, "", "triage", "--archive", sampleArchive)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	golden(t, "triage_sample_piped", r.stdout)
+	if !strings.Contains(r.stderr, "readiness not checked (no database given)") {
+		t.Errorf("the summary does not say readiness was not checked: %s", r.stderr)
+	}
+}
+
+// The seed-3 archive (written by Cumulus v21's own code): every error text
+// Cumulus documents has a class; only the objects without an error text
+// and the operator's own free text are unknown.
+func TestTriageOfSeed3(t *testing.T) {
+	dir := filepath.Join(testsupport.Seed3Dir(t), "archive", "demo")
+	rep := triageOf(t, nil, "--archive", dir)
+	var b strings.Builder
+	for _, g := range rep.Groups {
+		class := "(unreadable)"
+		if g.ErrorClass != nil {
+			class = *g.ErrorClass
+		}
+		b.WriteString(strings.Join([]string{strconv.Itoa(g.Count), string(g.Class), g.Rule, class}, "\t") + "\n")
+		if g.Class == triage.Unknown && class != "" && !strings.HasPrefix(class, "Error: re-driven by operator") {
+			t.Errorf("%d objects of a Cumulus error are unknown: %s", g.Count, class)
+		}
+	}
+	golden(t, "triage_seed3", b.String())
+	if rep.Total != 150 || rep.Unreadable != 3 {
+		t.Errorf("total %d, unreadable %d; want 150 and 3", rep.Total, rep.Unreadable)
+	}
+}
+
+
+// groundTruth groups the archive's readable objects by dla.ErrorClass of
+// their error text, from search's own output: each class's keys.
+func groundTruth(t *testing.T, archive string) map[string][]string {
+	t.Helper()
+	r := run(t, false, nil, "", "search", "--archive", archive, "-o", "ndjson", "--ignore-unreadable")
+	if r.code != 0 {
+		t.Fatalf("search: exit %d: %s", r.code, r.stderr)
+	}
+	out := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var v struct {
+			Key   string  `json:"key"`
+			Error *string `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatal(err)
+		}
+		text := ""
+		if v.Error != nil {
+			text = *v.Error
+		}
+		c := dla.ErrorClass(text)
+		out[c] = append(out[c], v.Key)
+	}
+	return out
+}
+
+// runPrinted runs a command triage printed, word for word as bash would
+// read it, with extra words, and returns the keys of its output lines.
+func runPrinted(t *testing.T, env map[string]string, command string, extra ...string) []string {
+	t.Helper()
+	words, err := shellword.Split(command)
+	if err != nil || len(words) < 2 || words[0] != "dla" {
+		t.Fatalf("the printed command %q does not parse: %v", command, err)
+	}
+	r := run(t, false, env, "", append(words[1:], extra...)...)
+	if r.code != 0 && r.code != 3 {
+		t.Fatalf("%s: exit %d: %s", command, r.code, r.stderr)
+	}
+	var keys []string
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		if line == "" {
+			continue
+		}
+		if !strings.HasPrefix(line, "{") {
+			keys = append(keys, line) // -o keys
+			continue
+		}
+		var v struct {
+			Key string `json:"key"`
+		}
+		if json.Unmarshal([]byte(line), &v) == nil && v.Key != "" {
+			keys = append(keys, v.Key)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Every group's printed command, run as printed (recover with its
+// --dry-run against a real Cumulus database), selects exactly the group's
+// objects: no more, no fewer.
+func TestTriageCommandsSelectExactlyTheirGroup(t *testing.T) {
+	for _, archive := range []string{sampleArchive, filepath.Join(testsupport.Seed3Dir(t), "archive", "demo")} {
+		t.Run(filepath.Base(filepath.Dir(filepath.Dir(archive))), func(t *testing.T) {
+			env := map[string]string{"DATABASE_URL": testsupport.NewCumulusDatabase(t, nil)}
+			truth := groundTruth(t, archive)
+			rep := triageOf(t, nil, "--archive", archive)
+			for _, g := range rep.Groups {
+				if g.ErrorClass == nil {
+					continue // unreadable: the command opens one
+				}
+				want := slices.Clone(truth[*g.ErrorClass])
+				sort.Strings(want)
+				if len(want) != g.Count {
+					t.Errorf("%q: triage counts %d, the archive holds %d", *g.ErrorClass, g.Count, len(want))
+				}
+				var got []string
+				switch {
+				case strings.HasPrefix(g.Command, "dla recover "):
+					got = runPrinted(t, env, g.Command, "--offline", "-o", "ndjson")
+				case strings.HasPrefix(g.Command, "dla search "):
+					got = runPrinted(t, env, g.Command)
+				default:
+					continue
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s\nselects %d objects, the group has %d", g.Command, len(got), len(want))
+				}
+			}
+		})
+	}
+}
+
+// A fix-first group whose providers are missing turns "ready" once they
+// are inserted, against the real PostgreSQL; the lookup only reads.
+func TestTriageFixFirstGroupTurnsReadyWhenTheProviderIsInserted(t *testing.T) {
+	dbURL := testsupport.NewCumulusDatabase(t, nil)
+	providers := func(rep TriageReport) TriageGroup {
+		for _, g := range rep.Groups {
+			if g.Rule == "record-does-not-exist" {
+				return g
+			}
+		}
+		t.Fatal("no record-does-not-exist group in the sample's triage")
+		return TriageGroup{}
+	}
+	before := providers(triageOf(t, nil, "--archive", sampleArchive, "--database-url", dbURL))
+	if before.Ready == nil || *before.Ready != 0 || len(before.Missing) != 3 || !strings.HasPrefix(before.Verdict, "fix first: providers LANCE_NRT, LPCLOUD_S3, LPDAAC_HTTPS") ||
+		before.Fix == nil || !strings.HasPrefix(*before.Fix, "create providers LANCE_NRT, LPCLOUD_S3, LPDAAC_HTTPS") {
+		t.Fatalf("before: %+v", before)
+	}
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, p := range []string{"LANCE_NRT", "LPCLOUD_S3"} {
+		if _, err := conn.Exec(context.Background(), `INSERT INTO providers (name, protocol, host) VALUES ($1, 's3', 'bucket')`, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	partly := providers(triageOf(t, nil, "--archive", sampleArchive, "--database-url", dbURL))
+	if len(partly.Missing) != 1 || partly.Missing[0].Name != "LPDAAC_HTTPS" || partly.Ready == nil || *partly.Ready == 0 || *partly.Ready == partly.Count {
+		t.Fatalf("with two of three providers: %+v", partly)
+	}
+	if _, err := conn.Exec(context.Background(), `INSERT INTO providers (name, protocol, host) VALUES ('LPDAAC_HTTPS', 'https', 'e4ftl01.cr.usgs.gov')`); err != nil {
+		t.Fatal(err)
+	}
+	after := providers(triageOf(t, map[string]string{"DATABASE_URL": dbURL}, "--archive", sampleArchive))
+	if after.Ready == nil || *after.Ready != after.Count || len(after.Missing) != 0 || after.Verdict != "ready: every record named now exists (providers LANCE_NRT, LPCLOUD_S3, LPDAAC_HTTPS)" ||
+		after.Fix != nil || !strings.HasPrefix(after.Command, "dla recover ") {
+		t.Fatalf("after: %+v", after)
+	}
+}
