@@ -75,7 +75,6 @@ func TestTriageOfSeed3(t *testing.T) {
 	}
 }
 
-
 // groundTruth groups the archive's readable objects by dla.ErrorClass of
 // their error text, from search's own output: each class's keys.
 func groundTruth(t *testing.T, archive string) map[string][]string {
