@@ -2,6 +2,7 @@ package dla
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/deadletter/deadletter/internal/report"
 	"github.com/deadletter/deadletter/internal/selection"
 	"github.com/deadletter/deadletter/internal/shellword"
+	"github.com/deadletter/deadletter/internal/triage"
 )
 
 // ReportOptions are dla report's inputs.
@@ -72,6 +74,7 @@ func runReport(cmd *cobra.Command, opts *ReportOptions) error {
 	}
 	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
 	r := report.NewDLA()
+	tr := triage.New()
 	failed := scope.Area == dla.AreaFailed
 	st, err := selection.Run(ctx, store, scope, opts.Select.concurrency, func(res selection.Result) error {
 		if err := stopOnAuth(res); err != nil {
@@ -79,9 +82,11 @@ func runReport(cmd *cobra.Command, opts *ReportOptions) error {
 		}
 		if res.Unreadable() {
 			r.AddUnreadable(res.Entry.Key, res.Err.Error())
+			tr.AddUnreadable(res.Entry.Key, scope.Layout.ParseKey(res.Entry.Key).Date)
 			return nil
 		}
 		r.Add(res.Decoded)
+		tr.Add(res.Decoded)
 		r.AddArea(res.Decoded.Date(), failed)
 		progress.Update("report: %d objects", r.Objects())
 		return nil
@@ -124,6 +129,9 @@ func runReport(cmd *cobra.Command, opts *ReportOptions) error {
 		archiveArg = loc.String()
 	}
 	page := report.DLAPage(r.Data(), title, subtitle, report.NewLinks("dla", archiveArg, scope.Layout.Root()))
+	triageArchive := cmp.Or(opts.Select.value, f.Getenv("DLA_ARCHIVE"))
+	page.Sections = append([]report.Section{report.TriageSection(triageRows(tr, triageCommand{f: f, sel: &opts.Select, archive: triageArchive}),
+		"Readiness is not checked here: 'dla triage --database-url' (or --db-secret) asks the database whether what a fix-first group needs exists now.")}, page.Sections...)
 	page.Generated = now.Format("2006-01-02 15:04:05Z") + " by dla report"
 	var buf bytes.Buffer
 	if err := report.Write(&buf, page); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/cumulusdb"
+	"github.com/deadletter/deadletter/internal/report"
 	"github.com/deadletter/deadletter/internal/selection"
 	"github.com/deadletter/deadletter/internal/shellword"
 	"github.com/deadletter/deadletter/internal/triage"
@@ -149,7 +150,7 @@ func runTriage(cmd *cobra.Command, opts *TriageOptions) error {
 	archiveArg := cmp.Or(opts.Select.archiveFlag.value, f.Getenv("DLA_ARCHIVE"))
 	rep := TriageReport{Schema: TriageSchema, Archive: loc.String(), Scanned: st.Listed, Total: t.Total, Unreadable: unreadable, ReadinessChecked: checked}
 	for _, g := range t.Groups() {
-		rep.Groups = append(rep.Groups, triageGroup(g, triageCommand{f: f, opts: opts, archive: archiveArg}))
+		rep.Groups = append(rep.Groups, triageGroup(g, triageCommand{f: f, sel: &opts.Select, archive: archiveArg}))
 	}
 	if rep.Groups == nil {
 		rep.Groups = []TriageGroup{}
@@ -195,7 +196,7 @@ func checkReadiness(ctx context.Context, f *Factory, t *triage.Triage, dburl, se
 // triageCommand builds a group's next command from this invocation.
 type triageCommand struct {
 	f       *Factory
-	opts    *TriageOptions
+	sel     *selectFlags
 	archive string
 }
 
@@ -222,14 +223,14 @@ func (c triageCommand) base(verb string) []string {
 // selecting is base plus the flags that select exactly g's objects: this
 // invocation's selection, g's error class and its first and last date.
 func (c triageCommand) selecting(verb string, g *triage.Group) []string {
-	words := append(c.base(verb), c.opts.Select.args(false)...)
+	words := append(c.base(verb), c.sel.args(false)...)
 	switch {
 	case g.FirstDate != "" && g.FirstDate == g.LastDate:
 		words = append(words, "--date", g.FirstDate)
 	case g.FirstDate != "":
 		words = append(words, "--from", g.FirstDate, "--to", g.LastDate)
 	}
-	if g.Legacy && !c.opts.Select.includeLegacy {
+	if g.Legacy && !c.sel.includeLegacy {
 		words = append(words, "--include-legacy")
 	}
 	return append(words, "--error-class", cmp.Or(g.Class, "none"))
@@ -334,11 +335,16 @@ func printTriage(w io.Writer, f *Factory, rep TriageReport) error {
 	return nil
 }
 
-// triageLines is the text form of a triage for another page (the report).
-func triageLines(rep TriageReport) []string {
-	out := make([]string, 0, len(rep.Groups))
-	for _, g := range rep.Groups {
-		out = append(out, fmt.Sprintf("%d %s: %s: %s", g.Count, g.Class, g.Verdict, g.next()))
+// triageRows are a triage's groups as the report page shows them.
+func triageRows(t *triage.Triage, c triageCommand) []report.TriageRow {
+	var rows []report.TriageRow
+	for _, g := range t.Groups() {
+		tg := triageGroup(g, c)
+		what := "(unreadable objects)"
+		if tg.ErrorClass != nil {
+			what = cmp.Or(*tg.ErrorClass, "(no error text)")
+		}
+		rows = append(rows, report.TriageRow{Count: tg.Count, Class: string(tg.Class), What: what, Verdict: tg.Verdict, Next: tg.next()})
 	}
-	return out
+	return rows
 }

@@ -3,6 +3,7 @@ package dla
 import (
 	"context"
 	"encoding/json"
+	"html"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -208,5 +209,25 @@ func TestTriageFixFirstGroupTurnsReadyWhenTheProviderIsInserted(t *testing.T) {
 	if after.Ready == nil || *after.Ready != after.Count || len(after.Missing) != 0 || after.Verdict != "ready: every record named now exists (providers LANCE_NRT, LPCLOUD_S3, LPDAAC_HTTPS)" ||
 		after.Fix != nil || !strings.HasPrefix(after.Command, "dla recover ") {
 		t.Fatalf("after: %+v", after)
+	}
+}
+
+// dla report opens with the triage: its first section, with each group's
+// verdict and command.
+func TestReportOpensWithTheTriage(t *testing.T) {
+	r := run(t, false, nil, "", "report", "--archive", sampleArchive, "--out", "-")
+	if r.code != 0 && r.code != 3 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	page := html.UnescapeString(r.stdout)
+	tri, perDay := strings.Index(page, "Triage: what to do with each group"), strings.Index(page, "Objects per day, by error class")
+	if tri < 0 || perDay < 0 || tri > perDay {
+		t.Fatalf("the triage is not the first section (at %d, the first chart at %d)", tri, perDay)
+	}
+	for _, want := range []string{"retry with dla recover", "create providers LANCE_NRT, LPCLOUD_S3, LPDAAC_HTTPS, then: dla recover --archive",
+		"--error-class 'KnexTimeoutError: Knex: Timeout acquiring a connection.", "never as it is"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the report's triage lacks %q", want)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/deadletter/deadletter/internal/pushdlq"
 	"github.com/deadletter/deadletter/internal/report"
 	"github.com/deadletter/deadletter/internal/sqsmove"
+	"github.com/deadletter/deadletter/internal/triage"
 )
 
 // InspectOptions are pushdlq inspect's inputs.
@@ -112,12 +113,15 @@ func runInspect(cmd *cobra.Command, opts *InspectOptions) error {
 		fmt.Fprintf(f.IO.ErrOut, "note: %s; they are not in this report\n", inFlightNote(s.queue.Visible, s.queue.InFlight))
 	}
 	t := newTally()
+	pt := triage.NewPush()
 	limit := opts.Sample
 	if opts.All {
 		limit = 0
 	}
 	scanErr := s.scan(ctx, limit, func(_ int, m *sqsmove.Message) bool {
-		t.add(pushdlq.ParseCommand(m.Body))
+		c := pushdlq.ParseCommand(m.Body)
+		t.add(c)
+		pt.Add(c)
 		return false
 	})
 	s.close()
@@ -129,7 +133,7 @@ func runInspect(cmd *cobra.Command, opts *InspectOptions) error {
 	}
 	rep := inspectReport(s.queue, t, !opts.All)
 	if opts.HTML != "" {
-		if err := writeInspectHTML(f, opts.HTML, rep, t); err != nil {
+		if err := writeInspectHTML(f, opts.HTML, rep, t, pushTriageRows(pt, f, opts.Queue.DLQ)); err != nil {
 			return err
 		}
 	}
@@ -144,7 +148,7 @@ func runInspect(cmd *cobra.Command, opts *InspectOptions) error {
 }
 
 // writeInspectHTML writes the report page of an inspection.
-func writeInspectHTML(f *Factory, path string, rep InspectReport, t *tally) error {
+func writeInspectHTML(f *Factory, path string, rep InspectReport, t *tally, triageRows []report.TriageRow) error {
 	p := report.PushDLQ{Queue: rep.Queue, Visible: rep.Visible, InFlight: rep.InFlight, Delayed: rep.Delayed,
 		Scanned: rep.Scanned, Sample: rep.Sample, CodeMinutes: t.codeMinutes, CodeName: pushdlq.CodeName, ByPriority: t.ByPriority}
 	for _, m := range rep.Malformed {
@@ -164,6 +168,11 @@ func writeInspectHTML(f *Factory, path string, rep InspectReport, t *tally) erro
 		rep.Queue,
 		fmt.Sprintf("Depth before the scan: %d visible, %d in flight, %d delayed; read %s (%s)", rep.Visible, rep.InFlight, rep.Delayed, output.Plural(rep.Scanned, "message"), scope),
 	})
+	note := "From the messages read."
+	if rep.Sample {
+		note = "From a sample only: 'pushdlq triage' reads every message."
+	}
+	page.Sections = append([]report.Section{report.TriageSection(triageRows, note)}, page.Sections...)
 	page.Generated = f.Now().UTC().Format("2006-01-02 15:04:05Z") + " by pushdlq inspect"
 	var b bytes.Buffer
 	if err := report.Write(&b, page); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/pushdlq"
+	"github.com/deadletter/deadletter/internal/report"
 	"github.com/deadletter/deadletter/internal/shellword"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/triage"
@@ -232,4 +233,27 @@ func printTriage(w io.Writer, tty bool, rep TriageReport) error {
 		}
 	}
 	return nil
+}
+
+// pushTriageRows are a push triage's groups as the report page shows them.
+func pushTriageRows(t *triage.PushTriage, f *Factory, dlq string) []report.TriageRow {
+	var rows []report.TriageRow
+	for _, g := range t.Groups() {
+		tg := triageGroup(g, f, dlq, f.Getenv("PUSH_QUEUE_BASE_URL"))
+		what := "no error code"
+		if tg.Code != nil {
+			what = strconv.Itoa(*tg.Code) + " " + tg.Name
+		}
+		if tg.Window != nil {
+			what += " in " + *tg.Window
+		} else if tg.Problem != "" {
+			what += ": " + string(tg.Problem)
+		}
+		next := "no replay"
+		if tg.Command != nil {
+			next = *tg.Command
+		}
+		rows = append(rows, report.TriageRow{Count: tg.Count, Class: string(tg.Class), What: what, Verdict: tg.Verdict, Next: next})
+	}
+	return rows
 }

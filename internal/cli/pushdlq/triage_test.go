@@ -3,6 +3,9 @@ package pushdlq
 import (
 	"context"
 	"encoding/json"
+	"html"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -117,5 +120,24 @@ func TestPushTriageReplayCommandSelectsExactlyItsBurst(t *testing.T) {
 	}
 	if !testsupport.QueueEmpty(t, c, base+"P1") {
 		t.Error("a dry run sent something")
+	}
+
+	// inspect --html opens with the same triage.
+	page := filepath.Join(t.TempDir(), "dlq.html")
+	if code, _, stderr := runPushdlq(t, "inspect", "--dlq", dlq, "--all", "--html", page); code != 0 {
+		t.Fatalf("inspect: exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := html.UnescapeString(string(b))
+	if h2 := strings.Index(text, "<h2"); h2 < 0 || !strings.HasPrefix(text[h2:], "<h2") || !strings.Contains(text[h2:h2+200], "Triage: what to do with each group") {
+		t.Errorf("the inspect page does not open with the triage")
+	}
+	for _, want := range []string{"--window 2025-11-14T08:30:00Z/2025-11-14T08:43:00Z --codes 1004 --dry-run", "2003 NotificationNotFound in 2025-11-17T00:00:00Z/2025-11-17T00:02:00Z"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the inspect page's triage lacks %q", want)
+		}
 	}
 }
