@@ -108,6 +108,9 @@ type TriageGroup struct {
 	Ready       *int          `json:"ready"`   // messages whose records all exist now; null: not checked
 	Fix         *string       `json:"fix"`     // what to do before the command, if anything
 	Command     string        `json:"command"` // the next command, quoted for bash and zsh
+	// Select lists exactly the group's objects (dla search … -o keys);
+	// null for unreadable objects, which no filter selects.
+	Select *string `json:"select"`
 }
 
 // TriageSchema names the JSON form's version.
@@ -259,12 +262,16 @@ func triageGroup(g *triage.Group, c triageCommand) TriageGroup {
 	if fix := g.FixSteps(); fix != "" {
 		out.Fix = &fix
 	}
+	if !g.Unreadable {
+		sel := shellword.Join(append(c.selecting("search", g), "-o", "keys")...)
+		out.Select = &sel
+	}
 	show := shellword.Join(append(c.base("show"), g.ExampleKey)...)
 	switch {
 	case g.Unreadable, g.Rule.Class == triage.Unknown:
 		out.Command = show
 	case g.Rule.Class == triage.Permanent || (g.Rule.Class == triage.FixFirst && len(g.Needs) == 0):
-		out.Command = shellword.Join(append(c.selecting("search", g), "-o", "keys")...)
+		out.Command = *out.Select
 	default:
 		out.Command = shellword.Join(append(c.selecting("recover", g), "--dry-run")...)
 	}

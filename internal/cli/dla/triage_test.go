@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"html"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -153,17 +155,13 @@ func TestTriageCommandsSelectExactlyTheirGroup(t *testing.T) {
 				if len(want) != g.Count {
 					t.Errorf("%q: triage counts %d, the archive holds %d", *g.ErrorClass, g.Count, len(want))
 				}
-				var got []string
-				switch {
-				case strings.HasPrefix(g.Command, "dla recover "):
-					got = runPrinted(t, env, g.Command, "--offline", "-o", "ndjson")
-				case strings.HasPrefix(g.Command, "dla search "):
-					got = runPrinted(t, env, g.Command)
-				default:
-					continue
+				if got := runPrinted(t, env, *g.Select); !slices.Equal(got, want) {
+					t.Errorf("%s\nselects %d objects, the group has %d", *g.Select, len(got), len(want))
 				}
-				if !slices.Equal(got, want) {
-					t.Errorf("%s\nselects %d objects, the group has %d", g.Command, len(got), len(want))
+				if strings.HasPrefix(g.Command, "dla recover ") {
+					if got := runPrinted(t, env, g.Command, "--offline", "-o", "ndjson"); !slices.Equal(got, want) {
+						t.Errorf("%s\nselects %d objects, the group has %d", g.Command, len(got), len(want))
+					}
 				}
 			}
 		})
@@ -228,6 +226,71 @@ func TestReportOpensWithTheTriage(t *testing.T) {
 		"--error-class 'KnexTimeoutError: Knex: Timeout acquiring a connection.", "never as it is"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the report's triage lacks %q", want)
+		}
+	}
+}
+
+// Hostile error texts (control bytes, bytes that are not UTF-8, a
+// megabyte, ten thousand nested AggregateErrors) neither crash triage nor
+// merge with another group, print escaped on one line each on a
+// terminal, and each group's printed command selects exactly its objects.
+func TestTriageOfHostileErrorTexts(t *testing.T) {
+	root := t.TempDir()
+	sample, err := os.ReadFile(filepath.Join(sampleArchive, "dead-letter-archive", "sqs", "2024-03-01", "1986f1d5-c53a-4a58-a7d5-33cabf12a21d-3693a1b9-048d-4504-b38e-46a881ab0d0a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := map[string]int{
+		"Error: \x1b[2J\x1b]0;pwned\x07 cleared 1\r\nat x (/a.js:1:2)":                       2, // differ in a number only: one group
+		"Error: \xff\xfe not UTF-8 \x00 NUL":                                                 1,
+		strings.Repeat("Error: huge ", 100000):                                               1,
+		strings.Repeat("AggregateError: \n", 10000) + "KnexTimeoutError: x":                  1,
+		"KnexTimeoutError: Knex: Timeout acquiring a connection. The pool is probably full.": 1,
+	}
+	n := 0
+	for text, copies := range texts {
+		for i := 0; i < copies; i++ {
+			var m map[string]any
+			if err := json.Unmarshal(sample, &m); err != nil {
+				t.Fatal(err)
+			}
+			m["error"] = strings.Replace(text, "1", strconv.Itoa(i+1), 1)
+			b, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+			p := filepath.Join(root, "demo", "dead-letter-archive", "sqs", "2024-03-0"+strconv.Itoa(1+n%3), "obj-"+strconv.Itoa(n))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	archive := filepath.Join(root, "demo")
+	r := run(t, true, map[string]string{"NO_COLOR": "1"}, "", "triage", "--archive", archive)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != len(texts) {
+		t.Errorf("%d lines for %d groups:\n%s", len(lines), len(texts), r.stdout)
+	}
+	for _, l := range lines {
+		if strings.ContainsAny(l, "\x1b\x07\x00\r") || !utf8.ValidString(l) || len(l) > 4000 {
+			t.Errorf("a line is not escaped, or too long (%d bytes): %.200q", len(l), l)
+		}
+	}
+	truth := groundTruth(t, archive)
+	rep := triageOf(t, nil, "--archive", archive)
+	for _, g := range rep.Groups {
+		want := slices.Clone(truth[*g.ErrorClass])
+		sort.Strings(want)
+		got := runPrinted(t, nil, *g.Select)
+		if !slices.Equal(got, want) || len(got) != g.Count {
+			t.Errorf("%.120q: selects %d, the group has %d", *g.Select, len(got), g.Count)
 		}
 	}
 }
