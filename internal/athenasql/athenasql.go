@@ -253,3 +253,22 @@ func fromWhere(q Query, n Names) (string, error) {
 	}
 	return "\nFROM " + from + "\nWHERE " + where, nil
 }
+
+// TriageColumns are the columns of Triage's rows.
+var TriageColumns = []string{"error", "collectionid", "providerid", "eventdate", "objects", "example"}
+
+// Triage builds dla triage's query: the matching objects grouped by error
+// text, collection, provider and date folder, with their count and the
+// first key of each; the error classes and verdicts are made from the
+// rows (dla.ErrorClass, triage.ClassifyDLA).
+func Triage(q Query, n Names) (string, error) {
+	if q.Limit != 0 {
+		return "", fmt.Errorf("--limit does not apply to triage")
+	}
+	fromWhere, err := fromWhere(q, n)
+	if err != nil {
+		return "", err
+	}
+	return `SELECT error, collectionid, providerid, eventdate, count(*) AS objects, min("$path") AS example` + fromWhere +
+		"\nGROUP BY error, collectionid, providerid, eventdate\nORDER BY eventdate, example", nil
+}

@@ -54,13 +54,18 @@ type Group struct {
 	// provider: those never succeed as they are.
 	NoProvider int
 
-	// per message, the needs (for readiness)
-	messages [][]Need
+	// per message (or N alike), the needs (for readiness)
+	messages []weighted
 
 	// Readiness, once checked against a database.
 	Checked bool
 	Missing map[Need]bool // of Needs, those the database does not have
 	Ready   int           // messages whose every need exists now
+}
+
+type weighted struct {
+	needs []Need
+	n     int
 }
 
 // Triage accumulates the groups of one pass over a selection.
@@ -81,8 +86,8 @@ func (t *Triage) group(key, class string, unreadable bool, rule Rule) *Group {
 	return g
 }
 
-func (g *Group) add(key, date string, legacy bool) {
-	g.Count++
+func (g *Group) add(key, date string, legacy bool, n int) {
+	g.Count += n
 	if g.ExampleKey == "" || key < g.ExampleKey {
 		g.ExampleKey = key
 	}
@@ -99,23 +104,43 @@ func (g *Group) add(key, date string, legacy bool) {
 
 // Add counts one decoded object.
 func (t *Triage) Add(d *dla.Decoded) {
-	t.Total++
-	class := dla.ErrorClass(d.Error)
+	t.AddCounted(Counted{Key: d.Key, Date: d.Date(), Legacy: d.Partition == "", Error: d.Error,
+		Collection: d.CollectionID, Provider: d.ProviderID, Message: d.Message, N: 1})
+}
+
+// Counted is N objects alike in what triage reads of them: a row of an
+// Athena query grouped by error, collection, provider and date, or one
+// decoded object (N 1).
+type Counted struct {
+	Key        string // an example (the first by key)
+	Date       string
+	Legacy     bool
+	Error      string
+	Collection string
+	Provider   string
+	Message    string // the Cumulus message, when read ("" from Athena)
+	N          int
+}
+
+// AddCounted counts N objects alike.
+func (t *Triage) AddCounted(c Counted) {
+	t.Total += c.N
+	class := dla.ErrorClass(c.Error)
 	rule := ClassifyDLA(class)
 	g := t.group("e:"+class, class, false, rule)
-	g.add(d.Key, d.Date(), d.Partition == "")
-	if d.CollectionID != "" {
-		g.Collections[d.CollectionID]++
+	g.add(c.Key, c.Date, c.Legacy, c.N)
+	if c.Collection != "" {
+		g.Collections[c.Collection] += c.N
 	}
-	needs := needsOf(rule, d)
+	needs := needsOf(rule, c)
 	if rule.Needs == NeedsProvider && len(needs) == 0 {
-		g.NoProvider++
+		g.NoProvider += c.N
 	}
 	for _, n := range needs {
-		g.Needs[n]++
+		g.Needs[n] += c.N
 	}
 	if rule.Class == FixFirst {
-		g.messages = append(g.messages, needs)
+		g.messages = append(g.messages, weighted{needs, c.N})
 	}
 }
 
@@ -123,7 +148,7 @@ func (t *Triage) Add(d *dla.Decoded) {
 func (t *Triage) AddUnreadable(key, date string) {
 	t.Total++
 	g := t.group("u:", "", true, UnreadableRule)
-	g.add(key, date, date == "")
+	g.add(key, date, date == "", 1)
 }
 
 // Groups are the groups, the largest first (then by class).
@@ -154,7 +179,7 @@ var tableKinds = map[string]string{
 }
 
 // needsOf is what one message needs, by its rule.
-func needsOf(rule Rule, d *dla.Decoded) []Need {
+func needsOf(rule Rule, d Counted) []Need {
 	var out []Need
 	add := func(kind, name string) {
 		if name != "" && !slices.Contains(out, Need{kind, name}) {
@@ -163,7 +188,7 @@ func needsOf(rule Rule, d *dla.Decoded) []Need {
 	}
 	switch rule.Needs {
 	case NeedsReferences:
-		coll := d.CollectionID
+		coll := d.Collection
 		if coll == "" {
 			c := gjson.Get(d.Message, "meta.collection")
 			if n, v := c.Get("name").String(), c.Get("version").String(); n != "" && v != "" {
@@ -182,7 +207,7 @@ func needsOf(rule Rule, d *dla.Decoded) []Need {
 			add(kind, identifierName(m[2]))
 		}
 	case NeedsProvider:
-		p := d.ProviderID
+		p := d.Provider
 		if p == "" {
 			p = gjson.Get(d.Message, "meta.provider.id").String()
 		}
@@ -232,13 +257,13 @@ func (t *Triage) CheckReadiness(ctx context.Context, exists Lookup) error {
 				g.Missing[n] = true
 			}
 		}
-		for _, needs := range g.messages {
-			ready := len(needs) > 0
-			for _, n := range needs {
+		for _, m := range g.messages {
+			ready := len(m.needs) > 0
+			for _, n := range m.needs {
 				ready = ready && !g.Missing[n]
 			}
 			if ready {
-				g.Ready++
+				g.Ready += m.n
 			}
 		}
 	}

@@ -5,16 +5,20 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/athenasql"
 	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/cumulusdb"
+	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/report"
 	"github.com/deadletter/deadletter/internal/selection"
 	"github.com/deadletter/deadletter/internal/shellword"
@@ -25,6 +29,7 @@ import (
 type TriageOptions struct {
 	Factory     *Factory
 	Select      selectFlags
+	Engine      engineFlags
 	DatabaseURL string
 	DBSecret    string
 	Output      *cmdutil.Output
@@ -74,6 +79,7 @@ exist now is "ready". Without one, readiness is not checked, and says so.`,
 		},
 	}
 	opts.Select.register(cmd)
+	opts.Engine.register(cmd)
 	cmd.Flags().StringVar(&opts.DatabaseURL, "database-url", "", "PostgreSQL connection string, to check readiness (default $DATABASE_URL; read only)")
 	cmd.Flags().StringVar(&opts.DBSecret, "db-secret", "", "Secrets Manager secret (ARN or name) with the database login, to check readiness")
 	opts.Output = cmdutil.AddOutputFlag(cmd, "text", "json")
@@ -119,6 +125,12 @@ const TriageSchema = "deadletter.dla.triage/v1"
 func runTriage(cmd *cobra.Command, opts *TriageOptions) error {
 	f := opts.Factory
 	ctx := cmd.Context()
+	if useAthena, err := opts.Engine.athena(); err != nil || useAthena {
+		if err != nil {
+			return err
+		}
+		return runTriageAthena(cmd, opts)
+	}
 	scope, loc, store, err := opts.Select.open(cmd, f)
 	if err != nil {
 		return err
@@ -143,6 +155,14 @@ func runTriage(cmd *cobra.Command, opts *TriageOptions) error {
 	if runErr != nil {
 		return runErr
 	}
+	return finishTriage(cmd, opts, t, loc, st.Listed, unreadable, "")
+}
+
+// finishTriage checks readiness when a database is given and prints the
+// triage; source is "" for a pass over the objects, else the Athena query's
+// summary.
+func finishTriage(cmd *cobra.Command, opts *TriageOptions, t *triage.Triage, loc archive.Location, listed, unreadable int, source string) error {
+	f, ctx := opts.Factory, cmd.Context()
 	checked := false
 	if dburl, secret := cmp.Or(opts.DatabaseURL, f.Getenv("DATABASE_URL")), opts.DBSecret; dburl != "" || secret != "" {
 		if err := checkReadiness(ctx, f, t, dburl, secret); err != nil {
@@ -151,7 +171,7 @@ func runTriage(cmd *cobra.Command, opts *TriageOptions) error {
 		checked = true
 	}
 	archiveArg := cmp.Or(opts.Select.archiveFlag.value, f.Getenv("DLA_ARCHIVE"))
-	rep := TriageReport{Schema: TriageSchema, Archive: loc.String(), Scanned: st.Listed, Total: t.Total, Unreadable: unreadable, ReadinessChecked: checked}
+	rep := TriageReport{Schema: TriageSchema, Archive: loc.String(), Scanned: listed, Total: t.Total, Unreadable: unreadable, ReadinessChecked: checked}
 	for _, g := range t.Groups() {
 		rep.Groups = append(rep.Groups, triageGroup(g, triageCommand{f: f, sel: &opts.Select, archive: archiveArg}))
 	}
@@ -159,6 +179,9 @@ func runTriage(cmd *cobra.Command, opts *TriageOptions) error {
 		rep.Groups = []TriageGroup{}
 	}
 	if opts.Output.Value == "json" {
+		if source != "" { // what the query scanned and cost
+			fmt.Fprintln(f.IO.ErrOut, source)
+		}
 		return output.WriteJSON(output.JSONOut(f.IO), rep)
 	}
 	if err := printTriage(output.TerminalOut(f.IO), f, rep); err != nil {
@@ -168,8 +191,73 @@ func runTriage(cmd *cobra.Command, opts *TriageOptions) error {
 	if checked {
 		note = "readiness checked against the database"
 	}
-	fmt.Fprintf(f.IO.ErrOut, "%s in %s, %d read from %s; %s\n", output.Plural(rep.Total, "object"), output.Plural(len(rep.Groups), "group"), st.Listed, loc, note)
+	if source == "" {
+		source = fmt.Sprintf("%d read from %s", listed, loc)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "%s in %s, %s; %s\n", output.Plural(rep.Total, "object"), output.Plural(len(rep.Groups), "group"), source, note)
 	return nil
+}
+
+// runTriageAthena groups in one query (by error text, collection, provider
+// and date) and classifies here: nothing is fetched. What only the
+// messages hold (an UnmetRequirementsError's async operation and parent
+// execution) is not in the Glue table; its collection is.
+func runTriageAthena(cmd *cobra.Command, opts *TriageOptions) error {
+	f := opts.Factory
+	s := &opts.Select
+	if s.limit != 0 {
+		return cmdutil.UsageErrorf("--limit does not apply to dla triage")
+	}
+	scope, loc, err := s.scope(f)
+	if err != nil {
+		return err
+	}
+	plan, err := opts.Engine.plan(f, s, scope, loc)
+	if err != nil {
+		return err
+	}
+	sql, err := athenasql.Triage(plan.query, plan.names)
+	if err != nil {
+		return cmdutil.UsageErrorf("%v", err)
+	}
+	if opts.Engine.printSQL {
+		return printSQL(f, plan, sql)
+	}
+	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
+	r, err := f.athenaRunner(cmd.Context(), plan, progress)
+	if err != nil {
+		return err
+	}
+	if plan.defaulted {
+		fmt.Fprintf(f.IO.ErrOut, "dla: no date flags: triaging %s to %s (the last %d days) with Athena\n", plan.query.From, plan.query.To, athenaDefaultDays)
+	}
+	t := triage.New()
+	st, err := r.Run(cmd.Context(), sql, func(row []*string) error {
+		if len(row) != len(athenasql.TriageColumns) || row[4] == nil || row[5] == nil {
+			return fmt.Errorf("Athena returned a triage row of %d columns", len(row))
+		}
+		n, err := strconv.Atoi(*row[4])
+		if err != nil || n < 0 {
+			return fmt.Errorf("Athena returned %q as a count", *row[4])
+		}
+		key, err := keyFromPath(loc.Bucket, scope.Layout.AreaPrefix(dla.AreaSQS), *row[5])
+		if err != nil {
+			return err
+		}
+		str := func(p *string) string {
+			if p == nil {
+				return ""
+			}
+			return *p
+		}
+		t.AddCounted(triage.Counted{Key: key, Date: str(row[3]), Error: str(row[0]), Collection: str(row[1]), Provider: str(row[2]), N: n})
+		return nil
+	})
+	progress.Clear()
+	if err != nil {
+		return err
+	}
+	return finishTriage(cmd, opts, t, loc, t.Total, 0, athenaSummary(plan, st))
 }
 
 // checkReadiness opens the database read only and looks up what the

@@ -13,11 +13,14 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/deadletter/deadletter/internal/athenasql"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/shellword"
 	"github.com/deadletter/deadletter/internal/testsupport"
+	"github.com/deadletter/deadletter/internal/testsupport/fakeathena"
 	"github.com/deadletter/deadletter/internal/triage"
 )
 
@@ -292,5 +295,93 @@ func TestTriageOfHostileErrorTexts(t *testing.T) {
 		if !slices.Equal(got, want) || len(got) != g.Count {
 			t.Errorf("%.120q: selects %d, the group has %d", *g.Select, len(got), g.Count)
 		}
+	}
+}
+
+// With --engine athena the grouping is one query and the classification
+// here: given the rows Athena would return for the sample archive (its
+// records grouped by error, collection, provider and date), the triage is
+// the local one, unreadable objects aside (they are not in the Glue table).
+func TestTriageWithAthenaGroupsInSQLAndClassifiesHere(t *testing.T) {
+	e := newAthenaEnv(t)
+	archiveURL := "s3://" + e.bucket + "/demo"
+	r := run(t, false, nil, "", "search", "--archive", archiveURL, "-o", "ndjson", "--ignore-unreadable")
+	if r.code != 0 {
+		t.Fatalf("search: %d %s", r.code, r.stderr)
+	}
+	type rowKey struct{ err, coll, prov, date string }
+	type agg struct {
+		n       int
+		example string
+		hasErr  bool
+	}
+	rows := map[rowKey]*agg{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var v struct{ Key, Date string }
+		var raw map[string]any
+		if err := json.Unmarshal([]byte(line), &raw); err != nil {
+			t.Fatal(err)
+		}
+		str := func(k string) string { s, _ := raw[k].(string); return s }
+		v.Key, v.Date = str("key"), str("date")
+		k := rowKey{str("error"), str("collection_id"), str("provider_id"), v.Date}
+		a := rows[k]
+		if a == nil {
+			a = &agg{example: v.Key, hasErr: raw["error"] != nil}
+			rows[k] = a
+		}
+		a.n++
+		if v.Key < a.example {
+			a.example = v.Key
+		}
+	}
+	e.plan = func(sql string) fakeathena.Execution {
+		if !strings.Contains(sql, "GROUP BY error, collectionid, providerid, eventdate") {
+			t.Errorf("not the triage query:\n%s", sql)
+		}
+		ex := fakeathena.Execution{States: []string{"SUCCEEDED"}, Scanned: []int64{5 << 20}, Columns: athenasql.TriageColumns}
+		for k, a := range rows {
+			nullable := func(s string) *string {
+				if s == "" {
+					return nil
+				}
+				return aws.String(s)
+			}
+			ex.Rows = append(ex.Rows, []*string{nullable(k.err), nullable(k.coll), nullable(k.prov), aws.String(k.date),
+				aws.String(strconv.Itoa(a.n)), aws.String("s3://" + e.bucket + "/" + a.example)})
+		}
+		return ex
+	}
+	args := []string{"triage", "--archive", archiveURL, "--from", "2024-03-01", "--to", "2024-03-05", "-o", "json"}
+	local := run(t, false, nil, "", args...)
+	athena := run(t, false, nil, "", append(args, "--engine", "athena")...)
+	if local.code != 0 || athena.code != 0 {
+		t.Fatalf("local exit %d (%s), athena exit %d (%s)", local.code, local.stderr, athena.code, athena.stderr)
+	}
+	var lr, ar TriageReport
+	if err := json.Unmarshal([]byte(local.stdout), &lr); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(athena.stdout), &ar); err != nil {
+		t.Fatal(err)
+	}
+	var want []TriageGroup
+	for _, g := range lr.Groups {
+		if g.ErrorClass != nil {
+			want = append(want, g)
+		}
+	}
+	if len(ar.Groups) != len(want) {
+		t.Fatalf("athena: %d groups, local: %d readable ones", len(ar.Groups), len(want))
+	}
+	for i, g := range ar.Groups {
+		w := want[i]
+		if *g.ErrorClass != *w.ErrorClass || g.Count != w.Count || g.Class != w.Class || g.Command != w.Command || g.ExampleKey != w.ExampleKey ||
+			(g.Rule != "unmet-requirements" && g.Verdict != w.Verdict) {
+			t.Errorf("group %d:\nathena %+v\nlocal  %+v", i, g, w)
+		}
+	}
+	if !strings.Contains(athena.stderr, "Athena query q-") {
+		t.Errorf("no Athena summary: %s", athena.stderr)
 	}
 }
