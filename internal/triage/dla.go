@@ -57,6 +57,11 @@ type Group struct {
 	// per message (or N alike), the needs (for readiness)
 	messages []weighted
 
+	// Sample is up to Triage.ProbeSize of the group's keys (the first by
+	// key), for a probe; Probe is its result once run.
+	Sample []string
+	Probe  *Probe
+
 	// Readiness, once checked against a database.
 	Checked bool
 	Missing map[Need]bool // of Needs, those the database does not have
@@ -68,10 +73,21 @@ type weighted struct {
 	n     int
 }
 
+// Probe is what recover's dry run did with a group's sample: how many
+// objects it tried, how many it would write now, and the error classes of
+// the others.
+type Probe struct {
+	Tried   int            `json:"tried"`
+	Written int            `json:"would_write"`
+	Failed  map[string]int `json:"failed"` // by error class
+}
+
 // Triage accumulates the groups of one pass over a selection.
 type Triage struct {
 	groups map[string]*Group
 	Total  int
+	// ProbeSize is how many keys of each group are kept for a probe.
+	ProbeSize int
 }
 
 // New starts a triage.
@@ -86,8 +102,17 @@ func (t *Triage) group(key, class string, unreadable bool, rule Rule) *Group {
 	return g
 }
 
-func (g *Group) add(key, date string, legacy bool, n int) {
+func (g *Group) add(key, date string, legacy bool, n, sample int) {
 	g.Count += n
+	if sample > 0 && key != "" {
+		i, found := slices.BinarySearch(g.Sample, key)
+		if !found && i < sample {
+			g.Sample = slices.Insert(g.Sample, i, key)
+			if len(g.Sample) > sample {
+				g.Sample = g.Sample[:sample]
+			}
+		}
+	}
 	if g.ExampleKey == "" || key < g.ExampleKey {
 		g.ExampleKey = key
 	}
@@ -128,7 +153,7 @@ func (t *Triage) AddCounted(c Counted) {
 	class := dla.ErrorClass(c.Error)
 	rule := ClassifyDLA(class)
 	g := t.group("e:"+class, class, false, rule)
-	g.add(c.Key, c.Date, c.Legacy, c.N)
+	g.add(c.Key, c.Date, c.Legacy, c.N, t.ProbeSize)
 	if c.Collection != "" {
 		g.Collections[c.Collection] += c.N
 	}
@@ -148,7 +173,7 @@ func (t *Triage) AddCounted(c Counted) {
 func (t *Triage) AddUnreadable(key, date string) {
 	t.Total++
 	g := t.group("u:", "", true, UnreadableRule)
-	g.add(key, date, date == "", 1)
+	g.add(key, date, date == "", 1, 0)
 }
 
 // Groups are the groups, the largest first (then by class).
@@ -271,8 +296,29 @@ func (t *Triage) CheckReadiness(ctx context.Context, exists Lookup) error {
 }
 
 // Verdict is what to do with a group, in words: "retry now", "fix
-// first: …", "ready: …", "never as it is", "unknown".
+// first: …", "ready: …", "never as it is", "unknown", and what a probe
+// found.
 func (g *Group) Verdict() string {
+	v := g.verdict()
+	if p := g.Probe; p != nil {
+		v += fmt.Sprintf("; probe: %d of %d would be written now", p.Written, p.Tried)
+		top, n := "", 0
+		for class, k := range p.Failed {
+			if k > n || (k == n && class < top) {
+				top, n = class, k
+			}
+		}
+		if n > 0 {
+			if r := []rune(top); len(r) > 100 {
+				top = string(r[:100]) + "…"
+			}
+			v += fmt.Sprintf(" (%d: %s)", n, top)
+		}
+	}
+	return v
+}
+
+func (g *Group) verdict() string {
 	switch g.Rule.Class {
 	case Transient:
 		if g.Rule.DLAOnly {

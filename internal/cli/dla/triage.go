@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
@@ -19,10 +20,13 @@ import (
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/cumulusdb"
 	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/recovery"
 	"github.com/deadletter/deadletter/internal/report"
 	"github.com/deadletter/deadletter/internal/selection"
 	"github.com/deadletter/deadletter/internal/shellword"
 	"github.com/deadletter/deadletter/internal/triage"
+	"github.com/deadletter/deadletter/internal/workflow/dbwrite"
+	"github.com/deadletter/deadletter/internal/workflow/dlarecover"
 )
 
 // TriageOptions are dla triage's inputs.
@@ -32,6 +36,7 @@ type TriageOptions struct {
 	Engine      engineFlags
 	DatabaseURL string
 	DBSecret    string
+	Probe       int
 	Output      *cmdutil.Output
 }
 
@@ -72,6 +77,12 @@ exist now is "ready". Without one, readiness is not checked, and says so.`,
 			if opts.DatabaseURL != "" && opts.DBSecret != "" {
 				return cmdutil.UsageErrorf("--database-url and --db-secret cannot be combined")
 			}
+			if opts.Probe < 0 || opts.Probe > 1000 {
+				return cmdutil.UsageErrorf("--probe %d: want 0 to 1000 objects per group", opts.Probe)
+			}
+			if opts.Probe > 0 && opts.DatabaseURL == "" && opts.DBSecret == "" && f.Getenv("DATABASE_URL") == "" {
+				return cmdutil.UsageErrorf("--probe needs a database: --database-url, --db-secret or $DATABASE_URL")
+			}
 			if runF != nil {
 				return runF(cmd, opts)
 			}
@@ -82,6 +93,7 @@ exist now is "ready". Without one, readiness is not checked, and says so.`,
 	opts.Engine.register(cmd)
 	cmd.Flags().StringVar(&opts.DatabaseURL, "database-url", "", "PostgreSQL connection string, to check readiness (default $DATABASE_URL; read only)")
 	cmd.Flags().StringVar(&opts.DBSecret, "db-secret", "", "Secrets Manager secret (ARN or name) with the database login, to check readiness")
+	cmd.Flags().IntVar(&opts.Probe, "probe", 0, "run recover's dry run (rolled back, --offline) on up to N objects of each group and say how many would be written now; needs a database")
 	opts.Output = cmdutil.AddOutputFlag(cmd, "text", "json")
 	return cmd
 }
@@ -113,6 +125,7 @@ type TriageGroup struct {
 	Missing     []triage.Need `json:"missing"` // null: readiness not checked
 	Ready       *int          `json:"ready"`   // messages whose records all exist now; null: not checked
 	Fix         *string       `json:"fix"`     // what to do before the command, if anything
+	Probe       *triage.Probe `json:"probe"`   // recover's dry run on a sample; null: not probed
 	Command     string        `json:"command"` // the next command, quoted for bash and zsh
 	// Select lists exactly the group's objects (dla search … -o keys);
 	// null for unreadable objects, which no filter selects.
@@ -137,6 +150,7 @@ func runTriage(cmd *cobra.Command, opts *TriageOptions) error {
 	}
 	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
 	t := triage.New()
+	t.ProbeSize = opts.Probe
 	unreadable := 0
 	st, runErr := selection.Run(ctx, store, scope, opts.Select.concurrency, func(r selection.Result) error {
 		if r.Unreadable() {
@@ -155,7 +169,57 @@ func runTriage(cmd *cobra.Command, opts *TriageOptions) error {
 	if runErr != nil {
 		return runErr
 	}
+	if opts.Probe > 0 {
+		if err := probe(cmd, opts, t, store, scope, loc); err != nil {
+			return err
+		}
+	}
 	return finishTriage(cmd, opts, t, loc, st.Listed, unreadable, "")
+}
+
+// probe runs recover's dry run on each group's sample: every write in a
+// transaction rolled back, no Step Functions or S3 reads, nothing moved.
+func probe(cmd *cobra.Command, opts *TriageOptions, t *triage.Triage, store archive.Store, scope selection.Scope, loc archive.Location) error {
+	f, ctx := opts.Factory, cmd.Context()
+	path, err := dbwrite.Open(ctx, dbwrite.Config{
+		DatabaseURL: cmp.Or(opts.DatabaseURL, f.Getenv("DATABASE_URL")), DBSecret: opts.DBSecret, MaxConns: 2,
+		AWS:      func() (aws.Config, error) { return awsconfig.Load(ctx, *f.AWS) },
+		Settings: *f.AWS, Offline: true, ReplaceBucket: loc.Bucket, Now: f.Now,
+	})
+	if dbwrite.StageOf(err) == dbwrite.StageDatabase {
+		return refuseDatabase(err)
+	}
+	if err != nil {
+		return err
+	}
+	defer path.Close()
+	for _, g := range t.Groups() {
+		if g.Unreadable || len(g.Sample) == 0 {
+			continue
+		}
+		p := &triage.Probe{Failed: map[string]int{}}
+		run := &dlarecover.Run{Store: store, Layout: scope.Layout, DB: path.DB, Pool: path.Database.Pool, Writer: path.Writer,
+			DryRun: true, Concurrency: 1, Now: f.Now, Explain: cmdutil.ErrorLine, Sum: &dlarecover.Summary{Selected: len(g.Sample)}}
+		one := scope
+		one.Keys, one.KeyStream, one.Limit = g.Sample, nil, 0
+		err := run.Run(ctx, one, func(o dlarecover.Object) error {
+			p.Tried++
+			switch o.Result {
+			case recovery.Written:
+				p.Written++
+			case "failed":
+				p.Failed[dla.ErrorClass(o.Error)]++
+			default:
+				p.Failed[o.Result]++
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("probing %s: %w", cmp.Or(g.Class, "the objects without an error"), err)
+		}
+		g.Probe = p
+	}
+	return nil
 }
 
 // finishTriage checks readiness when a database is given and prints the
@@ -350,6 +414,7 @@ func triageGroup(g *triage.Group, c triageCommand) TriageGroup {
 	if fix := g.FixSteps(); fix != "" {
 		out.Fix = &fix
 	}
+	out.Probe = g.Probe
 	if !g.Unreadable {
 		sel := shellword.Join(append(c.selecting("search", g), "-o", "keys")...)
 		out.Select = &sel

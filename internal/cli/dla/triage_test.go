@@ -385,3 +385,47 @@ func TestTriageWithAthenaGroupsInSQLAndClassifiesHere(t *testing.T) {
 		t.Errorf("no Athena summary: %s", athena.stderr)
 	}
 }
+
+// --probe runs recover's dry run on a sample of each group against the
+// real database: what it reports is what recover would do now, and
+// nothing is written.
+func TestTriageProbeSaysHowManyWouldBeWrittenNow(t *testing.T) {
+	dbURL := testsupport.NewCumulusDatabase(t, nil)
+	rep := triageOf(t, nil, "--archive", sampleArchive, "--database-url", dbURL, "--probe", "2")
+	probed := 0
+	for _, g := range rep.Groups {
+		if g.ErrorClass == nil {
+			if g.Probe != nil {
+				t.Errorf("unreadable objects were probed")
+			}
+			continue
+		}
+		if g.Probe == nil || g.Probe.Tried != min(2, g.Count) || !strings.Contains(g.Verdict, "; probe: ") {
+			t.Errorf("%q: probe %+v, verdict %q", *g.ErrorClass, g.Probe, g.Verdict)
+			continue
+		}
+		probed++
+		t.Logf("%d %s: %s %+v", g.Count, g.Class, g.Verdict, *g.Probe)
+		if g.Rule == "record-does-not-exist" && g.Probe.Written != 0 {
+			t.Errorf("the providers are missing, yet the probe would write %d", g.Probe.Written)
+		}
+	}
+	if probed == 0 {
+		t.Fatal("nothing probed")
+	}
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM executions) + (SELECT count(*) FROM granules) + (SELECT count(*) FROM pdrs)`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("the probe left %d rows", n)
+	}
+	if r := run(t, false, nil, "", "triage", "--archive", sampleArchive, "--probe", "2"); r.code != 2 || !strings.Contains(r.stderr, "--probe needs a database") {
+		t.Errorf("--probe without a database: exit %d, %s", r.code, r.stderr)
+	}
+}
