@@ -21,7 +21,10 @@ var (
 	reJSONStr   = regexp.MustCompile(`(":\s*)"(?:[^"\\]|\\.)*"`)
 	reCollID    = regexp.MustCompile(`\b[A-Za-z0-9_-]+___[A-Za-z0-9._-]+`)
 	reNumber    = regexp.MustCompile(`\b\d+(?:\.\d+)?\b`)
-	reHTTPAhead = regexp.MustCompile(`(?i)(?:\bHTTP|\bstatus(?: ?code)?:?) $`)
+	// reHTTPAhead ends where an HTTP status follows: "HTTP 503",
+	// "HTTP/1.1 503", "status code 503", "StatusCode: 503",
+	// "\"statusCode\":503", "status=503", "Response code 503".
+	reHTTPAhead = regexp.MustCompile(`(?i)(?:\bHTTP(?:/\d(?:\.\d)?)?|\bstatus(?:[ _-]?code)?["']?\s*[:=]?|\bresponse code:?)\s*$`)
 	reSpaces    = regexp.MustCompile(`\s+`)
 	// reFrame is a stack frame line ("    at writeGranule (/var/task/index.js:226:11)").
 	reFrame = regexp.MustCompile(`^\s*at\s`)
@@ -92,7 +95,7 @@ func ErrorClass(errText string) string {
 	}
 	errText = strings.ToValidUTF8(errText, "\uFFFD")
 	inner := InnerErrors(errText)
-	aggregate := strings.HasPrefix(strings.TrimSpace(errText), "AggregateError")
+	aggregate := isAggregate(strings.TrimSpace(errText))
 	seen := map[string]bool{}
 	var parts []string
 	for _, e := range inner {
@@ -115,7 +118,24 @@ func ErrorClass(errText string) string {
 	return class
 }
 
+// unprintable is what a class never holds: control characters (a NUL
+// cannot even be passed in a command's argument), bidi controls, line and
+// paragraph separators. Each becomes U+FFFD.
+func unprintable(r rune) bool {
+	return (r < 0x20 && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) ||
+		(r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c ||
+		r == 0x2028 || r == 0x2029
+}
+
 func normalise(s string) string {
+	if strings.IndexFunc(s, unprintable) >= 0 {
+		s = strings.Map(func(r rune) rune {
+			if unprintable(r) {
+				return '\uFFFD'
+			}
+			return r
+		}, s)
+	}
 	s = reUUID.ReplaceAllString(s, "<uuid>")
 	s = reARN.ReplaceAllString(s, "<arn>")
 	s = reURL.ReplaceAllString(s, "<url>")
@@ -134,7 +154,7 @@ func normalise(s string) string {
 }
 
 // maskNumbers replaces numbers by "<n>", but for an HTTP status
-// ("HTTP 503", "StatusCode: 404").
+// ("HTTP 503", "StatusCode: 404") and an HTTP version ("HTTP/1.1").
 func maskNumbers(s string) string {
 	locs := reNumber.FindAllStringIndex(s, -1)
 	if locs == nil {
@@ -145,7 +165,8 @@ func maskNumbers(s string) string {
 	for _, l := range locs {
 		b.WriteString(s[last:l[0]])
 		num := s[l[0]:l[1]]
-		if len(num) == 3 && num[0] >= '1' && num[0] <= '5' && reHTTPAhead.MatchString(s[max(0, l[0]-12):l[0]]) {
+		before := s[max(0, l[0]-16):l[0]]
+		if (len(num) == 3 && num[0] >= '1' && num[0] <= '5' && reHTTPAhead.MatchString(before)) || strings.HasSuffix(strings.ToUpper(before), "HTTP/") {
 			b.WriteString(num)
 		} else {
 			b.WriteString("<n>")
@@ -154,6 +175,13 @@ func maskNumbers(s string) string {
 	}
 	b.WriteString(s[last:])
 	return b.String()
+}
+
+// isAggregate: the text starts with "AggregateError" as a word (then ":",
+// a blank or the end), not "AggregateErrorX".
+func isAggregate(s string) bool {
+	rest, ok := strings.CutPrefix(s, "AggregateError")
+	return ok && (rest == "" || rest[0] == ':' || rest[0] == ' ' || rest[0] == '\n' || rest[0] == '\r' || rest[0] == '\t')
 }
 
 func nonBlankLines(s string, limit int) []string {

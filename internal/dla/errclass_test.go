@@ -20,6 +20,9 @@ func TestErrorClassMasksWhatVariesAndKeepsWhatNamesTheFailure(t *testing.T) {
 		"Error: fetching https://cmr.earthdata.nasa.gov/search/granules.json?x=1 failed":                                                                                                                                                                                                          "Error: fetching <url> failed",
 		"TypeError: Cannot destructure property 'startDate' of 'undefined' as it is undefined.\n    at getExecutionProcessingTimes (/var/task/index.js:1:2)":                                                                                                                                      "TypeError: Cannot destructure property 'startDate' of 'undefined' as it is undefined.",
 		"\xff\xfeError: bad bytes": "\ufffdError: bad bytes",
+		"Error: HTTP/1.1 503 then status=404 and {\"statusCode\":500} and Response code 502 after 3 tries": `Error: HTTP/1.1 503 then status=404 and {"statusCode":500} and Response code 502 after <n> tries`,
+		"SchemaValidationError: a\x00b\u202e\u2028c":                                                       "SchemaValidationError: a\ufffdb\ufffd\ufffdc",
+		"AggregateErrorX: foo": "AggregateErrorX: foo",
 	}
 	for in, want := range cases {
 		if got := ErrorClass(in); got != want {

@@ -12,9 +12,14 @@ import (
 )
 
 // Quote quotes s for bash or zsh when it needs it: in single quotes,
-// or, when s holds a control character or bytes that are not UTF-8, as
-// $'...' with those bytes written \xNN, so that the command as shown (and
-// copied from a page) names s exactly.
+// or, when s holds a control character, a character that reorders or
+// breaks a line on a terminal (bidi controls, U+2028, U+2029) or bytes
+// that are not UTF-8, as $'...' with those bytes written \xNN, so that the
+// command as shown (and copied from a page or a terminal, where such
+// characters would be escaped or would rearrange the line) names s
+// exactly. A word starting with '=' is quoted too (zsh expands =cmd to
+// its path). A NUL cannot be in an argument at all: bash ends the word
+// there, so no caller may pass one (dla.ErrorClass masks it).
 func Quote(s string) string {
 	if strings.IndexFunc(s, isControl) >= 0 {
 		var b strings.Builder
@@ -37,7 +42,7 @@ func Quote(s string) string {
 		b.WriteByte('\'')
 		return b.String()
 	}
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+	if s != "" && s[0] != '=' && strings.IndexFunc(s, func(r rune) bool {
 		return !(r == '/' || r == '-' || r == '_' || r == '.' || r == ':' || r == '=' || r == '+' || r == ',' || r == '@' ||
 			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
 	}) < 0 {
@@ -46,10 +51,13 @@ func Quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// isControl: a C0 or C1 control character, DEL, or a byte that is not
-// UTF-8 (decoded as utf8.RuneError).
+// isControl: a C0 or C1 control character, DEL, a bidi control, a line or
+// paragraph separator, or a byte that is not UTF-8 (decoded as
+// utf8.RuneError).
 func isControl(r rune) bool {
-	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == utf8.RuneError
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == utf8.RuneError ||
+		(r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c ||
+		r == 0x2028 || r == 0x2029
 }
 
 // Join quotes each word and joins them with spaces.

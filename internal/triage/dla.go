@@ -53,6 +53,8 @@ type Group struct {
 	// NoProvider counts the messages of a pdr-provider group that name no
 	// provider: those never succeed as they are.
 	NoProvider int
+	// OddKeys: a key of the group cannot be listed one per line.
+	OddKeys bool
 
 	// per message (or N alike), the needs (for readiness)
 	messages []weighted
@@ -88,6 +90,9 @@ type Triage struct {
 	Total  int
 	// ProbeSize is how many keys of each group are kept for a probe.
 	ProbeSize int
+	// OddKey, when set, says a key cannot be listed one per line (it holds
+	// a newline...): a group with one is listed with NUL-ended keys.
+	OddKey func(key string) bool
 }
 
 // New starts a triage.
@@ -154,6 +159,9 @@ func (t *Triage) AddCounted(c Counted) {
 	rule := ClassifyDLA(class)
 	g := t.group("e:"+class, class, false, rule)
 	g.add(c.Key, c.Date, c.Legacy, c.N, t.ProbeSize)
+	if t.OddKey != nil && !g.OddKeys && t.OddKey(c.Key) {
+		g.OddKeys = true
+	}
 	if c.Collection != "" {
 		g.Collections[c.Collection] += c.N
 	}
@@ -330,12 +338,12 @@ func (g *Group) verdict() string {
 			return "never as it is: the messages name no " + string(g.Rule.Needs)
 		}
 		if !g.Checked {
-			return "fix first: " + g.needsPhrase(false) + " (readiness not checked: no database given)"
+			return "fix first: " + g.needsPhrase(false) + " (readiness not checked: no database given)" + g.noProviderNote()
 		}
 		if len(g.Missing) == 0 {
-			return "ready: " + g.existPhrase()
+			return "ready: " + g.existPhrase() + g.noProviderNote()
 		}
-		return fmt.Sprintf("fix first: %s; %d of %d ready now", g.missingPhrase(), g.Ready, g.Count)
+		return fmt.Sprintf("fix first: %s; %d of %d ready now", g.missingPhrase(), g.Ready, g.Count) + g.noProviderNote()
 	case Permanent:
 		return "never as it is"
 	}
@@ -355,6 +363,15 @@ func (g *Group) FixSteps() string {
 		return "create the missing one of " + g.needsPhrase(false)
 	}
 	return "create " + g.needsPhrase(false)
+}
+
+// noProviderNote counts the messages that name no provider, which no fix
+// of the database helps.
+func (g *Group) noProviderNote() string {
+	if g.NoProvider == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d name no provider and never succeed as they are", g.NoProvider)
 }
 
 const namesShown = 5

@@ -16,7 +16,7 @@ const BurstGap = 15 * time.Minute
 // PushGroup is the messages of one error code in one burst, or the
 // messages that cannot be replayed (malformed, no createdAt) by reason.
 type PushGroup struct {
-	Code    int // -1: no error code
+	Code    int // NoCode: no error code
 	Problem pushdlq.Reason
 	Rule    PushRule
 	Count   int
@@ -34,7 +34,11 @@ type PushGroup struct {
 // inclusive end (the next minute's first millisecond) takes no message of
 // the code that is not the burst's: that minute would be the burst's.
 func (g *PushGroup) Window() string {
-	return time.UnixMilli(g.From).UTC().Format(time.RFC3339) + "/" + time.UnixMilli(g.To).UTC().Add(time.Minute).Format(time.RFC3339)
+	end := time.UnixMilli(g.To).UTC().Add(time.Minute).Format(time.RFC3339)
+	if g.To+60_000 > maxCreatedAt { // the last minute of the year 9999
+		end = time.UnixMilli(maxCreatedAt).UTC().Format("2006-01-02T15:04:05.000Z")
+	}
+	return time.UnixMilli(g.From).UTC().Format(time.RFC3339) + "/" + end
 }
 
 // SortedTemplates are the templates, the most frequent first.
@@ -79,18 +83,25 @@ func NewPush() *PushTriage {
 	return &PushTriage{minutes: map[pushKey]int{}, templates: map[pushKey]map[string]int{}, priorities: map[pushKey]map[int]int{}}
 }
 
+// maxCreatedAt is the last millisecond a replay window can name
+// (9999-12-31T23:59:59.999Z): a createdAt past it, or before 1970, is in
+// no window.
+const maxCreatedAt = 253402300799999
+
 // Add counts one message.
 func (t *PushTriage) Add(c pushdlq.Command) {
 	t.Total++
-	k := pushKey{code: -1}
+	k := pushKey{code: NoCode}
 	if c.HasErrorCode {
 		k.code = c.ErrorCode
 	}
 	switch {
 	case c.Problem.Malformed() || c.Problem == pushdlq.ReasonBadErrorCode:
 		k = pushKey{code: k.code, problem: c.Problem}
+	case c.HasCreatedAt && (c.CreatedAt < 0 || c.CreatedAt > maxCreatedAt):
+		k.problem = pushdlq.ReasonBadCreatedAt
 	case c.HasCreatedAt:
-		k.minute = c.CreatedAt - ((c.CreatedAt%60_000)+60_000)%60_000
+		k.minute = c.CreatedAt - c.CreatedAt%60_000
 	default:
 		k.problem = pushdlq.ReasonNoCreatedAt
 	}
@@ -134,7 +145,7 @@ func (t *PushTriage) Groups() []*PushGroup {
 		slices.Sort(minutes)
 		var g *PushGroup
 		for i, m := range minutes {
-			if i == 0 || time.Duration(m-minutes[i-1])*time.Millisecond > BurstGap {
+			if i == 0 || m-minutes[i-1] > BurstGap.Milliseconds() {
 				g = &PushGroup{Code: code, From: m, HasWindow: true, Templates: map[string]int{}, Priorities: map[int]int{}}
 				bursts = append(bursts, g)
 			}
@@ -145,8 +156,9 @@ func (t *PushTriage) Groups() []*PushGroup {
 	for _, g := range bursts {
 		late := false
 		if g.Code == NotificationNotFound {
+			gap := BurstGap.Milliseconds()
 			for _, o := range bursts {
-				if r := ClassifyPush(o.Code, false); r.Class == Transient && o.From <= g.To+int64(BurstGap/time.Millisecond) && g.From <= o.To+int64(BurstGap/time.Millisecond) {
+				if r := ClassifyPush(o.Code, false); r.Class == Transient && o.From <= g.To+gap && g.From <= o.To+gap {
 					late = true
 				}
 			}

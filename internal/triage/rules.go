@@ -8,6 +8,7 @@
 package triage
 
 import (
+	"math"
 	"regexp"
 )
 
@@ -57,29 +58,14 @@ type Rule struct {
 	Why     string
 }
 
-// DLARules is the table for the archive's error texts, first match wins.
+// DLARules is the table for the archive's error texts, first match wins:
+// permanent, then fix-first, then transient.
 // Each row is in docs/triage.md (TestDocsListEveryRule).
 var DLARules = []Rule{
-	{ID: "knex-timeout", Match: regexp.MustCompile(`^KnexTimeoutError\b`), Class: Transient,
-		Why: "the database's connection pool was exhausted; a retry gets a connection once the load is gone"},
-	{ID: "pg-connection-slots", Match: regexp.MustCompile(`remaining connection slots are reserved|too many clients already|the database system is (starting up|shutting down|in recovery mode)|cannot execute \w+ in a read-only transaction`), Class: Transient,
-		Why: "PostgreSQL refused the connection or the write for a while (out of connections, restarting, a failover)"},
-	{ID: "connection", Match: regexp.MustCompile(`(?i)ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EAI_AGAIN|socket hang up|connection (refused|reset|terminated)|Connection terminated|terminating connection|timed? ?out\b|timeout\b`), Class: Transient,
-		Why: "a connection was refused, reset or timed out"},
-	{ID: "throttled", Match: regexp.MustCompile(`(?i)Throttl|Rate exceeded|TooManyRequests|SlowDown|RequestLimitExceeded|ProvisionedThroughputExceeded`), Class: Transient,
-		Why: "an AWS service throttled the request"},
-	{ID: "server-error", Match: regexp.MustCompile(`(?i)\b(HTTP|status(?: ?code)?:?) 5\d\d\b|ServiceUnavailable|InternalServerError|InternalFailure|Bad Gateway|Gateway Time-?out`), Class: Transient,
-		Why: "a service answered 5xx"},
-	{ID: "unique-race", Match: regexp.MustCompile(`duplicate key value violates unique constraint`), Class: Transient,
-		Why: "two writers raced to insert the same record (Cumulus v21's insert-then-update race); a retry takes the update path"},
-	{ID: "describe-execution", Match: regexp.MustCompile(`^TypeError: Cannot destructure property 'startDate' of '(undefined|null)'`), Class: Transient, DLAOnly: true,
-		Why: "Cumulus v21 crashes when DescribeExecution fails (an execution whose history expired); dla recover writes the message without processing times and warns, Cumulus's own recovery fails again"},
-	{ID: "unmet-requirements", Match: regexp.MustCompile(`^UnmetRequirementsError\b`), Class: FixFirst, Needs: NeedsReferences,
-		Why: "the collection, async operation or parent execution the message names is not in the database (v21 writeRecords, shouldWriteExecutionToPostgres)"},
-	{ID: "record-does-not-exist", Match: regexp.MustCompile(`(RecordDoesNotExist|Error): Record in \w+ with identifiers .* does not exist`), Class: FixFirst, Needs: NeedsNamedRecord,
-		Why: "a record the write looks up (a provider, a PDR, a granule, a collection) is not in the database"},
-	{ID: "pdr-provider", Match: regexp.MustCompile(`Provider reference is required for a PDR`), Class: FixFirst, Needs: NeedsProvider,
-		Why: "the PDR's provider is not in the database (v21 writePdr); a message that names no provider never succeeds as it is"},
+	// What no retry fixes comes first: an AggregateError holding a granule
+	// of another collection and a missing provider is never written as it
+	// is, whatever is created; and a word like "timeout" inside a schema
+	// violation's text does not make it transient.
 	{ID: "granule-other-collection", Match: regexp.MustCompile(`A granule already exists for granuleId: .* with collectionId`), Class: Permanent,
 		Why: "the granule id belongs to another collection; Cumulus never moves it as it is"},
 	{ID: "schema-validation", Match: regexp.MustCompile(`SchemaValidationError`), Class: Permanent,
@@ -88,6 +74,28 @@ var DLARules = []Rule{
 		Why: "the message lacks what every write needs (cumulus_meta.workflow_start_time, a collection for its granules): not a writable Cumulus message as it is"},
 	{ID: "unreadable", Match: regexp.MustCompile(`^(SyntaxError: (Unexpected|Unterminated)|object is not valid JSON|layer \d+ body is not valid JSON|unreadable: )`), Class: Permanent,
 		Why: "the object is not valid JSON (truncated, empty, corrupt); nothing can be written from it"},
+	// Then what a missing record explains.
+	{ID: "unmet-requirements", Match: regexp.MustCompile(`\bUnmetRequirementsError\b`), Class: FixFirst, Needs: NeedsReferences,
+		Why: "the collection, async operation or parent execution the message names is not in the database (v21 writeRecords, shouldWriteExecutionToPostgres)"},
+	{ID: "record-does-not-exist", Match: regexp.MustCompile(`(RecordDoesNotExist|Error): Record in \w+ with identifiers .* does not exist`), Class: FixFirst, Needs: NeedsNamedRecord,
+		Why: "a record the write looks up (a provider, a PDR, a granule, a collection) is not in the database"},
+	{ID: "pdr-provider", Match: regexp.MustCompile(`Provider reference is required for a PDR`), Class: FixFirst, Needs: NeedsProvider,
+		Why: "the PDR's provider is not in the database (v21 writePdr); a message that names no provider never succeeds as it is"},
+	// Then the named transient failures, and last the generic ones.
+	{ID: "knex-timeout", Match: regexp.MustCompile(`^KnexTimeoutError\b`), Class: Transient,
+		Why: "the database's connection pool was exhausted; a retry gets a connection once the load is gone"},
+	{ID: "pg-connection-slots", Match: regexp.MustCompile(`remaining connection slots are reserved|too many clients already|the database system is (starting up|shutting down|in recovery mode)|cannot execute \w+ in a read-only transaction`), Class: Transient,
+		Why: "PostgreSQL refused the connection or the write for a while (out of connections, restarting, a failover)"},
+	{ID: "unique-race", Match: regexp.MustCompile(`duplicate key value violates unique constraint`), Class: Transient,
+		Why: "two writers raced to insert the same record (Cumulus v21's insert-then-update race); a retry takes the update path"},
+	{ID: "describe-execution", Match: regexp.MustCompile(`^TypeError: Cannot destructure property 'startDate' of '(undefined|null)'`), Class: Transient, DLAOnly: true,
+		Why: "Cumulus v21 crashes when DescribeExecution fails (an execution whose history expired); dla recover writes the message without processing times and warns, Cumulus's own recovery fails again"},
+	{ID: "connection", Match: regexp.MustCompile(`(?i)ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EAI_AGAIN|socket hang up|connection (refused|reset|terminated)|Connection terminated|terminating connection|timed? ?out\b|timeout\b`), Class: Transient,
+		Why: "a connection was refused, reset or timed out"},
+	{ID: "throttled", Match: regexp.MustCompile(`(?i)Throttl|Rate exceeded|TooManyRequests|SlowDown|RequestLimitExceeded|ProvisionedThroughputExceeded`), Class: Transient,
+		Why: "an AWS service throttled the request"},
+	{ID: "server-error", Match: regexp.MustCompile(`(?i)\b(HTTP(/\d(\.\d)?)?|status([ _-]?code)?["']?\s*[:=]?|response code:?)\s*5\d\d\b|ServiceUnavailable|InternalServerError|InternalFailure|Bad Gateway|Gateway Time-?out`), Class: Transient,
+		Why: "a service answered 5xx"},
 }
 
 // UnknownRule is the verdict when no rule matches, or the object has no
@@ -113,9 +121,12 @@ func ClassifyDLA(class string) Rule {
 	return UnknownRule
 }
 
+// NoCode is the code of a message without an errorCode.
+const NoCode = math.MinInt
+
 // PushRule is one row of the push DLQ's table, by error code.
 type PushRule struct {
-	Code  int // -1: a message without error metadata
+	Code  int // NoCode: a message without an errorCode
 	Class Class
 	Why   string
 }
@@ -133,10 +144,10 @@ var PushRules = []PushRule{
 	{NotificationNotFound, Unknown, "the notification was not in DynamoDB: written late (found on replay) or deleted (never found); the DLQ decides which"},
 	{2001, Unknown, "the generic fallback: the push Lambda did not classify the failure"},
 	{9000, Unknown, "unknown or uncategorised"},
-	{-1, Unknown, "no errorCode or errorMessage: not written by the push Lambda's second failure"},
+	{NoCode, Unknown, "no errorCode: not classified by the push Lambda's second failure (a manual redrive, or an errorMessage alone)"},
 }
 
-// ClassifyPush is the rule of a code (-1: no error metadata), and for 2003
+// ClassifyPush is the rule of a code (NoCode: none), and for 2003
 // the verdict from the DLQ: a burst of NotificationNotFound inside a burst
 // of transient failures (lateWithTransient) is a notification written late
 // during the incident, transient; alone, it is one that was deleted, and

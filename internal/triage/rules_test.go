@@ -80,7 +80,7 @@ func TestPushCodesAsTheRunbookReadsThem(t *testing.T) {
 	}{
 		{1001, false, Transient}, {1004, false, Transient}, {3001, false, Transient}, {2002, false, Permanent},
 		{2003, true, Transient}, {2003, false, Permanent}, {2001, false, Unknown}, {9000, false, Unknown},
-		{-1, false, Unknown}, {4242, false, Unknown},
+		{NoCode, false, Unknown}, {-1, false, Unknown}, {4242, false, Unknown},
 	} {
 		if got := ClassifyPush(c.code, c.late).Class; got != c.class {
 			t.Errorf("code %d (late %v): %s, want %s", c.code, c.late, got, c.class)
@@ -102,7 +102,7 @@ func TestDocsListEveryRule(t *testing.T) {
 	}
 	for _, r := range PushRules {
 		code := strconv.Itoa(r.Code)
-		if r.Code < 0 {
+		if r.Code == NoCode {
 			code = "none"
 		}
 		if !strings.Contains(doc, "| "+code+" |") {

@@ -86,7 +86,7 @@ Then:
   unreadable           not JSON at all: moved to failed-sqs like a failure,
                        unless --leave-unreadable; with a content filter
                        (--granule, --collection, --execution, --status,
-                       --state-machine, --error) they are left alone, since
+                       --state-machine, --error, --error-class) they are left alone, since
                        nobody can say whether they match, unless
                        --include-unreadable
   database or AWS down the object stays where it is; the run stops
@@ -182,7 +182,7 @@ later moves back what it left.`,
 	fl.BoolVar(&opts.Keep, "keep", false, "write, but never delete or move archive objects")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
 	fl.BoolVar(&opts.LeaveUnreadable, "leave-unreadable", false, "leave objects that are not JSON where they are instead of moving them to failed-sqs")
-	fl.BoolVar(&opts.IncludeUnreadable, "include-unreadable", false, "with a content filter (--granule, --collection, --execution, --status, --state-machine, --error), also move the unreadable objects of the dates listed to failed-sqs (by default they are left alone)")
+	fl.BoolVar(&opts.IncludeUnreadable, "include-unreadable", false, "with a content filter (--granule, --collection, --execution, --status, --state-machine, --error, --error-class), also move the unreadable objects of the dates listed to failed-sqs (by default they are left alone)")
 	fl.BoolVar(&opts.Offline, "offline", false, "no Step Functions or S3 reads: no processing times, failed-step output, CMR dates, file sizes or S3-held messages")
 	fl.StringVar(&opts.Topics.Execution, "execution-sns-topic-arn", "", "publish execution notifications to this SNS topic (default $execution_sns_topic_arn)")
 	fl.StringVar(&opts.Topics.Granule, "granule-sns-topic-arn", "", "publish granule notifications to this SNS topic (default $granule_sns_topic_arn)")

@@ -15,6 +15,17 @@ import (
 	"github.com/deadletter/deadletter/internal/selection"
 )
 
+// presentString is a string flag that knows whether it was given, so that
+// an empty value means something ("--error-class ”": no error text).
+type presentString struct {
+	v   string
+	set bool
+}
+
+func (p *presentString) String() string     { return p.v }
+func (p *presentString) Set(v string) error { p.v, p.set = v, true; return nil }
+func (p *presentString) Type() string       { return "string" }
+
 // archiveFlag is --archive, shared by every command that reads the archive.
 type archiveFlag struct{ value string }
 
@@ -38,7 +49,8 @@ func (a *archiveFlag) location(f *Factory) (archive.Location, error) {
 type selectFlags struct {
 	archiveFlag
 	granules, collections, executions, statuses, stateMachines []string
-	errorRE, errorClass                                        string
+	errorRE                                                    string
+	errorClass                                                 presentString
 	date, from, to                                             string
 	failed, includeLegacy, ignoreUnreadable                    bool
 	limit, concurrency                                         int
@@ -53,7 +65,7 @@ func (s *selectFlags) register(cmd *cobra.Command) {
 	f.StringSliceVar(&s.statuses, "status", nil, "Step Functions status: RUNNING, SUCCEEDED, FAILED, ABORTED, TIMED_OUT, or none (repeatable, comma-separated)")
 	f.StringArrayVar(&s.stateMachines, "state-machine", nil, "state machine ARN or name (repeatable)")
 	f.StringVar(&s.errorRE, "error", "", "regular expression matched against the error text (Go RE2 syntax)")
-	f.StringVar(&s.errorClass, "error-class", "", "the error class, exactly as dla stats --by error and dla triage show it ('none': no error text)")
+	f.Var(&s.errorClass, "error-class", "the error class, exactly as dla stats --by error and dla triage show it ('': objects without an error text)")
 	f.StringVar(&s.date, "date", "", "one date folder: YYYY-MM-DD, today or yesterday (UTC)")
 	f.StringVar(&s.from, "from", "", "first date folder, inclusive")
 	f.StringVar(&s.to, "to", "", "last date folder, inclusive")
@@ -100,11 +112,8 @@ func (s *selectFlags) scope(f *Factory) (selection.Scope, archive.Location, erro
 		}
 		filter.Error = re
 	}
-	if s.errorClass != "" {
-		class := s.errorClass
-		if class == "none" {
-			class = ""
-		}
+	if s.errorClass.set {
+		class := s.errorClass.v
 		filter.ErrorClass = &class
 	}
 	now := f.Now()
@@ -158,7 +167,9 @@ func (s *selectFlags) args(withDates bool) []string {
 	add("status", s.statuses...)
 	add("state-machine", s.stateMachines...)
 	add("error", s.errorRE)
-	add("error-class", s.errorClass)
+	if s.errorClass.set {
+		words = append(words, "--error-class", s.errorClass.v) // "" too: no error text
+	}
 	if withDates {
 		add("date", s.date)
 		add("from", s.from)

@@ -144,6 +144,9 @@ func runTriage(cmd *cobra.Command, opts *TriageOptions) error {
 		}
 		return runTriageAthena(cmd, opts)
 	}
+	if opts.Select.limit != 0 {
+		return cmdutil.UsageErrorf("--limit does not apply to dla triage: a group is every object of its class")
+	}
 	scope, loc, store, err := opts.Select.open(cmd, f)
 	if err != nil {
 		return err
@@ -151,6 +154,7 @@ func runTriage(cmd *cobra.Command, opts *TriageOptions) error {
 	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
 	t := triage.New()
 	t.ProbeSize = opts.Probe
+	t.OddKey = func(k string) bool { return !lineSafeKey(k) }
 	unreadable := 0
 	st, runErr := selection.Run(ctx, store, scope, opts.Select.concurrency, func(r selection.Result) error {
 		if r.Unreadable() {
@@ -388,7 +392,7 @@ func (c triageCommand) selecting(verb string, g *triage.Group) []string {
 	if g.Legacy && !c.sel.includeLegacy {
 		words = append(words, "--include-legacy")
 	}
-	return append(words, "--error-class", cmp.Or(g.Class, "none"))
+	return append(words, "--error-class", g.Class)
 }
 
 func triageGroup(g *triage.Group, c triageCommand) TriageGroup {
@@ -416,7 +420,11 @@ func triageGroup(g *triage.Group, c triageCommand) TriageGroup {
 	}
 	out.Probe = g.Probe
 	if !g.Unreadable {
-		sel := shellword.Join(append(c.selecting("search", g), "-o", "keys")...)
+		list := []string{"-o", "keys", "--ignore-unreadable"}
+		if g.OddKeys {
+			list = []string{"-o", "keys", "-0", "--ignore-unreadable"}
+		}
+		sel := shellword.Join(append(c.selecting("search", g), list...)...)
 		out.Select = &sel
 	}
 	show := shellword.Join(append(c.base("show"), g.ExampleKey)...)

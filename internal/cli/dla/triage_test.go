@@ -121,7 +121,11 @@ func runPrinted(t *testing.T, env map[string]string, command string, extra ...st
 		t.Fatalf("%s: exit %d: %s", command, r.code, r.stderr)
 	}
 	var keys []string
-	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+	sep := "\n"
+	if strings.Contains(r.stdout, "\x00") { // -o keys -0
+		sep = "\x00"
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(r.stdout, sep), sep) {
 		if line == "" {
 			continue
 		}
@@ -249,6 +253,11 @@ func TestTriageOfHostileErrorTexts(t *testing.T) {
 		strings.Repeat("Error: huge ", 100000):                                               1,
 		strings.Repeat("AggregateError: \n", 10000) + "KnexTimeoutError: x":                  1,
 		"KnexTimeoutError: Knex: Timeout acquiring a connection. The pool is probably full.": 1,
+		"none":                          1, // a text, not the absence of one
+		"SchemaValidationError: a\x00b": 1, // a NUL cannot be in an argument
+		"SchemaValidationError: a":      1,
+		"Error: bidi \u202e evil":       1,
+		"=ls":                           1, // zsh expands =ls unquoted
 	}
 	n := 0
 	for text, copies := range texts {
@@ -272,13 +281,24 @@ func TestTriageOfHostileErrorTexts(t *testing.T) {
 			}
 		}
 	}
+	// No error text at all, under a key that cannot be listed one per line.
+	var m map[string]any
+	if err := json.Unmarshal(sample, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["error"] = nil
+	b, _ := json.Marshal(m)
+	odd := filepath.Join(root, "demo", "dead-letter-archive", "sqs", "2024-03-02", "odd\nname '$(id)")
+	if err := os.WriteFile(odd, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	archive := filepath.Join(root, "demo")
 	r := run(t, true, map[string]string{"NO_COLOR": "1"}, "", "triage", "--archive", archive)
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	if len(lines) != len(texts) {
+	if len(lines) != len(texts)+1 {
 		t.Errorf("%d lines for %d groups:\n%s", len(lines), len(texts), r.stdout)
 	}
 	for _, l := range lines {
@@ -289,6 +309,9 @@ func TestTriageOfHostileErrorTexts(t *testing.T) {
 	truth := groundTruth(t, archive)
 	rep := triageOf(t, nil, "--archive", archive)
 	for _, g := range rep.Groups {
+		if strings.Contains(*g.Select, "\\x00") {
+			t.Errorf("a command carries a NUL, which no shell can pass: %q", *g.Select)
+		}
 		want := slices.Clone(truth[*g.ErrorClass])
 		sort.Strings(want)
 		got := runPrinted(t, nil, *g.Select)

@@ -155,7 +155,7 @@ func runTriage(cmd *cobra.Command, opts *TriageOptions) error {
 
 func triageGroup(g *triage.PushGroup, f *Factory, dlq, base string) TriageGroup {
 	out := TriageGroup{Class: g.Rule.Class, Verdict: g.Verdict(), Why: g.Rule.Why, Count: g.Count, Problem: g.Problem}
-	if g.Code >= 0 {
+	if g.Code != triage.NoCode {
 		code := g.Code
 		out.Code = &code
 		out.Name = pushdlq.CodeName(g.Code)
@@ -172,7 +172,7 @@ func triageGroup(g *triage.PushGroup, f *Factory, dlq, base string) TriageGroup 
 		first, last := isoMs(g.From), isoMs(g.To)
 		out.Window, out.FirstCreatedAt, out.LastCreatedAt = &w, &first, &last
 	}
-	if g.Problem == pushdlq.ReasonNone && g.HasWindow && g.Rule.Class == triage.Transient && g.Code >= 0 {
+	if g.Problem == pushdlq.ReasonNone && g.HasWindow && g.Rule.Class == triage.Transient && g.Code != triage.NoCode {
 		words := []string{"pushdlq", "replay", "--dlq", dlq}
 		if s := f.AWS; s != nil {
 			for _, fl := range [][2]string{{"--profile", s.Profile}, {"--region", s.Region}, {"--endpoint-url", s.EndpointURL}} {
