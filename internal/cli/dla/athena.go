@@ -265,33 +265,13 @@ func (e *engineFlags) openSearch(cmd *cobra.Command, f *Factory, s *selectFlags,
 // are grouped by text in the query and folded into classes here.
 func runStatsAthena(cmd *cobra.Command, opts *StatsOptions) error {
 	f := opts.Factory
-	s := &opts.Select
-	if s.limit != 0 {
-		return cmdutil.UsageErrorf("--limit does not apply to dla stats")
-	}
-	scope, loc, err := s.scope(f)
-	if err != nil {
+	q, err := opts.Engine.groupQuery(cmd, f, &opts.Select, "dla stats", "counting", func(q athenasql.Query, n athenasql.Names) (string, error) {
+		return athenasql.Stats(q, n, opts.By)
+	})
+	if err != nil || q == nil {
 		return err
 	}
-	plan, err := opts.Engine.plan(f, s, scope, loc)
-	if err != nil {
-		return err
-	}
-	sql, err := athenasql.Stats(plan.query, plan.names, opts.By)
-	if err != nil {
-		return cmdutil.UsageErrorf("%v", err)
-	}
-	if opts.Engine.printSQL {
-		return printSQL(f, plan, sql)
-	}
-	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
-	r, err := f.athenaRunner(cmd.Context(), plan, progress)
-	if err != nil {
-		return err
-	}
-	if plan.defaulted {
-		fmt.Fprintf(f.IO.ErrOut, "dla: no date flags: counting %s to %s (the last %d days) with Athena\n", plan.query.From, plan.query.To, athenaDefaultDays)
-	}
+	plan, r, sql, progress := q.plan, q.runner, q.sql, q.progress
 	counts := map[string]int{}
 	total := 0
 	st, err := r.Run(cmd.Context(), sql, func(row []*string) error {
@@ -327,4 +307,45 @@ func runStatsAthena(cmd *cobra.Command, opts *StatsOptions) error {
 		fmt.Fprintln(f.IO.ErrOut, athenaSummary(plan, st))
 	}
 	return nil
+}
+
+// groupQuery is an Athena GROUP BY query of stats or triage, ready to run:
+// the selection validated (no --limit), the SQL built, the runner made and
+// the default date range announced. It is nil, with no error, when
+// --print-sql printed the SQL and nothing is to run.
+type groupQuery struct {
+	plan     athenaPlan
+	runner   *athenarun.Runner
+	sql      string
+	progress *cmdutil.Progress
+}
+
+func (e *engineFlags) groupQuery(cmd *cobra.Command, f *Factory, s *selectFlags, command, doing string, build func(athenasql.Query, athenasql.Names) (string, error)) (*groupQuery, error) {
+	if s.limit != 0 {
+		return nil, cmdutil.UsageErrorf("--limit does not apply to %s", command)
+	}
+	scope, loc, err := s.scope(f)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := e.plan(f, s, scope, loc)
+	if err != nil {
+		return nil, err
+	}
+	sql, err := build(plan.query, plan.names)
+	if err != nil {
+		return nil, cmdutil.UsageErrorf("%v", err)
+	}
+	if e.printSQL {
+		return nil, printSQL(f, plan, sql)
+	}
+	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
+	r, err := f.athenaRunner(cmd.Context(), plan, progress)
+	if err != nil {
+		return nil, err
+	}
+	if plan.defaulted {
+		fmt.Fprintf(f.IO.ErrOut, "dla: no date flags: %s %s to %s (the last %d days) with Athena\n", doing, plan.query.From, plan.query.To, athenaDefaultDays)
+	}
+	return &groupQuery{plan: plan, runner: r, sql: sql, progress: progress}, nil
 }

@@ -272,33 +272,12 @@ func finishTriage(cmd *cobra.Command, opts *TriageOptions, t *triage.Triage, loc
 // execution) is not in the Glue table; its collection is.
 func runTriageAthena(cmd *cobra.Command, opts *TriageOptions) error {
 	f := opts.Factory
-	s := &opts.Select
-	if s.limit != 0 {
-		return cmdutil.UsageErrorf("--limit does not apply to dla triage")
-	}
-	scope, loc, err := s.scope(f)
-	if err != nil {
+	q, err := opts.Engine.groupQuery(cmd, f, &opts.Select, "dla triage", "triaging", athenasql.Triage)
+	if err != nil || q == nil {
 		return err
 	}
-	plan, err := opts.Engine.plan(f, s, scope, loc)
-	if err != nil {
-		return err
-	}
-	sql, err := athenasql.Triage(plan.query, plan.names)
-	if err != nil {
-		return cmdutil.UsageErrorf("%v", err)
-	}
-	if opts.Engine.printSQL {
-		return printSQL(f, plan, sql)
-	}
-	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
-	r, err := f.athenaRunner(cmd.Context(), plan, progress)
-	if err != nil {
-		return err
-	}
-	if plan.defaulted {
-		fmt.Fprintf(f.IO.ErrOut, "dla: no date flags: triaging %s to %s (the last %d days) with Athena\n", plan.query.From, plan.query.To, athenaDefaultDays)
-	}
+	plan, r, sql, progress := q.plan, q.runner, q.sql, q.progress
+	loc, layout := plan.loc, dla.Layout{Stack: plan.loc.Stack}
 	t := triage.New()
 	st, err := r.Run(cmd.Context(), sql, func(row []*string) error {
 		if len(row) != len(athenasql.TriageColumns) || row[4] == nil || row[5] == nil {
@@ -308,7 +287,7 @@ func runTriageAthena(cmd *cobra.Command, opts *TriageOptions) error {
 		if err != nil || n < 0 {
 			return fmt.Errorf("Athena returned %q as a count", *row[4])
 		}
-		key, err := keyFromPath(loc.Bucket, scope.Layout.AreaPrefix(dla.AreaSQS), *row[5])
+		key, err := keyFromPath(loc.Bucket, layout.AreaPrefix(dla.AreaSQS), *row[5])
 		if err != nil {
 			return err
 		}
