@@ -40,6 +40,7 @@ type RecoverOptions struct {
 	DryRun          bool
 	Keep            bool
 	Yes             bool
+	Verbose         bool
 	LeaveUnreadable bool
 	// IncludeUnreadable moves unreadable objects to failed-sqs even when a
 	// content filter is given (which cannot tell whether they match).
@@ -181,6 +182,7 @@ later moves back what it left.`,
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "write inside rolled-back transactions and report; change nothing")
 	fl.BoolVar(&opts.Keep, "keep", false, "write, but never delete or move archive objects")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
+	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "name every unreadable object on stderr, not only the first 5")
 	fl.BoolVar(&opts.LeaveUnreadable, "leave-unreadable", false, "leave objects that are not JSON where they are instead of moving them to failed-sqs")
 	fl.BoolVar(&opts.IncludeUnreadable, "include-unreadable", false, "with a content filter (--granule, --collection, --execution, --status, --state-machine, --error, --error-class), also move the unreadable objects of the dates listed to failed-sqs (by default they are left alone)")
 	fl.BoolVar(&opts.Offline, "offline", false, "no Step Functions or S3 reads: no processing times, failed-step output, CMR dates, file sizes or S3-held messages")
@@ -601,11 +603,23 @@ func runRecoverObjects(ctx context.Context, opts *RecoverOptions, run *dlarecove
 		w := output.TerminalOut(f.IO) // archive text is escaped on a terminal
 		emit = func(o ObjectResult) error { return printObjectText(w, o) }
 	}
+	// Exit 3's promise: each unreadable object is named on stderr with its
+	// reason, whatever stdout carries (the first few and a count; -v: all).
+	unreadable := 0
 	var emitErr error
 	err := run.Run(ctx, scope, func(o ObjectResult) error {
+		if o.Result == "unreadable" {
+			unreadable++
+			if opts.Verbose || unreadable <= unreadableShown {
+				fmt.Fprintf(f.IO.ErrOut, "dla: unreadable %s: %s\n", output.Escape(textKey(o.Key)), output.Escape(oneLine(o.Error)))
+			}
+		}
 		emitErr = emit(o)
 		return emitErr
 	})
+	if hidden := unreadable - unreadableShown; !opts.Verbose && hidden > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "dla: %s not listed (-v lists every one)\n", output.Plural(hidden, "more unreadable object"))
+	}
 	sum := run.Sum
 	outErr := emitErr
 	if cerr := closeOut(); cerr != nil && outErr == nil {
