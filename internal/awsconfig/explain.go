@@ -59,6 +59,7 @@ const (
 	KindClockSkew      = "clock skew"
 	KindNoQueue        = "queue missing"
 	KindNoResource     = "resource missing"
+	KindInFlightLimit  = "in-flight limit"
 )
 
 // Explanation is the one-line form of a common AWS failure.
@@ -109,6 +110,9 @@ func Explain(err error) (Explanation, bool) {
 	prefix := contextOf(err)
 	var ce *CredentialsError
 	inChain := errors.As(err, &ce)
+	if IsInFlightLimit(err) {
+		return Explanation{Kind: KindInFlightLimit, Message: prefix + "SQS's in-flight limit was reached (OverLimit): a queue lets about 120,000 messages (20,000 for FIFO) be received and not yet deleted or released at once"}, true
+	}
 	var rm *RegionMismatchError
 	if errors.As(err, &rm) && !inChain {
 		return Explanation{Kind: KindWrongRegion, Message: prefix + rm.explain(throttler(err))}, true

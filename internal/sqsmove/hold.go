@@ -223,8 +223,13 @@ func (h *Hold) Receive(ctx context.Context, opt ReceiveOptions, fn func(ord int,
 				})
 				cancel()
 				if err != nil {
+					limit := h.inFlightLimit(err)
 					mu.Lock()
-					if firstErr == nil && !stopped {
+					switch {
+					case firstErr != nil || stopped:
+					case limit != nil:
+						firstErr = limit // not a failure of the queue: the scan got this far
+					default:
 						firstErr = fmt.Errorf("receive from %s: %w", h.queueURL, err)
 					}
 					stopped = true

@@ -207,6 +207,23 @@ func runExport(cmd *cobra.Command, opts *ExportOptions) (err error) {
 		sum.Exported++
 		return false
 	})
+	// SQS's in-flight limit ends the scan, not the export: the file holds
+	// what was read, is committed, and (--delete) those are deleted; the
+	// run says how far it got and exits 3.
+	var overLimit *sqsmove.InFlightLimitError
+	if errors.As(scanErr, &overLimit) {
+		scanErr = nil
+		rest := "the file holds them and every other message is released; run again for the rest"
+		if opts.Delete {
+			rest = "the file holds them; once they are deleted, run again for the rest"
+		}
+		defer func() {
+			fmt.Fprintln(f.IO.ErrOut, inFlightLimitNote(overLimit, s.queue.Visible+s.queue.InFlight, rest))
+			if err == nil {
+				err = cmdutil.PartialError
+			}
+		}()
+	}
 	if err := errors.Join(scanErr, writeErr, ctx.Err()); err != nil {
 		out.abort()
 		if opts.Out == "-" {

@@ -3,6 +3,7 @@ package pushdlq
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -98,6 +99,9 @@ type InspectReport struct {
 	Malformed       []count     `json:"malformed"`
 	Suggestion      *suggestion `json:"suggestion"`
 	SuggestedArgs   *string     `json:"suggested_args"`
+	// InFlightLimit: SQS's in-flight limit stopped the scan; the report
+	// covers the messages read before it (and Sample is true).
+	InFlightLimit bool `json:"in_flight_limit"`
 }
 
 func runInspect(cmd *cobra.Command, opts *InspectOptions) error {
@@ -125,26 +129,43 @@ func runInspect(cmd *cobra.Command, opts *InspectOptions) error {
 		return false
 	})
 	s.close()
+	var overLimit *sqsmove.InFlightLimitError
+	if errors.As(scanErr, &overLimit) {
+		scanErr = nil // a report of what was read, which says so
+	}
 	if scanErr != nil {
 		return scanErr
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	rep := inspectReport(s.queue, t, !opts.All)
+	rep := inspectReport(s.queue, t, !opts.All || overLimit != nil)
+	rep.InFlightLimit = overLimit != nil
+	if overLimit != nil {
+		defer fmt.Fprintln(f.IO.ErrOut, inFlightLimitNote(overLimit, s.queue.Visible+s.queue.InFlight, "this report covers only them; every message is released"))
+	}
 	if opts.HTML != "" {
 		if err := writeInspectHTML(f, opts.HTML, rep, t, pushTriageRows(pt, f, opts.Queue.DLQ)); err != nil {
 			return err
 		}
 	}
 	if opts.Output.Value == "json" {
-		return output.WriteJSON(f.IO.Out, rep)
+		if err := output.WriteJSON(f.IO.Out, rep); err != nil {
+			return err
+		}
+	} else {
+		var sparks []string
+		if f.IO.IsStdoutTTY() {
+			sparks = sparklines(t, f.IO.TerminalWidth())
+		}
+		if err := printInspect(output.TerminalOut(f.IO), rep, sparks); err != nil {
+			return err
+		}
 	}
-	var sparks []string
-	if f.IO.IsStdoutTTY() {
-		sparks = sparklines(t, f.IO.TerminalWidth())
+	if overLimit != nil {
+		return cmdutil.PartialError
 	}
-	return printInspect(output.TerminalOut(f.IO), rep, sparks)
+	return nil
 }
 
 // writeInspectHTML writes the report page of an inspection.

@@ -376,6 +376,13 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 		counts, serr := r.streaming.Finish()
 		replayErr = r.replayed(counts, serr)
 	}
+	// SQS's in-flight limit ends the scan, not the run: what was read is
+	// planned, replayed or released as usual, and the run says how far it
+	// got and exits 3.
+	var limit *sqsmove.InFlightLimitError
+	if errors.As(err, &limit) {
+		err = nil
+	}
 	// A file that cannot be read is not a run: no summary of zeros.
 	unreadFile := (opts.FromFile != "" || r.refused) && err != nil
 	defer func() {
@@ -388,6 +395,13 @@ func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
 		}
 		if r.stopNote != "" {
 			fmt.Fprint(f.IO.ErrOut, r.stopNote)
+		}
+		if limit != nil && r.s != nil {
+			fmt.Fprintln(f.IO.ErrOut, inFlightLimitNote(limit, r.s.queue.Visible+r.s.queue.InFlight,
+				"the rest were not read; run again for them (what this run sent or parked is no longer in flight)"))
+			if err == nil {
+				err = cmdutil.PartialError
+			}
 		}
 		s := r.summary
 		switch {
@@ -713,6 +727,22 @@ func (r *replayRun) printPlan() {
 	}
 	if r.opts.Rate > 0 && t.Eligible > 0 {
 		fmt.Fprintf(w, "  rate     %g msg/s (about %s)\n", r.opts.Rate, time.Duration(float64(t.Eligible)/r.opts.Rate*float64(time.Second)).Round(time.Second))
+	}
+	r.summary.Scanned, r.summary.Eligible, r.summary.Ineligible = t.Scanned, t.Eligible, ineligible
+}
+
+// fillScanCounts puts the scan's counts in the summary when no plan was
+// printed (a streamed run stopped by a signal or a receive error): the
+// summary must say what was scanned next to what was sent, so that sent +
+// failed + uncertain + hold_lost + abandoned = eligible holds.
+func (r *replayRun) fillScanCounts() {
+	t := r.tally
+	if t == nil || r.summary.Scanned != 0 || t.Scanned == 0 {
+		return
+	}
+	ineligible := 0
+	for _, n := range t.Ineligible {
+		ineligible += n
 	}
 	r.summary.Scanned, r.summary.Eligible, r.summary.Ineligible = t.Scanned, t.Eligible, ineligible
 }
@@ -1071,6 +1101,7 @@ func (r *replayRun) finish() {
 		r.hold.Close()
 	}
 	r.summary.Failures = r.failures.rows()
+	r.fillScanCounts()
 	r.listUnresolvedUncertain()
 	r.summary.PossibleDuplicates = len(r.summary.PossibleDuplicateIDs)
 	// The journal's summary is the one printed: written after the release.

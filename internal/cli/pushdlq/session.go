@@ -168,6 +168,14 @@ func (s *session) close() (released int, failed int) {
 	return released, len(failures)
 }
 
+// inFlightLimitNote says how far a scan got before SQS's in-flight limit
+// stopped it, of about how many messages, and what the run does about the
+// rest.
+func inFlightLimitNote(limit *sqsmove.InFlightLimitError, about int64, rest string) string {
+	return fmt.Sprintf("pushdlq: read the first %s of about %d: SQS's in-flight limit (OverLimit) stopped the scan; %s",
+		output.Plural(limit.Held, "message"), about, rest)
+}
+
 // receiveNote says what reading does to the messages.
 func receiveNote(verb string) string {
 	return fmt.Sprintf("note: %s receives each message, which raises its receive count (ApproximateReceiveCount);\n"+

@@ -2,6 +2,7 @@ package pushdlq
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -126,13 +127,18 @@ func runTriage(cmd *cobra.Command, opts *TriageOptions) error {
 		return false
 	})
 	s.close()
+	var limit *sqsmove.InFlightLimitError
+	if errors.As(scanErr, &limit) {
+		scanErr = nil
+		defer fmt.Fprintln(f.IO.ErrOut, inFlightLimitNote(limit, s.queue.Visible+s.queue.InFlight, "this triage covers only them; every message is released"))
+	}
 	if scanErr != nil {
 		return scanErr
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	rep := TriageReport{Schema: TriageSchema, Queue: s.queue.URL, Scanned: t.Total, Sample: opts.Sample > 0}
+	rep := TriageReport{Schema: TriageSchema, Queue: s.queue.URL, Scanned: t.Total, Sample: opts.Sample > 0 || limit != nil}
 	base := opts.QueueBase
 	if base == "" {
 		base = f.Getenv("PUSH_QUEUE_BASE_URL")
@@ -144,12 +150,18 @@ func runTriage(cmd *cobra.Command, opts *TriageOptions) error {
 		rep.Groups = []TriageGroup{}
 	}
 	if opts.Output.Value == "json" {
-		return output.WriteJSON(output.JSONOut(f.IO), rep)
+		if err := output.WriteJSON(output.JSONOut(f.IO), rep); err != nil || limit == nil {
+			return err
+		}
+		return cmdutil.PartialError
 	}
 	if err := printTriage(output.TerminalOut(f.IO), f.IO.IsStdoutTTY(), rep); err != nil {
 		return err
 	}
 	fmt.Fprintf(f.IO.ErrOut, "%s in %s\n", output.Plural(rep.Scanned, "message"), output.Plural(len(rep.Groups), "group"))
+	if limit != nil {
+		return cmdutil.PartialError
+	}
 	return nil
 }
 
