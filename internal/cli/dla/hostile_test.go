@@ -22,7 +22,7 @@ import (
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
-// The tests in this file are the adversarial tester's findings (issue 10):
+// The tests in this file are issue 10's hostile-archive cases:
 // hostile keys, strangers beside the archive, name collisions, lost
 // replies, filters and unreadable objects, concurrent runs. Each runs the
 // CLI against a local archive and, where objects move, against S3 too.
