@@ -5,7 +5,7 @@ package main
 import (
 	"os"
 
-	"github.com/deadletter/deadletter/internal/cli/dla"
+	"github.com/deadletter/deadletter/internal/cli/dlacmd"
 )
 
-func main() { os.Exit(dla.Main()) }
+func main() { os.Exit(dlacmd.Main()) }

@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	core "github.com/deadletter/deadletter/internal/pushdlq"
+	"github.com/deadletter/deadletter/internal/pushpolicy"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/testsupport"
 	"github.com/deadletter/deadletter/internal/testsupport/lambdart"
@@ -82,8 +82,8 @@ func TestClosedStdoutDoesNotKillTheFunction(t *testing.T) {
 		"AWS_ACCESS_KEY_ID=" + testsupport.AccessKey, "AWS_SECRET_ACCESS_KEY=" + testsupport.SecretKey,
 		"AWS_EC2_METADATA_DISABLED=true", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
 		"AWS_ENDPOINT_URL_SQS=" + endpoint, "_HANDLER=bootstrap",
-		core.EnvDLQURL + "=" + dlq, core.EnvBaseURL + "=" + base,
-		core.EnvStartAt + "=2025-11-14T08:30:00Z", core.EnvEndAt + "=2025-11-14T09:00:00Z", core.EnvErrorCodes + "=1004"}
+		pushpolicy.EnvDLQURL + "=" + dlq, pushpolicy.EnvBaseURL + "=" + base,
+		pushpolicy.EnvStartAt + "=2025-11-14T08:30:00Z", pushpolicy.EnvEndAt + "=2025-11-14T09:00:00Z", pushpolicy.EnvErrorCodes + "=1004"}
 	cmd.Stdout = pw
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -111,7 +111,7 @@ func TestClosedStdoutDoesNotKillTheFunction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := testsupport.Drain(t, c, core.TargetURL(base, 1), 2*time.Second)
+	got := testsupport.Drain(t, c, pushpolicy.TargetURL(base, 1), 2*time.Second)
 	if len(got) != 1 || aws.ToString(got[0].Body) != body {
 		t.Errorf("P1 holds %d messages, want the one once", len(got))
 	}

@@ -5,7 +5,7 @@ package main
 import (
 	"os"
 
-	"github.com/deadletter/deadletter/internal/cli/pushdlq"
+	"github.com/deadletter/deadletter/internal/cli/pushdlqcmd"
 )
 
-func main() { os.Exit(pushdlq.Main()) }
+func main() { os.Exit(pushdlqcmd.Main()) }

@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	dlacli "github.com/deadletter/deadletter/internal/cli/dla"
+	"github.com/deadletter/deadletter/internal/cli/dlacmd"
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
-	pushdlqcli "github.com/deadletter/deadletter/internal/cli/pushdlq"
+	"github.com/deadletter/deadletter/internal/cli/pushdlqcmd"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated files")
@@ -24,8 +24,8 @@ func roots() []*cobra.Command {
 	ios, _, _, _ := iostreams.Test()
 	noenv := func(string) string { return "" }
 	return []*cobra.Command{
-		dlacli.NewCmdRoot(dlacli.NewFactory(ios, noenv)),
-		pushdlqcli.NewCmdRoot(pushdlqcli.NewFactory(ios, noenv)),
+		dlacmd.NewCmdRoot(dlacmd.NewFactory(ios, noenv)),
+		pushdlqcmd.NewCmdRoot(pushdlqcmd.NewFactory(ios, noenv)),
 	}
 }
 

@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/deadletter/deadletter/internal/pushdlq"
-	"github.com/deadletter/deadletter/internal/pushdlq/gen"
+	"github.com/deadletter/deadletter/internal/pushpolicy"
+	"github.com/deadletter/deadletter/internal/pushpolicy/gen"
 )
 
 // PushDLQ is a push DLQ on the test SQS server seeded with the parity
@@ -58,7 +58,7 @@ func NewPushQueues(t testing.TB, c *sqs.Client, prefix string, priorities ...int
 }
 
 // Target is the priority queue of a priority.
-func (p *PushDLQ) Target(priority int) string { return pushdlq.TargetURL(p.Base, priority) }
+func (p *PushDLQ) Target(priority int) string { return pushpolicy.TargetURL(p.Base, priority) }
 
 // Env is the push-dlq processor's environment for the corpus's window and
 // codes (codes "*" when all).
@@ -68,9 +68,9 @@ func (p *PushDLQ) Env(all bool) map[string]string {
 		codes = "*"
 	}
 	return map[string]string{
-		pushdlq.EnvDLQURL: p.DLQ, pushdlq.EnvBaseURL: p.Base,
-		pushdlq.EnvStartAt: gen.ParityStart.Format(time.RFC3339), pushdlq.EnvEndAt: gen.ParityEnd.Format(time.RFC3339),
-		pushdlq.EnvErrorCodes: codes,
+		pushpolicy.EnvDLQURL: p.DLQ, pushpolicy.EnvBaseURL: p.Base,
+		pushpolicy.EnvStartAt: gen.ParityStart.Format(time.RFC3339), pushpolicy.EnvEndAt: gen.ParityEnd.Format(time.RFC3339),
+		pushpolicy.EnvErrorCodes: codes,
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/deadletter/deadletter/internal/dla"
-	"github.com/deadletter/deadletter/internal/pushdlq"
+	"github.com/deadletter/deadletter/internal/pushpolicy"
 )
 
 // BurstGap splits a code's failures into bursts: createdAt minutes more
@@ -17,7 +17,7 @@ const BurstGap = 15 * time.Minute
 // messages that cannot be replayed (malformed, no createdAt) by reason.
 type PushGroup struct {
 	Code    int // NoCode: no error code
-	Problem pushdlq.Reason
+	Problem pushpolicy.Reason
 	Rule    PushRule
 	Count   int
 	// From and To are the burst's first and last createdAt minute (epoch
@@ -54,7 +54,7 @@ func (g *PushGroup) SortedTemplates() []string {
 // Verdict is the group's verdict in words.
 func (g *PushGroup) Verdict() string {
 	switch {
-	case g.Problem != pushdlq.ReasonNone:
+	case g.Problem != pushpolicy.ReasonNone:
 		return "never as it is: " + string(g.Problem) + " (no replay selects it)"
 	case g.Rule.Class == Transient:
 		return "retry now: replay this burst once the cause is gone"
@@ -67,7 +67,7 @@ func (g *PushGroup) Verdict() string {
 type pushKey struct {
 	code    int
 	minute  int64
-	problem pushdlq.Reason
+	problem pushpolicy.Reason
 }
 
 // PushTriage accumulates a DLQ's messages.
@@ -89,21 +89,21 @@ func NewPush() *PushTriage {
 const maxCreatedAt = 253402300799999
 
 // Add counts one message.
-func (t *PushTriage) Add(c pushdlq.Command) {
+func (t *PushTriage) Add(c pushpolicy.Command) {
 	t.Total++
 	k := pushKey{code: NoCode}
 	if c.HasErrorCode {
 		k.code = c.ErrorCode
 	}
 	switch {
-	case c.Problem.Malformed() || c.Problem == pushdlq.ReasonBadErrorCode:
+	case c.Problem.Malformed() || c.Problem == pushpolicy.ReasonBadErrorCode:
 		k = pushKey{code: k.code, problem: c.Problem}
 	case c.HasCreatedAt && (c.CreatedAt < 0 || c.CreatedAt > maxCreatedAt):
-		k.problem = pushdlq.ReasonBadCreatedAt
+		k.problem = pushpolicy.ReasonBadCreatedAt
 	case c.HasCreatedAt:
 		k.minute = c.CreatedAt - c.CreatedAt%60_000
 	default:
-		k.problem = pushdlq.ReasonNoCreatedAt
+		k.problem = pushpolicy.ReasonNoCreatedAt
 	}
 	t.minutes[k]++
 	if t.templates[k] == nil {
@@ -126,7 +126,7 @@ func (t *PushTriage) Groups() []*PushGroup {
 	var out []*PushGroup
 	problems := map[pushKey]*PushGroup{}
 	for k := range t.minutes {
-		if k.problem != pushdlq.ReasonNone {
+		if k.problem != pushpolicy.ReasonNone {
 			pk := pushKey{code: k.code, problem: k.problem}
 			g := problems[pk]
 			if g == nil {

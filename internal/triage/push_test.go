@@ -4,15 +4,15 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/deadletter/deadletter/internal/pushdlq"
+	"github.com/deadletter/deadletter/internal/pushpolicy"
 )
 
-func pushMsg(created string, code string) pushdlq.Command {
+func pushMsg(created string, code string) pushpolicy.Command {
 	body := `{"action":"push","priority":1,"createdAt":` + created
 	if code != "" {
 		body += `,"errorCode":` + code + `,"errorMessage":"m"`
 	}
-	return pushdlq.ParseCommand(body + "}")
+	return pushpolicy.ParseCommand(body + "}")
 }
 
 // A createdAt no replay window can name (before 1970, after 9999, the
@@ -34,7 +34,7 @@ func TestPushTriageWindowsAreAlwaysOnesReplayAccepts(t *testing.T) {
 			continue
 		}
 		windows++
-		if _, _, err := pushdlq.ParseWindow(g.Window()); err != nil {
+		if _, _, err := pushpolicy.ParseWindow(g.Window()); err != nil {
 			t.Errorf("code %d: window %s: %v", g.Code, g.Window(), err)
 		}
 	}

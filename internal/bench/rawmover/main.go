@@ -38,8 +38,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
-	"github.com/deadletter/deadletter/internal/cli/pushdlq"
-	"github.com/deadletter/deadletter/internal/pushdlq/gen"
+	"github.com/deadletter/deadletter/internal/cli/pushdlqcmd"
+	"github.com/deadletter/deadletter/internal/pushpolicy/gen"
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
@@ -386,7 +386,7 @@ func profile(args []string) error {
 	if err := pprof.StartCPUProfile(f); err != nil {
 		return err
 	}
-	code := pushdlq.Run(context.Background(), pushdlq.NewFactory(iostreams.System(), os.Getenv), fs.Args())
+	code := pushdlqcmd.Run(context.Background(), pushdlqcmd.NewFactory(iostreams.System(), os.Getenv), fs.Args())
 	pprof.StopCPUProfile()
 	if err := f.Close(); err != nil {
 		return err

@@ -21,7 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/awsread"
-	clidla "github.com/deadletter/deadletter/internal/cli/dla"
+	"github.com/deadletter/deadletter/internal/cli/dlacmd"
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/processor/dlawriter"
@@ -335,7 +335,7 @@ func searchArchive(t *testing.T, e *env, ins []writerInput, keyOf map[string]str
 	ios, _, out, errOut := iostreams.Test()
 	getenv := func(string) string { return "" }
 	ios.SetEnv(getenv)
-	code := clidla.Run(context.Background(), clidla.NewFactory(ios, getenv),
+	code := dlacmd.Run(context.Background(), dlacmd.NewFactory(ios, getenv),
 		[]string{"search", "--archive", "s3://" + e.bucket + "/demo", "--ignore-unreadable", "-v", "-o", "ndjson"})
 	if code != 0 {
 		t.Fatalf("dla search exit %d: %s", code, errOut)

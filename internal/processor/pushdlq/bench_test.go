@@ -10,8 +10,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	processor "github.com/deadletter/deadletter/internal/processor/pushdlq"
-	core "github.com/deadletter/deadletter/internal/pushdlq"
+	"github.com/deadletter/deadletter/internal/processor/pushdlq"
+	"github.com/deadletter/deadletter/internal/pushpolicy"
 	"github.com/deadletter/deadletter/internal/testsupport"
 	"github.com/deadletter/deadletter/internal/testsupport/lambdart"
 )
@@ -25,9 +25,9 @@ func BenchmarkHandleBatchOf10(b *testing.B) {
 	dlq := testsupport.CreateQueue(b, c, prefix+"push-dlq", nil)
 	testsupport.CreateQueue(b, c, prefix+"P1", nil)
 	testsupport.CreateQueue(b, c, prefix+"P2", nil)
-	start, end, _ := core.ParseWindow(winStart + "/" + winEnd)
-	h := &processor.Handler{API: c, Log: io.Discard, Config: core.Config{DLQURL: dlq, BaseURL: strings.TrimSuffix(dlq, "push-dlq"),
-		Policy: core.Policy{Start: start, End: end, Codes: []int{1004}}}}
+	start, end, _ := pushpolicy.ParseWindow(winStart + "/" + winEnd)
+	h := &pushdlq.Handler{API: c, Log: io.Discard, Config: pushpolicy.Config{DLQURL: dlq, BaseURL: strings.TrimSuffix(dlq, "push-dlq"),
+		Policy: pushpolicy.Policy{Start: start, End: end, Codes: []int{1004}}}}
 	var ev events.SQSEvent
 	for i := range 10 {
 		created := inWindow
@@ -55,7 +55,7 @@ func BenchmarkRuntimeBatchOf10(b *testing.B) {
 	dlq, base := testsupport.NewPushQueues(b, c, "pr", 1, 2)
 	rt := lambdart.Start(b, lambdart.Function{Bootstrap: lambdart.Build(b, "./cmd/push-dlq"),
 		Env: lambdart.Env(lambdart.ServiceEnv(b, "sqs"), map[string]string{
-			core.EnvDLQURL: dlq, core.EnvBaseURL: base, core.EnvStartAt: winStart, core.EnvEndAt: winEnd, core.EnvErrorCodes: "1004"})})
+			pushpolicy.EnvDLQURL: dlq, pushpolicy.EnvBaseURL: base, pushpolicy.EnvStartAt: winStart, pushpolicy.EnvEndAt: winEnd, pushpolicy.EnvErrorCodes: "1004"})})
 	var ev events.SQSEvent
 	for i := range 10 {
 		created := inWindow

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	core "github.com/deadletter/deadletter/internal/pushdlq"
+	"github.com/deadletter/deadletter/internal/pushpolicy"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
@@ -28,7 +28,7 @@ func TestTargetDeletedBetweenBatchesLosesNothing(t *testing.T) {
 		bodies = append(bodies, body(1, inWindow+int64(i), 1004, fmt.Sprint("d-", i)))
 	}
 	ev := f.seed(bodies...)
-	p1 := core.TargetURL(f.base, 1)
+	p1 := pushpolicy.TargetURL(f.base, 1)
 	var calls atomic.Int32
 	firstDone := make(chan struct{})
 	var once sync.Once

@@ -8,13 +8,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	processor "github.com/deadletter/deadletter/internal/processor/pushdlq"
+	"github.com/deadletter/deadletter/internal/processor/pushdlq"
 )
 
 // handleRaw runs the handler on an event whose records may share message
 // ids (fixture.handle keys its log lines by id): it returns the batch item
 // failures in order, every record line in order, and the summary.
-func (f *fixture) handleRaw(ev events.SQSEvent) (failures []string, lines []processor.RecordLog, sum processor.SummaryLog) {
+func (f *fixture) handleRaw(ev events.SQSEvent) (failures []string, lines []pushdlq.RecordLog, sum pushdlq.SummaryLog) {
 	f.t.Helper()
 	f.log.Reset()
 	resp, err := f.h.Handle(context.Background(), ev)
@@ -32,7 +32,7 @@ func (f *fixture) handleRaw(ev events.SQSEvent) (failures []string, lines []proc
 		}
 		switch kind.Type {
 		case "record":
-			var l processor.RecordLog
+			var l pushdlq.RecordLog
 			json.Unmarshal(sc.Bytes(), &l)
 			lines = append(lines, l)
 		case "summary":

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	processor "github.com/deadletter/deadletter/internal/processor/pushdlq"
+	"github.com/deadletter/deadletter/internal/processor/pushdlq"
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
@@ -24,7 +24,7 @@ func TestFIFODLQFailsTheColdStart(t *testing.T) {
 	fifo := testsupport.CreateQueue(t, c, "pf"+testsupport.RandomHex(3)+"-dlq.fifo", map[string]string{"FifoQueue": "true"})
 	awsEnv(t, endpoint)
 	env := processorEnv(fifo, base, "1004")
-	_, err := processor.New(context.Background(), func(k string) string { return env[k] }, &bytes.Buffer{})
+	_, err := pushdlq.New(context.Background(), func(k string) string { return env[k] }, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), `PUSH_DLQ_QUEUE_URL="`+fifo+`"`) || !strings.Contains(err.Error(), "FIFO") {
 		t.Fatalf("cold start with a FIFO DLQ: error %v, want one naming PUSH_DLQ_QUEUE_URL and its value", err)
 	}

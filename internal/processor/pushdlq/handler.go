@@ -16,14 +16,14 @@ import (
 
 	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/processor/jsonlog"
-	core "github.com/deadletter/deadletter/internal/pushdlq"
+	"github.com/deadletter/deadletter/internal/pushpolicy"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
 )
 
 // Handler handles the SQS events of one function instance.
 type Handler struct {
-	Config core.Config
+	Config pushpolicy.Config
 	API    sqsmove.API
 	// Log gets one JSON line per record and a summary line per
 	// invocation (stdout in Lambda, where it goes to CloudWatch Logs).
@@ -35,7 +35,7 @@ type Handler struct {
 // client as the CLI builds it (AWS_ENDPOINT_URL_SQS and AWS_ENDPOINT_URL
 // are honoured). A bad variable is an error that names it and its value.
 func New(ctx context.Context, getenv func(string) string, log io.Writer) (*Handler, error) {
-	cfg, err := core.LoadConfig(getenv)
+	cfg, err := pushpolicy.LoadConfig(getenv)
 	if err != nil {
 		return nil, err // names the variable and its value
 	}
@@ -43,18 +43,18 @@ func New(ctx context.Context, getenv func(string) string, log io.Writer) (*Handl
 	// queue name; the processor does not): a name or a typo would fail
 	// every park, or every replay, and come back forever.
 	for _, v := range []struct{ name, value, want string }{
-		{core.EnvDLQURL, cfg.DLQURL, "https://sqs.REGION.amazonaws.com/ACCOUNT/NAME"},
-		{core.EnvBaseURL, cfg.BaseURL, "https://sqs.REGION.amazonaws.com/ACCOUNT/PREFIX, to which P<priority> is appended"},
+		{pushpolicy.EnvDLQURL, cfg.DLQURL, "https://sqs.REGION.amazonaws.com/ACCOUNT/NAME"},
+		{pushpolicy.EnvBaseURL, cfg.BaseURL, "https://sqs.REGION.amazonaws.com/ACCOUNT/PREFIX, to which P<priority> is appended"},
 	} {
 		if err := sqsmove.CheckQueueURL(v.value); err != nil {
-			return nil, &core.EnvError{Name: v.name, Value: v.value, Err: fmt.Errorf("%w (want %s)", err, v.want)}
+			return nil, &pushpolicy.EnvError{Name: v.name, Value: v.value, Err: fmt.Errorf("%w (want %s)", err, v.want)}
 		}
 	}
 	if sqsmove.IsFIFO(cfg.DLQURL) {
 		// Every park would be refused (a FIFO queue takes no per-message
 		// DelaySeconds) and come back as a batch item failure, forever:
 		// each malformed or ineligible message a poison pill.
-		return nil, &core.EnvError{Name: core.EnvDLQURL, Value: cfg.DLQURL,
+		return nil, &pushpolicy.EnvError{Name: pushpolicy.EnvDLQURL, Value: cfg.DLQURL,
 			Err: errors.New("is a FIFO queue; the push DLQ must be a standard queue: parking re-sends a message with DelaySeconds 900, which a FIFO queue refuses")}
 	}
 	awsCfg, err := awsconfig.Load(ctx, awsconfig.Settings{})

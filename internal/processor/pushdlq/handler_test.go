@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	processor "github.com/deadletter/deadletter/internal/processor/pushdlq"
-	core "github.com/deadletter/deadletter/internal/pushdlq"
+	"github.com/deadletter/deadletter/internal/processor/pushdlq"
+	"github.com/deadletter/deadletter/internal/pushpolicy"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/testsupport"
 	"github.com/deadletter/deadletter/internal/testsupport/lambdart"
@@ -38,7 +38,7 @@ type fixture struct {
 	c      *sqs.Client
 	dlq    string
 	base   string
-	h      *processor.Handler
+	h      *pushdlq.Handler
 	log    *bytes.Buffer
 	bodies map[string]int // message id -> index of the body seeded
 	proxy  *testsupport.Proxy
@@ -55,7 +55,7 @@ func awsEnv(t *testing.T, sqsEndpoint string) {
 
 // processorEnv is the function's environment for the test window.
 func processorEnv(dlq, base, codes string) map[string]string {
-	return map[string]string{core.EnvDLQURL: dlq, core.EnvBaseURL: base, core.EnvStartAt: winStart, core.EnvEndAt: winEnd, core.EnvErrorCodes: codes}
+	return map[string]string{pushpolicy.EnvDLQURL: dlq, pushpolicy.EnvBaseURL: base, pushpolicy.EnvStartAt: winStart, pushpolicy.EnvEndAt: winEnd, pushpolicy.EnvErrorCodes: codes}
 }
 
 func newFixture(t *testing.T, codes string, priorities ...int) *fixture {
@@ -66,7 +66,7 @@ func newFixture(t *testing.T, codes string, priorities ...int) *fixture {
 	f.dlq, f.base = testsupport.NewPushQueues(t, f.c, "pf", priorities...)
 	awsEnv(t, f.proxy.URL)
 	env := processorEnv(f.dlq, f.base, codes)
-	h, err := processor.New(context.Background(), func(k string) string { return env[k] }, f.log)
+	h, err := pushdlq.New(context.Background(), func(k string) string { return env[k] }, f.log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func (f *fixture) seed(bodies ...string) events.SQSEvent {
 	return out
 }
 
-func (f *fixture) handle(ev events.SQSEvent) (failed map[string]bool, lines map[string]processor.RecordLog, sum processor.SummaryLog) {
+func (f *fixture) handle(ev events.SQSEvent) (failed map[string]bool, lines map[string]pushdlq.RecordLog, sum pushdlq.SummaryLog) {
 	f.t.Helper()
 	f.log.Reset()
 	resp, err := f.h.Handle(context.Background(), ev)
@@ -112,7 +112,7 @@ func (f *fixture) handle(ev events.SQSEvent) (failed map[string]bool, lines map[
 	for _, x := range resp.BatchItemFailures {
 		failed[x.ItemIdentifier] = true
 	}
-	lines = map[string]processor.RecordLog{}
+	lines = map[string]pushdlq.RecordLog{}
 	sc := bufio.NewScanner(f.log)
 	n := 0
 	for sc.Scan() {
@@ -122,7 +122,7 @@ func (f *fixture) handle(ev events.SQSEvent) (failed map[string]bool, lines map[
 		}
 		switch kind.Type {
 		case "record":
-			var l processor.RecordLog
+			var l pushdlq.RecordLog
 			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 				f.t.Fatalf("log line %q: %v", sc.Text(), err)
 			}
@@ -159,7 +159,7 @@ func (f *fixture) deleteDone(ev events.SQSEvent, failed map[string]bool) {
 func (f *fixture) queue(priority int) map[string]int {
 	f.t.Helper()
 	out := map[string]int{}
-	u := core.TargetURL(f.base, priority)
+	u := pushpolicy.TargetURL(f.base, priority)
 	for _, m := range testsupport.Drain(f.t, f.c, u, 2*time.Second) {
 		out[marker(aws.ToString(m.Body))]++
 		i := -1
@@ -248,7 +248,7 @@ func TestEligibleAreSentAndTheRestParkedWithDelayAndAttributes(t *testing.T) {
 			continue
 		}
 		parked++
-		if e.DelaySeconds != core.ParkDelaySeconds {
+		if e.DelaySeconds != pushpolicy.ParkDelaySeconds {
 			t.Errorf("%s parked with DelaySeconds %d", e.MessageBody, e.DelaySeconds)
 		}
 		if len(e.MessageAttributes) != 3 || e.MessageAttributes["blob"].DataType != "Binary" || len(e.MessageAttributes["blob"].BinaryValue) != 3 ||
@@ -439,20 +439,20 @@ func TestLostReplyIsABatchItemFailureAndAtWorstADuplicate(t *testing.T) {
 // A bad variable fails the cold start with its name and value.
 func TestBadEnvironmentFailsTheColdStart(t *testing.T) {
 	awsEnv(t, "http://127.0.0.1:1")
-	env := map[string]string{core.EnvDLQURL: "https://sqs/1/push-dlq", core.EnvBaseURL: "https://sqs/1/push-",
-		core.EnvStartAt: "2025-11-14T08:30:00Z", core.EnvEndAt: "half past nine", core.EnvErrorCodes: "1004"}
-	_, err := processor.New(context.Background(), func(k string) string { return env[k] }, &bytes.Buffer{})
+	env := map[string]string{pushpolicy.EnvDLQURL: "https://sqs/1/push-dlq", pushpolicy.EnvBaseURL: "https://sqs/1/push-",
+		pushpolicy.EnvStartAt: "2025-11-14T08:30:00Z", pushpolicy.EnvEndAt: "half past nine", pushpolicy.EnvErrorCodes: "1004"}
+	_, err := pushdlq.New(context.Background(), func(k string) string { return env[k] }, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), `PROCESS_END_AT="half past nine"`) {
 		t.Fatalf("error %v", err)
 	}
-	env[core.EnvEndAt], env[core.EnvErrorCodes] = "2025-11-14T09:00:00Z", "1004,*"
-	if _, err = processor.New(context.Background(), func(k string) string { return env[k] }, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), `PROCESS_ERROR_CODES="1004,*"`) {
+	env[pushpolicy.EnvEndAt], env[pushpolicy.EnvErrorCodes] = "2025-11-14T09:00:00Z", "1004,*"
+	if _, err = pushdlq.New(context.Background(), func(k string) string { return env[k] }, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), `PROCESS_ERROR_CODES="1004,*"`) {
 		t.Fatalf("error %v", err)
 	}
 	// '*' over more than 24 hours: run (a drop-in replacement), with a warning.
 	var log bytes.Buffer
-	env[core.EnvStartAt], env[core.EnvErrorCodes] = "2025-11-12T08:30:00Z", "*"
-	if _, err = processor.New(context.Background(), func(k string) string { return env[k] }, &log); err != nil || !strings.Contains(log.String(), `"type":"warning"`) {
+	env[pushpolicy.EnvStartAt], env[pushpolicy.EnvErrorCodes] = "2025-11-12T08:30:00Z", "*"
+	if _, err = pushdlq.New(context.Background(), func(k string) string { return env[k] }, &log); err != nil || !strings.Contains(log.String(), `"type":"warning"`) {
 		t.Fatalf("error %v, log %s", err, log.String())
 	}
 }

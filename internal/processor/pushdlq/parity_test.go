@@ -13,10 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
-	clipushdlq "github.com/deadletter/deadletter/internal/cli/pushdlq"
-	processor "github.com/deadletter/deadletter/internal/processor/pushdlq"
-	core "github.com/deadletter/deadletter/internal/pushdlq"
-	"github.com/deadletter/deadletter/internal/pushdlq/gen"
+	"github.com/deadletter/deadletter/internal/cli/pushdlqcmd"
+	"github.com/deadletter/deadletter/internal/processor/pushdlq"
+	"github.com/deadletter/deadletter/internal/pushpolicy"
+	"github.com/deadletter/deadletter/internal/pushpolicy/gen"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/testsupport"
 	"github.com/deadletter/deadletter/internal/testsupport/lambdart"
@@ -36,18 +36,18 @@ type decision struct {
 func cliDecisions(t *testing.T, c *sqs.Client, env map[string]string) map[string]decision {
 	t.Helper()
 	ios, _, out, errOut := iostreams.Test()
-	f := clipushdlq.NewFactory(ios, func(k string) string { return env[k] })
+	f := pushdlqcmd.NewFactory(ios, func(k string) string { return env[k] })
 	f.SQS = func(context.Context) (sqsmove.API, string, error) { return c, "test SQS", nil }
 	dir := t.TempDir()
 	f.StateDir = func() (string, error) { return dir, nil }
-	if code := clipushdlq.Run(context.Background(), f, []string{"replay", "--from-env", "--dry-run", "-o", "ndjson"}); code != 0 {
+	if code := pushdlqcmd.Run(context.Background(), f, []string{"replay", "--from-env", "--dry-run", "-o", "ndjson"}); code != 0 {
 		t.Fatalf("pushdlq replay --dry-run: exit %d\n%s", code, errOut)
 	}
 	got := map[string]decision{}
 	sc := bufio.NewScanner(out)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var l clipushdlq.MessageResult
+		var l pushdlqcmd.MessageResult
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatalf("%q: %v", sc.Text(), err)
 		}
@@ -71,10 +71,10 @@ func cliDecisions(t *testing.T, c *sqs.Client, env map[string]string) map[string
 // processorDecisions builds the processor from env as at a cold start and
 // hands it every message, as Lambda would (events of ten records, through
 // the event's JSON form), reading the decisions back from its log lines.
-func processorDecisions(t *testing.T, env map[string]string, events_ [][]events.SQSMessage, dlq string) (map[string]decision, []processor.SummaryLog) {
+func processorDecisions(t *testing.T, env map[string]string, events_ [][]events.SQSMessage, dlq string) (map[string]decision, []pushdlq.SummaryLog) {
 	t.Helper()
 	var log bytes.Buffer
-	h, err := processor.New(context.Background(), func(k string) string { return env[k] }, &log)
+	h, err := pushdlq.New(context.Background(), func(k string) string { return env[k] }, &log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func processorDecisions(t *testing.T, env map[string]string, events_ [][]events.
 		}
 	}
 	got := map[string]decision{}
-	var sums []processor.SummaryLog
+	var sums []pushdlq.SummaryLog
 	sc := bufio.NewScanner(&log)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -100,12 +100,12 @@ func processorDecisions(t *testing.T, env map[string]string, events_ [][]events.
 			continue
 		}
 		if kind.Type == "summary" {
-			var s processor.SummaryLog
+			var s pushdlq.SummaryLog
 			json.Unmarshal(sc.Bytes(), &s)
 			sums = append(sums, s)
 			continue
 		}
-		var l processor.RecordLog
+		var l pushdlq.RecordLog
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil || l.Type != "record" {
 			t.Fatalf("log line %q: %v", sc.Text(), err)
 		}
@@ -138,7 +138,7 @@ func TestDecisionParityWithPushdlqReplay(t *testing.T) {
 	c := testsupport.SQSClientAt(endpoint)
 	p := testsupport.NewPushDLQ(t, c, 320)
 	start, end := gen.ParityStart.UnixMilli(), gen.ParityEnd.UnixMilli()
-	_, codes, _ := core.ParseCodes(gen.ParityCodes)
+	_, codes, _ := pushpolicy.ParseCodes(gen.ParityCodes)
 
 	policies := []bool{false, true} // PROCESS_ERROR_CODES=ParityCodes, then '*'
 	cli := map[bool]map[string]decision{}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	processor "github.com/deadletter/deadletter/internal/processor/pushdlq"
-	core "github.com/deadletter/deadletter/internal/pushdlq"
+	"github.com/deadletter/deadletter/internal/processor/pushdlq"
+	"github.com/deadletter/deadletter/internal/pushpolicy"
 	"github.com/deadletter/deadletter/internal/testsupport"
 	"github.com/deadletter/deadletter/internal/testsupport/lambdart"
 )
@@ -27,22 +27,22 @@ func TestQueueVariablesMustBeURLs(t *testing.T) {
 	dlq, base := testsupport.NewPushQueues(t, c, "pf", 1)
 	awsEnv(t, endpoint)
 	good := processorEnv(dlq, base, "1004")
-	if _, err := processor.New(context.Background(), func(k string) string { return good[k] }, &bytes.Buffer{}); err != nil {
+	if _, err := pushdlq.New(context.Background(), func(k string) string { return good[k] }, &bytes.Buffer{}); err != nil {
 		t.Fatalf("good environment: %v", err)
 	}
 	name := dlq[strings.LastIndex(dlq, "/")+1:]
 	for _, bad := range []struct{ name, value string }{
-		{core.EnvDLQURL, name}, // the queue's name: pushdlq replay resolves it, the function would not
-		{core.EnvDLQURL, "sqs.us-east-1.amazonaws.com/000000000000/" + name},
-		{core.EnvDLQURL, "arn:aws:sqs:us-east-1:000000000000:" + name},
-		{core.EnvDLQURL, "https://sqs.us-east-1.amazonaws.com"},
-		{core.EnvDLQURL, dlq + "?x=1"},
-		{core.EnvBaseURL, "push-queue-"},
-		{core.EnvBaseURL, "ftp://sqs/000000000000/push-queue-"},
+		{pushpolicy.EnvDLQURL, name}, // the queue's name: pushdlq replay resolves it, the function would not
+		{pushpolicy.EnvDLQURL, "sqs.us-east-1.amazonaws.com/000000000000/" + name},
+		{pushpolicy.EnvDLQURL, "arn:aws:sqs:us-east-1:000000000000:" + name},
+		{pushpolicy.EnvDLQURL, "https://sqs.us-east-1.amazonaws.com"},
+		{pushpolicy.EnvDLQURL, dlq + "?x=1"},
+		{pushpolicy.EnvBaseURL, "push-queue-"},
+		{pushpolicy.EnvBaseURL, "ftp://sqs/000000000000/push-queue-"},
 	} {
 		env := processorEnv(dlq, base, "1004")
 		env[bad.name] = bad.value
-		h, err := processor.New(context.Background(), func(k string) string { return env[k] }, &bytes.Buffer{})
+		h, err := pushdlq.New(context.Background(), func(k string) string { return env[k] }, &bytes.Buffer{})
 		if err == nil {
 			// What the function would do with it: the park fails, and the
 			// record comes back.
@@ -65,9 +65,9 @@ func TestRuntimeBadQueueVariablesFailTheColdStart(t *testing.T) {
 	dlq, base := testsupport.NewPushQueues(t, c, "pf", 1)
 	fifo := testsupport.CreateQueue(t, c, "pf"+testsupport.RandomHex(3)+"-dlq.fifo", map[string]string{"FifoQueue": "true"})
 	for _, bad := range []struct{ name, value string }{
-		{core.EnvDLQURL, fifo},
-		{core.EnvDLQURL, dlq[strings.LastIndex(dlq, "/")+1:]},
-		{core.EnvBaseURL, "push-queue-"},
+		{pushpolicy.EnvDLQURL, fifo},
+		{pushpolicy.EnvDLQURL, dlq[strings.LastIndex(dlq, "/")+1:]},
+		{pushpolicy.EnvBaseURL, "push-queue-"},
 	} {
 		env := lambdart.Env(processorEnv(dlq, base, "1004"), lambdart.ServiceEnv(t, "sqs"), map[string]string{bad.name: bad.value})
 		rt := lambdart.Start(t, lambdart.Function{Bootstrap: lambdart.Build(t, "./cmd/push-dlq"), Name: "push-dlq", Env: env})

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	core "github.com/deadletter/deadletter/internal/pushdlq"
+	"github.com/deadletter/deadletter/internal/pushpolicy"
 	"github.com/deadletter/deadletter/internal/testsupport"
 	"github.com/deadletter/deadletter/internal/testsupport/lambdart"
 )
@@ -121,7 +121,7 @@ func TestRuntimeEdgeBodiesAndTenAttributesArriveIntact(t *testing.T) {
 		return i
 	}
 	inP1 := map[int]int{}
-	for _, m := range testsupport.Drain(t, c, core.TargetURL(base, 1), 2*time.Second) {
+	for _, m := range testsupport.Drain(t, c, pushpolicy.TargetURL(base, 1), 2*time.Second) {
 		if i := check("P1", m); i >= 0 {
 			inP1[i]++
 		}

@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	core "github.com/deadletter/deadletter/internal/pushdlq"
-	"github.com/deadletter/deadletter/internal/pushdlq/gen"
+	"github.com/deadletter/deadletter/internal/pushpolicy"
+	"github.com/deadletter/deadletter/internal/pushpolicy/gen"
 	"github.com/deadletter/deadletter/internal/testsupport"
 	"github.com/deadletter/deadletter/internal/testsupport/lambdart"
 )
@@ -77,7 +77,7 @@ func (w *rtWorld) places(priorities ...int) map[int]map[int]int {
 	}
 	out := map[int]map[int]int{}
 	for _, p := range priorities {
-		for _, m := range testsupport.Drain(w.t, w.c, core.TargetURL(w.base, p), 2*time.Second) {
+		for _, m := range testsupport.Drain(w.t, w.c, pushpolicy.TargetURL(w.base, p), 2*time.Second) {
 			i, ok := byBody[aws.ToString(m.Body)]
 			if !ok {
 				w.t.Errorf("P%d: a body that was never seeded: %s", p, aws.ToString(m.Body))
@@ -145,7 +145,7 @@ func TestRuntimeDecisionParity(t *testing.T) {
 	}
 	recs := w.records()
 	start, end := gen.ParityStart.UnixMilli(), gen.ParityEnd.UnixMilli()
-	_, codes, _ := core.ParseCodes(gen.ParityCodes)
+	_, codes, _ := pushpolicy.ParseCodes(gen.ParityCodes)
 	same, eligible := 0, 0
 	for _, id := range p.IDs {
 		l, ok := recs[id]
@@ -260,7 +260,7 @@ func TestRuntimeMissingTargetQueue(t *testing.T) {
 	if held, _ := w.dlqCounts(); held != 10 {
 		t.Errorf("%d messages in the DLQ, want the 10 for P9", held)
 	}
-	testsupport.CreateQueue(t, w.c, strings.TrimPrefix(core.TargetURL(w.base, 9), w.base[:strings.LastIndex(w.base, "/")+1]), nil)
+	testsupport.CreateQueue(t, w.c, strings.TrimPrefix(pushpolicy.TargetURL(w.base, 9), w.base[:strings.LastIndex(w.base, "/")+1]), nil)
 	w.drain(4 * time.Second)
 	if dups := w.conserve(func(i int) int { return target[i] }, nil, 1, 9); dups != 0 {
 		t.Errorf("%d duplicates", dups)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/awsread"
-	"github.com/deadletter/deadletter/internal/cli/dla"
+	"github.com/deadletter/deadletter/internal/cli/dlacmd"
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
 	"github.com/deadletter/deadletter/internal/recovery"
 	"github.com/deadletter/deadletter/internal/testsupport"
@@ -133,7 +133,7 @@ func TestWriterRowsMatchRecover(t *testing.T) {
 		"granule_sns_topic_arn": recoverTopics.Topics.Granule, "pdr_sns_topic_arn": recoverTopics.Topics.Pdr}
 	getenv := func(k string) string { return recoverEnv[k] }
 	ios.SetEnv(getenv)
-	code := dla.Run(context.Background(), dla.NewFactory(ios, getenv), []string{"recover", "--archive", "s3://demo-internal/demo",
+	code := dlacmd.Run(context.Background(), dlacmd.NewFactory(ios, getenv), []string{"recover", "--archive", "s3://demo-internal/demo",
 		"--database-url", recoverDB, "--yes", "--concurrency", "1", "-o", "ndjson"})
 	if code != 3 || strings.Contains(out.String(), `"stopped_by"`) {
 		t.Fatalf("dla recover exit %d, want 3 (some objects fail) without a stop: %s", code, errOut)

@@ -9,14 +9,14 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/deadletter/deadletter/internal/pushdlq"
+	"github.com/deadletter/deadletter/internal/pushpolicy"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 )
 
 // Step is what the replay does with one message.
 type Step struct {
-	Command  pushdlq.Command
-	Decision pushdlq.Decision
+	Command  pushpolicy.Command
+	Decision pushpolicy.Decision
 	// Route: an eligible message goes to Decision.Target; anything else,
 	// a malformed body included, is parked in the DLQ with
 	// pushdlq.ParkDelaySeconds of delay.
@@ -25,14 +25,14 @@ type Step struct {
 
 // Decide parses a DLQ message body and applies the policy to it, for the
 // CLI and the processor alike.
-func Decide(body string, p pushdlq.Policy, base string) Step {
-	c := pushdlq.ParseCommand(body)
-	d := pushdlq.Decide(c, p, base)
+func Decide(body string, p pushpolicy.Policy, base string) Step {
+	c := pushpolicy.ParseCommand(body)
+	d := pushpolicy.Decide(c, p, base)
 	st := Step{Command: c, Decision: d}
 	if d.Eligible {
 		st.Route = sqsmove.Route{Target: d.Target}
 	} else {
-		st.Route = sqsmove.Route{Park: true, Delay: pushdlq.ParkDelaySeconds}
+		st.Route = sqsmove.Route{Park: true, Delay: pushpolicy.ParkDelaySeconds}
 	}
 	return st
 }
@@ -78,7 +78,7 @@ var ErrTargetIsDLQ = errors.New("the target queue is the DLQ itself (check PUSH_
 // same message id) is sent once, and both records get its result. The caller deletes from its source (or
 // lets the event source mapping delete) exactly the messages whose Result
 // does not ask for a retry.
-func Process(ctx context.Context, api sqsmove.API, cfg pushdlq.Config, msgs []*sqsmove.Message) []Result {
+func Process(ctx context.Context, api sqsmove.API, cfg pushpolicy.Config, msgs []*sqsmove.Message) []Result {
 	results := make([]Result, len(msgs))
 	items := make([]sqsmove.Item, 0, len(msgs))
 	sendOrd := make([]int, 0, len(msgs)) // items[k] is results[sendOrd[k]]
@@ -97,7 +97,7 @@ func Process(ctx context.Context, api sqsmove.API, cfg pushdlq.Config, msgs []*s
 			r.Queue = st.Decision.Target
 			if sqsmove.SameQueue(r.Queue, cfg.DLQURL) {
 				r.Queue, r.Err = cfg.DLQURL, ErrTargetIsDLQ
-				st.Route = sqsmove.Route{Park: true, Delay: pushdlq.ParkDelaySeconds}
+				st.Route = sqsmove.Route{Park: true, Delay: pushpolicy.ParkDelaySeconds}
 				r.Step.Route = st.Route // logged as parked, which it is
 			}
 		}

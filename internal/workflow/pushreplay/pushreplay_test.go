@@ -6,13 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deadletter/deadletter/internal/pushdlq"
+	"github.com/deadletter/deadletter/internal/pushpolicy"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/testsupport"
 	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
 )
 
-var policy = pushdlq.Policy{Start: 1763109000000, End: 1763110800000, Codes: []int{1004}}
+var policy = pushpolicy.Policy{Start: 1763109000000, End: 1763110800000, Codes: []int{1004}}
 
 func TestDecideRoutesEligibleToTheirPriorityAndParksTheRest(t *testing.T) {
 	for body, want := range map[string]sqsmove.Route{
@@ -22,7 +22,7 @@ func TestDecideRoutesEligibleToTheirPriorityAndParksTheRest(t *testing.T) {
 		`not json`: {Park: true, Delay: 900},
 	} {
 		st := pushreplay.Decide(body, policy, "b-")
-		if st.Route != want || st.Decision != pushdlq.Decide(pushdlq.ParseCommand(body), policy, "b-") {
+		if st.Route != want || st.Decision != pushpolicy.Decide(pushpolicy.ParseCommand(body), policy, "b-") {
 			t.Errorf("%s: %+v", body, st)
 		}
 	}
@@ -34,7 +34,7 @@ func TestProcessNeverSendsToTheDLQWithoutADelay(t *testing.T) {
 	c := testsupport.SQSClient(t)
 	prefix := "pr" + testsupport.RandomHex(3) + "-"
 	dlq := testsupport.CreateQueue(t, c, prefix+"P1", nil)
-	cfg := pushdlq.Config{DLQURL: dlq, BaseURL: strings.TrimSuffix(dlq, "P1"), Policy: policy}
+	cfg := pushpolicy.Config{DLQURL: dlq, BaseURL: strings.TrimSuffix(dlq, "P1"), Policy: policy}
 	m := &sqsmove.Message{MessageID: "m1", Body: `{"priority":1,"createdAt":1763109000000,"errorCode":1004}`}
 	res := pushreplay.Process(context.Background(), c, cfg, []*sqsmove.Message{m})
 	if r := res[0]; !r.Step.Decision.Eligible || r.Outcome != sqsmove.OutcomeParked || r.Queue != dlq || !errors.Is(r.Err, pushreplay.ErrTargetIsDLQ) || r.Retry() || !r.Step.Route.Park {

@@ -1,0 +1,209 @@
+package dlacmd
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cumulusdb"
+	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/dla/gen"
+)
+
+// newCmdDev groups developer tools; hidden from help.
+func newCmdDev(f *Factory) *cobra.Command {
+	dev := &cobra.Command{Use: "dev", Short: "Developer tools", Hidden: true}
+	dev.AddCommand(newCmdGenArchive(f), newCmdDBInit(f))
+	return dev
+}
+
+func newCmdGenArchive(f *Factory) *cobra.Command {
+	var (
+		out, start     string
+		opts           gen.Options
+		concurrency    int
+		noMalformed    bool
+		requireEmptyTo = true
+	)
+	cmd := &cobra.Command{
+		Use:   "gen-archive --out DIR|s3://BUCKET/STACK",
+		Short: "Write a deterministic, realistic sample archive",
+		Long: `Write generated archive objects (all generations, nested layers, string and
+object detail, every status, MODIS-like granules, real error texts, a few
+malformed objects) under STACK/dead-letter-archive/ in a directory or bucket.
+The same --seed always writes the same bytes.`,
+		Args: cmdutil.UsageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			t, err := time.Parse(dla.DateLayout, start)
+			if err != nil {
+				return cmdutil.UsageErrorf("invalid --start %q: want YYYY-MM-DD", start)
+			}
+			opts.Start = t
+			if opts.Malformed > 1 {
+				return cmdutil.UsageErrorf("invalid --malformed %v: want a share between 0 and 1", opts.Malformed)
+			}
+			if noMalformed || opts.Malformed <= 0 {
+				opts.Malformed = -1
+			}
+			var store archive.Store
+			if rest, ok := strings.CutPrefix(out, "s3://"); ok {
+				bucket, stack, _ := strings.Cut(rest, "/")
+				if stack != "" {
+					opts.Stack = strings.Trim(stack, "/")
+				}
+				store, err = f.OpenStore(cmd.Context(), archive.Location{Bucket: bucket, Stack: opts.Stack})
+			} else {
+				if requireEmptyTo {
+					if entries, _ := os.ReadDir(out); len(entries) > 0 {
+						return cmdutil.UsageErrorf("--out %s is not empty", out)
+					}
+				}
+				if err := os.MkdirAll(out, 0o755); err != nil {
+					return err
+				}
+				store, err = archive.NewLocal(out)
+			}
+			if err != nil {
+				return err
+			}
+			return writeGenerated(cmd, f, store, opts, concurrency)
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "directory (created; must be empty) or s3://BUCKET/STACK")
+	cmd.Flags().StringVar(&opts.Stack, "stack", "demo", "stack name (the folder above dead-letter-archive/)")
+	cmd.Flags().IntVar(&opts.Count, "count", 80, "number of objects")
+	cmd.Flags().Uint64Var(&opts.Seed, "seed", 1, "random seed")
+	cmd.Flags().StringVar(&start, "start", "2024-03-01", "first event date")
+	cmd.Flags().IntVar(&opts.Days, "days", 5, "days the events spread over")
+	cmd.Flags().BoolVar(&noMalformed, "no-malformed", false, "write no malformed objects")
+	cmd.Flags().Float64Var(&opts.Malformed, "malformed", 0.03, "share of malformed objects (truncated, body not JSON, empty)")
+	cmd.Flags().BoolVar(&opts.NoLargePayloads, "no-large-payloads", false, "leave out the large inline payloads 8% of messages carry (an archive of small objects)")
+	cmd.Flags().IntVar(&opts.MinGranules, "min-granules", 0, "fewest granules per message (with --max-granules)")
+	cmd.Flags().IntVar(&opts.MaxGranules, "max-granules", 0, "most granules per message (default: 0 to 10 by workflow)")
+	cmd.Flags().IntVar(&concurrency, "concurrency", 16, "objects written at once")
+	_ = cmd.MarkFlagRequired("out")
+	return cmd
+}
+
+func writeGenerated(cmd *cobra.Command, f *Factory, store archive.Store, opts gen.Options, concurrency int) error {
+	ctx := cmd.Context()
+	objs := make(chan gen.Object, concurrency)
+	errs := make(chan error, concurrency)
+	for range concurrency {
+		go func() {
+			var first error
+			for o := range objs {
+				if err := store.Put(ctx, o.Key, o.Body); err != nil && first == nil {
+					first = err
+				}
+			}
+			errs <- first
+		}()
+	}
+	kinds := map[string]int{}
+	var size int64
+	genErr := gen.Generate(opts, func(o gen.Object) error {
+		kinds[o.Kind]++
+		size += int64(len(o.Body))
+		select {
+		case objs <- o:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	close(objs)
+	var putErr error
+	for range concurrency {
+		if err := <-errs; err != nil && putErr == nil {
+			putErr = err
+		}
+	}
+	if genErr != nil {
+		return genErr
+	}
+	if putErr != nil {
+		return putErr
+	}
+	fmt.Fprintf(f.IO.ErrOut, "wrote %d objects (%s) to %s under %s/: %v\n", opts.Count, humanBytes(size), store, opts.Stack, kinds)
+	return nil
+}
+
+// newCmdDBInit creates the Cumulus tables recover writes, of either schema
+// generation, in a local database, and optionally seeds the reference rows.
+func newCmdDBInit(f *Factory) *cobra.Command {
+	var (
+		dbURL, seedFile, cumulus string
+		seedGenerated            bool
+	)
+	cmd := &cobra.Command{
+		Use:   "db-init [--cumulus v21|v22] [--database-url URL] [--seed FILE]",
+		Short: "Create the Cumulus v21 or v22 tables in a local database (tests, demos)",
+		Long: `Create the tables 'dla recover' writes (collections, providers,
+async_operations, executions, pdrs, granules, files, granules_executions) with
+the keys, checks, foreign keys and triggers of Cumulus's own migrations, in a
+database you created for testing.
+
+--cumulus picks the schema: v21 (plain tables), or v22 (v22.3: executions
+partitioned by quarter, one partition per quarter of this year and the next
+plus the default one; granules and files in 8 hash partitions each; the guard
+tables and triggers that keep arn, url, granule_id and bucket/key unique).
+v22.0 (also v22.1) and v22.2 build those releases' guard tables and triggers.
+
+With --seed, insert the collections, providers, async operations and parent
+executions of a seed file (the shape of the fixtures' seed.json); on v22 a
+collection's cmr_provider and metrics_provider default to CUMULUS.`,
+		Args: cmdutil.UsageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if dbURL == "" {
+				dbURL = f.Getenv("DATABASE_URL")
+			}
+			schema, err := cumulusdb.ParseGeneration(cumulus)
+			if err != nil {
+				return cmdutil.UsageErrorf("--cumulus: %v", err)
+			}
+			cfg, err := cumulusdb.PoolConfig(dbURL, 2)
+			if err != nil {
+				return cmdutil.UsageErrorf("%v", err)
+			}
+			pool, err := pgxpool.NewWithConfig(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			if err := cumulusdb.InitSchema(ctx, pool, schema, f.Now().UTC().Year()); err != nil {
+				return fmt.Errorf("%s: %w", cumulusdb.Target(cfg), err)
+			}
+			if seedFile != "" || seedGenerated {
+				b := gen.ReferenceSeed()
+				if seedFile != "" {
+					if b, err = os.ReadFile(seedFile); err != nil {
+						return err
+					}
+				}
+				seed, err := cumulusdb.ParseSeed(b)
+				if err != nil {
+					return err
+				}
+				if err := cumulusdb.ApplySeed(ctx, pool, seed, ""); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(f.IO.ErrOut, "Cumulus %s tables ready in %s\n", schema, cumulusdb.Target(cfg))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dbURL, "database-url", "", "PostgreSQL connection string (default $DATABASE_URL, else the PG* variables)")
+	cmd.Flags().StringVar(&cumulus, "cumulus", "v21", "schema generation: v21, v22 (the newest, v22.3), v22.0, v22.1, v22.2 or v22.3")
+	cmd.Flags().StringVar(&seedFile, "seed", "", "seed file (JSON) to insert")
+	cmd.Flags().BoolVar(&seedGenerated, "seed-generated", false, "insert the collections and providers of 'dev gen-archive' messages")
+	cmd.MarkFlagsMutuallyExclusive("seed", "seed-generated")
+	return cmd
+}

@@ -1,0 +1,737 @@
+package dlacmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/spf13/cobra"
+
+	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/awsconfig"
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cli/output"
+	"github.com/deadletter/deadletter/internal/cumulusdb"
+	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/recovery"
+	"github.com/deadletter/deadletter/internal/selection"
+	"github.com/deadletter/deadletter/internal/snspub"
+	"github.com/deadletter/deadletter/internal/workflow/dbwrite"
+	"github.com/deadletter/deadletter/internal/workflow/dlarecover"
+)
+
+// RecoverOptions are dla recover's inputs.
+type RecoverOptions struct {
+	Factory         *Factory
+	Select          selectFlags
+	Output          *cmdutil.Output
+	Args            []string
+	DatabaseURL     string
+	DBSecret        string
+	DBMaxPool       int
+	DryRun          bool
+	Keep            bool
+	Yes             bool
+	Verbose         bool
+	LeaveUnreadable bool
+	// IncludeUnreadable moves unreadable objects to failed-sqs even when a
+	// content filter is given (which cannot tell whether they match).
+	IncludeUnreadable bool
+	Null              bool // keys on stdin are NUL-separated
+	Offline           bool
+	// SNS topic ARNs (default: v21's environment names).
+	Topics snspub.Topics
+	// Hidden switches for the benchmark's baseline: NoBatch sends every
+	// statement alone (--x-no-batch), NoSpool fetches and decodes every
+	// object again after the plan (--x-no-spool), NoGCTuning leaves the
+	// garbage collector at its default (--x-no-gc-tuning), NoPrefetch
+	// prepares each message and deletes written objects in the worker
+	// that writes it (--x-no-prefetch), NoMsgIndex reads each message with
+	// gjson alone (--x-no-msg-index), NoOneProc leaves the write pass at
+	// concurrency 1 on every processor (--x-no-one-proc).
+	NoBatch, NoSpool, NoGCTuning, NoPrefetch, NoMsgIndex, NoOneProc bool
+	// ViaAPI is a Cumulus API URL: recover through Cumulus's own recovery
+	// (viaapi.go), with the token from TokenFile or $CUMULUS_API_TOKEN.
+	ViaAPI, TokenFile, CleanupStaging string
+	Cleanup                           bool
+}
+
+// NewCmdRecover builds `dla recover`.
+func NewCmdRecover(f *Factory, runF func(*cobra.Command, *RecoverOptions) error) *cobra.Command {
+	opts := &RecoverOptions{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "recover [flags] [KEY... | -]",
+		Short: "Re-run Cumulus's database writes for archived messages, then delete or move them",
+		Long: `Recover archive objects into the Cumulus PostgreSQL database with the write
+rules of Cumulus's sfEventSqsToDbRecords (execution, PDR, granules, files,
+and every write constraint) of the release the database is: v21 and earlier,
+or v22's partitioned tables (v22.0 to v22.3), read from its catalog and shown
+in the plan. An unknown or half-migrated schema (exit 2), a read-only
+database or a role without the privileges is refused before anything moves.
+Then:
+
+  written or dropped   the object is deleted (a dropped write is a stale
+                       update the constraints refused, as in Cumulus)
+  failed               the object is copied to failed-sqs/<event date>/<name>
+                       (<name>.1, .2 ... when another object has that name:
+                       nothing is ever replaced) and the original deleted
+                       once the copy is read back holding the same bytes
+  unreadable           not JSON at all: moved to failed-sqs like a failure,
+                       unless --leave-unreadable; with a content filter
+                       (--granule, --collection, --execution, --status,
+                       --state-machine, --error, --error-class) they are left alone, since
+                       nobody can say whether they match, unless
+                       --include-unreadable
+  database or AWS down the object stays where it is; the run stops
+
+Objects are selected like 'dla search' (dates, granule, collection, execution,
+status, error, --failed to retry failed-sqs/), or named as arguments or on
+stdin with '-' (one per line, or NUL-separated with -0, as 'dla search -o keys
+-0' prints them). Only archive objects under <stack>/dead-letter-archive/ are
+read, moved or deleted (a message's replace payload is read from the
+archive's own bucket only); a local archive's symbolic links are never
+followed.
+
+A plan (counts by date, status and collection, the database it will write
+to, how many Step Functions calls it needs) comes first, then a
+confirmation unless --yes.
+
+--dry-run writes each object inside a transaction that is rolled back, so it
+reports exactly what would be written, dropped or fail, and changes nothing
+(in the database or the archive). --keep writes but never deletes or moves.
+
+The database is --database-url, else $DATABASE_URL, else the PG* variables
+(PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE), or --db-secret, a Secrets
+Manager secret holding host, port, username, password and database (how
+Cumulus stores its login). Passwords never appear in output. A database
+error that is not the message's (read-only, privileges, a missing table,
+column or partition, a lost connection) stops the run with the object in
+place; only the message's own (bad data, a constraint) moves it.
+
+Step Functions (processing times, the failed step's output) and S3 (CMR
+files, file sizes, messages held in S3) are read with the AWS settings;
+--offline skips those reads. Where Cumulus v21 differs, see docs/recover.md:
+an execution whose history expired is written without processing times
+instead of failing, and unreadable objects are moved, not left behind.
+
+SNS: given the three topic ARNs (--execution-sns-topic-arn,
+--granule-sns-topic-arn, --pdr-sns-topic-arn, or Cumulus's environment
+names execution_sns_topic_arn, granule_sns_topic_arn, pdr_sns_topic_arn;
+all three or none), recover publishes what Cumulus v21 publishes after each
+write: the execution, the PDR, and each granule written ({"event":"Update",
+"record":...}), built from the rows the database returned. A publish that
+fails after its write leaves the object in place and stops the run, like
+any AWS failure; a re-run writes it again and publishes. A dry run
+publishes nothing and counts what it would publish. Without topics,
+nothing is published.
+
+Only one recover of an archive runs at a time against a database: a second
+one exits 1 at once (a PostgreSQL advisory lock keyed by the archive; a dry
+run takes none).
+
+Interrupting (Ctrl-C, SIGTERM) lets the objects in flight finish, deletes
+what was written, and stops; a re-run picks up the rest (the writes are
+idempotent upserts).
+
+Through the Cumulus API (--via-api URL): Cumulus's own recovery runs
+instead, as an async operation, with the token from --token-file or
+$CUMULUS_API_TOKEN (never from a flag, never printed). The same plan and
+confirmation come first; then the selected objects are moved (copy, read
+back, delete) into a staging folder of their own,
+<stack>/dead-letter-archive/recover-staging/<run>/, which becomes the
+recovery's path; Cumulus writes them, deletes what it wrote and moves what
+failed to failed-sqs/<date>/<name> as it always does. The operation is
+polled until it ends; what it left in staging (objects it could not parse)
+is listed, and --cleanup moves it back. Exit 0 when everything was
+recovered, 3 when objects failed or are left, 1 when the operation failed.
+After Ctrl-C the operation goes on in Cumulus; --cleanup-staging FOLDER
+later moves back what it left.`,
+		Example: `  dla recover --archive s3://my-internal-bucket/my-stack --date 2024-03-02 --dry-run
+  dla recover --archive s3://my-internal-bucket/my-stack --error UnmetRequirementsError --yes -o ndjson
+  dla search --granule G1 -o keys | dla recover --yes -
+  dla recover --failed --from 2024-03-01 --db-secret my-stack-db-login --yes
+  dla recover --archive s3://my-internal-bucket/my-stack --date 2024-03-02 --via-api https://example.com/api --token-file ~/.cumulus-token --cleanup`,
+		Args: cmdutil.UsageArgs(cobra.ArbitraryArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.Output.Validate(); err != nil {
+				return err
+			}
+			opts.Args = args
+			if runF != nil {
+				return runF(cmd, opts)
+			}
+			return runRecover(cmd, opts)
+		},
+	}
+	opts.Select.register(cmd)
+	fl := cmd.Flags()
+	opts.Select.concurrency = 8
+	fl.Lookup("concurrency").DefValue = "8"
+	fl.Lookup("concurrency").Usage = "objects written at once"
+	fl.StringVar(&opts.DatabaseURL, "database-url", "", "PostgreSQL connection string (default $DATABASE_URL, else the PG* variables)")
+	fl.StringVar(&opts.DBSecret, "db-secret", "", "Secrets Manager secret (ARN or name) with the database login")
+	fl.IntVar(&opts.DBMaxPool, "db-max-pool", 0, "database connections at most (default: --concurrency + 2)")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "write inside rolled-back transactions and report; change nothing")
+	fl.BoolVar(&opts.Keep, "keep", false, "write, but never delete or move archive objects")
+	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation")
+	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "name every unreadable object on stderr, not only the first 5")
+	fl.BoolVar(&opts.LeaveUnreadable, "leave-unreadable", false, "leave objects that are not JSON where they are instead of moving them to failed-sqs")
+	fl.BoolVar(&opts.IncludeUnreadable, "include-unreadable", false, "with a content filter (--granule, --collection, --execution, --status, --state-machine, --error, --error-class), also move the unreadable objects of the dates listed to failed-sqs (by default they are left alone)")
+	fl.BoolVar(&opts.Offline, "offline", false, "no Step Functions or S3 reads: no processing times, failed-step output, CMR dates, file sizes or S3-held messages")
+	fl.StringVar(&opts.Topics.Execution, "execution-sns-topic-arn", "", "publish execution notifications to this SNS topic (default $execution_sns_topic_arn)")
+	fl.StringVar(&opts.Topics.Granule, "granule-sns-topic-arn", "", "publish granule notifications to this SNS topic (default $granule_sns_topic_arn)")
+	fl.StringVar(&opts.Topics.Pdr, "pdr-sns-topic-arn", "", "publish PDR notifications to this SNS topic (default $pdr_sns_topic_arn)")
+	fl.StringVar(&opts.ViaAPI, "via-api", "", "recover through Cumulus's own recovery: the Cumulus API at this URL (see 'Through the Cumulus API' above)")
+	fl.StringVar(&opts.TokenFile, "token-file", "", "with --via-api, read the API token from this file (default $CUMULUS_API_TOKEN)")
+	fl.BoolVar(&opts.Cleanup, "cleanup", false, "with --via-api, move what Cumulus left in the staging folder back where it came from")
+	fl.StringVar(&opts.CleanupStaging, "cleanup-staging", "", "with --via-api, only move everything in this staging folder (a prefix a stopped run named) back; nothing else")
+	addNullFlag(cmd, &opts.Null)
+	opts.Output = cmdutil.AddOutputFlag(cmd, "text", "json", "ndjson")
+	// Hidden switches that turn an optimisation off, so that the benchmark
+	// measures before and after in one run (docs/performance.md).
+	fl.BoolVar(&opts.NoBatch, "x-no-batch", false, "send each statement alone (benchmark baseline)")
+	fl.BoolVar(&opts.NoSpool, "x-no-spool", false, "fetch and decode every object again after the plan (benchmark baseline)")
+	fl.BoolVar(&opts.NoGCTuning, "x-no-gc-tuning", false, "leave the garbage collector at its default (benchmark baseline)")
+	fl.BoolVar(&opts.NoPrefetch, "x-no-prefetch", false, "prepare each message, and delete written objects, in the worker that writes it (benchmark baseline)")
+	fl.BoolVar(&opts.NoMsgIndex, "x-no-msg-index", false, "read each message with gjson alone, without an index (benchmark baseline)")
+	fl.BoolVar(&opts.NoOneProc, "x-no-one-proc", false, "at concurrency 1, write on every processor (benchmark baseline)")
+	for _, name := range []string{"x-no-batch", "x-no-spool", "x-no-gc-tuning", "x-no-prefetch", "x-no-msg-index", "x-no-one-proc"} {
+		_ = fl.MarkHidden(name)
+	}
+	return cmd
+}
+
+// gcPercent is recover's GOGC unless the environment sets one, and
+// memoryLimit its soft memory limit (GOMEMLIMIT) with it.
+const (
+	gcPercent   = 200
+	memoryLimit = 48 << 20
+)
+
+// recoverPlan is what the selection holds, before anything is written.
+type recoverPlan struct {
+	Objects    int `json:"objects"`
+	Unreadable int `json:"unreadable"`
+	// LeftAlone counts unreadable objects not selected: a content filter
+	// cannot tell whether they match, so recover does not touch them.
+	LeftAlone int            `json:"unreadable_left_alone"`
+	ByDate    map[string]int `json:"by_date"`
+	ByStatus  map[string]int `json:"by_status"`
+	ByColl    map[string]int `json:"by_collection"`
+	Describe  int            `json:"describe_execution_calls"`
+	History   int            `json:"execution_history_reads"`
+	Database  string         `json:"database"`
+	Schema    string         `json:"schema"`
+	Archive   string         `json:"archive"`
+	Area      string         `json:"area"`
+	spool     *selection.Spool
+	objects   *dlarecover.ObjectSpool // nil with --x-no-spool
+	// cumulusFailed, with --via-api, is where Cumulus's recovery would
+	// put an object that fails ("" when it would leave it: unreadable);
+	// byFailed gathers the keys by that destination.
+	cumulusFailed func(key string, d *dla.Decoded) string
+	byFailed      map[string][]string
+}
+
+func (p *recoverPlan) add(key string, d *dla.Decoded, err error) error {
+	p.Objects++
+	if p.objects != nil {
+		if err := p.objects.Add(key, d, err); err != nil {
+			return err
+		}
+	} else if err := p.spool.Add(key); err != nil {
+		return err
+	}
+	if p.cumulusFailed != nil {
+		if dst := p.cumulusFailed(key, d); dst != "" {
+			p.byFailed[dst] = append(p.byFailed[dst], key)
+		}
+	}
+	if d == nil {
+		p.Unreadable++
+		return nil
+	}
+	p.ByDate[d.Date()]++
+	p.ByStatus[orDash(d.Status)]++
+	p.ByColl[orDash(d.CollectionID)]++
+	if len(d.Granules) > 0 && d.ExecutionArn != "" {
+		p.Describe++
+	}
+	switch d.Status {
+	case "FAILED", "ABORTED", "TIMED_OUT", "":
+		if d.Detail != "" {
+			p.History++
+		}
+	}
+	return nil
+}
+
+// ObjectResult is one object's line in -o ndjson.
+type ObjectResult = dlarecover.Object
+
+// RecoverSummary is the summary record.
+type RecoverSummary = dlarecover.Summary
+
+func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
+	f := opts.Factory
+	ctx := cmd.Context()
+	if opts.ViaAPI != "" {
+		return runRecoverViaAPI(cmd, opts)
+	}
+	for name, set := range map[string]bool{"--token-file": opts.TokenFile != "", "--cleanup": opts.Cleanup, "--cleanup-staging": opts.CleanupStaging != ""} {
+		if set {
+			return cmdutil.UsageErrorf("%s goes with --via-api", name)
+		}
+	}
+	if opts.LeaveUnreadable && opts.IncludeUnreadable {
+		return cmdutil.UsageErrorf("--leave-unreadable and --include-unreadable cannot be combined")
+	}
+	if opts.DryRun && opts.Keep {
+		return cmdutil.UsageErrorf("--dry-run and --keep cannot be combined (a dry run keeps everything)")
+	}
+	if opts.DatabaseURL != "" && opts.DBSecret != "" {
+		return cmdutil.UsageErrorf("--database-url and --db-secret cannot be combined")
+	}
+	topics, err := recoverTopics(opts)
+	if err != nil {
+		return err
+	}
+	if _, set := os.LookupEnv("GOGC"); !set && !opts.NoGCTuning {
+		// The live heap is small and the garbage short-lived (each object's
+		// decoded layers and rows): collecting at twice the default target
+		// halves the collections, about a tenth of the CPU, for about 10 MB
+		// more resident memory, still flat however many objects.
+		defer debug.SetGCPercent(debug.SetGCPercent(gcPercent))
+		if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+			// A soft ceiling: once the heap nears it, the collector runs
+			// as often as the default would, so the wider target does not
+			// let resident memory creep up over a long run.
+			defer debug.SetMemoryLimit(debug.SetMemoryLimit(memoryLimit))
+		}
+	}
+	scope, loc, err := recoverScope(opts)
+	if err != nil {
+		return err
+	}
+	if opts.DBMaxPool < 0 {
+		return cmdutil.UsageErrorf("--db-max-pool must not be negative")
+	}
+	store, err := f.OpenArchive(ctx, loc)
+	if err != nil {
+		return err
+	}
+
+	maxPool := opts.DBMaxPool
+	if maxPool == 0 {
+		maxPool = opts.Select.concurrency + 2
+	}
+	if !opts.DryRun {
+		maxPool++ // the archive lock holds a connection of its own for the run
+	}
+	dburl := opts.DatabaseURL
+	if dburl == "" && opts.DBSecret == "" {
+		dburl = f.Getenv("DATABASE_URL")
+	}
+	// The database and the lock come before the plan: a second run is
+	// refused before it reads the archive, and no run plans on objects
+	// another run is moving. dbwrite.Open is the db-writer processor's
+	// setup too: it reads the schema generation from the catalog and
+	// checks that the database can take the writes (an unknown or
+	// half-migrated schema, a read-only database or a role without the
+	// privileges stops here, before anything is read, moved or deleted).
+	path, err := dbwrite.Open(ctx, dbwrite.Config{
+		DatabaseURL: dburl, DBSecret: opts.DBSecret, MaxConns: maxPool,
+		AWS:      func() (aws.Config, error) { return awsconfig.Load(ctx, *f.AWS) },
+		Settings: *f.AWS, Offline: opts.Offline,
+		// `replace` payloads only from the archive's bucket (none for a local one).
+		ReplaceBucket: loc.Bucket, Topics: topics, Now: f.Now,
+		Unbatched: opts.NoBatch, NoMsgIndex: opts.NoMsgIndex,
+	})
+	switch dbwrite.StageOf(err) {
+	case "":
+	case dbwrite.StageConnString, dbwrite.StageTopics:
+		return cmdutil.UsageErrorf("%v", err)
+	case dbwrite.StageNotifier:
+		return fmt.Errorf("%w (recover publishes to the SNS topics given)", err)
+	case dbwrite.StageReads:
+		return fmt.Errorf("%w (recover reads Step Functions and S3; --offline runs without them)", err)
+	case dbwrite.StageDatabase:
+		return refuseDatabase(err)
+	default:
+		return err
+	}
+	defer path.Close()
+	db, w := path.Database, path.Writer
+	pool := db.Pool
+	var lock *cumulusdb.ArchiveLock
+	if !opts.DryRun {
+		if lock, err = cumulusdb.LockArchive(ctx, pool, loc.Identity()); err != nil {
+			return fmt.Errorf("%s into %s: %w", loc, db.Target, err)
+		}
+		defer lock.Release()
+	}
+
+	// The plan: one pass over the selection, keys spooled to a file.
+	plan := &recoverPlan{ByDate: map[string]int{}, ByStatus: map[string]int{}, ByColl: map[string]int{},
+		Database: db.Target, Schema: string(db.Generation), Archive: loc.String(), Area: string(scope.Area)}
+	if opts.NoSpool {
+		if plan.spool, err = selection.NewSpool(); err != nil {
+			return err
+		}
+		defer plan.spool.Close()
+	} else {
+		if plan.objects, err = dlarecover.NewObjectSpool(); err != nil {
+			return err
+		}
+		defer plan.objects.Close()
+	}
+	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
+	if err := planRecovery(ctx, store, scope, opts, plan, progress); err != nil {
+		return err
+	}
+	printPlan(f.IO.ErrOut, plan, opts, topics)
+	if plan.Objects == 0 {
+		fmt.Fprintln(f.IO.ErrOut, "nothing to recover")
+		return writeSummary(opts, &RecoverSummary{Type: "summary", DryRun: opts.DryRun, Keep: opts.Keep, Database: plan.Database, Schema: plan.Schema, SNS: dlarecover.SNSSummary{Topics: !topics.None(), Published: !topics.None() && !opts.DryRun}, LeftAlone: plan.LeftAlone})
+	}
+	if !opts.DryRun && !opts.Yes {
+		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Write %s to %s?", output.Plural(plan.Objects, "object"), plan.Database), "yes")
+		if err != nil || !ok {
+			fmt.Fprintln(f.IO.ErrOut, "nothing written")
+			return err
+		}
+	}
+
+	sum := &RecoverSummary{Type: "summary", DryRun: opts.DryRun, Keep: opts.Keep,
+		Database: plan.Database, Schema: plan.Schema, Selected: plan.Objects, LeftAlone: plan.LeftAlone,
+		SNS: dlarecover.SNSSummary{Topics: !topics.None(), Published: !topics.None() && !opts.DryRun}}
+	run := &dlarecover.Run{Store: store, Layout: scope.Layout, DB: path.DB, Pool: pool, Writer: w, Lock: lock,
+		DryRun: opts.DryRun, Keep: opts.Keep, LeaveUnreadable: opts.LeaveUnreadable, Concurrency: opts.Select.concurrency,
+		NoPrefetch: opts.NoPrefetch,
+		Now:        f.Now, Sum: sum, Explain: cmdutil.ErrorLine,
+		Warnf: func(format string, args ...any) {
+			fmt.Fprintf(f.IO.ErrOut, "dla: %s\n", output.Escape(fmt.Sprintf(format, args...)))
+		},
+		Progress: func(s *RecoverSummary) {
+			progress.Update("recovering: %d/%d objects, %d written, %d failed", s.Processed, plan.Objects, s.Written+s.Dropped, s.Failed)
+			progress.Clear()
+		},
+	}
+	scope.Keys = nil
+	scope.Limit = 0
+	if plan.objects != nil {
+		run.Objects = plan.objects
+	} else {
+		scope.KeyStream = plan.spool.Keys
+	}
+	if _, set := os.LookupEnv("GOMAXPROCS"); !set && !opts.NoOneProc && run.Concurrency == 1 {
+		// One writer waits on PostgreSQL for most of each message; its
+		// feeder, the output and the deletes fill those waits. On one
+		// processor the hand-offs between them and the wake-ups after each
+		// round trip stay on one thread instead of waking another (a
+		// quarter of dla's CPU went to the scheduler and its system calls).
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	}
+	return runRecoverObjects(ctx, opts, run, scope)
+}
+
+// recoverScope validates the selection (flags, or keys as arguments or on
+// stdin) and the --yes rule.
+func recoverScope(opts *RecoverOptions) (selection.Scope, archive.Location, error) {
+	f := opts.Factory
+	scope, loc, err := opts.Select.scope(f)
+	if err != nil {
+		return scope, loc, err
+	}
+	// A written object is deleted only while it still holds the bytes
+	// that were read (and written): the plan's digest travels with it.
+	scope.Digest = true
+	if len(opts.Args) > 0 {
+		keys, err := readKeys(f.IO.In, opts.Args, opts.Null)
+		if err != nil {
+			return scope, loc, err
+		}
+		if keys, err = resolveKeys(loc, scope.Layout, keys); err != nil {
+			return scope, loc, err
+		}
+		scope.Keys = keys
+	}
+	if !opts.DryRun {
+		if err := cmdutil.RequireYes(f.IO, opts.Yes, "recover"); err != nil {
+			return scope, loc, err
+		}
+	}
+	return scope, loc, nil
+}
+
+// planRecovery is the plan pass: one pass over the selection, counting
+// and spooling what the run will take.
+func planRecovery(ctx context.Context, store archive.Store, scope selection.Scope, opts *RecoverOptions, plan *recoverPlan, progress *cmdutil.Progress) error {
+	_, err := selection.Run(ctx, store, scope, 16, func(r selection.Result) error {
+		if err := stopOnAuth(r); err != nil {
+			return err
+		}
+		if r.Unreadable() && !opts.IncludeUnreadable && (scope.Filter.ByContent() || undatable(scope, r.Entry.Key)) {
+			plan.LeftAlone++
+			return nil
+		}
+		if r.Unreadable() && (r.Decoded == nil || len(r.Decoded.Layers) == 0) {
+			return plan.add(r.Entry.Key, nil, r.Err)
+		}
+		progress.Update("planning: %d objects", plan.Objects+1)
+		return plan.add(r.Entry.Key, r.Decoded, r.Err)
+	})
+	progress.Clear()
+	return err
+}
+
+// undatable: with a date selection, an object outside the date folders (a
+// legacy flat key) that cannot be decoded has no date to select it by.
+func undatable(scope selection.Scope, key string) bool {
+	return (scope.Filter.From != "" || scope.Filter.To != "") && scope.Layout.ParseKey(key).Date == ""
+}
+
+// recoverTopics are the SNS topic ARNs: the flags, else v21's environment
+// names; all three or none.
+func recoverTopics(opts *RecoverOptions) (snspub.Topics, error) {
+	t := opts.Topics
+	for _, p := range []*string{&t.Execution, &t.Granule, &t.Pdr} {
+		*p = strings.TrimSpace(*p)
+	}
+	env := snspub.TopicsFromEnv(opts.Factory.Getenv)
+	if t.Execution == "" {
+		t.Execution = env.Execution
+	}
+	if t.Granule == "" {
+		t.Granule = env.Granule
+	}
+	if t.Pdr == "" {
+		t.Pdr = env.Pdr
+	}
+	if t.None() {
+		return t, nil
+	}
+	if missing := t.Missing(); len(missing) > 0 {
+		for i, name := range missing {
+			missing[i] = fmt.Sprintf("--%s ($%s)", strings.ReplaceAll(name, "_", "-"), name)
+		}
+		return t, cmdutil.UsageErrorf("SNS topics go together, all three or none: missing %s", strings.Join(missing, ", "))
+	}
+	if err := t.Validate(); err != nil {
+		return t, cmdutil.UsageErrorf("%v", err)
+	}
+	return t, nil
+}
+
+func printPlan(w io.Writer, p *recoverPlan, opts *RecoverOptions, topics snspub.Topics) {
+	mode := "recover"
+	switch {
+	case opts.DryRun:
+		mode = "dry run (nothing is changed)"
+	case opts.Keep:
+		mode = "recover, keeping every archive object (--keep)"
+	}
+	fmt.Fprintf(w, "plan: %s\n  archive   %s (%s)\n  database  %s\n  schema    %s (%s)\n  objects   %d", mode, p.Archive, p.Area, p.Database,
+		p.Schema, cumulusdb.Generation(p.Schema).Releases(), p.Objects)
+	if p.Unreadable > 0 {
+		fmt.Fprintf(w, " (%d unreadable)", p.Unreadable)
+	}
+	fmt.Fprintln(w)
+	if p.LeftAlone > 0 {
+		fmt.Fprintf(w, "  left alone: %s of the dates listed (a content filter cannot tell\n"+
+			"    whether they match; --include-unreadable moves them to failed-sqs, dla search names them)\n", output.Plural(p.LeftAlone, "unreadable object"))
+	}
+	for _, g := range []struct {
+		name string
+		m    map[string]int
+	}{{"date", p.ByDate}, {"status", p.ByStatus}, {"collection", p.ByColl}} {
+		if len(g.m) == 0 {
+			continue
+		}
+		keys := make([]string, 0, len(g.m))
+		for k := range g.m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, 0, len(keys))
+		for i, k := range keys {
+			if i == 12 {
+				parts = append(parts, fmt.Sprintf("... %d more", len(keys)-12))
+				break
+			}
+			// Statuses and collections come from the archive: escaped,
+			// as this is for people (stderr), terminal or not.
+			parts = append(parts, fmt.Sprintf("%s %d", output.Escape(k), g.m[k]))
+		}
+		fmt.Fprintf(w, "  by %-9s %s\n", g.name, strings.Join(parts, ", "))
+	}
+	if opts.Offline {
+		fmt.Fprintln(w, "  AWS reads off (--offline): no processing times, failed-step output, CMR dates or file sizes")
+	} else {
+		fmt.Fprintf(w, "  Step Functions: about %s, %s\n", output.Plural(p.Describe, "DescribeExecution call"), output.Plural(p.History, "execution history"))
+	}
+	switch {
+	case topics.None():
+		fmt.Fprintln(w, "  SNS: no topics given, nothing is published")
+	case opts.DryRun:
+		fmt.Fprintln(w, "  SNS: nothing is published (dry run); the summary counts what would be")
+	default:
+		fmt.Fprintf(w, "  SNS: each write's notifications, as Cumulus v21 publishes them, to\n    execution %s\n    granule   %s\n    pdr       %s\n",
+			output.Escape(topics.Execution), output.Escape(topics.Granule), output.Escape(topics.Pdr))
+	}
+}
+
+// runRecoverObjects runs the workflow over the planned keys, printing each
+// object's result as it comes, then the summary.
+func runRecoverObjects(ctx context.Context, opts *RecoverOptions, run *dlarecover.Run, scope selection.Scope) error {
+	f := opts.Factory
+	var emit func(ObjectResult) error
+	closeOut := func() error { return nil }
+	switch opts.Output.Value {
+	case "json", "ndjson":
+		js := output.NewJSONStream(output.JSONOut(f.IO), opts.Output.Value == "ndjson")
+		emit, closeOut = func(o ObjectResult) error { return js.Write(o) }, js.Close
+	default:
+		w := output.TerminalOut(f.IO) // archive text is escaped on a terminal
+		emit = func(o ObjectResult) error { return printObjectText(w, o) }
+	}
+	// Exit 3's promise: each unreadable object is named on stderr with its
+	// reason, whatever stdout carries (the first few and a count; -v: all).
+	unreadable := 0
+	var emitErr error
+	err := run.Run(ctx, scope, func(o ObjectResult) error {
+		if o.Result == "unreadable" {
+			unreadable++
+			if opts.Verbose || unreadable <= unreadableShown {
+				fmt.Fprintf(f.IO.ErrOut, "dla: unreadable %s: %s\n", output.Escape(textKey(o.Key)), output.Escape(oneLine(o.Error)))
+			}
+		}
+		emitErr = emit(o)
+		return emitErr
+	})
+	if hidden := unreadable - unreadableShown; !opts.Verbose && hidden > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "dla: %s not listed (-v lists every one)\n", output.Plural(hidden, "more unreadable object"))
+	}
+	sum := run.Sum
+	outErr := emitErr
+	if cerr := closeOut(); cerr != nil && outErr == nil {
+		outErr = cerr
+	}
+	if werr := writeSummary(opts, sum); werr != nil && outErr == nil {
+		outErr = werr
+	}
+	var stopped *dlarecover.StoppedError
+	switch {
+	case outErr != nil:
+		return outErr
+	case errors.As(err, &stopped):
+		return &cmdutil.ExitError{Code: cmdutil.ExitPartial, Err: fmt.Errorf("stopped: %v; %s not processed, left in place: re-run to continue", stopped.Err, output.Plural(stopped.Left, "object"))}
+	case err != nil:
+		return err
+	}
+	if sum.Failed > 0 || sum.Unreadable > 0 || sum.Left > 0 {
+		return cmdutil.PartialError
+	}
+	return nil
+}
+
+func printObjectText(w io.Writer, o ObjectResult) error {
+	line := fmt.Sprintf("%-10s %-12s %s", o.Result, o.Action, textKey(o.Key))
+	if o.MovedTo != "" {
+		line += " -> " + textKey(o.MovedTo)
+	}
+	if o.Error != "" {
+		line += "\n    " + strings.ReplaceAll(firstLine(o.Error), "\n", " ")
+	}
+	for _, g := range o.Granules {
+		if g.Outcome != recovery.Written {
+			line += fmt.Sprintf("\n    granule %s %s", g.GranuleID, g.Outcome)
+		}
+	}
+	for _, wn := range o.Warnings {
+		line += "\n    warning: " + wn
+	}
+	_, err := fmt.Fprintln(w, line)
+	return err
+}
+
+// textKey is a key as one line of text: quoted when it holds a line break
+// or anything else that would not read back as itself.
+func textKey(k string) string {
+	if lineSafeKey(k) {
+		return k
+	}
+	return strconv.Quote(k)
+}
+
+func firstLine(s string) string {
+	if len(s) > 400 {
+		s = s[:400] + "..."
+	}
+	return s
+}
+
+func snsLine(s dlarecover.SNSSummary) string {
+	counts := fmt.Sprintf("%d execution, %d granule, %d PDR notifications", s.Execution, s.Granule, s.Pdr)
+	switch {
+	case !s.Topics:
+		return "none published (no topic ARNs given)"
+	case !s.Published:
+		return "nothing published (dry run); would have published " + counts
+	}
+	line := "published " + counts
+	if d := s.PossibleDuplicates; d != (recovery.PublishCounts{}) {
+		line += fmt.Sprintf("; %d more may have been delivered (their reply was lost: %d execution, %d granule, %d PDR)",
+			d.Execution+d.Granule+d.Pdr, d.Execution, d.Granule, d.Pdr)
+	}
+	return line
+}
+
+func writeSummary(opts *RecoverOptions, s *RecoverSummary) error {
+	f := opts.Factory
+	if opts.Output.Value == "ndjson" || opts.Output.Value == "json" {
+		js := output.NewJSONStream(output.JSONOut(f.IO), true)
+		if err := js.Write(s); err != nil {
+			return err
+		}
+		if err := js.Close(); err != nil {
+			return err
+		}
+	}
+	verb := "recovered"
+	if s.DryRun {
+		verb = "dry run"
+	}
+	fmt.Fprintf(f.IO.ErrOut, "%s: %d of %s: %d written, %d dropped, %d failed, %d unreadable, %d left in place, %d not processed\n",
+		verb, s.Processed, output.Plural(s.Selected, "object"), s.Written, s.Dropped, s.Failed, s.Unreadable, s.Left, s.NotProcessed)
+	fmt.Fprintf(f.IO.ErrOut, "  archive: %d deleted, %d moved to failed-sqs\n", s.Deleted, s.Moved)
+	fmt.Fprintf(f.IO.ErrOut, "  database (Cumulus %s): %s, %s (%d dropped), granules %d written, %d dropped, %d failed, %d marked failed for their files\n",
+		s.Schema, output.Plural(s.Executions, "execution"), output.Plural(s.Pdrs, "PDR"), s.PdrsDropped, s.GranulesWritten, s.GranulesDropped, s.GranulesFailed, s.FilesFailed)
+	if s.NoProcTimes > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "  %s written without processing times (DescribeExecution failed; v21 would have failed them)\n", output.Plural(s.NoProcTimes, "object"))
+	}
+	fmt.Fprintf(f.IO.ErrOut, "  SNS: %s\n", snsLine(s.SNS))
+	if s.StoppedBy != "" {
+		fmt.Fprintf(f.IO.ErrOut, "  stopped: %s\n", output.Escape(s.StoppedBy))
+	}
+	return nil
+}
+
+// refuseDatabase is the error of a database recover will not write: a
+// schema it does not know is a usage error (exit 2), as a wrong flag is;
+// the rest (unreachable, read-only, privileges) a failure.
+func refuseDatabase(err error) error {
+	var se *cumulusdb.SchemaError
+	if errors.As(err, &se) {
+		return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err}
+	}
+	return err
+}

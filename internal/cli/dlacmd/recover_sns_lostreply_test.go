@@ -1,0 +1,133 @@
+package dlacmd
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/dla/gen"
+	"github.com/deadletter/deadletter/internal/recovery"
+	"github.com/deadletter/deadletter/internal/testsupport"
+)
+
+// snsReplyLoser sits between recover and fauxqs's SNS and loses the replies
+// of the Publish calls lose picks: SNS published the message, recover hears
+// a server error (and the SDK retries it).
+func snsReplyLoser(t *testing.T, lose func(nth int) bool) *testsupport.Proxy {
+	t.Helper()
+	proxy := testsupport.NewProxy(t, testsupport.SQSEndpoint(t))
+	var mu sync.Mutex
+	n := 0
+	proxy.SetLoseReply(func(op string) bool {
+		if op != "POST" { // SNS's query protocol: every call is a POST; recover only publishes
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return lose(n)
+	})
+	t.Setenv("AWS_ENDPOINT_URL_SNS", proxy.URL)
+	return proxy
+}
+
+// snsSummary is the summary's "sns" and each topic's count in it.
+func snsSummary(t *testing.T, stdout string) (map[string]any, map[string]any) {
+	t.Helper()
+	for _, o := range results(t, stdout) {
+		if o["type"] == "summary" {
+			sns := o["sns"].(map[string]any)
+			dup, _ := sns["possible_duplicates"].(map[string]any)
+			return sns, dup
+		}
+	}
+	t.Fatalf("no summary: %s", stdout)
+	return nil, nil
+}
+
+// A publish whose reply is lost: SNS published it, the SDK retries it and
+// the retry is published too. The topic receives the notification twice;
+// the summary said "published" once and nothing else, so an operator
+// comparing it with the topic's subscribers could not account for the
+// extra one. What must hold: the object is written and deleted (its
+// notification was published), and the summary says how many publishes
+// may have been delivered twice: received = published + possible
+// duplicates, here exactly (every lost reply's message was delivered).
+func TestSNSLostReplyIsCountedAsAPossibleDuplicate(t *testing.T) {
+	e := newRecoverEnv(t, gen.ReferenceSeed(), nil)
+	topics := withTopics(t, e)
+	bucket := generatedArchive(t, e, 20)
+	proxy := snsReplyLoser(t, func(nth int) bool { return nth == 1 || nth == 5 })
+	now := func() time.Time { return time.Date(2024, 3, 20, 12, 0, 0, 0, time.UTC) }
+	r := runAt(t, now, e.env, "", "recover", "--archive", "s3://"+bucket+"/demo", "--database-url", e.dbURL, "--yes",
+		"--offline", "--concurrency", "1", "-o", "ndjson")
+	if r.code != 0 && r.code != 3 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if calls := proxy.Calls()["POST"]; calls < 6 {
+		t.Fatalf("%d publishes: the faults were not reached", calls)
+	}
+	for _, o := range results(t, r.stdout) {
+		if o["result"] == "left" || o["action"] == "left" || o["type"] == "summary" && o["left"] != float64(0) {
+			t.Fatalf("left in place although every publish went through on a retry: %v", o)
+		}
+	}
+	sns, dup := snsSummary(t, r.stdout)
+	total := 0
+	for _, topic := range recovery.Topics {
+		got := len(topics.Messages(t, topic))
+		d, _ := dup[string(topic)].(float64)
+		total += int(d)
+		if float64(got) != sns[string(topic)].(float64)+d {
+			t.Errorf("%s: received %d, summary published %v + possible duplicates %v", topic, got, sns[string(topic)], dup[string(topic)])
+		}
+	}
+	if total != 2 {
+		t.Errorf("possible duplicates %v, want 2 (two replies lost)", dup)
+	}
+	if !strings.Contains(r.stderr, "2 more may have been delivered") {
+		t.Errorf("text summary does not say so:\n%s", r.stderr)
+	}
+}
+
+// Every reply lost for one notification: the SDK gives up after its
+// attempts, each of which SNS published. The object is left (the write
+// committed, the publish unconfirmed) and the run stops; the summary
+// counts none of them as published, and all of them as possible
+// duplicates.
+func TestSNSAllRepliesLostLeavesTheObject(t *testing.T) {
+	e := newRecoverEnv(t, gen.ReferenceSeed(), nil)
+	topics := withTopics(t, e)
+	bucket := generatedArchive(t, e, 20)
+	layout := dla.Layout{Stack: "demo"}
+	before := testsupport.KeySet(t, e.s3, bucket, layout.AreaPrefix(dla.AreaSQS))
+	snsReplyLoser(t, func(nth int) bool { return nth >= 4 && nth <= 6 }) // the SDK makes 3 attempts
+	now := func() time.Time { return time.Date(2024, 3, 20, 12, 0, 0, 0, time.UTC) }
+	r := runAt(t, now, e.env, "", "recover", "--archive", "s3://"+bucket+"/demo", "--database-url", e.dbURL, "--yes",
+		"--offline", "--concurrency", "1", "-o", "ndjson")
+	if r.code != 3 || !strings.Contains(r.stderr, "stopped") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var left map[string]any
+	for _, o := range results(t, r.stdout) {
+		if o["type"] == "object" && o["result"] == "left" {
+			left = o
+		}
+	}
+	if left == nil || !testsupport.KeySet(t, e.s3, bucket, layout.AreaPrefix(dla.AreaSQS))[left["key"].(string)] || !before[left["key"].(string)] {
+		t.Fatalf("no object left in place by the lost replies: %s", r.stdout)
+	}
+	sns, dup := snsSummary(t, r.stdout)
+	for _, topic := range recovery.Topics {
+		got := len(topics.Messages(t, topic))
+		d, _ := dup[string(topic)].(float64)
+		if float64(got) != sns[string(topic)].(float64)+d {
+			t.Errorf("%s: received %d, summary published %v + possible duplicates %v", topic, got, sns[string(topic)], dup[string(topic)])
+		}
+	}
+	if dup == nil || dup["execution"].(float64)+dup["granule"].(float64)+dup["pdr"].(float64) != 3 {
+		t.Errorf("possible duplicates %v: the SDK's attempts were not counted", dup)
+	}
+}

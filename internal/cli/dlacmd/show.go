@@ -1,0 +1,474 @@
+package dlacmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/spf13/cobra"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/pretty"
+
+	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cli/output"
+	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/selection"
+)
+
+// ShowOptions are dla show's inputs.
+type ShowOptions struct {
+	Factory          *Factory
+	Archive          archiveFlag
+	Keys             []string
+	Output           *cmdutil.Output
+	IgnoreUnreadable bool
+	Null             bool // keys on stdin are NUL-separated
+}
+
+// NewCmdShow builds `dla show`.
+func NewCmdShow(f *Factory, runF func(*cobra.Command, *ShowOptions) error) *cobra.Command {
+	opts := &ShowOptions{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "show KEY... | -",
+		Short: "Show archive objects fully decoded, layer by layer",
+		Long: `Show everything in archive objects, decoded layer by layer: the SQS metadata
+(outer layers win, as in Cumulus), the hoisted fields, the EventBridge event,
+the Step Functions detail and the Cumulus message, pretty-printed.
+
+KEY is an object key (demo/dead-letter-archive/sqs/2024-03-02/exec-uuid), a
+key relative to the archive (sqs/2024-03-02/exec-uuid), an s3:// URL, or, for
+a local archive, the path of the file (absolute or relative to the current
+directory; it must lie inside the archive). '-' reads keys from stdin, one
+per line, so 'dla search -o keys' can feed it.
+
+-o json gives a JSON array with one decoded structure per object, every layer
+parsed.`,
+		Example: `  dla show --archive s3://bucket/stack sqs/2024-03-02/0e1be317-0d83-453a-bf67-65c3826f4fc5-2c0b6b6e-8f7e-4b5c-9a40-5f4c1b8b9d11
+  dla search --date 2024-03-02 --status FAILED -o keys | dla show -`,
+		Args: cmdutil.UsageArgs(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.Output.Validate(); err != nil {
+				return err
+			}
+			opts.Keys = args
+			if runF != nil {
+				return runF(cmd, opts)
+			}
+			return runShow(cmd, opts)
+		},
+	}
+	opts.Archive.register(cmd)
+	cmd.Flags().BoolVar(&opts.IgnoreUnreadable, "ignore-unreadable", false, "do not exit 3 when an object cannot be read or decoded")
+	addNullFlag(cmd, &opts.Null)
+	opts.Output = cmdutil.AddOutputFlag(cmd, "text", "json")
+	return cmd
+}
+
+func runShow(cmd *cobra.Command, opts *ShowOptions) error {
+	f := opts.Factory
+	loc, err := opts.Archive.location(f)
+	if err != nil {
+		return err
+	}
+	keys, err := readKeys(f.IO.In, opts.Keys, opts.Null)
+	if err != nil {
+		return err
+	}
+	layout := dla.Layout{Stack: loc.Stack}
+	if keys, err = resolveKeys(loc, layout, keys); err != nil {
+		return err
+	}
+	store, err := f.OpenArchive(cmd.Context(), loc)
+	if err != nil {
+		return err
+	}
+	var js *output.JSONStream
+	if opts.Output.Value == "json" {
+		js = output.NewJSONStream(output.JSONOut(f.IO), false)
+	}
+	renderer, color := f.IO.Renderer(), f.IO.ColorEnabled()
+	n := 0
+	st, runErr := selection.Run(cmd.Context(), store, selection.Scope{Layout: layout, Keys: keys}, 8, func(r selection.Result) error {
+		if err := stopOnAuth(r); err != nil {
+			return err
+		}
+		if r.Unreadable() {
+			r.Err = withoutKey(r.Entry.Key, r.Err)
+			reportUnreadable(f, nil, r)
+			if r.Decoded == nil || r.Decoded.Size == 0 {
+				return nil // nothing was read
+			}
+		}
+		n++
+		if js != nil {
+			return js.Write(showJSON(r))
+		}
+		if n > 1 {
+			fmt.Fprintln(f.IO.Out)
+		}
+		return renderShow(f.IO.Out, renderer, color, output.EscapeFor(f.IO.IsStdoutTTY()), r)
+	})
+	if js != nil {
+		if err := js.Close(); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	return finish(runErr, st, opts.IgnoreUnreadable)
+}
+
+// resolveKey accepts the ways an operator may name an object: a key, a key
+// relative to the archive, an s3:// URL, or for a local archive the path
+// of a file inside it (absolute, or relative to the current directory).
+func resolveKey(loc archive.Location, layout dla.Layout, k string) string {
+	if rest, ok := strings.CutPrefix(k, "s3://"); ok {
+		_, key, _ := strings.Cut(rest, "/")
+		return key
+	}
+	if loc.Dir != "" && (filepath.IsAbs(k) || strings.HasPrefix(k, ".")) {
+		if key, ok := localKey(loc, k); ok {
+			return key
+		}
+	}
+	switch {
+	case strings.HasPrefix(k, layout.Root()):
+		return k
+	case strings.HasPrefix(k, "dead-letter-archive/"):
+		return loc.Stack + "/" + k
+	case strings.HasPrefix(k, "sqs/") || strings.HasPrefix(k, "failed-sqs/"):
+		return layout.Root() + k
+	}
+	// Any other relative path to a file inside the archive, such as
+	// archive/demo/dead-letter-archive/sqs/2024-03-02/x or, from inside
+	// a date folder, the file's name.
+	if loc.Dir != "" {
+		if _, err := os.Lstat(k); err == nil {
+			if key, ok := localKey(loc, k); ok {
+				return key
+			}
+		}
+	}
+	return k
+}
+
+// resolveKeys resolves every key named (resolveKey). An s3:// URL must name
+// the archive's own bucket: another bucket's object is not the archive's,
+// and must not be taken for the one of the same key in the archive.
+func resolveKeys(loc archive.Location, layout dla.Layout, keys []string) ([]string, error) {
+	seen := make(map[string]bool, len(keys))
+	kept := keys[:0]
+	for _, k := range keys {
+		if rest, ok := strings.CutPrefix(k, "s3://"); ok {
+			if bucket, _, _ := strings.Cut(rest, "/"); bucket != loc.Bucket {
+				return nil, cmdutil.UsageErrorf("%s is not in the archive %s: name keys of the archive's own bucket", output.Escape(k), loc)
+			}
+		}
+		// A relative path that is a file here, outside the archive, and
+		// also reads as a key of the archive (sqs/..., from inside another
+		// copy of it) is ambiguous: the operator means one or the other.
+		archiveForm := strings.HasPrefix(k, layout.Root()) || strings.HasPrefix(k, "dead-letter-archive/") ||
+			strings.HasPrefix(k, "sqs/") || strings.HasPrefix(k, "failed-sqs/")
+		if loc.Dir != "" && archiveForm {
+			if _, err := os.Lstat(k); err == nil {
+				if _, inside := localKey(loc, k); !inside {
+					return nil, cmdutil.UsageErrorf("%s is a file here, outside the archive %s, and a key of the archive: give the full key (%s...) or a path inside the archive", output.Escape(k), loc, layout.Root())
+				}
+			}
+		}
+		// A key named twice (in two forms, or from two piped lists) is
+		// one object: handled once.
+		if key := resolveKey(loc, layout, k); !seen[key] {
+			seen[key] = true
+			kept = append(kept, key)
+		}
+	}
+	return kept, nil
+}
+
+// localKey is the key of the local path p when it lies inside the
+// archive's folder.
+func localKey(loc archive.Location, p string) (string, bool) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", false
+	}
+	rel, err := filepath.Rel(loc.Dir, abs)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// withoutKey drops the key the store's errors start with ("KEY: no such
+// key"): the report names the key already.
+func withoutKey(key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if rest, ok := strings.CutPrefix(err.Error(), key+": "); ok {
+		return &keylessError{msg: rest, err: err}
+	}
+	return err
+}
+
+type keylessError struct {
+	msg string
+	err error
+}
+
+func (e *keylessError) Error() string { return e.msg }
+func (e *keylessError) Unwrap() error { return e.err }
+
+// showDoc is the -o json form of one object.
+type showDoc struct {
+	Key            string          `json:"key"`
+	KeyBase64      *string         `json:"key_base64"` // the key's bytes when they are not UTF-8
+	Record         *dla.View       `json:"record"`
+	Unreadable     *string         `json:"unreadable"`
+	Layers         []showLayer     `json:"layers"`
+	Metadata       map[string]any  `json:"metadata"`
+	Hoisted        map[string]any  `json:"hoisted"`
+	Event          json.RawMessage `json:"event"`
+	Detail         json.RawMessage `json:"detail"`
+	MessageSource  *string         `json:"message_source"`
+	CumulusMessage json.RawMessage `json:"cumulus_message"`
+}
+
+type showLayer struct {
+	BodyKey  string         `json:"body_key"`
+	Metadata map[string]any `json:"metadata"`
+}
+
+func fieldsMap(fs []dla.Field) map[string]any {
+	if fs == nil {
+		return nil
+	}
+	m := make(map[string]any, len(fs))
+	for _, f := range fs {
+		m[f.Name] = json.RawMessage(f.Raw)
+	}
+	return m
+}
+
+func rawOrNull(s string) json.RawMessage {
+	if s == "" {
+		return json.RawMessage("null")
+	}
+	return json.RawMessage(s)
+}
+
+func showJSON(r selection.Result) showDoc {
+	d := r.Decoded
+	doc := showDoc{Key: r.Entry.Key, KeyBase64: dla.KeyBase64(r.Entry.Key)}
+	if r.Err != nil {
+		s := r.Err.Error()
+		doc.Unreadable = &s
+	}
+	if d == nil {
+		doc.Event, doc.Detail, doc.CumulusMessage = rawOrNull(""), rawOrNull(""), rawOrNull("")
+		return doc
+	}
+	v := d.View()
+	doc.Record = &v
+	for _, l := range d.Layers {
+		doc.Layers = append(doc.Layers, showLayer{BodyKey: l.BodyKey, Metadata: fieldsMap(l.Metadata)})
+	}
+	doc.Metadata = fieldsMap(d.Metadata)
+	doc.Hoisted = fieldsMap(d.Hoisted)
+	doc.Event = rawOrNull(withoutKeys(d.Event, "detail"))
+	doc.Detail = rawOrNull(decodedDetail(d.Detail))
+	if d.MessageSource != "" {
+		doc.MessageSource = &d.MessageSource
+	}
+	doc.CumulusMessage = rawOrNull(d.Message)
+	return doc
+}
+
+// withoutKeys returns a JSON object without some keys (shown elsewhere).
+func withoutKeys(raw string, drop ...string) string {
+	return rewriteObject(raw, func(k, val gjson.Result) (string, bool) {
+		return val.Raw, !slices.Contains(drop, k.Str)
+	})
+}
+
+// decodedDetail parses detail.input and detail.output when they hold JSON.
+func decodedDetail(raw string) string {
+	return rewriteObject(raw, func(k, val gjson.Result) (string, bool) {
+		if (k.Str == "input" || k.Str == "output") && val.Type == gjson.String && dla.ValidJSON(val.Str) {
+			return val.Str, true
+		}
+		return val.Raw, true
+	})
+}
+
+// rewriteObject rebuilds a JSON object key by key: each value is replaced
+// by what fn returns, or left out when fn says so. Non-objects pass through.
+func rewriteObject(raw string, fn func(k, val gjson.Result) (string, bool)) string {
+	v := gjson.Parse(raw)
+	if !v.IsObject() {
+		return raw
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	n := 0
+	v.ForEach(func(k, val gjson.Result) bool {
+		out, keep := fn(k, val)
+		if !keep {
+			return true
+		}
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		n++
+		b.WriteString(k.Raw + ":" + out)
+		return true
+	})
+	b.WriteByte('}')
+	return b.String()
+}
+
+// maxIndentGrowth is how many times its size show lets a JSON value grow
+// when indented (what Cumulus writes grows less than 2 times).
+const maxIndentGrowth = 16
+
+// renderShow prints one object for people: sections with styled headings
+// on a terminal, the same text without escapes when piped. clean makes
+// values from the archive safe for a terminal (output.EscapeFor).
+func renderShow(w io.Writer, r *lipgloss.Renderer, color bool, clean func(string) string, res selection.Result) error {
+	d := res.Decoded
+	title := r.NewStyle().Bold(true).Foreground(lipgloss.Color("12"))
+	head := r.NewStyle().Bold(true).Foreground(lipgloss.Color("3"))
+	label := r.NewStyle().Foreground(lipgloss.Color("8"))
+	bad := r.NewStyle().Foreground(lipgloss.Color("9"))
+	var b strings.Builder
+	section := func(name string) { fmt.Fprintf(&b, "\n%s\n", head.Render(name)) }
+	row := func(k, v string) {
+		if v == "" {
+			v = "null"
+		}
+		k, v = clean(k), clean(v)
+		fmt.Fprintf(&b, "  %s %s\n", label.Render(fmt.Sprintf("%-18s", k)), v)
+	}
+	js := func(raw string) {
+		if raw == "" {
+			b.WriteString("  null\n")
+			return
+		}
+		if dla.TooDeep(raw) {
+			// The printer recurses once per level (the decoder refuses such
+			// objects; this guards the printer on its own).
+			fmt.Fprintf(&b, "  (nested deeper than %d levels: not shown)\n", dla.MaxDepth)
+			return
+		}
+		// Indenting multiplies a text by its depth: a long array 500
+		// levels down would print gigabytes. Such a value is shown as is.
+		if n := dla.IndentedSize(raw, 2, 2); n > maxIndentGrowth*int64(len(raw))+1<<20 {
+			fmt.Fprintf(&b, "  (indented, this value would take %s: shown without indentation)\n  ", humanBytes(n))
+			b.WriteString(raw)
+			b.WriteByte('\n')
+			return
+		}
+		out := pretty.PrettyOptions([]byte(raw), &pretty.Options{Width: 100, Prefix: "  ", Indent: "  ", SortKeys: false})
+		out = []byte(clean(string(out)))
+		if color {
+			out = pretty.Color(out, nil)
+		}
+		b.Write(out)
+	}
+
+	fmt.Fprintln(&b, title.Render(clean(res.Entry.Key)))
+	if res.Err != nil {
+		fmt.Fprintf(&b, "  %s %s\n", bad.Render("unreadable:"), clean(res.Err.Error()))
+	}
+	section("Summary")
+	row("generation", string(d.Generation))
+	row("body layers", fmt.Sprint(d.Depth))
+	row("size", humanBytes(d.Size))
+	row("date", d.Date())
+	row("message id", d.MessageID)
+	row("status", d.Status)
+	row("time", d.Time)
+	row("execution", d.ExecutionArn)
+	row("state machine", d.StateMachineArn)
+	row("collection", d.CollectionID)
+	row("provider", d.ProviderID)
+	if d.HasGranules {
+		row("granules", fmt.Sprintf("%d", len(d.Granules)))
+		for _, g := range d.Granules {
+			fmt.Fprintf(&b, "  %18s   %s\n", "", clean(orNull(g)))
+		}
+	} else {
+		row("granules", "")
+	}
+	if len(d.Derived) > 0 {
+		row("derived here", strings.Join(d.Derived, ", ")+" (not carried by the object)")
+	}
+	if len(d.Problems) > 0 {
+		section("Problems")
+		for _, p := range d.Problems {
+			fmt.Fprintf(&b, "  - %s\n", clean(p))
+		}
+	}
+	if d.HasError {
+		section("Error")
+		for line := range strings.SplitSeq(strings.TrimRight(d.Error, "\n"), "\n") {
+			fmt.Fprintf(&b, "  %s\n", clean(line))
+		}
+	}
+	if len(d.Metadata) > 0 {
+		section("SQS metadata (layers merged, the outer layer wins)")
+		for _, m := range d.Metadata {
+			if m.Name == "error" || (isHoisted(m.Name) && d.Generation == dla.GenDLARecord) {
+				continue // shown above
+			}
+			row(m.Name, compact(m.Raw))
+		}
+	}
+	if d.Event != "" {
+		name := "Innermost body"
+		if d.Detail != "" {
+			name = "EventBridge event (detail below)"
+		}
+		section(name)
+		js(withoutKeys(d.Event, "detail"))
+	}
+	if d.Detail != "" {
+		section("Step Functions detail (input and output below)")
+		js(withoutKeys(d.Detail, "input", "output"))
+	}
+	if d.Message != "" {
+		section("Cumulus message (from " + d.MessageSource + ")")
+		js(d.Message)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func orNull(s string) string {
+	if s == "" {
+		return "null"
+	}
+	return s
+}
+
+func isHoisted(name string) bool {
+	switch name {
+	case "executionArn", "stateMachineArn", "status", "time", "collectionId", "providerId", "granules", "error":
+		return true
+	}
+	return false
+}
+
+// compact prints a metadata value on one line.
+func compact(raw string) string {
+	v := gjson.Parse(raw)
+	if v.Type == gjson.String {
+		return v.Str
+	}
+	return string(pretty.Ugly([]byte(raw)))
+}

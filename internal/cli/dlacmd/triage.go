@@ -1,0 +1,497 @@
+package dlacmd
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/athenasql"
+	"github.com/deadletter/deadletter/internal/awsconfig"
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cli/output"
+	"github.com/deadletter/deadletter/internal/cumulusdb"
+	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/recovery"
+	"github.com/deadletter/deadletter/internal/report"
+	"github.com/deadletter/deadletter/internal/selection"
+	"github.com/deadletter/deadletter/internal/shellword"
+	"github.com/deadletter/deadletter/internal/triage"
+	"github.com/deadletter/deadletter/internal/workflow/dbwrite"
+	"github.com/deadletter/deadletter/internal/workflow/dlarecover"
+)
+
+// TriageOptions are dla triage's inputs.
+type TriageOptions struct {
+	Factory     *Factory
+	Select      selectFlags
+	Engine      engineFlags
+	DatabaseURL string
+	DBSecret    string
+	Probe       int
+	Output      *cmdutil.Output
+}
+
+// NewCmdTriage builds `dla triage`.
+func NewCmdTriage(f *Factory, runF func(*cobra.Command, *TriageOptions) error) *cobra.Command {
+	opts := &TriageOptions{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "triage [flags]",
+		Short: "Group the archive's failures, say whether a retry will help, and print the command to run",
+		Long: `Read the selection once (the same filters as 'dla search'), group the
+objects by error class (as 'dla stats --by error'), and give each group a
+verdict from the rule table in docs/triage.md:
+
+  transient   retry now, once the cause is gone (a connection, a timeout,
+              throttling, the pool exhausted)
+  fix-first   a record the messages need is missing (a collection, provider,
+              parent execution, async operation or PDR): create it, then retry
+  permanent   never as it is (a granule of another collection, a schema
+              violation, not a writable Cumulus message, an unreadable object)
+  unknown     no rule matches: look at one first
+
+Each group's line ends with the next command: 'dla recover ... --dry-run'
+for what a retry will fix, selecting exactly that group's objects (its
+--error-class and its first and last date folder, with this invocation's
+archive, selection and AWS flags), or 'dla search ... -o keys' and
+'dla show KEY' for what it will not.
+
+With a database (--database-url, --db-secret or $DATABASE_URL), the records a
+fix-first group needs are looked up (read only): a group whose records all
+exist now is "ready". Without one, readiness is not checked, and says so.`,
+		Example: `  dla triage --archive s3://bucket/stack --from 2024-03-01
+  dla triage --archive s3://bucket/stack --db-secret stack-db-login -o json`,
+		Args: cmdutil.UsageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.Output.Validate(); err != nil {
+				return err
+			}
+			if opts.DatabaseURL != "" && opts.DBSecret != "" {
+				return cmdutil.UsageErrorf("--database-url and --db-secret cannot be combined")
+			}
+			if opts.Probe < 0 || opts.Probe > 1000 {
+				return cmdutil.UsageErrorf("--probe %d: want 0 to 1000 objects per group", opts.Probe)
+			}
+			if opts.Probe > 0 && opts.DatabaseURL == "" && opts.DBSecret == "" && f.Getenv("DATABASE_URL") == "" {
+				return cmdutil.UsageErrorf("--probe needs a database: --database-url, --db-secret or $DATABASE_URL")
+			}
+			if runF != nil {
+				return runF(cmd, opts)
+			}
+			return runTriage(cmd, opts)
+		},
+	}
+	opts.Select.register(cmd)
+	opts.Engine.register(cmd)
+	cmd.Flags().StringVar(&opts.DatabaseURL, "database-url", "", "PostgreSQL connection string, to check readiness (default $DATABASE_URL; read only)")
+	cmd.Flags().StringVar(&opts.DBSecret, "db-secret", "", "Secrets Manager secret (ARN or name) with the database login, to check readiness")
+	cmd.Flags().IntVar(&opts.Probe, "probe", 0, "run recover's dry run (rolled back, --offline) on up to N objects of each group and say how many would be written now; needs a database")
+	opts.Output = cmdutil.AddOutputFlag(cmd, "text", "json")
+	return cmd
+}
+
+// TriageReport is the -o json form of dla triage (docs/triage.md).
+type TriageReport struct {
+	Schema           string        `json:"schema"`
+	Archive          string        `json:"archive"`
+	Scanned          int           `json:"scanned"`
+	Total            int           `json:"total"`
+	Unreadable       int           `json:"unreadable"`
+	ReadinessChecked bool          `json:"readiness_checked"`
+	Groups           []TriageGroup `json:"groups"`
+}
+
+// TriageGroup is one group of a triage.
+type TriageGroup struct {
+	Count       int           `json:"count"`
+	Class       triage.Class  `json:"class"`
+	Rule        string        `json:"rule"`
+	Verdict     string        `json:"verdict"`
+	Why         string        `json:"why"`
+	ErrorClass  *string       `json:"error_class"` // null: unreadable objects
+	FirstDate   *string       `json:"first_date"`
+	LastDate    *string       `json:"last_date"`
+	Collections []string      `json:"collections"`
+	ExampleKey  string        `json:"example_key"`
+	Needs       []triage.Need `json:"needs"`
+	Missing     []triage.Need `json:"missing"` // null: readiness not checked
+	Ready       *int          `json:"ready"`   // messages whose records all exist now; null: not checked
+	Fix         *string       `json:"fix"`     // what to do before the command, if anything
+	Probe       *triage.Probe `json:"probe"`   // recover's dry run on a sample; null: not probed
+	Command     string        `json:"command"` // the next command, quoted for bash and zsh
+	// Select lists exactly the group's objects (dla search … -o keys);
+	// null for unreadable objects, which no filter selects.
+	Select *string `json:"select"`
+}
+
+// TriageSchema names the JSON form's version.
+const TriageSchema = "deadletter.dla.triage/v1"
+
+func runTriage(cmd *cobra.Command, opts *TriageOptions) error {
+	f := opts.Factory
+	ctx := cmd.Context()
+	if useAthena, err := opts.Engine.athena(); err != nil || useAthena {
+		if err != nil {
+			return err
+		}
+		return runTriageAthena(cmd, opts)
+	}
+	if opts.Select.limit != 0 {
+		return cmdutil.UsageErrorf("--limit does not apply to dla triage: a group is every object of its class")
+	}
+	scope, loc, store, err := opts.Select.open(cmd, f)
+	if err != nil {
+		return err
+	}
+	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
+	t := triage.New()
+	t.ProbeSize = opts.Probe
+	t.OddKey = func(k string) bool { return !lineSafeKey(k) }
+	unreadable := 0
+	st, runErr := selection.Run(ctx, store, scope, opts.Select.concurrency, func(r selection.Result) error {
+		if r.Unreadable() {
+			if err := stopOnAuth(r); err != nil {
+				return err
+			}
+			unreadable++
+			t.AddUnreadable(r.Entry.Key, scope.Layout.ParseKey(r.Entry.Key).Date)
+		} else {
+			t.Add(r.Decoded)
+		}
+		progress.Update("%s triaged", output.Plural(t.Total, "object"))
+		return nil
+	})
+	progress.Clear()
+	if runErr != nil {
+		return runErr
+	}
+	if opts.Probe > 0 {
+		if err := probe(cmd, opts, t, store, scope, loc); err != nil {
+			return err
+		}
+	}
+	return finishTriage(cmd, opts, t, loc, st.Listed, unreadable, "")
+}
+
+// probe runs recover's dry run on each group's sample: every write in a
+// transaction rolled back, no Step Functions or S3 reads, nothing moved.
+func probe(cmd *cobra.Command, opts *TriageOptions, t *triage.Triage, store archive.Store, scope selection.Scope, loc archive.Location) error {
+	f, ctx := opts.Factory, cmd.Context()
+	path, err := dbwrite.Open(ctx, dbwrite.Config{
+		DatabaseURL: cmp.Or(opts.DatabaseURL, f.Getenv("DATABASE_URL")), DBSecret: opts.DBSecret, MaxConns: 2,
+		AWS:      func() (aws.Config, error) { return awsconfig.Load(ctx, *f.AWS) },
+		Settings: *f.AWS, Offline: true, ReplaceBucket: loc.Bucket, Now: f.Now,
+	})
+	if dbwrite.StageOf(err) == dbwrite.StageDatabase {
+		return refuseDatabase(err)
+	}
+	if err != nil {
+		return err
+	}
+	defer path.Close()
+	for _, g := range t.Groups() {
+		if g.Unreadable || len(g.Sample) == 0 {
+			continue
+		}
+		p := &triage.Probe{Failed: map[string]int{}}
+		run := &dlarecover.Run{Store: store, Layout: scope.Layout, DB: path.DB, Pool: path.Database.Pool, Writer: path.Writer,
+			DryRun: true, Concurrency: 1, Now: f.Now, Explain: cmdutil.ErrorLine, Sum: &dlarecover.Summary{Selected: len(g.Sample)}}
+		one := scope
+		one.Keys, one.KeyStream, one.Limit = g.Sample, nil, 0
+		err := run.Run(ctx, one, func(o dlarecover.Object) error {
+			p.Tried++
+			switch o.Result {
+			case recovery.Written:
+				p.Written++
+			case "failed":
+				p.Failed[dla.ErrorClass(o.Error)]++
+			default:
+				p.Failed[o.Result]++
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("probing %s: %w", cmp.Or(g.Class, "the objects without an error"), err)
+		}
+		g.Probe = p
+	}
+	return nil
+}
+
+// finishTriage checks readiness when a database is given and prints the
+// triage; source is "" for a pass over the objects, else the Athena query's
+// summary.
+func finishTriage(cmd *cobra.Command, opts *TriageOptions, t *triage.Triage, loc archive.Location, listed, unreadable int, source string) error {
+	f, ctx := opts.Factory, cmd.Context()
+	checked := false
+	if dburl, secret := cmp.Or(opts.DatabaseURL, f.Getenv("DATABASE_URL")), opts.DBSecret; dburl != "" || secret != "" {
+		if err := checkReadiness(ctx, f, t, dburl, secret); err != nil {
+			return err
+		}
+		checked = true
+	}
+	archiveArg := cmp.Or(opts.Select.archiveFlag.value, f.Getenv("DLA_ARCHIVE"))
+	rep := TriageReport{Schema: TriageSchema, Archive: loc.String(), Scanned: listed, Total: t.Total, Unreadable: unreadable, ReadinessChecked: checked}
+	for _, g := range t.Groups() {
+		rep.Groups = append(rep.Groups, triageGroup(g, triageCommand{f: f, sel: &opts.Select, archive: archiveArg}))
+	}
+	if rep.Groups == nil {
+		rep.Groups = []TriageGroup{}
+	}
+	if opts.Output.Value == "json" {
+		if source != "" { // what the query scanned and cost
+			fmt.Fprintln(f.IO.ErrOut, source)
+		}
+		return output.WriteJSON(output.JSONOut(f.IO), rep)
+	}
+	if err := printTriage(output.TerminalOut(f.IO), f, rep); err != nil {
+		return err
+	}
+	note := "readiness not checked (no database given)"
+	if checked {
+		note = "readiness checked against the database"
+	}
+	if source == "" {
+		source = fmt.Sprintf("%d read from %s", listed, loc)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "%s in %s, %s; %s\n", output.Plural(rep.Total, "object"), output.Plural(len(rep.Groups), "group"), source, note)
+	return nil
+}
+
+// runTriageAthena groups in one query (by error text, collection, provider
+// and date) and classifies here: nothing is fetched. What only the
+// messages hold (an UnmetRequirementsError's async operation and parent
+// execution) is not in the Glue table; its collection is.
+func runTriageAthena(cmd *cobra.Command, opts *TriageOptions) error {
+	f := opts.Factory
+	q, err := opts.Engine.groupQuery(cmd, f, &opts.Select, "dla triage", "triaging", athenasql.Triage)
+	if err != nil || q == nil {
+		return err
+	}
+	plan, r, sql, progress := q.plan, q.runner, q.sql, q.progress
+	loc, layout := plan.loc, dla.Layout{Stack: plan.loc.Stack}
+	t := triage.New()
+	st, err := r.Run(cmd.Context(), sql, func(row []*string) error {
+		if len(row) != len(athenasql.TriageColumns) || row[4] == nil || row[5] == nil {
+			return fmt.Errorf("Athena returned a triage row of %d columns", len(row))
+		}
+		n, err := strconv.Atoi(*row[4])
+		if err != nil || n < 0 {
+			return fmt.Errorf("Athena returned %q as a count", *row[4])
+		}
+		key, err := keyFromPath(loc.Bucket, layout.AreaPrefix(dla.AreaSQS), *row[5])
+		if err != nil {
+			return err
+		}
+		str := func(p *string) string {
+			if p == nil {
+				return ""
+			}
+			return *p
+		}
+		t.AddCounted(triage.Counted{Key: key, Date: str(row[3]), Error: str(row[0]), Collection: str(row[1]), Provider: str(row[2]), N: n})
+		return nil
+	})
+	progress.Clear()
+	if err != nil {
+		return err
+	}
+	return finishTriage(cmd, opts, t, loc, t.Total, 0, athenaSummary(plan, st))
+}
+
+// checkReadiness opens the database read only and looks up what the
+// fix-first groups need.
+func checkReadiness(ctx context.Context, f *Factory, t *triage.Triage, dburl, secret string) error {
+	cfg, err := cumulusdb.Configure(ctx, dburl, secret, 2, func(ctx context.Context, id string) ([]byte, error) {
+		awsCfg, err := awsconfig.Load(ctx, *f.AWS)
+		if err != nil {
+			return nil, err
+		}
+		return awsconfig.SecretText(ctx, awsconfig.SecretsManager(awsCfg, *f.AWS), id)
+	})
+	if err != nil {
+		return err
+	}
+	cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("connecting to %s: %w", cumulusdb.Target(cfg), err)
+	}
+	defer pool.Close()
+	return t.CheckReadiness(ctx, func(ctx context.Context, kind, name string) (bool, error) {
+		return cumulusdb.Exists(ctx, pool, kind, name)
+	})
+}
+
+// triageCommand builds a group's next command from this invocation.
+type triageCommand struct {
+	f       *Factory
+	sel     *selectFlags
+	archive string
+}
+
+// base is "dla VERB --archive A" with the AWS flags of this invocation.
+func (c triageCommand) base(verb string) []string {
+	words := []string{"dla", verb}
+	if c.archive != "" {
+		words = append(words, "--archive", c.archive)
+	}
+	if s := c.f.AWS; s != nil {
+		if s.Profile != "" {
+			words = append(words, "--profile", s.Profile)
+		}
+		if s.Region != "" {
+			words = append(words, "--region", s.Region)
+		}
+		if s.EndpointURL != "" {
+			words = append(words, "--endpoint-url", s.EndpointURL)
+		}
+	}
+	return words
+}
+
+// selecting is base plus the flags that select exactly g's objects: this
+// invocation's selection, g's error class and its first and last date.
+func (c triageCommand) selecting(verb string, g *triage.Group) []string {
+	words := append(c.base(verb), c.sel.args(false)...)
+	switch {
+	case g.FirstDate != "" && g.FirstDate == g.LastDate:
+		words = append(words, "--date", g.FirstDate)
+	case g.FirstDate != "":
+		words = append(words, "--from", g.FirstDate, "--to", g.LastDate)
+	}
+	if g.Legacy && !c.sel.includeLegacy {
+		words = append(words, "--include-legacy")
+	}
+	return append(words, "--error-class", g.Class)
+}
+
+func triageGroup(g *triage.Group, c triageCommand) TriageGroup {
+	out := TriageGroup{Count: g.Count, Class: g.Rule.Class, Rule: g.Rule.ID, Verdict: g.Verdict(), Why: g.Rule.Why,
+		ExampleKey: g.ExampleKey, Collections: g.SortedCollections(), Needs: g.SortedNeeds()}
+	if !g.Unreadable {
+		class := g.Class
+		out.ErrorClass = &class
+	}
+	if g.FirstDate != "" {
+		out.FirstDate, out.LastDate = &g.FirstDate, &g.LastDate
+	}
+	if g.Checked {
+		ready := g.Ready
+		out.Ready = &ready
+		out.Missing = []triage.Need{}
+		for _, n := range out.Needs {
+			if g.Missing[n] {
+				out.Missing = append(out.Missing, n)
+			}
+		}
+	}
+	if fix := g.FixSteps(); fix != "" {
+		out.Fix = &fix
+	}
+	out.Probe = g.Probe
+	if !g.Unreadable {
+		list := []string{"-o", "keys", "--ignore-unreadable"}
+		if g.OddKeys {
+			list = []string{"-o", "keys", "-0", "--ignore-unreadable"}
+		}
+		sel := shellword.Join(append(c.selecting("search", g), list...)...)
+		out.Select = &sel
+	}
+	show := shellword.Join(append(c.base("show"), g.ExampleKey)...)
+	switch {
+	case g.Unreadable, g.Rule.Class == triage.Unknown:
+		out.Command = show
+	case g.Rule.Class == triage.Permanent || (g.Rule.Class == triage.FixFirst && len(g.Needs) == 0):
+		out.Command = *out.Select
+	default:
+		out.Command = shellword.Join(append(c.selecting("recover", g), "--dry-run")...)
+	}
+	return out
+}
+
+// next is a group's next step in words, for the text form.
+func (g TriageGroup) next() string {
+	switch {
+	case g.Fix != nil:
+		return *g.Fix + ", then: " + g.Command
+	case g.ErrorClass == nil || g.Class == triage.Unknown:
+		return "open one: " + g.Command
+	case strings.Contains(g.Command, " search "):
+		return "not recoverable as it is: " + g.Command + " lists them"
+	}
+	return g.Command
+}
+
+// printTriage writes one line per group: count, class, dates, collections,
+// error class, verdict, example key and the next step.
+func printTriage(w io.Writer, f *Factory, rep TriageReport) error {
+	tty := f.IO.IsStdoutTTY()
+	r := f.IO.Renderer()
+	styles := map[triage.Class]func(...string) string{
+		triage.Transient: r.NewStyle().Foreground(lipgloss.Color("2")).Render,
+		triage.FixFirst:  r.NewStyle().Foreground(lipgloss.Color("3")).Render,
+		triage.Permanent: r.NewStyle().Foreground(lipgloss.Color("9")).Render,
+		triage.Unknown:   r.NewStyle().Faint(true).Render,
+	}
+	sep := "\t"
+	if tty {
+		sep = "  "
+	}
+	for _, g := range rep.Groups {
+		dates := "-"
+		if g.FirstDate != nil {
+			dates = *g.FirstDate
+			if *g.LastDate != *g.FirstDate {
+				dates += ".." + *g.LastDate
+			}
+		}
+		colls := "-"
+		if len(g.Collections) > 0 {
+			colls = g.Collections[0]
+			if len(g.Collections) > 1 {
+				colls += fmt.Sprintf(" (+%d)", len(g.Collections)-1)
+			}
+		}
+		errClass := "(unreadable)"
+		if g.ErrorClass != nil {
+			errClass = cmp.Or(*g.ErrorClass, "(no error text)")
+		}
+		class := string(g.Class)
+		if tty {
+			class = styles[g.Class](fmt.Sprintf("%-9s", class))
+		}
+		fields := []string{fmt.Sprint(g.Count), class, dates, colls, errClass, g.Verdict, "e.g. " + g.ExampleKey, "next: " + g.next()}
+		for i, s := range fields {
+			if i != 1 {
+				fields[i] = oneLine(s)
+			}
+		}
+		if _, err := fmt.Fprintln(w, strings.Join(fields, sep)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// triageRows are a triage's groups as the report page shows them.
+func triageRows(t *triage.Triage, c triageCommand) []report.TriageRow {
+	var rows []report.TriageRow
+	for _, g := range t.Groups() {
+		tg := triageGroup(g, c)
+		what := "(unreadable objects)"
+		if tg.ErrorClass != nil {
+			what = cmp.Or(*tg.ErrorClass, "(no error text)")
+		}
+		rows = append(rows, report.TriageRow{Count: tg.Count, Class: string(tg.Class), What: what, Verdict: tg.Verdict, Next: tg.next()})
+	}
+	return rows
+}

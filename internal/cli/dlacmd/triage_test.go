@@ -1,0 +1,454 @@
+package dlacmd
+
+import (
+	"context"
+	"encoding/json"
+	"html"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deadletter/deadletter/internal/athenasql"
+	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/shellword"
+	"github.com/deadletter/deadletter/internal/testsupport"
+	"github.com/deadletter/deadletter/internal/testsupport/fakeathena"
+	"github.com/deadletter/deadletter/internal/triage"
+)
+
+func triageOf(t *testing.T, env map[string]string, args ...string) TriageReport {
+	t.Helper()
+	r := run(t, false, env, "", append([]string{"triage", "-o", "json"}, args...)...)
+	if r.code != 0 {
+		t.Fatalf("triage: exit %d: %s", r.code, r.stderr)
+	}
+	var rep TriageReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("triage -o json: %v\n%s", err, r.stdout)
+	}
+	return rep
+}
+
+// The sample archive's triage, as JSON and as the piped text, is pinned.
+func TestTriageOfTheSampleArchive(t *testing.T) {
+	r := run(t, false, nil, "", "triage", "--archive", sampleArchive, "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	abs, err := filepath.Abs(sampleArchive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "triage_sample_json", strings.ReplaceAll(r.stdout, abs, "SAMPLE")) // where the clone is
+	r = run(t, false, nil, "", "triage", "--archive", sampleArchive)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	golden(t, "triage_sample_piped", r.stdout)
+	if !strings.Contains(r.stderr, "readiness not checked (no database given)") {
+		t.Errorf("the summary does not say readiness was not checked: %s", r.stderr)
+	}
+}
+
+// The seed-3 archive (written by Cumulus v21's own code): every error text
+// Cumulus documents has a class; only the objects without an error text
+// and the operator's own free text are unknown.
+func TestTriageOfSeed3(t *testing.T) {
+	dir := filepath.Join(testsupport.Seed3Dir(t), "archive", "demo")
+	rep := triageOf(t, nil, "--archive", dir)
+	var b strings.Builder
+	for _, g := range rep.Groups {
+		class := "(unreadable)"
+		if g.ErrorClass != nil {
+			class = *g.ErrorClass
+		}
+		b.WriteString(strings.Join([]string{strconv.Itoa(g.Count), string(g.Class), g.Rule, class}, "\t") + "\n")
+		if g.Class == triage.Unknown && class != "" && !strings.HasPrefix(class, "Error: re-driven by operator") {
+			t.Errorf("%d objects of a Cumulus error are unknown: %s", g.Count, class)
+		}
+	}
+	golden(t, "triage_seed3", b.String())
+	if rep.Total != 150 || rep.Unreadable != 3 {
+		t.Errorf("total %d, unreadable %d; want 150 and 3", rep.Total, rep.Unreadable)
+	}
+}
+
+// groundTruth groups the archive's readable objects by dla.ErrorClass of
+// their error text, from search's own output: each class's keys.
+func groundTruth(t *testing.T, archive string) map[string][]string {
+	t.Helper()
+	r := run(t, false, nil, "", "search", "--archive", archive, "-o", "ndjson", "--ignore-unreadable")
+	if r.code != 0 {
+		t.Fatalf("search: exit %d: %s", r.code, r.stderr)
+	}
+	out := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var v struct {
+			Key   string  `json:"key"`
+			Error *string `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatal(err)
+		}
+		text := ""
+		if v.Error != nil {
+			text = *v.Error
+		}
+		c := dla.ErrorClass(text)
+		out[c] = append(out[c], v.Key)
+	}
+	return out
+}
+
+// runPrinted runs a command triage printed, word for word as bash would
+// read it, with extra words, and returns the keys of its output lines.
+func runPrinted(t *testing.T, env map[string]string, command string, extra ...string) []string {
+	t.Helper()
+	words, err := shellword.Split(command)
+	if err != nil || len(words) < 2 || words[0] != "dla" {
+		t.Fatalf("the printed command %q does not parse: %v", command, err)
+	}
+	r := run(t, false, env, "", append(words[1:], extra...)...)
+	if r.code != 0 && r.code != 3 {
+		t.Fatalf("%s: exit %d: %s", command, r.code, r.stderr)
+	}
+	var keys []string
+	sep := "\n"
+	if strings.Contains(r.stdout, "\x00") { // -o keys -0
+		sep = "\x00"
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(r.stdout, sep), sep) {
+		if line == "" {
+			continue
+		}
+		if !strings.HasPrefix(line, "{") {
+			keys = append(keys, line) // -o keys
+			continue
+		}
+		var v struct {
+			Key string `json:"key"`
+		}
+		if json.Unmarshal([]byte(line), &v) == nil && v.Key != "" {
+			keys = append(keys, v.Key)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Every group's printed command, run as printed (recover with its
+// --dry-run against a real Cumulus database), selects exactly the group's
+// objects: no more, no fewer.
+func TestTriageCommandsSelectExactlyTheirGroup(t *testing.T) {
+	for _, archive := range []string{sampleArchive, filepath.Join(testsupport.Seed3Dir(t), "archive", "demo")} {
+		t.Run(filepath.Base(filepath.Dir(filepath.Dir(archive))), func(t *testing.T) {
+			env := map[string]string{"DATABASE_URL": testsupport.NewCumulusDatabase(t, nil)}
+			truth := groundTruth(t, archive)
+			rep := triageOf(t, nil, "--archive", archive)
+			for _, g := range rep.Groups {
+				if g.ErrorClass == nil {
+					continue // unreadable: the command opens one
+				}
+				want := slices.Clone(truth[*g.ErrorClass])
+				sort.Strings(want)
+				if len(want) != g.Count {
+					t.Errorf("%q: triage counts %d, the archive holds %d", *g.ErrorClass, g.Count, len(want))
+				}
+				if got := runPrinted(t, env, *g.Select); !slices.Equal(got, want) {
+					t.Errorf("%s\nselects %d objects, the group has %d", *g.Select, len(got), len(want))
+				}
+				if strings.HasPrefix(g.Command, "dla recover ") {
+					if got := runPrinted(t, env, g.Command, "--offline", "-o", "ndjson"); !slices.Equal(got, want) {
+						t.Errorf("%s\nselects %d objects, the group has %d", g.Command, len(got), len(want))
+					}
+				}
+			}
+		})
+	}
+}
+
+// A fix-first group whose providers are missing turns "ready" once they
+// are inserted, against the real PostgreSQL; the lookup only reads.
+func TestTriageFixFirstGroupTurnsReadyWhenTheProviderIsInserted(t *testing.T) {
+	dbURL := testsupport.NewCumulusDatabase(t, nil)
+	providers := func(rep TriageReport) TriageGroup {
+		for _, g := range rep.Groups {
+			if g.Rule == "record-does-not-exist" {
+				return g
+			}
+		}
+		t.Fatal("no record-does-not-exist group in the sample's triage")
+		return TriageGroup{}
+	}
+	before := providers(triageOf(t, nil, "--archive", sampleArchive, "--database-url", dbURL))
+	if before.Ready == nil || *before.Ready != 0 || len(before.Missing) != 3 || !strings.HasPrefix(before.Verdict, "fix first: providers LANCE_NRT, LPCLOUD_S3, LPDAAC_HTTPS") ||
+		before.Fix == nil || !strings.HasPrefix(*before.Fix, "create providers LANCE_NRT, LPCLOUD_S3, LPDAAC_HTTPS") {
+		t.Fatalf("before: %+v", before)
+	}
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, p := range []string{"LANCE_NRT", "LPCLOUD_S3"} {
+		if _, err := conn.Exec(context.Background(), `INSERT INTO providers (name, protocol, host) VALUES ($1, 's3', 'bucket')`, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	partly := providers(triageOf(t, nil, "--archive", sampleArchive, "--database-url", dbURL))
+	if len(partly.Missing) != 1 || partly.Missing[0].Name != "LPDAAC_HTTPS" || partly.Ready == nil || *partly.Ready == 0 || *partly.Ready == partly.Count {
+		t.Fatalf("with two of three providers: %+v", partly)
+	}
+	if _, err := conn.Exec(context.Background(), `INSERT INTO providers (name, protocol, host) VALUES ('LPDAAC_HTTPS', 'https', 'e4ftl01.cr.usgs.gov')`); err != nil {
+		t.Fatal(err)
+	}
+	after := providers(triageOf(t, map[string]string{"DATABASE_URL": dbURL}, "--archive", sampleArchive))
+	if after.Ready == nil || *after.Ready != after.Count || len(after.Missing) != 0 || after.Verdict != "ready: every record named now exists (providers LANCE_NRT, LPCLOUD_S3, LPDAAC_HTTPS)" ||
+		after.Fix != nil || !strings.HasPrefix(after.Command, "dla recover ") {
+		t.Fatalf("after: %+v", after)
+	}
+}
+
+// dla report opens with the triage: its first section, with each group's
+// verdict and command.
+func TestReportOpensWithTheTriage(t *testing.T) {
+	r := run(t, false, nil, "", "report", "--archive", sampleArchive, "--out", "-")
+	if r.code != 0 && r.code != 3 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	page := html.UnescapeString(r.stdout)
+	tri, perDay := strings.Index(page, "Triage: what to do with each group"), strings.Index(page, "Objects per day, by error class")
+	if tri < 0 || perDay < 0 || tri > perDay {
+		t.Fatalf("the triage is not the first section (at %d, the first chart at %d)", tri, perDay)
+	}
+	for _, want := range []string{"retry with dla recover", "create providers LANCE_NRT, LPCLOUD_S3, LPDAAC_HTTPS, then: dla recover --archive",
+		"--error-class 'KnexTimeoutError: Knex: Timeout acquiring a connection.", "never as it is"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the report's triage lacks %q", want)
+		}
+	}
+}
+
+// Hostile error texts (control bytes, bytes that are not UTF-8, a
+// megabyte, ten thousand nested AggregateErrors) neither crash triage nor
+// merge with another group, print escaped on one line each on a
+// terminal, and each group's printed command selects exactly its objects.
+func TestTriageOfHostileErrorTexts(t *testing.T) {
+	root := t.TempDir()
+	sample, err := os.ReadFile(filepath.Join(sampleArchive, "dead-letter-archive", "sqs", "2024-03-01", "1986f1d5-c53a-4a58-a7d5-33cabf12a21d-3693a1b9-048d-4504-b38e-46a881ab0d0a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := map[string]int{
+		"Error: \x1b[2J\x1b]0;pwned\x07 cleared 1\r\nat x (/a.js:1:2)":                       2, // differ in a number only: one group
+		"Error: \xff\xfe not UTF-8 \x00 NUL":                                                 1,
+		strings.Repeat("Error: huge ", 100000):                                               1,
+		strings.Repeat("AggregateError: \n", 10000) + "KnexTimeoutError: x":                  1,
+		"KnexTimeoutError: Knex: Timeout acquiring a connection. The pool is probably full.": 1,
+		"none":                          1, // a text, not the absence of one
+		"SchemaValidationError: a\x00b": 1, // a NUL cannot be in an argument
+		"SchemaValidationError: a":      1,
+		"Error: bidi \u202e evil":       1,
+		"=ls":                           1, // zsh expands =ls unquoted
+	}
+	n := 0
+	for text, copies := range texts {
+		for i := 0; i < copies; i++ {
+			var m map[string]any
+			if err := json.Unmarshal(sample, &m); err != nil {
+				t.Fatal(err)
+			}
+			m["error"] = strings.Replace(text, "1", strconv.Itoa(i+1), 1)
+			b, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+			p := filepath.Join(root, "demo", "dead-letter-archive", "sqs", "2024-03-0"+strconv.Itoa(1+n%3), "obj-"+strconv.Itoa(n))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// No error text at all, under a key that cannot be listed one per line.
+	var m map[string]any
+	if err := json.Unmarshal(sample, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["error"] = nil
+	b, _ := json.Marshal(m)
+	odd := filepath.Join(root, "demo", "dead-letter-archive", "sqs", "2024-03-02", "odd\nname '$(id)")
+	if err := os.WriteFile(odd, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(root, "demo")
+	r := run(t, true, map[string]string{"NO_COLOR": "1"}, "", "triage", "--archive", archive)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != len(texts)+1 {
+		t.Errorf("%d lines for %d groups:\n%s", len(lines), len(texts), r.stdout)
+	}
+	for _, l := range lines {
+		if strings.ContainsAny(l, "\x1b\x07\x00\r") || !utf8.ValidString(l) || len(l) > 4000 {
+			t.Errorf("a line is not escaped, or too long (%d bytes): %.200q", len(l), l)
+		}
+	}
+	truth := groundTruth(t, archive)
+	rep := triageOf(t, nil, "--archive", archive)
+	for _, g := range rep.Groups {
+		if strings.Contains(*g.Select, "\\x00") {
+			t.Errorf("a command carries a NUL, which no shell can pass: %q", *g.Select)
+		}
+		want := slices.Clone(truth[*g.ErrorClass])
+		sort.Strings(want)
+		got := runPrinted(t, nil, *g.Select)
+		if !slices.Equal(got, want) || len(got) != g.Count {
+			t.Errorf("%.120q: selects %d, the group has %d", *g.Select, len(got), g.Count)
+		}
+	}
+}
+
+// With --engine athena the grouping is one query and the classification
+// here: given the rows Athena would return for the sample archive (its
+// records grouped by error, collection, provider and date), the triage is
+// the local one, unreadable objects aside (they are not in the Glue table).
+func TestTriageWithAthenaGroupsInSQLAndClassifiesHere(t *testing.T) {
+	e := newAthenaEnv(t)
+	archiveURL := "s3://" + e.bucket + "/demo"
+	r := run(t, false, nil, "", "search", "--archive", archiveURL, "-o", "ndjson", "--ignore-unreadable")
+	if r.code != 0 {
+		t.Fatalf("search: %d %s", r.code, r.stderr)
+	}
+	type rowKey struct{ err, coll, prov, date string }
+	type agg struct {
+		n       int
+		example string
+		hasErr  bool
+	}
+	rows := map[rowKey]*agg{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var v struct{ Key, Date string }
+		var raw map[string]any
+		if err := json.Unmarshal([]byte(line), &raw); err != nil {
+			t.Fatal(err)
+		}
+		str := func(k string) string { s, _ := raw[k].(string); return s }
+		v.Key, v.Date = str("key"), str("date")
+		k := rowKey{str("error"), str("collection_id"), str("provider_id"), v.Date}
+		a := rows[k]
+		if a == nil {
+			a = &agg{example: v.Key, hasErr: raw["error"] != nil}
+			rows[k] = a
+		}
+		a.n++
+		if v.Key < a.example {
+			a.example = v.Key
+		}
+	}
+	e.plan = func(sql string) fakeathena.Execution {
+		if !strings.Contains(sql, "GROUP BY error, collectionid, providerid, eventdate") {
+			t.Errorf("not the triage query:\n%s", sql)
+		}
+		ex := fakeathena.Execution{States: []string{"SUCCEEDED"}, Scanned: []int64{5 << 20}, Columns: athenasql.TriageColumns}
+		for k, a := range rows {
+			nullable := func(s string) *string {
+				if s == "" {
+					return nil
+				}
+				return aws.String(s)
+			}
+			ex.Rows = append(ex.Rows, []*string{nullable(k.err), nullable(k.coll), nullable(k.prov), aws.String(k.date),
+				aws.String(strconv.Itoa(a.n)), aws.String("s3://" + e.bucket + "/" + a.example)})
+		}
+		return ex
+	}
+	args := []string{"triage", "--archive", archiveURL, "--from", "2024-03-01", "--to", "2024-03-05", "-o", "json"}
+	local := run(t, false, nil, "", args...)
+	athena := run(t, false, nil, "", append(args, "--engine", "athena")...)
+	if local.code != 0 || athena.code != 0 {
+		t.Fatalf("local exit %d (%s), athena exit %d (%s)", local.code, local.stderr, athena.code, athena.stderr)
+	}
+	var lr, ar TriageReport
+	if err := json.Unmarshal([]byte(local.stdout), &lr); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(athena.stdout), &ar); err != nil {
+		t.Fatal(err)
+	}
+	var want []TriageGroup
+	for _, g := range lr.Groups {
+		if g.ErrorClass != nil {
+			want = append(want, g)
+		}
+	}
+	if len(ar.Groups) != len(want) {
+		t.Fatalf("athena: %d groups, local: %d readable ones", len(ar.Groups), len(want))
+	}
+	for i, g := range ar.Groups {
+		w := want[i]
+		if *g.ErrorClass != *w.ErrorClass || g.Count != w.Count || g.Class != w.Class || g.Command != w.Command || g.ExampleKey != w.ExampleKey ||
+			(g.Rule != "unmet-requirements" && g.Verdict != w.Verdict) {
+			t.Errorf("group %d:\nathena %+v\nlocal  %+v", i, g, w)
+		}
+	}
+	if !strings.Contains(athena.stderr, "Athena query q-") {
+		t.Errorf("no Athena summary: %s", athena.stderr)
+	}
+}
+
+// --probe runs recover's dry run on a sample of each group against the
+// real database: what it reports is what recover would do now, and
+// nothing is written.
+func TestTriageProbeSaysHowManyWouldBeWrittenNow(t *testing.T) {
+	dbURL := testsupport.NewCumulusDatabase(t, nil)
+	rep := triageOf(t, nil, "--archive", sampleArchive, "--database-url", dbURL, "--probe", "2")
+	probed := 0
+	for _, g := range rep.Groups {
+		if g.ErrorClass == nil {
+			if g.Probe != nil {
+				t.Errorf("unreadable objects were probed")
+			}
+			continue
+		}
+		if g.Probe == nil || g.Probe.Tried != min(2, g.Count) || !strings.Contains(g.Verdict, "; probe: ") {
+			t.Errorf("%q: probe %+v, verdict %q", *g.ErrorClass, g.Probe, g.Verdict)
+			continue
+		}
+		probed++
+		t.Logf("%d %s: %s %+v", g.Count, g.Class, g.Verdict, *g.Probe)
+		if g.Rule == "record-does-not-exist" && g.Probe.Written != 0 {
+			t.Errorf("the providers are missing, yet the probe would write %d", g.Probe.Written)
+		}
+	}
+	if probed == 0 {
+		t.Fatal("nothing probed")
+	}
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM executions) + (SELECT count(*) FROM granules) + (SELECT count(*) FROM pdrs)`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("the probe left %d rows", n)
+	}
+	if r := run(t, false, nil, "", "triage", "--archive", sampleArchive, "--probe", "2"); r.code != 2 || !strings.Contains(r.stderr, "--probe needs a database") {
+		t.Errorf("--probe without a database: exit %d, %s", r.code, r.stderr)
+	}
+}

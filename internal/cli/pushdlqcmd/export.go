@@ -1,0 +1,298 @@
+package pushdlqcmd
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cli/output"
+	"github.com/deadletter/deadletter/internal/sqsmove"
+)
+
+// ExportOptions are pushdlq export's inputs.
+type ExportOptions struct {
+	Factory *Factory
+	Queue   queueFlags
+	Out     string
+	Delete  bool
+	Yes     bool
+	Max     int
+	Output  *cmdutil.Output
+}
+
+// NewCmdExport builds `pushdlq export`.
+func NewCmdExport(f *Factory, runF func(*cobra.Command, *ExportOptions) error) *cobra.Command {
+	opts := &ExportOptions{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "export --dlq URL|NAME --out FILE.ndjson [--delete]",
+		Short: "Write every DLQ message to an NDJSON file",
+		Long: `Receive every message of the DLQ and write it to an NDJSON file, one message
+per line: message_id, body, message_attributes and attributes (the system
+attributes: SentTimestamp, ApproximateReceiveCount, MessageGroupId, ...).
+'pushdlq replay --from-file' reads the file back, edited or not.
+
+The file is written as FILE.partial, flushed, synced to disk and renamed to
+FILE before anything else happens. Nothing is deleted from the DLQ unless
+--delete is given; then only the messages that are in the synced file are
+deleted, and every other message is made visible again.`,
+		Example: `  pushdlq export --dlq push-dlq --out push-dlq-2025-11-14.ndjson
+  pushdlq export --dlq push-dlq --out drained.ndjson --delete --yes`,
+		Args: cmdutil.UsageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.Output.Validate(); err != nil {
+				return err
+			}
+			if opts.Queue.DLQ == "" || opts.Out == "" {
+				return cmdutil.UsageErrorf("--dlq and --out are required")
+			}
+			if err := opts.Queue.validate(); err != nil {
+				return err
+			}
+			if opts.Delete && opts.Out == "-" {
+				return cmdutil.UsageErrorf("--delete needs --out FILE: what goes to stdout cannot be known to be safe")
+			}
+			if opts.Max < 0 {
+				return cmdutil.UsageErrorf("--max %d: want 0 (all) or more", opts.Max)
+			}
+			if opts.Out != "-" {
+				if _, err := os.Stat(opts.Out); err == nil {
+					return cmdutil.UsageErrorf("%s already exists; choose another file (an export never overwrites one)", opts.Out)
+				}
+			}
+			if opts.Delete {
+				if err := cmdutil.RequireYes(f.IO, opts.Yes, "export --delete"); err != nil {
+					return err
+				}
+			}
+			if runF != nil {
+				return runF(cmd, opts)
+			}
+			return runExport(cmd, opts)
+		},
+	}
+	opts.Queue.register(cmd, true)
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Out, "out", "", "the NDJSON file to write (- for stdout, without --delete)")
+	fl.BoolVar(&opts.Delete, "delete", false, "delete from the DLQ what was written to the file")
+	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask before deleting")
+	fl.IntVar(&opts.Max, "max", 0, "export at most this many messages (0: all)")
+	opts.Output = cmdutil.AddOutputFlag(cmd, "table", "json")
+	return cmd
+}
+
+// ExportSummary is the summary record of pushdlq export.
+type ExportSummary struct {
+	Type          string  `json:"type"`
+	Queue         string  `json:"queue"`
+	File          string  `json:"file"`
+	Exported      int     `json:"exported"`
+	Bytes         int64   `json:"bytes"`
+	SHA256        *string `json:"sha256"`
+	Deleted       int     `json:"deleted"`
+	DeleteFailed  int     `json:"delete_failed"`
+	Released      int     `json:"released"`
+	ReleaseFailed int     `json:"release_failed"`
+}
+
+// exportFile writes messages to FILE.partial and publishes it as FILE
+// only once it is complete and on disk.
+type exportFile struct {
+	final, partial string
+	f              *os.File
+	w              *bufio.Writer
+	sum            hash.Hash
+	n              int64
+}
+
+func createExport(path string, stdout io.Writer) (*exportFile, error) {
+	if path == "-" {
+		return &exportFile{final: "-", partial: "stdout", w: bufio.NewWriter(stdout), sum: sha256.New()}, nil
+	}
+	partial := path + ".partial"
+	f, err := os.OpenFile(partial, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", partial, err)
+	}
+	return &exportFile{final: path, partial: partial, f: f, w: bufio.NewWriterSize(f, 1<<20), sum: sha256.New()}, nil
+}
+
+func (e *exportFile) write(m *sqsmove.Message) error {
+	line := *m
+	line.ReceiptHandle = ""
+	b, err := json.Marshal(&line)
+	if err != nil {
+		return fmt.Errorf("encode message %s: %w", m.MessageID, err)
+	}
+	b = append(b, '\n')
+	e.sum.Write(b)
+	e.n += int64(len(b))
+	if _, err := e.w.Write(b); err != nil {
+		return fmt.Errorf("write %s: %w", e.partial, err)
+	}
+	return nil
+}
+
+// commit flushes, syncs, renames and syncs the directory.
+func (e *exportFile) commit() error {
+	if err := e.w.Flush(); err != nil {
+		return fmt.Errorf("write %s: %w", e.partial, err)
+	}
+	if e.f == nil {
+		return nil
+	}
+	if err := e.f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", e.partial, err)
+	}
+	if err := e.f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", e.partial, err)
+	}
+	if err := os.Rename(e.partial, e.final); err != nil {
+		return fmt.Errorf("rename %s: %w", e.partial, err)
+	}
+	if d, err := os.Open(filepath.Dir(e.final)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// abort leaves the partial file for inspection: it is never mistaken for
+// a complete export, and it may hold the only copy of nothing (nothing was
+// deleted).
+func (e *exportFile) abort() {
+	if e.f != nil {
+		e.w.Flush()
+		e.f.Close()
+	}
+}
+
+func runExport(cmd *cobra.Command, opts *ExportOptions) (err error) {
+	ctx := cmd.Context()
+	f := opts.Factory
+	s, err := openSession(ctx, f, opts.Queue)
+	if err != nil {
+		return err
+	}
+	sum := ExportSummary{Type: "summary", Queue: s.queue.URL, File: opts.Out}
+	defer func() {
+		sum.Released, sum.ReleaseFailed = s.close()
+		if err == nil || errors.Is(err, cmdutil.PartialError) {
+			if werr := writeExportSummary(f, opts, sum); werr != nil && err == nil {
+				err = werr
+			}
+		}
+	}()
+	s.banner()
+	fmt.Fprintln(f.IO.ErrOut, receiveNote("export"))
+	out, err := createExport(opts.Out, f.IO.Out)
+	if err != nil {
+		return err
+	}
+	var writeErr error
+	scanErr := s.scan(ctx, opts.Max, func(_ int, m *sqsmove.Message) bool {
+		if writeErr = out.write(m); writeErr != nil {
+			return true
+		}
+		sum.Exported++
+		return false
+	})
+	// SQS's in-flight limit ends the scan, not the export: the file holds
+	// what was read, is committed, and (--delete) those are deleted; the
+	// run says how far it got and exits 3.
+	var overLimit *sqsmove.InFlightLimitError
+	if errors.As(scanErr, &overLimit) {
+		scanErr = nil
+		rest := "the file holds them and every other message is released; run again for the rest"
+		if opts.Delete {
+			rest = "the file holds them; once they are deleted, run again for the rest"
+		}
+		defer func() {
+			fmt.Fprintln(f.IO.ErrOut, inFlightLimitNote(overLimit, s.queue.Visible+s.queue.InFlight, rest))
+			if err == nil {
+				err = cmdutil.PartialError
+			}
+		}()
+	}
+	if err := errors.Join(scanErr, writeErr, ctx.Err()); err != nil {
+		out.abort()
+		if opts.Out == "-" {
+			// A reader that went away (`export --out - | head -1`): stop
+			// printing; the deferred close releases every message.
+			if writeErr != nil {
+				return stoppedError("nothing was deleted; every message is released")
+			}
+			fmt.Fprintln(f.IO.ErrOut, "export stopped: nothing was deleted; every message is released")
+			return err
+		}
+		fmt.Fprintf(f.IO.ErrOut, "export stopped: nothing was deleted; the messages read so far are in %s\n", out.partial)
+		return err
+	}
+	if err := out.commit(); err != nil {
+		out.abort()
+		return err
+	}
+	sum.Bytes = out.n
+	digest := hex.EncodeToString(out.sum.Sum(nil))
+	sum.SHA256 = &digest
+	if opts.Out != "-" {
+		fmt.Fprintf(f.IO.ErrOut, "wrote %s to %s (synced)\n", output.Plural(sum.Exported, "message"), opts.Out)
+	}
+	if !opts.Delete || sum.Exported == 0 {
+		return nil
+	}
+	if !opts.Yes {
+		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Delete the %s now in %s from %s?", output.Plural(sum.Exported, "message"), opts.Out, sqsmove.Name(s.queue.URL)), "yes")
+		if err != nil || !ok {
+			fmt.Fprintln(f.IO.ErrOut, "nothing deleted")
+			return err
+		}
+	}
+	sum.Deleted, sum.DeleteFailed = deleteHeld(ctx, s.hold)
+	if sum.DeleteFailed > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "%s could not be deleted; they stay in the DLQ (and in the file)\n", output.Plural(sum.DeleteFailed, "message"))
+		return cmdutil.PartialError
+	}
+	return ctx.Err()
+}
+
+// deleteHeld deletes every message still held (Extra ones were never
+// written to the file and are not deleted), 100 at a time.
+func deleteHeld(ctx context.Context, hold *sqsmove.Hold) (deleted, failed int) {
+	hold.EachBatch(100, false, func(refs []sqsmove.Ref) {
+		if ctx.Err() != nil {
+			return
+		}
+		bad := hold.Delete(ctx, refs)
+		failed += len(bad)
+		deleted += len(refs) - len(bad)
+	})
+	return deleted, failed
+}
+
+func writeExportSummary(f *Factory, opts *ExportOptions, s ExportSummary) error {
+	w := f.IO.Out
+	if opts.Out == "-" {
+		w = f.IO.ErrOut // stdout holds the export itself
+	}
+	if opts.Output.Value == "json" {
+		return output.WriteJSON(w, s)
+	}
+	digest := ""
+	if s.SHA256 != nil {
+		digest = *s.SHA256
+	}
+	_, err := fmt.Fprintf(w, "exported  %s (%d bytes) to %s\nsha256    %s\ndeleted   %d (failed %d)\nreleased  %d (failed %d)\n",
+		output.Plural(s.Exported, "message"), s.Bytes, s.File, digest, s.Deleted, s.DeleteFailed, s.Released, s.ReleaseFailed)
+	return err
+}

@@ -1,0 +1,271 @@
+package pushdlqcmd
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cli/output"
+	"github.com/deadletter/deadletter/internal/pushpolicy"
+	"github.com/deadletter/deadletter/internal/report"
+	"github.com/deadletter/deadletter/internal/shellword"
+	"github.com/deadletter/deadletter/internal/sqsmove"
+	"github.com/deadletter/deadletter/internal/triage"
+)
+
+// TriageOptions are pushdlq triage's inputs.
+type TriageOptions struct {
+	Factory   *Factory
+	Queue     queueFlags
+	Sample    int
+	QueueBase string
+	Output    *cmdutil.Output
+}
+
+// NewCmdTriage builds `pushdlq triage`.
+func NewCmdTriage(f *Factory, runF func(*cobra.Command, *TriageOptions) error) *cobra.Command {
+	opts := &TriageOptions{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "triage --dlq URL|NAME [--queue-base-url URL]",
+		Short: "Group the DLQ by error code and burst, say whether a replay will help, and print the replay to run",
+		Long: `Read the whole DLQ (or --sample N messages) without consuming it, as
+inspect does, and group the messages by error code and burst: runs of
+createdAt minutes with no gap over 15 minutes. Each group gets a verdict
+from the code table in docs/triage.md (1001, 1004 and 3001 transient, 2002
+permanent, 2003 transient when its burst overlaps a burst of a transient
+code, a notification written late, else permanent, a deleted notification;
+2001, 9000 and messages without error metadata unknown) and, when a replay
+will help, the exact command:
+
+  pushdlq replay --dlq Q --queue-base-url URL --window <burst> --codes C --dry-run
+
+The window selects exactly that burst's messages of that code. Messages that
+no replay selects (not JSON, no priority, no createdAt) are their own groups.`,
+		Example: `  pushdlq triage --dlq push-dlq --queue-base-url https://sqs.us-east-1.amazonaws.com/123456789012/push-
+  pushdlq triage --dlq push-dlq -o json`,
+		Args: cmdutil.UsageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.Output.Validate(); err != nil {
+				return err
+			}
+			if opts.Queue.DLQ == "" {
+				return cmdutil.UsageErrorf("--dlq is required")
+			}
+			if err := opts.Queue.validate(); err != nil {
+				return err
+			}
+			if opts.Sample < 0 {
+				return cmdutil.UsageErrorf("--sample %d: want 0 (every message) or more", opts.Sample)
+			}
+			if runF != nil {
+				return runF(cmd, opts)
+			}
+			return runTriage(cmd, opts)
+		},
+	}
+	opts.Queue.register(cmd, true)
+	cmd.Flags().IntVar(&opts.Sample, "sample", 0, "read only this many messages (0: every message)")
+	cmd.Flags().StringVar(&opts.QueueBase, "queue-base-url", "", "prefix of the priority queues, put in the replay commands (default $PUSH_QUEUE_BASE_URL)")
+	opts.Output = cmdutil.AddOutputFlag(cmd, "table", "json")
+	return cmd
+}
+
+// TriageReport is the -o json form of pushdlq triage (docs/triage.md).
+type TriageReport struct {
+	Schema  string        `json:"schema"`
+	Queue   string        `json:"queue"`
+	Scanned int           `json:"scanned"`
+	Sample  bool          `json:"sample"`
+	Groups  []TriageGroup `json:"groups"`
+}
+
+// TriageGroup is one group of a push triage.
+type TriageGroup struct {
+	Code           *int              `json:"code"` // null: no error code
+	Name           string            `json:"name"`
+	Class          triage.Class      `json:"class"`
+	Verdict        string            `json:"verdict"`
+	Why            string            `json:"why"`
+	Count          int               `json:"count"`
+	Window         *string           `json:"window"`
+	FirstCreatedAt *string           `json:"first_created_at"`
+	LastCreatedAt  *string           `json:"last_created_at"`
+	Templates      []TriageCount     `json:"templates"`
+	Priorities     []TriageCount     `json:"priorities"`
+	Command        *string           `json:"command"`
+	Problem        pushpolicy.Reason `json:"problem,omitempty"`
+}
+
+// TriageCount is a value and how many messages have it.
+type TriageCount struct {
+	Value string `json:"value"`
+	Count int    `json:"count"`
+}
+
+// TriageSchema names the JSON form's version.
+const TriageSchema = "deadletter.pushdlq.triage/v1"
+
+func runTriage(cmd *cobra.Command, opts *TriageOptions) error {
+	ctx := cmd.Context()
+	f := opts.Factory
+	s, err := openSession(ctx, f, opts.Queue)
+	if err != nil {
+		return err
+	}
+	s.banner()
+	fmt.Fprintln(f.IO.ErrOut, receiveNote("triage"))
+	t := triage.NewPush()
+	scanErr := s.scan(ctx, opts.Sample, func(_ int, m *sqsmove.Message) bool {
+		t.Add(pushpolicy.ParseCommand(m.Body))
+		return false
+	})
+	s.close()
+	var limit *sqsmove.InFlightLimitError
+	if errors.As(scanErr, &limit) {
+		scanErr = nil
+		defer fmt.Fprintln(f.IO.ErrOut, inFlightLimitNote(limit, s.queue.Visible+s.queue.InFlight, "this triage covers only them; every message is released"))
+	}
+	if scanErr != nil {
+		return scanErr
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	rep := TriageReport{Schema: TriageSchema, Queue: s.queue.URL, Scanned: t.Total, Sample: opts.Sample > 0 || limit != nil}
+	base := opts.QueueBase
+	if base == "" {
+		base = f.Getenv("PUSH_QUEUE_BASE_URL")
+	}
+	for _, g := range t.Groups() {
+		rep.Groups = append(rep.Groups, triageGroup(g, f, opts.Queue.DLQ, base))
+	}
+	if rep.Groups == nil {
+		rep.Groups = []TriageGroup{}
+	}
+	if opts.Output.Value == "json" {
+		if err := output.WriteJSON(output.JSONOut(f.IO), rep); err != nil || limit == nil {
+			return err
+		}
+		return cmdutil.PartialError
+	}
+	if err := printTriage(output.TerminalOut(f.IO), f.IO.IsStdoutTTY(), rep); err != nil {
+		return err
+	}
+	fmt.Fprintf(f.IO.ErrOut, "%s in %s\n", output.Plural(rep.Scanned, "message"), output.Plural(len(rep.Groups), "group"))
+	if limit != nil {
+		return cmdutil.PartialError
+	}
+	return nil
+}
+
+func triageGroup(g *triage.PushGroup, f *Factory, dlq, base string) TriageGroup {
+	out := TriageGroup{Class: g.Rule.Class, Verdict: g.Verdict(), Why: g.Rule.Why, Count: g.Count, Problem: g.Problem}
+	if g.Code != triage.NoCode {
+		code := g.Code
+		out.Code = &code
+		out.Name = pushpolicy.CodeName(g.Code)
+	}
+	for _, tpl := range g.SortedTemplates() {
+		out.Templates = append(out.Templates, TriageCount{Value: tpl, Count: g.Templates[tpl]})
+	}
+	for p, n := range g.Priorities {
+		out.Priorities = append(out.Priorities, TriageCount{Value: "P" + strconv.Itoa(p), Count: n})
+	}
+	sortCounts(out.Priorities)
+	if g.HasWindow {
+		w := g.Window()
+		first, last := isoMs(g.From), isoMs(g.To)
+		out.Window, out.FirstCreatedAt, out.LastCreatedAt = &w, &first, &last
+	}
+	if g.Problem == pushpolicy.ReasonNone && g.HasWindow && g.Rule.Class == triage.Transient && g.Code != triage.NoCode {
+		words := []string{"pushdlq", "replay", "--dlq", dlq}
+		if s := f.AWS; s != nil {
+			for _, fl := range [][2]string{{"--profile", s.Profile}, {"--region", s.Region}, {"--endpoint-url", s.EndpointURL}} {
+				if fl[1] != "" {
+					words = append(words, fl[0], fl[1])
+				}
+			}
+		}
+		if base == "" {
+			base = "BASE" // named in the verdict: triage was not told
+			out.Verdict += " (pass --queue-base-url to triage to fill in the base)"
+		}
+		words = append(words, "--queue-base-url", base, "--window", *out.Window, "--codes", strconv.Itoa(g.Code), "--dry-run")
+		c := shellword.Join(words...)
+		out.Command = &c
+	}
+	return out
+}
+
+func sortCounts(c []TriageCount) {
+	slices.SortFunc(c, func(a, b TriageCount) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Value, b.Value))
+	})
+}
+
+// printTriage writes one line per group.
+func printTriage(w io.Writer, tty bool, rep TriageReport) error {
+	sep := "\t"
+	if tty {
+		sep = "  "
+	}
+	for _, g := range rep.Groups {
+		code := "-"
+		if g.Code != nil {
+			code = strconv.Itoa(*g.Code) + " " + g.Name
+		}
+		window := "-"
+		if g.Window != nil {
+			window = *g.Window
+		}
+		tpl := "-"
+		if len(g.Templates) > 0 {
+			tpl = g.Templates[0].Value
+			if len(g.Templates) > 1 {
+				tpl += fmt.Sprintf(" (+%d)", len(g.Templates)-1)
+			}
+		}
+		next := "no replay"
+		if g.Command != nil {
+			next = *g.Command
+		}
+		fields := []string{strconv.Itoa(g.Count), string(g.Class), code, window, tpl, g.Verdict, "next: " + next}
+		for i := range fields {
+			fields[i] = strings.NewReplacer("\n", `\n`, "\t", `\t`).Replace(output.Escape(fields[i]))
+		}
+		if _, err := fmt.Fprintln(w, strings.Join(fields, sep)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pushTriageRows are a push triage's groups as the report page shows them.
+func pushTriageRows(t *triage.PushTriage, f *Factory, dlq string) []report.TriageRow {
+	var rows []report.TriageRow
+	for _, g := range t.Groups() {
+		tg := triageGroup(g, f, dlq, f.Getenv("PUSH_QUEUE_BASE_URL"))
+		what := "no error code"
+		if tg.Code != nil {
+			what = strconv.Itoa(*tg.Code) + " " + tg.Name
+		}
+		if tg.Window != nil {
+			what += " in " + *tg.Window
+		} else if tg.Problem != "" {
+			what += ": " + string(tg.Problem)
+		}
+		next := "no replay"
+		if tg.Command != nil {
+			next = *tg.Command
+		}
+		rows = append(rows, report.TriageRow{Count: tg.Count, Class: string(tg.Class), What: what, Verdict: tg.Verdict, Next: next})
+	}
+	return rows
+}
