@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -520,7 +519,7 @@ func (r *replayRun) scan(ctx context.Context) error {
 			return err
 		}
 	}
-	if r.streamed && mayTargetTheDLQ(s.queue.URL, r.opts.BaseURL) {
+	if r.streamed && pushreplay.MayTargetTheDLQ(s.queue.URL, r.opts.BaseURL) {
 		r.streamed = false // checked against the whole plan first, before anything is sent
 	}
 	// The replay moves messages and never shows their system attributes:
@@ -597,7 +596,7 @@ func (r *replayRun) offer(ord int, m *sqsmove.Message, st pushreplay.Step) (stop
 	if st.Decision.Eligible {
 		rt = st.Route
 		if r.isDLQ(rt.Target) {
-			r.streamErr = cmdutil.UsageErrorf("priority %d would be replayed to %s, which is the DLQ itself; check --queue-base-url", st.Command.Priority, rt.Target)
+			r.streamErr = &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: pushreplay.TargetIsDLQError(st.Command.Priority, rt.Target)}
 			return true
 		}
 	}
@@ -626,23 +625,10 @@ func (r *replayRun) isDLQ(target string) bool {
 		if r.targetIsDLQ == nil {
 			r.targetIsDLQ = map[string]bool{}
 		}
-		same = sqsmove.SameQueue(target, r.s.queue.URL)
+		same = pushreplay.TargetIsDLQ(target, r.s.queue.URL)
 		r.targetIsDLQ[target] = same
 	}
 	return same
-}
-
-// mayTargetTheDLQ reports whether some priority's queue (base + "P" + a
-// number) is the DLQ itself: such a plan is refused whole, before anything
-// is sent, so it is not replayed during the scan.
-func mayTargetTheDLQ(dlq, base string) bool {
-	dlq = strings.TrimRight(dlq, "/")
-	for i := strings.LastIndexByte(dlq, 'P'); i >= 0; i = strings.LastIndexByte(dlq[:i], 'P') {
-		if p, err := strconv.Atoi(dlq[i+1:]); err == nil && sqsmove.SameQueue(pushpolicy.TargetURL(base, p), dlq) {
-			return true
-		}
-	}
-	return false
 }
 
 // decide is the processor's decision and route for a body (one function
@@ -657,8 +643,8 @@ func (r *replayRun) checkTargets() error {
 		return nil
 	}
 	for k := range r.tally.ByTarget {
-		if sqsmove.SameQueue(k.Target, r.s.queue.URL) {
-			return cmdutil.UsageErrorf("priority %d would be replayed to %s, which is the DLQ itself; check --queue-base-url", k.Priority, k.Target)
+		if r.isDLQ(k.Target) {
+			return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: pushreplay.TargetIsDLQError(k.Priority, k.Target)}
 		}
 	}
 	return nil

@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/deadletter/deadletter/internal/pushpolicy"
 	"github.com/deadletter/deadletter/internal/sqsmove"
@@ -71,6 +73,31 @@ func (r Result) PossibleDuplicate() bool { return r.Outcome == sqsmove.OutcomeUn
 // sending it there without a delay would loop on it.
 var ErrTargetIsDLQ = errors.New("the target queue is the DLQ itself (check PUSH_QUEUE_BASE_URL); parked instead")
 
+// TargetIsDLQ reports whether a replay target is the DLQ itself: the one
+// check the processor, a planned replay and a streamed one all make
+// (sending a message back to its own DLQ without a delay would loop on it).
+func TargetIsDLQ(target, dlq string) bool { return sqsmove.SameQueue(target, dlq) }
+
+// MayTargetTheDLQ reports whether some priority's queue (base + "P" + a
+// number) is the DLQ itself, from the URLs alone: a replay that might is
+// planned whole first, so that such a plan is refused before anything is
+// sent.
+func MayTargetTheDLQ(dlq, base string) bool {
+	dlq = strings.TrimRight(dlq, "/")
+	for i := strings.LastIndexByte(dlq, 'P'); i >= 0; i = strings.LastIndexByte(dlq[:i], 'P') {
+		if p, err := strconv.Atoi(dlq[i+1:]); err == nil && TargetIsDLQ(pushpolicy.TargetURL(base, p), dlq) {
+			return true
+		}
+	}
+	return false
+}
+
+// TargetIsDLQError is the CLI's refusal of a plan whose priority goes to
+// the DLQ itself.
+func TargetIsDLQError(priority int, target string) error {
+	return fmt.Errorf("priority %d would be replayed to %s, which is the DLQ itself; check --queue-base-url", priority, target)
+}
+
 // Process decides every message of one batch and sends each to its route:
 // eligible ones to their priority queue, the rest parked in cfg.DLQURL with
 // DelaySeconds 900, message attributes kept, batched per queue. It returns
@@ -95,7 +122,7 @@ func Process(ctx context.Context, api sqsmove.API, cfg pushpolicy.Config, msgs [
 		r.MessageID, r.Step, r.Queue = m.MessageID, st, cfg.DLQURL
 		if st.Decision.Eligible {
 			r.Queue = st.Decision.Target
-			if sqsmove.SameQueue(r.Queue, cfg.DLQURL) {
+			if TargetIsDLQ(r.Queue, cfg.DLQURL) {
 				r.Queue, r.Err = cfg.DLQURL, ErrTargetIsDLQ
 				st.Route = sqsmove.Route{Park: true, Delay: pushpolicy.ParkDelaySeconds}
 				r.Step.Route = st.Route // logged as parked, which it is
