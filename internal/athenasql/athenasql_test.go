@@ -2,15 +2,13 @@ package athenasql
 
 import (
 	"errors"
-	"flag"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden SQL files")
+	"github.com/deadletter/deadletter/internal/testsupport/golden"
+)
 
 var names = NamesFor("my-stack")
 
@@ -61,20 +59,7 @@ func TestGoldenSQL(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", name+".sql")
-			if *update {
-				os.MkdirAll("testdata", 0o755)
-				if err := os.WriteFile(golden, []byte(sql+"\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (go test -update writes it)", err)
-			}
-			if sql+"\n" != string(want) {
-				t.Errorf("SQL differs from %s:\n%s", golden, sql)
-			}
+			golden.Check(t, filepath.Join("testdata", name+".sql"), sql+"\n")
 			if _, err := lex(sql); err != nil {
 				t.Errorf("the golden SQL does not lex: %v", err)
 			}

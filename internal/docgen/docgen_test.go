@@ -2,7 +2,6 @@ package docgen
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,9 +13,8 @@ import (
 	"github.com/deadletter/deadletter/internal/cli/dlacmd"
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
 	"github.com/deadletter/deadletter/internal/cli/pushdlqcmd"
+	"github.com/deadletter/deadletter/internal/testsupport/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the generated files")
 
 const repoRoot = "../.."
 
@@ -36,7 +34,7 @@ func TestGeneratedFilesAreUpToDate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *update {
+	if golden.Updating() {
 		for _, dir := range []string{"docs/reference", "docs/man", "completions"} {
 			os.RemoveAll(filepath.Join(repoRoot, dir))
 		}
@@ -44,7 +42,7 @@ func TestGeneratedFilesAreUpToDate(t *testing.T) {
 	var stale []string
 	for path, want := range files {
 		full := filepath.Join(repoRoot, path)
-		if *update {
+		if golden.Updating() {
 			os.MkdirAll(filepath.Dir(full), 0o755)
 			if err := os.WriteFile(full, want, 0o644); err != nil {
 				t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -15,9 +14,8 @@ import (
 
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
+	"github.com/deadletter/deadletter/internal/testsupport/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // sampleModTime is the modification time the sample archive's files are
 // given before the tests run: a legacy object without an event time is
@@ -74,24 +72,6 @@ func runWith(t testing.TB, tty bool, now func() time.Time, env map[string]string
 	return runResult{code: code, stdout: out.String(), stderr: errOut.String(), stdoutBytes: out.Bytes()}
 }
 
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/cli/dla -update)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (run with -update to accept):\n%s", path, got)
-	}
-}
-
 func TestSearchGolden(t *testing.T) {
 	args := []string{"search", "--archive", sampleArchive, "--date", "2024-03-02"}
 	for _, c := range []struct {
@@ -112,7 +92,7 @@ func TestSearchGolden(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("exit %d: %s", r.code, r.stderr)
 			}
-			golden(t, c.name, r.stdout)
+			golden.Check(t, filepath.Join("testdata", c.name+".golden"), r.stdout)
 			hasANSI := strings.Contains(r.stdout, "\x1b[")
 			if wantANSI := c.tty && c.env == nil; hasANSI != wantANSI {
 				t.Errorf("ANSI escapes in stdout: %v, want %v", hasANSI, wantANSI)
@@ -137,7 +117,7 @@ func TestShowGolden(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("exit %d: %s", r.code, r.stderr)
 			}
-			golden(t, c.name, r.stdout)
+			golden.Check(t, filepath.Join("testdata", c.name+".golden"), r.stdout)
 		})
 	}
 }
@@ -149,7 +129,7 @@ func TestStatsGolden(t *testing.T) {
 			if r.code != cmdutil.ExitPartial { // the sample holds malformed objects
 				t.Fatalf("exit %d, want 3: %s", r.code, r.stderr)
 			}
-			golden(t, "stats_"+by, r.stdout)
+			golden.Check(t, filepath.Join("testdata", "stats_"+by+".golden"), r.stdout)
 		})
 	}
 }

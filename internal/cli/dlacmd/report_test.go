@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
+	"github.com/deadletter/deadletter/internal/testsupport/golden"
 )
 
 // runSized runs dla on a terminal of the given width.
@@ -43,7 +44,7 @@ func TestStatsBarsGolden(t *testing.T) {
 				if r.code != 0 {
 					t.Fatalf("%s: exit %d: %s", name, r.code, r.stderr)
 				}
-				golden(t, name, r.stdout)
+				golden.Check(t, filepath.Join("testdata", name+".golden"), r.stdout)
 				if !color {
 					for i, line := range strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n") {
 						if n := len([]rune(line)); n > width {

@@ -11,6 +11,7 @@ import (
 	"github.com/mattn/go-runewidth"
 
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/testsupport/golden"
 )
 
 const sampleObject = sampleArchive + "/dead-letter-archive/sqs/2024-03-02/fc11c688-08b0-490f-a8c2-27af55e963d9-2c06e409-dae1-489b-84eb-e698da28bb8e"
@@ -137,7 +138,7 @@ func TestSearchTableFitsTheTerminal(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	golden(t, "search_table_tty_narrow", r.stdout)
+	golden.Check(t, filepath.Join("testdata", "search_table_tty_narrow.golden"), r.stdout)
 	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 	if len(lines) != 13 {
 		t.Fatalf("%d lines, want a header and 12 rows:\n%s", len(lines), r.stdout)

@@ -21,6 +21,7 @@ import (
 	"github.com/deadletter/deadletter/internal/shellword"
 	"github.com/deadletter/deadletter/internal/testsupport"
 	"github.com/deadletter/deadletter/internal/testsupport/fakeathena"
+	"github.com/deadletter/deadletter/internal/testsupport/golden"
 	"github.com/deadletter/deadletter/internal/triage"
 )
 
@@ -47,12 +48,12 @@ func TestTriageOfTheSampleArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "triage_sample_json", strings.ReplaceAll(r.stdout, abs, "SAMPLE")) // where the clone is
+	golden.Check(t, filepath.Join("testdata", "triage_sample_json.golden"), strings.ReplaceAll(r.stdout, abs, "SAMPLE")) // where the clone is
 	r = run(t, false, nil, "", "triage", "--archive", sampleArchive)
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	golden(t, "triage_sample_piped", r.stdout)
+	golden.Check(t, filepath.Join("testdata", "triage_sample_piped.golden"), r.stdout)
 	if !strings.Contains(r.stderr, "readiness not checked (no database given)") {
 		t.Errorf("the summary does not say readiness was not checked: %s", r.stderr)
 	}
@@ -75,7 +76,7 @@ func TestTriageOfSeed3(t *testing.T) {
 			t.Errorf("%d objects of a Cumulus error are unknown: %s", g.Count, class)
 		}
 	}
-	golden(t, "triage_seed3", b.String())
+	golden.Check(t, filepath.Join("testdata", "triage_seed3.golden"), b.String())
 	if rep.Total != 150 || rep.Unreadable != 3 {
 		t.Errorf("total %d, unreadable %d; want 150 and 3", rep.Total, rep.Unreadable)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/testsupport"
 	"github.com/deadletter/deadletter/internal/testsupport/browser"
+	"github.com/deadletter/deadletter/internal/testsupport/golden"
 )
 
 // inspectDLQ runs pushdlq inspect --all on a DLQ of the parity messages in
@@ -60,7 +61,7 @@ func TestInspectSparklinesAndHTML(t *testing.T) {
 		if sec == "" {
 			t.Fatalf("no sparklines on a terminal:\n%s", out)
 		}
-		golden(t, filepath.Join("testdata", "inspect_sparklines_"+map[int]string{60: "60", 100: "100"}[width]+".golden"), sec)
+		golden.Check(t, filepath.Join("testdata", "inspect_sparklines_"+map[int]string{60: "60", 100: "100"}[width]+".golden"), sec)
 		for _, l := range strings.Split(strings.TrimSpace(sec), "\n")[1:] { // the rows, below the heading
 			if n := len([]rune(l)); n > width {
 				t.Errorf("width %d: a line of %d columns: %q", width, n, l)
@@ -111,23 +112,5 @@ func TestInspectSparklinesAndHTML(t *testing.T) {
 		if !strings.Contains(string(html), m.Key) {
 			t.Errorf("malformed reason %s is not in the page", m.Key)
 		}
-	}
-}
-
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if os.Getenv("UPDATE_GOLDEN") == "1" {
-		os.MkdirAll(filepath.Dir(path), 0o755)
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (UPDATE_GOLDEN=1 writes it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("differs from %s:\n%s", path, got)
 	}
 }
