@@ -1,0 +1,69 @@
+package recovery
+
+import (
+	"context"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// Preparing a message's granules ahead of its write (nothing that reads or
+// depends on the database).
+
+// Prepared is a message's granules built ahead of its writes (Prepare).
+type Prepared struct {
+	now      time.Time
+	mc       *messageContext // nil: nothing was built ahead
+	granules []builtGranule
+}
+
+// builtGranule is buildGranule's result, and the schema check's.
+type builtGranule struct {
+	rec  []kv
+	gw   *GranuleWrite
+	err  error
+	verr *SchemaValidationError // validateGranule(rec), when err is nil
+}
+
+// built is the i-th granule built ahead, or nil.
+func (p *Prepared) built(i int) *builtGranule {
+	if p == nil || i >= len(p.granules) {
+		return nil
+	}
+	return &p.granules[i]
+}
+
+// Prepare does ahead of WriteMsg what does not read the database: the
+// clock, and each granule's row, files and schema check, which WriteMsg
+// then takes in place of building them between its lookups and writes
+// (their errors too, met where they were met before). It builds nothing
+// when the Writer reads AWS (SFN or Objects: the processing times, CMR
+// files and file sizes are read in order, as before), or when the message
+// would fail before its granules; WriteMsg then builds them itself.
+func (w *Writer) Prepare(ctx context.Context, msg Msg) *Prepared {
+	p := &Prepared{now: w.now()}
+	if w.SFN != nil || w.Objects != nil {
+		return p
+	}
+	granules := msg.Get("payload.granules")
+	if !granules.IsArray() {
+		return p
+	}
+	start, err := workflowStartTime(msg)
+	if err != nil {
+		return p
+	}
+	mc := w.messageContext(msg, executionArn(msg), p.now)
+	mc.startMs = start
+	granules.ForEach(func(_, g gjson.Result) bool {
+		var b builtGranule
+		b.rec, b.gw, b.err = buildGranule(ctx, g, mc, nil)
+		if b.err == nil {
+			b.verr = validateGranule(b.rec)
+		}
+		p.granules = append(p.granules, b)
+		return true
+	})
+	p.mc = mc
+	return p
+}
