@@ -60,7 +60,7 @@ type athenaPlan struct {
 // flags that only one engine takes.
 func (e *engineFlags) athena() (bool, error) {
 	switch e.engine {
-	case "local":
+	case "local", "": // "": an options struct built without cobra
 		for name, set := range map[string]bool{"--print-sql": e.printSQL, "--max-scan-bytes": e.maxScan != "",
 			"--athena-database": e.database != "", "--athena-table": e.table != "", "--athena-workgroup": e.workgroup != ""} {
 			if set {
@@ -229,7 +229,7 @@ func printSQL(f *Factory, plan athenaPlan, sql string) error {
 // archive (each key Athena returns is fetched, decoded and filtered as
 // local search does) and a scope whose keys stream from the query. sql is
 // "" when --print-sql printed it and nothing is to run.
-func (e *engineFlags) openSearch(cmd *cobra.Command, f *Factory, s *selectFlags, progress *cmdutil.Progress, last *athenarun.Status) (selection.Scope, archive.Location, archive.Store, athenaPlan, error) {
+func (e *engineFlags) openSearch(ctx context.Context, f *Factory, s *selectFlags, progress *cmdutil.Progress, last *athenarun.Status) (selection.Scope, archive.Location, archive.Store, athenaPlan, error) {
 	scope, loc, err := s.scope(f)
 	if err != nil {
 		return scope, loc, nil, athenaPlan{}, err
@@ -245,11 +245,11 @@ func (e *engineFlags) openSearch(cmd *cobra.Command, f *Factory, s *selectFlags,
 	if e.printSQL {
 		return scope, loc, nil, plan, printSQL(f, plan, sql)
 	}
-	store, err := f.OpenArchive(cmd.Context(), loc)
+	store, err := f.OpenArchive(ctx, loc)
 	if err != nil {
 		return scope, loc, nil, plan, err
 	}
-	r, err := f.athenaRunner(cmd.Context(), plan, progress)
+	r, err := f.athenaRunner(ctx, plan, progress)
 	if err != nil {
 		return scope, loc, nil, plan, err
 	}
@@ -257,15 +257,15 @@ func (e *engineFlags) openSearch(cmd *cobra.Command, f *Factory, s *selectFlags,
 		progress.Clear()
 		fmt.Fprintf(f.IO.ErrOut, "dla: no date flags: searching %s to %s (the last %d days) with Athena\n", plan.query.From, plan.query.To, athenaDefaultDays)
 	}
-	scope.KeyStream = athenaKeys(cmd.Context(), r, sql, loc.Bucket, scope.Layout.AreaPrefix(dla.AreaSQS), last)
+	scope.KeyStream = athenaKeys(ctx, r, sql, loc.Bucket, scope.Layout.AreaPrefix(dla.AreaSQS), last)
 	return scope, loc, store, plan, nil
 }
 
 // runStatsAthena counts with one GROUP BY query: nothing is fetched. Errors
 // are grouped by text in the query and folded into classes here.
-func runStatsAthena(cmd *cobra.Command, opts *StatsOptions) error {
+func runStatsAthena(ctx context.Context, opts *StatsOptions) error {
 	f := opts.Factory
-	q, err := opts.Engine.groupQuery(cmd, f, &opts.Select, "dla stats", "counting", func(q athenasql.Query, n athenasql.Names) (string, error) {
+	q, err := opts.Engine.groupQuery(ctx, f, &opts.Select, "dla stats", "counting", func(q athenasql.Query, n athenasql.Names) (string, error) {
 		return athenasql.Stats(q, n, opts.By)
 	})
 	if err != nil || q == nil {
@@ -274,7 +274,7 @@ func runStatsAthena(cmd *cobra.Command, opts *StatsOptions) error {
 	plan, r, sql, progress := q.plan, q.runner, q.sql, q.progress
 	counts := map[string]int{}
 	total := 0
-	st, err := r.Run(cmd.Context(), sql, func(row []*string) error {
+	st, err := r.Run(ctx, sql, func(row []*string) error {
 		if len(row) != 2 || row[1] == nil {
 			return fmt.Errorf("Athena returned a count row of %d columns", len(row))
 		}
@@ -320,7 +320,7 @@ type groupQuery struct {
 	progress *cmdutil.Progress
 }
 
-func (e *engineFlags) groupQuery(cmd *cobra.Command, f *Factory, s *selectFlags, command, doing string, build func(athenasql.Query, athenasql.Names) (string, error)) (*groupQuery, error) {
+func (e *engineFlags) groupQuery(ctx context.Context, f *Factory, s *selectFlags, command, doing string, build func(athenasql.Query, athenasql.Names) (string, error)) (*groupQuery, error) {
 	if s.limit != 0 {
 		return nil, cmdutil.UsageErrorf("--limit does not apply to %s", command)
 	}
@@ -340,7 +340,7 @@ func (e *engineFlags) groupQuery(cmd *cobra.Command, f *Factory, s *selectFlags,
 		return nil, printSQL(f, plan, sql)
 	}
 	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
-	r, err := f.athenaRunner(cmd.Context(), plan, progress)
+	r, err := f.athenaRunner(ctx, plan, progress)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package dlacmd
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -72,7 +73,7 @@ The same --seed always writes the same bytes.`,
 			if err != nil {
 				return err
 			}
-			return writeGenerated(cmd, f, store, opts, concurrency)
+			return writeGenerated(cmd.Context(), f, store, opts, concurrency)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "directory (created; must be empty) or s3://BUCKET/STACK")
@@ -91,8 +92,7 @@ The same --seed always writes the same bytes.`,
 	return cmd
 }
 
-func writeGenerated(cmd *cobra.Command, f *Factory, store archive.Store, opts gen.Options, concurrency int) error {
-	ctx := cmd.Context()
+func writeGenerated(ctx context.Context, f *Factory, store archive.Store, opts gen.Options, concurrency int) error {
 	objs := make(chan gen.Object, concurrency)
 	errs := make(chan error, concurrency)
 	for range concurrency {

@@ -34,7 +34,7 @@ type MigrateOptions struct {
 func migrateLockKey(layout dla.Layout) string { return layout.Root() + "locks/migrate-legacy.json" }
 
 // NewCmdMigrateLegacy builds `dla migrate-legacy`.
-func NewCmdMigrateLegacy(f *Factory, runF func(*cobra.Command, *MigrateOptions) error) *cobra.Command {
+func NewCmdMigrateLegacy(f *Factory, runF func(context.Context, *MigrateOptions) error) *cobra.Command {
 	opts := &MigrateOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "migrate-legacy [flags]",
@@ -74,9 +74,9 @@ fields stay null.`,
 				return cmdutil.UsageErrorf("--concurrency must be between 1 and 256, not %d", opts.Concurrency)
 			}
 			if runF != nil {
-				return runF(cmd, opts)
+				return runF(cmd.Context(), opts)
 			}
-			return runMigrate(cmd, opts)
+			return runMigrate(cmd.Context(), opts)
 		},
 	}
 	opts.Archive.register(cmd)
@@ -101,9 +101,8 @@ type MigrateResult struct {
 	Error  *string `json:"error"`
 }
 
-func runMigrate(cmd *cobra.Command, opts *MigrateOptions) error {
+func runMigrate(ctx context.Context, opts *MigrateOptions) error {
 	f := opts.Factory
-	ctx := cmd.Context()
 	loc, err := opts.Archive.location(f)
 	if err != nil {
 		return err

@@ -65,7 +65,7 @@ type RecoverOptions struct {
 }
 
 // NewCmdRecover builds `dla recover`.
-func NewCmdRecover(f *Factory, runF func(*cobra.Command, *RecoverOptions) error) *cobra.Command {
+func NewCmdRecover(f *Factory, runF func(context.Context, *RecoverOptions) error) *cobra.Command {
 	opts := &RecoverOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "recover [flags] [KEY... | -]",
@@ -166,9 +166,9 @@ later moves back what it left.`,
 			}
 			opts.Args = args
 			if runF != nil {
-				return runF(cmd, opts)
+				return runF(cmd.Context(), opts)
 			}
-			return runRecover(cmd, opts)
+			return runRecover(cmd.Context(), opts)
 		},
 	}
 	opts.Select.register(cmd)
@@ -280,11 +280,10 @@ type ObjectResult = dlarecover.Object
 // RecoverSummary is the summary record.
 type RecoverSummary = dlarecover.Summary
 
-func runRecover(cmd *cobra.Command, opts *RecoverOptions) error {
+func runRecover(ctx context.Context, opts *RecoverOptions) error {
 	f := opts.Factory
-	ctx := cmd.Context()
 	if opts.ViaAPI != "" {
-		return runRecoverViaAPI(cmd, opts)
+		return runRecoverViaAPI(ctx, opts)
 	}
 	for name, set := range map[string]bool{"--token-file": opts.TokenFile != "", "--cleanup": opts.Cleanup, "--cleanup-staging": opts.CleanupStaging != ""} {
 		if set {

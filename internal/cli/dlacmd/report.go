@@ -3,6 +3,7 @@ package dlacmd
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -28,7 +29,7 @@ type ReportOptions struct {
 }
 
 // NewCmdReport builds `dla report`.
-func NewCmdReport(f *Factory, runF func(*cobra.Command, *ReportOptions) error) *cobra.Command {
+func NewCmdReport(f *Factory, runF func(context.Context, *ReportOptions) error) *cobra.Command {
 	opts := &ReportOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "report --out FILE [flags]",
@@ -51,9 +52,9 @@ be attached to a ticket. --out - writes it to stdout.`,
 				return cmdutil.UsageErrorf("--out is required (a file, or - for stdout)")
 			}
 			if runF != nil {
-				return runF(cmd, opts)
+				return runF(cmd.Context(), opts)
 			}
-			return runReport(cmd, opts)
+			return runReport(cmd.Context(), opts)
 		},
 	}
 	opts.Select.register(cmd)
@@ -62,10 +63,9 @@ be attached to a ticket. --out - writes it to stdout.`,
 	return cmd
 }
 
-func runReport(cmd *cobra.Command, opts *ReportOptions) error {
+func runReport(ctx context.Context, opts *ReportOptions) error {
 	f := opts.Factory
-	ctx := cmd.Context()
-	scope, loc, store, err := opts.Select.open(cmd, f)
+	scope, loc, store, err := opts.Select.open(ctx, f)
 	if err != nil {
 		return err
 	}

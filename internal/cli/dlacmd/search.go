@@ -1,6 +1,7 @@
 package dlacmd
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -25,7 +26,7 @@ type SearchOptions struct {
 }
 
 // NewCmdSearch builds `dla search`; runF replaces the run function in tests.
-func NewCmdSearch(f *Factory, runF func(*cobra.Command, *SearchOptions) error) *cobra.Command {
+func NewCmdSearch(f *Factory, runF func(context.Context, *SearchOptions) error) *cobra.Command {
 	opts := &SearchOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "search [flags]",
@@ -69,9 +70,9 @@ passes the limit.`,
 				return err
 			}
 			if runF != nil {
-				return runF(cmd, opts)
+				return runF(cmd.Context(), opts)
 			}
-			return runSearch(cmd, opts)
+			return runSearch(cmd.Context(), opts)
 		},
 	}
 	opts.Select.register(cmd)
@@ -82,7 +83,7 @@ passes the limit.`,
 	return cmd
 }
 
-func runSearch(cmd *cobra.Command, opts *SearchOptions) error {
+func runSearch(ctx context.Context, opts *SearchOptions) error {
 	f := opts.Factory
 	if opts.Null && opts.Output.Value != "keys" {
 		return cmdutil.UsageErrorf("-0/--null goes with -o keys")
@@ -100,11 +101,11 @@ func runSearch(cmd *cobra.Command, opts *SearchOptions) error {
 		athenaStatus athenarun.Status
 	)
 	if useAthena {
-		scope, loc, store, plan, err = opts.Engine.openSearch(cmd, f, &opts.Select, progress, &athenaStatus)
+		scope, loc, store, plan, err = opts.Engine.openSearch(ctx, f, &opts.Select, progress, &athenaStatus)
 		if err != nil || store == nil { // store is nil after --print-sql
 			return err
 		}
-	} else if scope, loc, store, err = opts.Select.open(cmd, f); err != nil {
+	} else if scope, loc, store, err = opts.Select.open(ctx, f); err != nil {
 		return err
 	}
 	var print func(*dla.Decoded) error
@@ -147,7 +148,7 @@ func runSearch(cmd *cobra.Command, opts *SearchOptions) error {
 	}
 	matched := 0
 	ul := newUnreadableLog(f, progress, opts.Select.ignoreUnreadable, opts.Verbose)
-	st, runErr := scan(cmd, store, scope, opts.Select.concurrency, ul, func(d *dla.Decoded) error {
+	st, runErr := scan(ctx, store, scope, opts.Select.concurrency, ul, func(d *dla.Decoded) error {
 		matched++
 		progress.Update("%s", output.Plural(matched, "match"))
 		return print(d)

@@ -1,6 +1,7 @@
 package dlacmd
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strings"
@@ -185,12 +186,12 @@ func (s *selectFlags) args(withDates bool) []string {
 }
 
 // open validates the flags and opens the archive they name.
-func (s *selectFlags) open(cmd *cobra.Command, f *Factory) (selection.Scope, archive.Location, archive.Store, error) {
+func (s *selectFlags) open(ctx context.Context, f *Factory) (selection.Scope, archive.Location, archive.Store, error) {
 	scope, loc, err := s.scope(f)
 	if err != nil {
 		return scope, loc, nil, err
 	}
-	store, err := f.OpenArchive(cmd.Context(), loc)
+	store, err := f.OpenArchive(ctx, loc)
 	return scope, loc, store, err
 }
 
@@ -211,9 +212,9 @@ func parseDate(flag, v string, now time.Time) (string, error) {
 // scan runs a selection, hands each decoded match to onMatch, and reports
 // unreadable objects on stderr through ul (stopping at once on an AWS
 // credentials or permission error, which every other object would hit too).
-func scan(cmd *cobra.Command, store archive.Store, scope selection.Scope, concurrency int,
+func scan(ctx context.Context, store archive.Store, scope selection.Scope, concurrency int,
 	ul *unreadableLog, onMatch func(*dla.Decoded) error) (selection.Stats, error) {
-	return selection.Run(cmd.Context(), store, scope, concurrency, func(r selection.Result) error {
+	return selection.Run(ctx, store, scope, concurrency, func(r selection.Result) error {
 		if !r.Unreadable() {
 			return onMatch(r.Decoded)
 		}

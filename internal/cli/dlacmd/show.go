@@ -1,6 +1,7 @@
 package dlacmd
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -32,7 +33,7 @@ type ShowOptions struct {
 }
 
 // NewCmdShow builds `dla show`.
-func NewCmdShow(f *Factory, runF func(*cobra.Command, *ShowOptions) error) *cobra.Command {
+func NewCmdShow(f *Factory, runF func(context.Context, *ShowOptions) error) *cobra.Command {
 	opts := &ShowOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "show KEY... | -",
@@ -58,9 +59,9 @@ parsed.`,
 			}
 			opts.Keys = args
 			if runF != nil {
-				return runF(cmd, opts)
+				return runF(cmd.Context(), opts)
 			}
-			return runShow(cmd, opts)
+			return runShow(cmd.Context(), opts)
 		},
 	}
 	opts.Archive.register(cmd)
@@ -70,7 +71,7 @@ parsed.`,
 	return cmd
 }
 
-func runShow(cmd *cobra.Command, opts *ShowOptions) error {
+func runShow(ctx context.Context, opts *ShowOptions) error {
 	f := opts.Factory
 	loc, err := opts.Archive.location(f)
 	if err != nil {
@@ -84,7 +85,7 @@ func runShow(cmd *cobra.Command, opts *ShowOptions) error {
 	if keys, err = resolveKeys(loc, layout, keys); err != nil {
 		return err
 	}
-	store, err := f.OpenArchive(cmd.Context(), loc)
+	store, err := f.OpenArchive(ctx, loc)
 	if err != nil {
 		return err
 	}
@@ -94,7 +95,7 @@ func runShow(cmd *cobra.Command, opts *ShowOptions) error {
 	}
 	renderer, color := f.IO.Renderer(), f.IO.ColorEnabled()
 	n := 0
-	st, runErr := selection.Run(cmd.Context(), store, selection.Scope{Layout: layout, Keys: keys}, 8, func(r selection.Result) error {
+	st, runErr := selection.Run(ctx, store, selection.Scope{Layout: layout, Keys: keys}, 8, func(r selection.Result) error {
 		if err := stopOnAuth(r); err != nil {
 			return err
 		}

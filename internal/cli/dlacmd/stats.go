@@ -2,6 +2,7 @@ package dlacmd
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -29,7 +30,7 @@ type StatsOptions struct {
 var statsDimensions = []string{"date", "status", "collection", "error", "generation"}
 
 // NewCmdStats builds `dla stats`.
-func NewCmdStats(f *Factory, runF func(*cobra.Command, *StatsOptions) error) *cobra.Command {
+func NewCmdStats(f *Factory, runF func(context.Context, *StatsOptions) error) *cobra.Command {
 	opts := &StatsOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "stats [flags]",
@@ -55,9 +56,9 @@ into classes here), from the columns Cumulus hoisted into each record.`,
 				return cmdutil.UsageErrorf("invalid --by %q: want date, status, collection, error or generation", opts.By)
 			}
 			if runF != nil {
-				return runF(cmd, opts)
+				return runF(cmd.Context(), opts)
 			}
-			return runStats(cmd, opts)
+			return runStats(cmd.Context(), opts)
 		},
 	}
 	opts.Select.register(cmd)
@@ -100,15 +101,15 @@ func groupValue(by string, d *dla.Decoded) string {
 	return string(d.Generation)
 }
 
-func runStats(cmd *cobra.Command, opts *StatsOptions) error {
+func runStats(ctx context.Context, opts *StatsOptions) error {
 	f := opts.Factory
 	if useAthena, err := opts.Engine.athena(); err != nil || useAthena {
 		if err != nil {
 			return err
 		}
-		return runStatsAthena(cmd, opts)
+		return runStatsAthena(ctx, opts)
 	}
-	scope, loc, store, err := opts.Select.open(cmd, f)
+	scope, loc, store, err := opts.Select.open(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -116,7 +117,7 @@ func runStats(cmd *cobra.Command, opts *StatsOptions) error {
 	counts := map[string]int{}
 	counted := 0
 	ul := newUnreadableLog(f, progress, opts.Select.ignoreUnreadable, opts.Verbose)
-	st, runErr := scan(cmd, store, scope, opts.Select.concurrency, ul, func(d *dla.Decoded) error {
+	st, runErr := scan(ctx, store, scope, opts.Select.concurrency, ul, func(d *dla.Decoded) error {
 		counts[groupValue(opts.By, d)]++
 		counted++
 		progress.Update("%s counted", output.Plural(counted, "object"))

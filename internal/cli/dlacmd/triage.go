@@ -41,7 +41,7 @@ type TriageOptions struct {
 }
 
 // NewCmdTriage builds `dla triage`.
-func NewCmdTriage(f *Factory, runF func(*cobra.Command, *TriageOptions) error) *cobra.Command {
+func NewCmdTriage(f *Factory, runF func(context.Context, *TriageOptions) error) *cobra.Command {
 	opts := &TriageOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "triage [flags]",
@@ -84,9 +84,9 @@ exist now is "ready". Without one, readiness is not checked, and says so.`,
 				return cmdutil.UsageErrorf("--probe needs a database: --database-url, --db-secret or $DATABASE_URL")
 			}
 			if runF != nil {
-				return runF(cmd, opts)
+				return runF(cmd.Context(), opts)
 			}
-			return runTriage(cmd, opts)
+			return runTriage(cmd.Context(), opts)
 		},
 	}
 	opts.Select.register(cmd)
@@ -135,19 +135,18 @@ type TriageGroup struct {
 // TriageSchema names the JSON form's version.
 const TriageSchema = "deadletter.dla.triage/v1"
 
-func runTriage(cmd *cobra.Command, opts *TriageOptions) error {
+func runTriage(ctx context.Context, opts *TriageOptions) error {
 	f := opts.Factory
-	ctx := cmd.Context()
 	if useAthena, err := opts.Engine.athena(); err != nil || useAthena {
 		if err != nil {
 			return err
 		}
-		return runTriageAthena(cmd, opts)
+		return runTriageAthena(ctx, opts)
 	}
 	if opts.Select.limit != 0 {
 		return cmdutil.UsageErrorf("--limit does not apply to dla triage: a group is every object of its class")
 	}
-	scope, loc, store, err := opts.Select.open(cmd, f)
+	scope, loc, store, err := opts.Select.open(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -174,17 +173,17 @@ func runTriage(cmd *cobra.Command, opts *TriageOptions) error {
 		return runErr
 	}
 	if opts.Probe > 0 {
-		if err := probe(cmd, opts, t, store, scope, loc); err != nil {
+		if err := probe(ctx, opts, t, store, scope, loc); err != nil {
 			return err
 		}
 	}
-	return finishTriage(cmd, opts, t, loc, st.Listed, unreadable, "")
+	return finishTriage(ctx, opts, t, loc, st.Listed, unreadable, "")
 }
 
 // probe runs recover's dry run on each group's sample: every write in a
 // transaction rolled back, no Step Functions or S3 reads, nothing moved.
-func probe(cmd *cobra.Command, opts *TriageOptions, t *triage.Triage, store archive.Store, scope selection.Scope, loc archive.Location) error {
-	f, ctx := opts.Factory, cmd.Context()
+func probe(ctx context.Context, opts *TriageOptions, t *triage.Triage, store archive.Store, scope selection.Scope, loc archive.Location) error {
+	f, ctx := opts.Factory, ctx
 	path, err := dbwrite.Open(ctx, dbwrite.Config{
 		DatabaseURL: cmp.Or(opts.DatabaseURL, f.Getenv("DATABASE_URL")), DBSecret: opts.DBSecret, MaxConns: 2,
 		AWS:      func() (aws.Config, error) { return awsconfig.Load(ctx, *f.AWS) },
@@ -229,8 +228,8 @@ func probe(cmd *cobra.Command, opts *TriageOptions, t *triage.Triage, store arch
 // finishTriage checks readiness when a database is given and prints the
 // triage; source is "" for a pass over the objects, else the Athena query's
 // summary.
-func finishTriage(cmd *cobra.Command, opts *TriageOptions, t *triage.Triage, loc archive.Location, listed, unreadable int, source string) error {
-	f, ctx := opts.Factory, cmd.Context()
+func finishTriage(ctx context.Context, opts *TriageOptions, t *triage.Triage, loc archive.Location, listed, unreadable int, source string) error {
+	f, ctx := opts.Factory, ctx
 	checked := false
 	if dburl, secret := cmp.Or(opts.DatabaseURL, f.Getenv("DATABASE_URL")), opts.DBSecret; dburl != "" || secret != "" {
 		if err := checkReadiness(ctx, f, t, dburl, secret); err != nil {
@@ -270,16 +269,16 @@ func finishTriage(cmd *cobra.Command, opts *TriageOptions, t *triage.Triage, loc
 // and date) and classifies here: nothing is fetched. What only the
 // messages hold (an UnmetRequirementsError's async operation and parent
 // execution) is not in the Glue table; its collection is.
-func runTriageAthena(cmd *cobra.Command, opts *TriageOptions) error {
+func runTriageAthena(ctx context.Context, opts *TriageOptions) error {
 	f := opts.Factory
-	q, err := opts.Engine.groupQuery(cmd, f, &opts.Select, "dla triage", "triaging", athenasql.Triage)
+	q, err := opts.Engine.groupQuery(ctx, f, &opts.Select, "dla triage", "triaging", athenasql.Triage)
 	if err != nil || q == nil {
 		return err
 	}
 	plan, r, sql, progress := q.plan, q.runner, q.sql, q.progress
 	loc, layout := plan.loc, dla.Layout{Stack: plan.loc.Stack}
 	t := triage.New()
-	st, err := r.Run(cmd.Context(), sql, func(row []*string) error {
+	st, err := r.Run(ctx, sql, func(row []*string) error {
 		if len(row) != len(athenasql.TriageColumns) || row[4] == nil || row[5] == nil {
 			return fmt.Errorf("Athena returned a triage row of %d columns", len(row))
 		}
@@ -304,7 +303,7 @@ func runTriageAthena(cmd *cobra.Command, opts *TriageOptions) error {
 	if err != nil {
 		return err
 	}
-	return finishTriage(cmd, opts, t, loc, t.Total, 0, athenaSummary(plan, st))
+	return finishTriage(ctx, opts, t, loc, t.Total, 0, athenaSummary(plan, st))
 }
 
 // checkReadiness opens the database read only and looks up what the

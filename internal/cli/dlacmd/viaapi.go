@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/tidwall/gjson"
 
 	"github.com/deadletter/deadletter/internal/archive"
@@ -366,9 +365,8 @@ func (v *viaAPI) run(ctx context.Context, res *ViaAPIResult) error {
 // recoverCumulusMessages with that folder as its path), which is then
 // watched to its end. What Cumulus leaves in staging is reported, and moved
 // back with --cleanup.
-func runRecoverViaAPI(cmd *cobra.Command, opts *RecoverOptions) error {
+func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 	f := opts.Factory
-	ctx := cmd.Context()
 	for name, set := range map[string]bool{"--database-url": opts.DatabaseURL != "", "--db-secret": opts.DBSecret != "",
 		"--keep": opts.Keep, "--offline": opts.Offline, "--leave-unreadable": opts.LeaveUnreadable,
 		"--execution-sns-topic-arn, --granule-sns-topic-arn, --pdr-sns-topic-arn": opts.Topics.Execution != "" || opts.Topics.Granule != "" || opts.Topics.Pdr != ""} {

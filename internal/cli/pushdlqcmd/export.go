@@ -32,7 +32,7 @@ type ExportOptions struct {
 }
 
 // NewCmdExport builds `pushdlq export`.
-func NewCmdExport(f *Factory, runF func(*cobra.Command, *ExportOptions) error) *cobra.Command {
+func NewCmdExport(f *Factory, runF func(context.Context, *ExportOptions) error) *cobra.Command {
 	opts := &ExportOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "export --dlq URL|NAME --out FILE.ndjson [--delete]",
@@ -76,9 +76,9 @@ deleted, and every other message is made visible again.`,
 				}
 			}
 			if runF != nil {
-				return runF(cmd, opts)
+				return runF(cmd.Context(), opts)
 			}
-			return runExport(cmd, opts)
+			return runExport(cmd.Context(), opts)
 		},
 	}
 	opts.Queue.register(cmd, true)
@@ -177,8 +177,7 @@ func (e *exportFile) abort() {
 	}
 }
 
-func runExport(cmd *cobra.Command, opts *ExportOptions) (err error) {
-	ctx := cmd.Context()
+func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 	f := opts.Factory
 	s, err := openSession(ctx, f, opts.Queue)
 	if err != nil {

@@ -3,6 +3,7 @@ package pushdlqcmd
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -32,7 +33,7 @@ type InspectOptions struct {
 }
 
 // NewCmdInspect builds `pushdlq inspect`.
-func NewCmdInspect(f *Factory, runF func(*cobra.Command, *InspectOptions) error) *cobra.Command {
+func NewCmdInspect(f *Factory, runF func(context.Context, *InspectOptions) error) *cobra.Command {
 	opts := &InspectOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "inspect --dlq URL|NAME [--sample N | --all]",
@@ -67,9 +68,9 @@ reading raises each message's receive count.`,
 				return cmdutil.UsageErrorf("--sample %d: want at least 1", opts.Sample)
 			}
 			if runF != nil {
-				return runF(cmd, opts)
+				return runF(cmd.Context(), opts)
 			}
-			return runInspect(cmd, opts)
+			return runInspect(cmd.Context(), opts)
 		},
 	}
 	opts.Queue.register(cmd, true)
@@ -104,8 +105,7 @@ type InspectReport struct {
 	InFlightLimit bool `json:"in_flight_limit"`
 }
 
-func runInspect(cmd *cobra.Command, opts *InspectOptions) error {
-	ctx := cmd.Context()
+func runInspect(ctx context.Context, opts *InspectOptions) error {
 	f := opts.Factory
 	s, err := openSession(ctx, f, opts.Queue)
 	if err != nil {

@@ -87,7 +87,7 @@ func newCmdProcessorStatus(f *Factory) *cobra.Command {
 			if opts.Watch && opts.Output.Value == "json" {
 				return cmdutil.UsageErrorf("--watch prints lines; it does not go with -o json")
 			}
-			return runProcessorStatus(cmd, opts)
+			return runProcessorStatus(cmd.Context(), opts)
 		},
 	}
 	processorFlags(cmd, opts)
@@ -131,7 +131,7 @@ command says so (exit 1).`,
 					return err
 				}
 			}
-			return runProcessorArm(cmd, opts, policy)
+			return runProcessorArm(cmd.Context(), opts, policy)
 		},
 	}
 	processorFlags(cmd, opts)
@@ -166,7 +166,7 @@ enabling the mapping by mistake later replays nothing.`,
 					return err
 				}
 			}
-			return runProcessorDisarm(cmd, opts)
+			return runProcessorDisarm(cmd.Context(), opts)
 		},
 	}
 	processorFlags(cmd, opts)
@@ -254,9 +254,8 @@ type QueueDepth struct {
 	Error    *string `json:"error"`
 }
 
-func runProcessorStatus(cmd *cobra.Command, opts *ProcessorOptions) error {
+func runProcessorStatus(ctx context.Context, opts *ProcessorOptions) error {
 	f := opts.Factory
-	ctx := cmd.Context()
 	lc, err := f.Lambda(ctx)
 	if err != nil {
 		return err
@@ -493,9 +492,8 @@ func confirmChange(f *Factory, opts *ProcessorOptions, question string) (bool, e
 	return true, nil
 }
 
-func runProcessorArm(cmd *cobra.Command, opts *ProcessorOptions, policy pushpolicy.Policy) error {
+func runProcessorArm(ctx context.Context, opts *ProcessorOptions, policy pushpolicy.Policy) error {
 	f := opts.Factory
-	ctx := cmd.Context()
 	lc, fn, m, err := openProcessor(ctx, opts)
 	if err != nil {
 		return err
@@ -540,9 +538,8 @@ func runProcessorArm(cmd *cobra.Command, opts *ProcessorOptions, policy pushpoli
 	return nil
 }
 
-func runProcessorDisarm(cmd *cobra.Command, opts *ProcessorOptions) error {
+func runProcessorDisarm(ctx context.Context, opts *ProcessorOptions) error {
 	f := opts.Factory
-	ctx := cmd.Context()
 	lc, fn, m, err := openProcessor(ctx, opts)
 	if err != nil {
 		return err

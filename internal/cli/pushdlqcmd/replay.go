@@ -49,7 +49,7 @@ type ReplayOptions struct {
 }
 
 // NewCmdReplay builds `pushdlq replay`.
-func NewCmdReplay(f *Factory, runF func(*cobra.Command, *ReplayOptions) error) *cobra.Command {
+func NewCmdReplay(f *Factory, runF func(context.Context, *ReplayOptions) error) *cobra.Command {
 	opts := &ReplayOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "replay (--dlq URL|NAME | --from-file FILE) --queue-base-url URL --window START/END --codes LIST",
@@ -131,9 +131,9 @@ run exits 3 whenever either is not zero, never "nothing to replay" and 0.`,
 				return err
 			}
 			if runF != nil {
-				return runF(cmd, opts)
+				return runF(cmd.Context(), opts)
 			}
-			return runReplay(cmd, opts)
+			return runReplay(cmd.Context(), opts)
 		},
 	}
 	opts.Queue.register(cmd, false)
@@ -311,10 +311,10 @@ const (
 	replayMemoryLimit = 48 << 20
 )
 
-func runReplay(cmd *cobra.Command, opts *ReplayOptions) (err error) {
+func runReplay(ctx context.Context, opts *ReplayOptions) (err error) {
 	// A closed stdout stops the run like an interrupt: what is in flight
 	// is finished, the rest released, the journal completed.
-	ctx, cancel := context.WithCancel(cmd.Context())
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if _, set := os.LookupEnv("GOGC"); !set {
 		// The live heap is small (the seen-set, one state byte per

@@ -2,6 +2,7 @@ package pushdlqcmd
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -30,7 +31,7 @@ type TriageOptions struct {
 }
 
 // NewCmdTriage builds `pushdlq triage`.
-func NewCmdTriage(f *Factory, runF func(*cobra.Command, *TriageOptions) error) *cobra.Command {
+func NewCmdTriage(f *Factory, runF func(context.Context, *TriageOptions) error) *cobra.Command {
 	opts := &TriageOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "triage --dlq URL|NAME [--queue-base-url URL]",
@@ -65,9 +66,9 @@ no replay selects (not JSON, no priority, no createdAt) are their own groups.`,
 				return cmdutil.UsageErrorf("--sample %d: want 0 (every message) or more", opts.Sample)
 			}
 			if runF != nil {
-				return runF(cmd, opts)
+				return runF(cmd.Context(), opts)
 			}
-			return runTriage(cmd, opts)
+			return runTriage(cmd.Context(), opts)
 		},
 	}
 	opts.Queue.register(cmd, true)
@@ -112,8 +113,7 @@ type TriageCount struct {
 // TriageSchema names the JSON form's version.
 const TriageSchema = "deadletter.pushdlq.triage/v1"
 
-func runTriage(cmd *cobra.Command, opts *TriageOptions) error {
-	ctx := cmd.Context()
+func runTriage(ctx context.Context, opts *TriageOptions) error {
 	f := opts.Factory
 	s, err := openSession(ctx, f, opts.Queue)
 	if err != nil {
