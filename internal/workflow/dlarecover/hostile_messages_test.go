@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/dla/gen"
 	"github.com/deadletter/deadletter/internal/recovery"
@@ -153,31 +150,10 @@ func TestHostileMessagesMatchBaseline(t *testing.T) {
 	}
 	run := func(old bool) outcome {
 		ctx := context.Background()
-		runStart := time.Now().Add(-time.Second)
-		dbURL := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
-		pool, err := pgxpool.New(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pool.Close()
-		root := t.TempDir()
-		store, err := archive.NewLocal(root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		spool, err := NewObjectSpool()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer spool.Close()
+		fx := newRunFixture(t)
+		runStart, dbURL, pool, root, store, spool := fx.runStart, fx.dbURL, fx.pool, fx.root, fx.store, fx.spool
 		for _, o := range objects {
-			if err := store.Put(ctx, o.key, o.body); err != nil {
-				t.Fatal(err)
-			}
-			d, derr := dla.Decode(o.body)
-			if err := spool.Add(o.key, d, derr); err != nil {
-				t.Fatal(err)
-			}
+			fx.put(t, o.key, o.body)
 		}
 		r := &Run{Store: store, Layout: layout, DB: testsupport.CumulusDB(t, pool), Pool: pool,
 			Writer:      &recovery.Writer{Now: func() time.Time { return now }, NoMsgIndex: old, Unbatched: old},

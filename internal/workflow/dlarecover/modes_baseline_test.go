@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/dla/gen"
 	"github.com/deadletter/deadletter/internal/recovery"
@@ -27,33 +24,9 @@ func runModes(t *testing.T, old bool, conc int, mod func(*Run), emitted func(int
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	runStart := time.Now().Add(-time.Second)
-	dbURL := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	root := t.TempDir()
-	store, err := archive.NewLocal(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spool, err := NewObjectSpool()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer spool.Close()
-	if err := gen.Generate(gen.Options{Stack: "s", Count: 90, Seed: 41, Days: 2, MinGranules: 1, MaxGranules: 3},
-		func(o gen.Object) error {
-			if err := store.Put(ctx, o.Key, o.Body); err != nil {
-				return err
-			}
-			d, derr := dla.Decode(o.Body)
-			return spool.Add(o.Key, d, derr)
-		}); err != nil {
-		t.Fatal(err)
-	}
+	fx := newRunFixture(t)
+	runStart, dbURL, pool, root, store, spool := fx.runStart, fx.dbURL, fx.pool, fx.root, fx.store, fx.spool
+	fx.generate(t, gen.Options{Stack: "s", Count: 90, Seed: 41, Days: 2, MinGranules: 1, MaxGranules: 3})
 	r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, pool), Pool: pool,
 		Writer:      &recovery.Writer{Now: func() time.Time { return now }, NoMsgIndex: old, Unbatched: old},
 		Concurrency: conc, Now: func() time.Time { return now }, Sum: &Summary{Selected: spool.Len()}, Objects: spool, NoPrefetch: old}

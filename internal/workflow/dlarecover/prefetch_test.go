@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/dla/gen"
 	"github.com/deadletter/deadletter/internal/recovery"
@@ -42,34 +39,17 @@ func TestPrefetchMatchesInPlace(t *testing.T) {
 	}
 	run := func(noPrefetch bool) outcome {
 		ctx := context.Background()
-		runStart := time.Now().Add(-time.Second)
-		dbURL := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
-		pool, err := pgxpool.New(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pool.Close()
-		root := t.TempDir()
-		store, err := archive.NewLocal(root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		spool, err := NewObjectSpool()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer spool.Close()
+		fx := newRunFixture(t)
+		runStart, dbURL, pool, root, store, spool := fx.runStart, fx.dbURL, fx.pool, fx.root, fx.store, fx.spool
+		var err error
 		firstDay := ""
 		err = gen.Generate(gen.Options{Stack: "s", Count: 150, Seed: 5, Days: 3, MinGranules: 1, MaxGranules: 4},
 			func(o gen.Object) error {
 				if info := (dla.Layout{Stack: "s"}).ParseKey(o.Key); firstDay == "" && info.Area == dla.AreaSQS && info.Date != "" {
 					firstDay = info.Date
 				}
-				if err := store.Put(ctx, o.Key, o.Body); err != nil {
-					return err
-				}
-				d, derr := dla.Decode(o.Body)
-				return spool.Add(o.Key, d, derr)
+				fx.put(t, o.Key, o.Body)
+				return nil
 			})
 		if err != nil {
 			t.Fatal(err)
@@ -79,13 +59,7 @@ func TestPrefetchMatchesInPlace(t *testing.T) {
 		// and each must be reported (failed-sqs/) just the same.
 		for i, body := range unwrapFailures {
 			key := fmt.Sprintf("%s0-unwrap-%d.json", (dla.Layout{Stack: "s"}).DatePrefix(dla.AreaSQS, firstDay), i)
-			if err := store.Put(ctx, key, []byte(body)); err != nil {
-				t.Fatal(err)
-			}
-			d, derr := dla.Decode([]byte(body))
-			if err := spool.Add(key, d, derr); err != nil {
-				t.Fatal(err)
-			}
+			fx.put(t, key, []byte(body))
 		}
 		r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, pool), Pool: pool,
 			Writer: &recovery.Writer{Now: func() time.Time { return now }}, Concurrency: 1,

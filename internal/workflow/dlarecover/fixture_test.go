@@ -1,0 +1,66 @@
+package dlarecover
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/dla/gen"
+	"github.com/deadletter/deadletter/internal/testsupport"
+)
+
+// runFixture is what a recover run of the tests needs: a Cumulus database
+// seeded with the reference seed, a local archive, and the plan's object
+// spool; everything is closed when the test ends.
+type runFixture struct {
+	runStart time.Time // before anything was written: DumpTables's NOW
+	dbURL    string
+	pool     *pgxpool.Pool
+	root     string
+	store    archive.Store
+	spool    *ObjectSpool
+}
+
+func newRunFixture(t *testing.T) *runFixture {
+	t.Helper()
+	fx := &runFixture{runStart: time.Now().Add(-time.Second), root: t.TempDir()}
+	fx.dbURL = testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
+	var err error
+	if fx.pool, err = pgxpool.New(context.Background(), fx.dbURL); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fx.pool.Close)
+	if fx.store, err = archive.NewLocal(fx.root); err != nil {
+		t.Fatal(err)
+	}
+	if fx.spool, err = NewObjectSpool(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fx.spool.Close() })
+	return fx
+}
+
+// put writes an object into the archive and the plan's spool, decoded as
+// the plan would.
+func (fx *runFixture) put(t *testing.T, key string, body []byte) {
+	t.Helper()
+	if err := fx.store.Put(context.Background(), key, body); err != nil {
+		t.Fatal(err)
+	}
+	d, derr := dla.Decode(body)
+	if err := fx.spool.Add(key, d, derr); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// generate puts a generated archive.
+func (fx *runFixture) generate(t *testing.T, opts gen.Options) {
+	t.Helper()
+	if err := gen.Generate(opts, func(o gen.Object) error { fx.put(t, o.Key, o.Body); return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
