@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -81,12 +80,7 @@ func TestMigrateLegacySIGKILLLoopLeavesEachObjectOnce(t *testing.T) {
 			for i := 0; i < 8; i++ {
 				cmd := exec.Command(dlaBin, args...)
 				cmd.Env = env
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(time.Duration(20+rng.Intn(150)) * time.Millisecond)
-				_ = cmd.Process.Signal(syscall.SIGKILL)
-				_ = cmd.Wait()
+				testsupport.StartProc(t, cmd).KillAfter(time.Duration(20+rng.Intn(150)) * time.Millisecond)
 			}
 			cmd := exec.Command(dlaBin, args...)
 			cmd.Env = env

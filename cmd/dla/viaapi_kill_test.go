@@ -5,7 +5,6 @@ import (
 	"math/rand"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -46,12 +45,7 @@ func TestRecoverViaAPISIGKILLLoopLosesAndDoublesNothing(t *testing.T) {
 	for i := 0; i < 6; i++ {
 		cmd := exec.Command(dlaBin, args...)
 		cmd.Env = env
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Duration(30+rng.Intn(400)) * time.Millisecond)
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
+		testsupport.StartProc(t, cmd).KillAfter(time.Duration(30+rng.Intn(400)) * time.Millisecond)
 	}
 	time.Sleep(300 * time.Millisecond) // an operation a killed run started ends (the fake runs it at once)
 

@@ -383,19 +383,7 @@ func TestReplayKilledMidRunThenResumed(t *testing.T) {
 			args := append(w.replayArgs("--yes", "--journal", journal, "--concurrency", "1", "--visibility-timeout", "3s", "-o", "json"), "--endpoint-url", proxy.URL)
 			cmd := exec.Command(bin, args...)
 			cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=testtesttest", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
-			var errOut bytes.Buffer
-			cmd.Stderr = &errOut
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-stuck:
-			case <-time.After(60 * time.Second):
-				cmd.Process.Kill()
-				t.Fatalf("the run never reached its fourth batch: %s", errOut.String())
-			}
-			cmd.Process.Kill()
-			cmd.Wait()
+			testsupport.StartProc(t, cmd).KillWhen(t, 60*time.Second, "the run never reached its fourth batch", stuck)
 
 			// The held messages come back when their 3 s visibility runs out.
 			time.Sleep(4 * time.Second)

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,20 +67,7 @@ func TestOldBuildJournalIsResumedByThisBuild(t *testing.T) {
 			args := append(w.replayArgs("--yes", "--journal", journal, "--concurrency", "1", "--visibility-timeout", "3s", "-o", "json"), "--endpoint-url", proxy.URL)
 			cmd := exec.Command(old, args...)
 			cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=testtesttest", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
-			var errOut bytes.Buffer
-			cmd.Stderr = &errOut
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-stuck:
-			case <-time.After(60 * time.Second):
-				cmd.Process.Kill()
-				cmd.Wait()
-				t.Fatalf("the old run never reached its fourth call: %s", errOut.String())
-			}
-			cmd.Process.Kill()
-			cmd.Wait()
+			testsupport.StartProc(t, cmd).KillWhen(t, 60*time.Second, "the old run never reached its fourth call", stuck)
 			time.Sleep(4 * time.Second) // the held messages come back
 
 			uncertain := journalUncertain(t, journal)

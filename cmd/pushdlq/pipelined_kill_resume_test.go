@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,22 +76,7 @@ func TestResumeAfterKillWithPipelinedDeleteAndSendInFlight(t *testing.T) {
 			args := append(w.replayArgs("--yes", "--journal", journal, "--concurrency", "2", "--visibility-timeout", "3s", "-o", "json"), "--endpoint-url", proxy.URL)
 			cmd := exec.Command(bin, args...)
 			cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=testtesttest", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
-			var errOut bytes.Buffer
-			cmd.Stderr = &errOut
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			for _, ch := range []chan struct{}{sendStuck, delStuck} {
-				select {
-				case <-ch:
-				case <-time.After(60 * time.Second):
-					cmd.Process.Kill()
-					cmd.Wait()
-					t.Fatalf("the run never had a send and a delete in flight together: %v %s", calls, errOut.String())
-				}
-			}
-			cmd.Process.Kill()
-			cmd.Wait()
+			testsupport.StartProc(t, cmd).KillWhen(t, 60*time.Second, "the run never had a send and a delete in flight together", sendStuck, delStuck)
 
 			time.Sleep(4 * time.Second) // the held messages come back
 			uncertain := journalUncertain(t, journal)

@@ -186,20 +186,7 @@ func TestResumeRightAfterAKillWaitsForTheHeldMessages(t *testing.T) {
 	})
 	journal := filepath.Join(t.TempDir(), "journal.ndjson")
 	args := append(w.replayArgs("--yes", "--journal", journal, "--concurrency", "1", "--visibility-timeout", "4s", "-o", "json"), "--endpoint-url", proxy.URL)
-	cmd := w.command(t.TempDir(), args...)
-	var errOut bytes.Buffer
-	cmd.Stderr = &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-stuck:
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("the run never reached its fourth delete: %s", errOut.String())
-	}
-	cmd.Process.Kill()
-	cmd.Wait()
+	testsupport.StartProc(t, w.command(t.TempDir(), args...)).KillWhen(t, 60*time.Second, "the run never reached its fourth delete", stuck)
 
 	// At once: everything is still invisible.
 	stdout, stderr, code := w.run(nil, "", w.replayArgs("--yes", "--resume", journal, "-o", "json")...)

@@ -1,0 +1,73 @@
+package testsupport
+
+import (
+	"bytes"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Proc is a binary a test started in order to kill it at a chosen moment
+// (the kill tests of dla and pushdlq). Its stdout and stderr are kept,
+// unless the command had writers of its own; it is killed when the test
+// ends at the latest.
+type Proc struct {
+	Cmd            *exec.Cmd
+	Stdout, Stderr bytes.Buffer
+	once           sync.Once
+}
+
+// StartProc starts cmd.
+func StartProc(t testing.TB, cmd *exec.Cmd) *Proc {
+	t.Helper()
+	p := &Proc{Cmd: cmd}
+	if cmd.Stdout == nil {
+		cmd.Stdout = &p.Stdout
+	}
+	if cmd.Stderr == nil {
+		cmd.Stderr = &p.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Kill)
+	return p
+}
+
+// Kill sends SIGKILL and waits for the process to end (once).
+func (p *Proc) Kill() {
+	p.once.Do(func() {
+		_ = p.Cmd.Process.Kill()
+		_ = p.Cmd.Wait()
+	})
+}
+
+// KillAfter kills the process after d.
+func (p *Proc) KillAfter(d time.Duration) {
+	time.Sleep(d)
+	p.Kill()
+}
+
+// Await waits for each of ready in turn; when timeout passes first, it
+// kills the process and fails the test, saying what it waited for and
+// what the process printed on stderr.
+func (p *Proc) Await(t testing.TB, timeout time.Duration, what string, ready ...<-chan struct{}) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for _, ch := range ready {
+		select {
+		case <-ch:
+		case <-deadline:
+			p.Kill()
+			t.Fatalf("%s: %s", what, p.Stderr.String())
+		}
+	}
+}
+
+// KillWhen waits for ready (as Await) and then kills the process.
+func (p *Proc) KillWhen(t testing.TB, timeout time.Duration, what string, ready ...<-chan struct{}) {
+	t.Helper()
+	p.Await(t, timeout, what, ready...)
+	p.Kill()
+}
