@@ -2,6 +2,9 @@ package dlarecover
 
 import (
 	"context"
+	"io/fs"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -63,4 +66,23 @@ func (fx *runFixture) generate(t *testing.T, opts gen.Options) {
 	if err := gen.Generate(opts, func(o gen.Object) error { fx.put(t, o.Key, o.Body); return nil }); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// left is the archive's keys after a run, sorted.
+func (fx *runFixture) left() []string {
+	var keys []string
+	_ = filepath.WalkDir(fx.root, func(p string, e fs.DirEntry, err error) error {
+		if err == nil && !e.IsDir() {
+			rel, _ := filepath.Rel(fx.root, p)
+			keys = append(keys, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	slices.Sort(keys)
+	return keys
+}
+
+// tables are the database's rows after a run, as DumpTables gives them.
+func (fx *runFixture) tables(t *testing.T) map[string][]map[string]any {
+	return testsupport.DumpTables(t, fx.dbURL, fx.runStart)
 }

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -151,7 +149,7 @@ func TestHostileMessagesMatchBaseline(t *testing.T) {
 	run := func(old bool) outcome {
 		ctx := context.Background()
 		fx := newRunFixture(t)
-		runStart, dbURL, pool, root, store, spool := fx.runStart, fx.dbURL, fx.pool, fx.root, fx.store, fx.spool
+		pool, store, spool := fx.pool, fx.store, fx.spool
 		for _, o := range objects {
 			fx.put(t, o.key, o.body)
 		}
@@ -168,15 +166,8 @@ func TestHostileMessagesMatchBaseline(t *testing.T) {
 		}
 		o.sum = *r.Sum
 		o.sum.Seconds = 0
-		o.tables = testsupport.DumpTables(t, dbURL, runStart)
-		_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
-			if err == nil && !e.IsDir() {
-				rel, _ := filepath.Rel(root, p)
-				o.left = append(o.left, rel)
-			}
-			return nil
-		})
-		slices.Sort(o.left)
+		o.tables = fx.tables(t)
+		o.left = fx.left()
 		return o
 	}
 	nu, old := run(false), run(true)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io/fs"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -25,7 +23,7 @@ func runModes(t *testing.T, old bool, conc int, mod func(*Run), emitted func(int
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	fx := newRunFixture(t)
-	runStart, dbURL, pool, root, store, spool := fx.runStart, fx.dbURL, fx.pool, fx.root, fx.store, fx.spool
+	pool, store, spool := fx.pool, fx.store, fx.spool
 	fx.generate(t, gen.Options{Stack: "s", Count: 90, Seed: 41, Days: 2, MinGranules: 1, MaxGranules: 3})
 	r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, pool), Pool: pool,
 		Writer:      &recovery.Writer{Now: func() time.Time { return now }, NoMsgIndex: old, Unbatched: old},
@@ -44,16 +42,8 @@ func runModes(t *testing.T, old bool, conc int, mod func(*Run), emitted func(int
 	})
 	sum := *r.Sum
 	sum.Seconds = 0
-	tables := testsupport.DumpTables(t, dbURL, runStart)
-	var left []string
-	_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
-		if err == nil && !e.IsDir() {
-			rel, _ := filepath.Rel(root, p)
-			left = append(left, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	slices.Sort(left)
+	tables := fx.tables(t)
+	left := fx.left()
 	return lines, sum, tables, left, runErr
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -40,7 +38,7 @@ func TestPrefetchMatchesInPlace(t *testing.T) {
 	run := func(noPrefetch bool) outcome {
 		ctx := context.Background()
 		fx := newRunFixture(t)
-		runStart, dbURL, pool, root, store, spool := fx.runStart, fx.dbURL, fx.pool, fx.root, fx.store, fx.spool
+		pool, store, spool := fx.pool, fx.store, fx.spool
 		var err error
 		firstDay := ""
 		err = gen.Generate(gen.Options{Stack: "s", Count: 150, Seed: 5, Days: 3, MinGranules: 1, MaxGranules: 4},
@@ -75,15 +73,8 @@ func TestPrefetchMatchesInPlace(t *testing.T) {
 		}
 		o.sum = *r.Sum
 		o.sum.Seconds = 0
-		o.tables = testsupport.DumpTables(t, dbURL, runStart)
-		_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
-			if err == nil && !e.IsDir() {
-				rel, _ := filepath.Rel(root, p)
-				o.left = append(o.left, rel)
-			}
-			return nil
-		})
-		slices.Sort(o.left)
+		o.tables = fx.tables(t)
+		o.left = fx.left()
 		return o
 	}
 	pre, inPlace := run(false), run(true)
