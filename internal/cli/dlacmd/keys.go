@@ -3,6 +3,7 @@ package dlacmd
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/selection"
 )
 
 // addNullFlag adds -0/--null to a command that reads keys from stdin.
@@ -77,4 +79,13 @@ func lineSafeKey(key string) bool {
 	first, _ := utf8.DecodeRuneInString(key)
 	last, _ := utf8.DecodeLastRuneInString(key)
 	return !unicode.IsSpace(first) && !unicode.IsSpace(last)
+}
+
+// keyUsage makes a key the archive cannot take a usage error (exit 2).
+func keyUsage(err error) error {
+	var ke *selection.KeyError
+	if errors.As(err, &ke) {
+		return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err}
+	}
+	return err
 }

@@ -1,40 +1,11 @@
 package dlacmd
 
 import (
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/deadletter/deadletter/internal/archive"
-	"github.com/deadletter/deadletter/internal/dla"
 )
-
-func TestResolveKey(t *testing.T) {
-	dir, _ := filepath.Abs("testdata")
-	local := archive.Location{Dir: dir, Stack: "demo"}
-	layout := dla.Layout{Stack: "demo"}
-	full := "demo/dead-letter-archive/sqs/2024-03-02/exec-uuid"
-	for _, c := range []struct {
-		loc  archive.Location
-		in   string
-		want string
-	}{
-		{local, full, full},
-		{local, "dead-letter-archive/sqs/2024-03-02/exec-uuid", full},
-		{local, "sqs/2024-03-02/exec-uuid", full},
-		{local, "failed-sqs/2024-03-02/exec-uuid", "demo/dead-letter-archive/failed-sqs/2024-03-02/exec-uuid"},
-		{local, "s3://bucket/" + full, full},
-		{local, filepath.Join(dir, filepath.FromSlash(full)), full},
-		{local, "./testdata/" + full, full},
-		{archive.Location{Bucket: "b", Stack: "demo"}, "sqs/2024-03-02/exec-uuid", full},
-	} {
-		if got := resolveKey(c.loc, layout, c.in); got != c.want {
-			t.Errorf("resolveKey(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}
 
 func TestReadKeys(t *testing.T) {
 	keys, err := readKeys(strings.NewReader("a\n\n# a comment\n  b  \n"), []string{"x", "-", "y"}, false)

@@ -458,8 +458,8 @@ func recoverScope(opts *RecoverOptions) (selection.Scope, archive.Location, erro
 		if err != nil {
 			return scope, loc, err
 		}
-		if keys, err = resolveKeys(loc, scope.Layout, keys); err != nil {
-			return scope, loc, err
+		if keys, err = selection.ResolveKeys(loc, scope.Layout, keys); err != nil {
+			return scope, loc, keyUsage(err)
 		}
 		scope.Keys = keys
 	}
