@@ -2,9 +2,7 @@ package dlacmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"path"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -16,6 +14,7 @@ import (
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/recovery"
+	"github.com/deadletter/deadletter/internal/workflow/legacymigrate"
 )
 
 // MigrateOptions are dla migrate-legacy's inputs.
@@ -29,9 +28,6 @@ type MigrateOptions struct {
 	Concurrency int
 	BreakLock   bool
 }
-
-// migrateLockKey is the lock object of migrate-legacy in an archive.
-func migrateLockKey(layout dla.Layout) string { return layout.Root() + "locks/migrate-legacy.json" }
 
 // NewCmdMigrateLegacy builds `dla migrate-legacy`.
 func NewCmdMigrateLegacy(f *Factory, runF func(context.Context, *MigrateOptions) error) *cobra.Command {
@@ -91,15 +87,7 @@ fields stay null.`,
 }
 
 // MigrateResult is one legacy object's outcome (-o json/ndjson).
-type MigrateResult struct {
-	Key    string  `json:"key"`
-	Target *string `json:"target"`
-	// Result: planned (--dry-run), moved, already moved (by a concurrent
-	// run, to the same copy), gone (listed, then moved by another run
-	// before this one reached it), unreadable or failed.
-	Result string  `json:"result"`
-	Error  *string `json:"error"`
-}
+type MigrateResult = legacymigrate.Result
 
 func runMigrate(ctx context.Context, opts *MigrateOptions) error {
 	f := opts.Factory
@@ -119,13 +107,13 @@ func runMigrate(ctx context.Context, opts *MigrateOptions) error {
 	layout := dla.Layout{Stack: loc.Stack}
 	if !opts.DryRun {
 		if opts.BreakLock {
-			if err := archive.BreakLock(ctx, store, migrateLockKey(layout)); err != nil {
+			if err := archive.BreakLock(ctx, store, legacymigrate.LockKey(layout)); err != nil {
 				return err
 			}
 		}
 		// One run at a time: two would race for each object (both copy,
 		// both delete, each counting it moved).
-		release, err := archive.TakeLock(ctx, store, migrateLockKey(layout), "dla migrate-legacy")
+		release, err := archive.TakeLock(ctx, store, legacymigrate.LockKey(layout), "dla migrate-legacy")
 		if err != nil {
 			return err
 		}
@@ -133,7 +121,7 @@ func runMigrate(ctx context.Context, opts *MigrateOptions) error {
 	}
 	// The plan: how many legacy objects there are (listing only).
 	n := 0
-	if err := listLegacy(ctx, store, layout, func(archive.Entry) error { n++; return nil }); err != nil {
+	if err := legacymigrate.List(ctx, store, layout, func(archive.Entry) error { n++; return nil }); err != nil {
 		return err
 	}
 	verb := "move"
@@ -196,14 +184,8 @@ func runMigrate(ctx context.Context, opts *MigrateOptions) error {
 			printErr = print(r)
 		}
 	}
-	m := migrator{store: store, layout: layout, message: message, dryRun: opts.DryRun}
-	runErr := eachConcurrently(ctx, opts.Concurrency, func(yield func(archive.Entry) error) error {
-		return listLegacy(ctx, store, layout, yield)
-	}, func(e archive.Entry) error {
-		r := m.migrate(ctx, e)
-		if ctx.Err() != nil && r.Result == "failed" {
-			return ctx.Err() // interrupted: not a failure of this object
-		}
+	m := &legacymigrate.Migrator{Store: store, Layout: layout, Message: message, DryRun: opts.DryRun}
+	runErr := m.Run(ctx, opts.Concurrency, func(r MigrateResult) error {
 		report(r)
 		mu.Lock()
 		defer mu.Unlock()
@@ -230,106 +212,6 @@ func runMigrate(ctx context.Context, opts *MigrateOptions) error {
 	return nil
 }
 
-// listLegacy yields every legacy object of sqs/: the flat objects at its
-// top, and every object under a folder that is not a date.
-func listLegacy(ctx context.Context, store archive.Store, layout dla.Layout, yield func(archive.Entry) error) error {
-	root := layout.AreaPrefix(dla.AreaSQS)
-	return store.List(ctx, root, true, func(e archive.Entry) error {
-		name := e.Key[len(root):]
-		if !e.IsPrefix {
-			if dla.IsDate(name) || name == "" {
-				return nil // a date folder's marker or a link named like one: not legacy
-			}
-			return yield(e)
-		}
-		if dla.IsDate(name[:len(name)-1]) {
-			return nil
-		}
-		return store.List(ctx, e.Key, false, func(e archive.Entry) error {
-			if e.Key[len(e.Key)-1] == '/' {
-				return nil // a folder marker
-			}
-			return yield(e)
-		})
-	})
-}
-
-// migrator moves one legacy object.
-type migrator struct {
-	store   archive.Store
-	layout  dla.Layout
-	message dla.MessageFunc
-	dryRun  bool
-}
-
-func (m *migrator) migrate(ctx context.Context, e archive.Entry) MigrateResult {
-	r := MigrateResult{Key: e.Key}
-	fail := func(result string, err error) MigrateResult {
-		r.Result = result
-		s := err.Error()
-		r.Error = &s
-		return r
-	}
-	raw, err := m.store.Get(ctx, e.Key)
-	if errors.Is(err, archive.ErrNotFound) {
-		r.Result = "gone" // listed, then moved by another run
-		return r
-	}
-	if err != nil {
-		return fail("failed", err)
-	}
-	h, err := dla.Hoist(raw, m.message)
-	if err != nil { // a Step Functions or S3 read a retry may cure
-		return fail("failed", err)
-	}
-	if h.Raw {
-		return fail("unreadable", errors.New(h.Reason))
-	}
-	date, ok := dla.EventDate(h.Time)
-	if !ok { // no time a date folder can name: the day it was archived
-		modified := e.LastModified
-		if modified.IsZero() {
-			st, err := m.store.Stat(ctx, e.Key)
-			if err != nil {
-				return fail("failed", err)
-			}
-			modified = st.LastModified
-		}
-		date = modified.UTC().Format(dla.DateLayout)
-		if modified.IsZero() || !dla.IsDate(date) {
-			return fail("failed", errors.New("no event time and no last-modified date to date it by"))
-		}
-	}
-	target := m.layout.DatePrefix(dla.AreaSQS, date) + path.Base(e.Key)
-	r.Target = &target
-	if m.dryRun {
-		r.Result = "planned"
-		return r
-	}
-	moved, err := archive.MoveAs(ctx, m.store, e.Key, target, raw, h.JSON)
-	if moved != "" {
-		r.Target = &moved
-	}
-	if moved == "" && errors.Is(err, archive.ErrNotFound) {
-		r.Target, r.Result = nil, "gone" // read, then moved by another run before this one copied it
-		return r
-	}
-	if errors.Is(err, archive.ErrSourceGone) && moved != "" {
-		// Another run (a concurrent migrate-legacy) moved it meanwhile.
-		// When the copy at moved is a copy of this key (its origin), both
-		// runs met at that one copy: nothing is doubled, nothing left.
-		if st, serr := m.store.Stat(ctx, moved); serr == nil && st.Origin == archive.Origin(e.Key) {
-			r.Result = "already moved"
-			return r
-		}
-	}
-	if err != nil {
-		return fail("failed", err)
-	}
-	r.Result = "moved"
-	return r
-}
-
 // migrateMessages is the Cumulus message lookup of the hoist: the one
 // recovery uses (Step Functions and S3 reads), or none with --offline.
 func migrateMessages(ctx context.Context, f *Factory, offline bool, loc archive.Location) (dla.MessageFunc, error) {
@@ -344,38 +226,4 @@ func migrateMessages(ctx context.Context, f *Factory, offline bool, loc archive.
 		objs = awsread.Objects{Client: awsconfig.S3(cfg, *f.AWS), ReplaceBucket: loc.Bucket}
 	}
 	return recovery.MessageFunc(ctx, sfn, objs), nil
-}
-
-// eachConcurrently hands each item list yields to do, n at a time, and
-// stops at the first error (after the calls in flight end).
-func eachConcurrently[T any](ctx context.Context, n int, list func(yield func(T) error) error, do func(T) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	items := make(chan T)
-	var wg sync.WaitGroup
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for it := range items {
-				if err := do(it); err != nil {
-					cancel(err)
-				}
-			}
-		}()
-	}
-	listErr := list(func(it T) error {
-		select {
-		case items <- it:
-			return nil
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-	})
-	close(items)
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
-		return err
-	}
-	return listErr
 }
