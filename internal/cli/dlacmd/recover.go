@@ -20,7 +20,6 @@ import (
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/cumulusdb"
-	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/recovery"
 	"github.com/deadletter/deadletter/internal/selection"
 	"github.com/deadletter/deadletter/internal/snspub"
@@ -216,64 +215,6 @@ const (
 	memoryLimit = 48 << 20
 )
 
-// recoverPlan is what the selection holds, before anything is written.
-type recoverPlan struct {
-	Objects    int `json:"objects"`
-	Unreadable int `json:"unreadable"`
-	// LeftAlone counts unreadable objects not selected: a content filter
-	// cannot tell whether they match, so recover does not touch them.
-	LeftAlone int            `json:"unreadable_left_alone"`
-	ByDate    map[string]int `json:"by_date"`
-	ByStatus  map[string]int `json:"by_status"`
-	ByColl    map[string]int `json:"by_collection"`
-	Describe  int            `json:"describe_execution_calls"`
-	History   int            `json:"execution_history_reads"`
-	Database  string         `json:"database"`
-	Schema    string         `json:"schema"`
-	Archive   string         `json:"archive"`
-	Area      string         `json:"area"`
-	spool     *selection.Spool
-	objects   *dlarecover.ObjectSpool // nil with --x-no-spool
-	// cumulusFailed, with --via-api, is where Cumulus's recovery would
-	// put an object that fails ("" when it would leave it: unreadable);
-	// byFailed gathers the keys by that destination.
-	cumulusFailed func(key string, d *dla.Decoded) string
-	byFailed      map[string][]string
-}
-
-func (p *recoverPlan) add(key string, d *dla.Decoded, err error) error {
-	p.Objects++
-	if p.objects != nil {
-		if err := p.objects.Add(key, d, err); err != nil {
-			return err
-		}
-	} else if err := p.spool.Add(key); err != nil {
-		return err
-	}
-	if p.cumulusFailed != nil {
-		if dst := p.cumulusFailed(key, d); dst != "" {
-			p.byFailed[dst] = append(p.byFailed[dst], key)
-		}
-	}
-	if d == nil {
-		p.Unreadable++
-		return nil
-	}
-	p.ByDate[d.Date()]++
-	p.ByStatus[orDash(d.Status)]++
-	p.ByColl[orDash(d.CollectionID)]++
-	if len(d.Granules) > 0 && d.ExecutionArn != "" {
-		p.Describe++
-	}
-	switch d.Status {
-	case "FAILED", "ABORTED", "TIMED_OUT", "":
-		if d.Detail != "" {
-			p.History++
-		}
-	}
-	return nil
-}
-
 // ObjectResult is one object's line in -o ndjson.
 type ObjectResult = dlarecover.Object
 
@@ -379,18 +320,18 @@ func runRecover(ctx context.Context, opts *RecoverOptions) error {
 	}
 
 	// The plan: one pass over the selection, keys spooled to a file.
-	plan := &recoverPlan{ByDate: map[string]int{}, ByStatus: map[string]int{}, ByColl: map[string]int{},
+	plan := &dlarecover.Plan{ByDate: map[string]int{}, ByStatus: map[string]int{}, ByColl: map[string]int{},
 		Database: db.Target, Schema: string(db.Generation), Archive: loc.String(), Area: string(scope.Area)}
 	if opts.NoSpool {
-		if plan.spool, err = selection.NewSpool(); err != nil {
+		if plan.Spool, err = selection.NewSpool(); err != nil {
 			return err
 		}
-		defer plan.spool.Close()
+		defer plan.Spool.Close()
 	} else {
-		if plan.objects, err = dlarecover.NewObjectSpool(); err != nil {
+		if plan.ObjectSpool, err = dlarecover.NewObjectSpool(); err != nil {
 			return err
 		}
-		defer plan.objects.Close()
+		defer plan.ObjectSpool.Close()
 	}
 	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
 	if err := planRecovery(ctx, store, scope, opts, plan, progress); err != nil {
@@ -426,10 +367,10 @@ func runRecover(ctx context.Context, opts *RecoverOptions) error {
 	}
 	scope.Keys = nil
 	scope.Limit = 0
-	if plan.objects != nil {
-		run.Objects = plan.objects
+	if plan.ObjectSpool != nil {
+		run.Objects = plan.ObjectSpool
 	} else {
-		scope.KeyStream = plan.spool.Keys
+		scope.KeyStream = plan.Spool.Keys
 	}
 	if _, set := os.LookupEnv("GOMAXPROCS"); !set && !opts.NoOneProc && run.Concurrency == 1 {
 		// One writer waits on PostgreSQL for most of each message; its
@@ -471,31 +412,14 @@ func recoverScope(opts *RecoverOptions) (selection.Scope, archive.Location, erro
 	return scope, loc, nil
 }
 
-// planRecovery is the plan pass: one pass over the selection, counting
-// and spooling what the run will take.
-func planRecovery(ctx context.Context, store archive.Store, scope selection.Scope, opts *RecoverOptions, plan *recoverPlan, progress *cmdutil.Progress) error {
-	_, err := selection.Run(ctx, store, scope, 16, func(r selection.Result) error {
-		if err := stopOnAuth(r); err != nil {
-			return err
-		}
-		if r.Unreadable() && !opts.IncludeUnreadable && (scope.Filter.ByContent() || undatable(scope, r.Entry.Key)) {
-			plan.LeftAlone++
-			return nil
-		}
-		if r.Unreadable() && (r.Decoded == nil || len(r.Decoded.Layers) == 0) {
-			return plan.add(r.Entry.Key, nil, r.Err)
-		}
-		progress.Update("planning: %d objects", plan.Objects+1)
-		return plan.add(r.Entry.Key, r.Decoded, r.Err)
+// planRecovery is the plan pass (dlarecover.PlanSelection), with the
+// CLI's stop on an AWS credentials or permission error and its progress.
+func planRecovery(ctx context.Context, store archive.Store, scope selection.Scope, opts *RecoverOptions, plan *dlarecover.Plan, progress *cmdutil.Progress) error {
+	err := dlarecover.PlanSelection(ctx, store, scope, opts.IncludeUnreadable, plan, stopOnAuth, func(n int) {
+		progress.Update("planning: %d objects", n)
 	})
 	progress.Clear()
 	return err
-}
-
-// undatable: with a date selection, an object outside the date folders (a
-// legacy flat key) that cannot be decoded has no date to select it by.
-func undatable(scope selection.Scope, key string) bool {
-	return (scope.Filter.From != "" || scope.Filter.To != "") && scope.Layout.ParseKey(key).Date == ""
 }
 
 // recoverTopics are the SNS topic ARNs: the flags, else v21's environment
@@ -530,7 +454,7 @@ func recoverTopics(opts *RecoverOptions) (snspub.Topics, error) {
 	return t, nil
 }
 
-func printPlan(w io.Writer, p *recoverPlan, opts *RecoverOptions, topics snspub.Topics) {
+func printPlan(w io.Writer, p *dlarecover.Plan, opts *RecoverOptions, topics snspub.Topics) {
 	mode := "recover"
 	switch {
 	case opts.DryRun:

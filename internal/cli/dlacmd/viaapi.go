@@ -24,6 +24,7 @@ import (
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/selection"
 	"github.com/deadletter/deadletter/internal/snspub"
+	"github.com/deadletter/deadletter/internal/workflow/dlarecover"
 )
 
 // StagingFolder is where --via-api moves a selection for Cumulus to
@@ -430,19 +431,19 @@ func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 		return fmt.Errorf("%w; nothing was staged", err)
 	}
 
-	plan := &recoverPlan{ByDate: map[string]int{}, ByStatus: map[string]int{}, ByColl: map[string]int{},
+	plan := &dlarecover.Plan{ByDate: map[string]int{}, ByStatus: map[string]int{}, ByColl: map[string]int{},
 		Database: "the Cumulus API at " + opts.ViaAPI + " (Cumulus's own recovery and database)", Archive: loc.String(), Area: string(scope.Area)}
-	if plan.spool, err = selection.NewSpool(); err != nil {
+	if plan.Spool, err = selection.NewSpool(); err != nil {
 		return err
 	}
-	defer plan.spool.Close()
+	defer plan.Spool.Close()
 	// Where Cumulus would copy each object that fails: the date of its
 	// time (today without one) and its file name. An object it cannot read
 	// it leaves in place.
 	now := f.Now()
-	plan.byFailed = map[string][]string{}
+	plan.ByFailed = map[string][]string{}
 	var unsure []LeftOut // left out whatever their destination
-	plan.cumulusFailed = func(key string, d *dla.Decoded) string {
+	plan.CumulusFailed = func(key string, d *dla.Decoded) string {
 		switch {
 		case d == nil:
 			unsure = append(unsure, LeftOut{Key: key, Reason: leftOutUnreadable})
@@ -461,7 +462,7 @@ func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 	if err := planRecovery(ctx, store, scope, opts, plan, v.progress); err != nil {
 		return err
 	}
-	if res.LeftOut, err = v.clashes(ctx, plan.byFailed); err != nil {
+	if res.LeftOut, err = v.clashes(ctx, plan.ByFailed); err != nil {
 		return err
 	}
 	res.LeftOut = append(unsure, res.LeftOut...)
@@ -506,7 +507,7 @@ func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 	fmt.Fprintf(f.IO.ErrOut, "staging into %s; if this run is stopped, move what is there back with: dla recover --archive %s --via-api %s --cleanup-staging %s\n",
 		output.Escape(v.staging), output.Escape(loc.String()), output.Escape(opts.ViaAPI), output.Escape(v.staging))
 	keys := func(yield func(string) error) error {
-		return plan.spool.Keys(func(k string) error {
+		return plan.Spool.Keys(func(k string) error {
 			if leftOut[k] {
 				return nil
 			}
