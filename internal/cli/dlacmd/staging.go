@@ -15,6 +15,7 @@ import (
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/shellword"
+	"github.com/deadletter/deadletter/internal/workflow/apirecover"
 )
 
 // A --via-api run moves its selection into recover-staging/<run>/ before
@@ -73,7 +74,7 @@ const stagingCountCap = 100000
 // that moves them back. archiveArg is the archive as the operator names
 // it.
 func warnStaging(ctx context.Context, w io.Writer, store archive.Store, layout dla.Layout, archiveArg string) {
-	base := layout.Root() + StagingFolder
+	base := layout.Root() + apirecover.StagingFolder
 	folders := map[string]bool{}
 	manifests := map[string]bool{}
 	err := store.List(ctx, base, true, func(e archive.Entry) error {

@@ -24,6 +24,7 @@ import (
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
 	"github.com/deadletter/deadletter/internal/cumulusapi"
 	"github.com/deadletter/deadletter/internal/testsupport"
+	"github.com/deadletter/deadletter/internal/workflow/apirecover"
 )
 
 // diffArchive names what differs between two snapshots.
@@ -254,7 +255,7 @@ func TestViaAPIHostileKeysRoundTrip(t *testing.T) {
 	if r.code != 1 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	var res ViaAPIResult
+	var res apirecover.Result
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatalf("%v: %q", err, r.stdout)
 	}
@@ -536,7 +537,7 @@ func TestViaAPIDryRunStagesNothingAndAFullRunClearsTheSelection(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	var res ViaAPIResult
+	var res apirecover.Result
 	if json.Unmarshal([]byte(r.stdout), &res) != nil || res.Succeeded != 12 || res.Staged != 12 || res.Status != "SUCCEEDED" || len(res.Left) != 0 {
 		t.Errorf("stdout %q", r.stdout)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/workflow/apirecover"
 )
 
 // putObjects writes objects into the env's bucket.
@@ -75,7 +76,7 @@ func TestViaAPILeavesOutWhatItCannotRead(t *testing.T) {
 	putObjects(t, e, objects)
 	before := e.snapshot(t)
 	r := e.recover(t, testAPIToken, "--from", "2023-07-02", "--to", "2023-07-03", "--yes", "--cleanup", "-o", "json")
-	var res ViaAPIResult
+	var res apirecover.Result
 	_ = json.Unmarshal([]byte(r.stdout), &res)
 	after := e.snapshot(t)
 	where := map[string][]string{}
@@ -151,7 +152,7 @@ func TestViaAPIDryRunReportsWhatItLeavesOut(t *testing.T) {
 		"demo/dead-letter-archive/failed-sqs/2023-07-05/d": `{"marker":"already failed"}`,
 	})
 	r := e.recover(t, testAPIToken, "--date", "2023-07-05", "--dry-run", "-o", "json")
-	var res ViaAPIResult
+	var res apirecover.Result
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res.LeftOut) != 1 {
 		t.Errorf("exit %d; stdout %q is no result naming the object left out (%v)\n%s", r.code, r.stdout, err, r.stderr)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/testsupport"
 	"github.com/deadletter/deadletter/internal/testsupport/fakecumulus"
+	"github.com/deadletter/deadletter/internal/workflow/apirecover"
 )
 
 const testAPIToken = "tok-9f2c-secret"
@@ -93,7 +94,7 @@ func TestRecoverViaAPI(t *testing.T) {
 	if r.code != cmdutil.ExitPartial { // failures and an unreadable object
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	var res ViaAPIResult
+	var res apirecover.Result
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatalf("%v: %s", err, r.stdout)
 	}
@@ -137,7 +138,7 @@ func TestRecoverViaAPI(t *testing.T) {
 		}
 	}
 	if res.Staged != selected-1 || res.Succeeded+res.Failed != selected-1 || res.Status != "SUCCEEDED" || res.Failed == 0 || res.MovedBack != 0 ||
-		len(res.LeftOut) != 1 || res.LeftOut[0].Reason != leftOutUnreadable {
+		len(res.LeftOut) != 1 || res.LeftOut[0].Reason != apirecover.LeftOutUnreadable {
 		t.Errorf("result %+v for %d selected objects", res, selected)
 	}
 }
@@ -289,7 +290,7 @@ func TestRecoverViaAPINeverLetsCumulusReplaceAFailure(t *testing.T) {
 	if r.code != cmdutil.ExitPartial {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	var res ViaAPIResult
+	var res apirecover.Result
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatalf("%v: %s", err, r.stdout)
 	}
