@@ -338,7 +338,7 @@ func (g *Group) verdict() string {
 			return "never as it is: the messages name no " + string(g.Rule.Needs)
 		}
 		if !g.Checked {
-			return "fix first: " + g.needsPhrase(false) + " (readiness not checked: no database given)" + g.noProviderNote()
+			return "fix first: " + g.needsPhrase() + " (readiness not checked: no database given)" + g.noProviderNote()
 		}
 		if len(g.Missing) == 0 {
 			return "ready: " + g.existPhrase() + g.noProviderNote()
@@ -360,9 +360,9 @@ func (g *Group) FixSteps() string {
 		return "create " + g.missingPhrase()
 	}
 	if g.Rule.Needs == NeedsReferences {
-		return "create the missing one of " + g.needsPhrase(false)
+		return "create the missing one of " + g.needsPhrase()
 	}
-	return "create " + g.needsPhrase(false)
+	return "create " + g.needsPhrase()
 }
 
 // noProviderNote counts the messages that name no provider, which no fix
@@ -416,7 +416,7 @@ func (g *Group) needList(filter func(Need) bool) []Need {
 	return out
 }
 
-func (g *Group) needsPhrase(bool) string { return names(g.needList(nil)) }
+func (g *Group) needsPhrase() string { return names(g.needList(nil)) }
 
 func (g *Group) missingPhrase() string {
 	return names(g.needList(func(n Need) bool { return g.Missing[n] }))
