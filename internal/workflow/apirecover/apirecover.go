@@ -15,10 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/cumulusapi"
 	"github.com/deadletter/deadletter/internal/dla"
-	"github.com/tidwall/gjson"
 )
 
 // StagingFolder is where --via-api moves a selection for Cumulus to
