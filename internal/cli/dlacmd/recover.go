@@ -534,7 +534,7 @@ func runRecoverObjects(ctx context.Context, opts *RecoverOptions, run *dlarecove
 		if o.Result == "unreadable" {
 			unreadable++
 			if opts.Verbose || unreadable <= unreadableShown {
-				fmt.Fprintf(f.IO.ErrOut, "dla: unreadable %s: %s\n", output.Escape(textKey(o.Key)), output.Escape(oneLine(o.Error)))
+				fmt.Fprintf(f.IO.ErrOut, "dla: unreadable %s: %s\n", output.Escape(textKey(o.Key)), output.Escape(output.OneLine(o.Error)))
 			}
 		}
 		emitErr = emit(o)

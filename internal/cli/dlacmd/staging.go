@@ -126,7 +126,7 @@ func warnStaging(ctx context.Context, w io.Writer, store archive.Store, layout d
 		}
 		fmt.Fprintf(w, "dla: warning: %s in %s, staged by a recover --via-api that did not finish (no other verb sees them);\n"+
 			"  once no Cumulus operation is working on them, move them back with: dla recover --archive %s --via-api %s --cleanup-staging %s\n",
-			count, oneLine(run), shellword.Quote(archiveArg), api, shellword.Quote(run))
+			count, output.OneLine(run), shellword.Quote(archiveArg), api, shellword.Quote(run))
 	}
 }
 
@@ -144,11 +144,4 @@ func plainURL(s string) bool {
 		}
 	}
 	return true
-}
-
-// oneLine is output.Escape with the line breaks and tabs escaped too: a
-// value printed inside one line of a message (a key, a folder) cannot start
-// a line of its own.
-func oneLine(s string) string {
-	return strings.NewReplacer("\n", `\n`, "\t", `\t`).Replace(output.Escape(s))
 }

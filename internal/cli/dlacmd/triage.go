@@ -471,7 +471,7 @@ func printTriage(w io.Writer, f *Factory, rep TriageReport) error {
 		fields := []string{fmt.Sprint(g.Count), class, dates, colls, errClass, g.Verdict, "e.g. " + g.ExampleKey, "next: " + g.next()}
 		for i, s := range fields {
 			if i != 1 {
-				fields[i] = oneLine(s)
+				fields[i] = output.OneLine(s)
 			}
 		}
 		if _, err := fmt.Fprintln(w, strings.Join(fields, sep)); err != nil {

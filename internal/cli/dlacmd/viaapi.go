@@ -289,7 +289,7 @@ func viaAPILeftOut(opts *RecoverOptions, res *apirecover.Result) {
 		if dst == "" {
 			dst = "?"
 		}
-		fmt.Fprintf(w, "  %s -> %s: %s\n", oneLine(l.Key), oneLine(dst), oneLine(l.Reason))
+		fmt.Fprintf(w, "  %s -> %s: %s\n", output.OneLine(l.Key), output.OneLine(dst), output.OneLine(l.Reason))
 	}
 	fmt.Fprintf(w, "recover them here instead (a failure goes to the next free name, never over another object):\n"+
 		"  dla recover --archive %s --database-url URL KEY...   (or the keys one per line on stdin: -)\n", output.Escape(opts.Select.value))

@@ -163,3 +163,11 @@ func (j *jsonTerminalWriter) Write(p []byte) (int, error) {
 func isBidiControl(r rune) bool {
 	return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c
 }
+
+// lineBreaks escapes what Escape keeps: line breaks and tabs.
+var lineBreaks = strings.NewReplacer("\n", `\n`, "\t", `\t`)
+
+// OneLine is Escape with the line breaks and tabs escaped too: a value
+// printed inside one line of a message or a table row (a key, a folder, an
+// error class) cannot start a line or a column of its own.
+func OneLine(s string) string { return lineBreaks.Replace(Escape(s)) }

@@ -238,7 +238,7 @@ func printTriage(w io.Writer, tty bool, rep TriageReport) error {
 		}
 		fields := []string{strconv.Itoa(g.Count), string(g.Class), code, window, tpl, g.Verdict, "next: " + next}
 		for i := range fields {
-			fields[i] = strings.NewReplacer("\n", `\n`, "\t", `\t`).Replace(output.Escape(fields[i]))
+			fields[i] = output.OneLine(fields[i])
 		}
 		if _, err := fmt.Fprintln(w, strings.Join(fields, sep)); err != nil {
 			return err
