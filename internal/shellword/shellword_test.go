@@ -54,3 +54,24 @@ func TestSplitRefusesWhatItWouldHaveToExpand(t *testing.T) {
 		}
 	}
 }
+
+// What a terminal would rearrange or reinterpret is never left raw in a
+// quoted word: bidi controls and line separators are written as bytes,
+// and a word starting with '=' is quoted (zsh expands =cmd to a path).
+func TestQuoteLeavesNothingATerminalOrZshReinterprets(t *testing.T) {
+	for _, w := range []string{"a\u202eb", "x\u2066y", "l\u2028m", "p\u2029q", "r\u200fs"} {
+		q := Quote(w)
+		if strings.ContainsAny(q, "\u202e\u2066\u2028\u2029\u200f") || !strings.HasPrefix(q, "$'") {
+			t.Errorf("Quote(%q) = %q: not written as bytes", w, q)
+		}
+		if got, err := Split(q); err != nil || len(got) != 1 || got[0] != w {
+			t.Errorf("Split(Quote(%q)) = %q, %v", w, got, err)
+		}
+	}
+	if q := Quote("=ls"); q != "'=ls'" {
+		t.Errorf("Quote(=ls) = %s, want it quoted", q)
+	}
+	if q := Quote("a=b"); q != "a=b" {
+		t.Errorf("Quote(a=b) = %s: an inner '=' needs no quotes", q)
+	}
+}

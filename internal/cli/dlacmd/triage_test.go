@@ -453,3 +453,12 @@ func TestTriageProbeSaysHowManyWouldBeWrittenNow(t *testing.T) {
 		t.Errorf("--probe without a database: exit %d, %s", r.code, r.stderr)
 	}
 }
+
+// --limit would make a group's count and its command disagree (the
+// command selects every object of the class): triage refuses it.
+func TestTriageRefusesLimit(t *testing.T) {
+	r := run(t, false, nil, "", "triage", "--archive", sampleArchive, "--limit", "5")
+	if r.code != 2 || !strings.Contains(r.stderr, "--limit does not apply to dla triage") {
+		t.Errorf("exit %d: %s", r.code, r.stderr)
+	}
+}
