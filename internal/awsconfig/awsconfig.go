@@ -72,6 +72,9 @@ func Load(ctx context.Context, s Settings) (aws.Config, error) {
 		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
 	}
 	metadata.client = imds.NewFromConfig(cfg)
+	if os.Getenv(CallCountsEnv) != "" {
+		cfg.APIOptions = append(cfg.APIOptions, countCalls)
+	}
 	if cfg.Credentials != nil {
 		profile := s.Profile
 		if profile == "" {

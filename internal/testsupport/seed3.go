@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -109,19 +110,29 @@ func ListKeys(t testing.TB, c *s3.Client, bucket, prefix string) []string {
 	return keys
 }
 
+// LoadSFN reads the executions of a fixture's sfn.json.
 func LoadSFN(t testing.TB, path string) map[string]SFNExecution {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	exs, err := ReadSFN(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return exs
+}
+
+// ReadSFN reads the executions of an sfn.json: {"executions": {ARN: ...}}.
+func ReadSFN(path string) (map[string]SFNExecution, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
 	}
 	var f struct {
 		Executions map[string]SFNExecution `json:"executions"`
 	}
 	if err := json.Unmarshal(b, &f); err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return f.Executions
+	return f.Executions, nil
 }
 
 // DumpTables reads the five tables with natural keys for foreign keys,

@@ -26,12 +26,13 @@ type SFNExecution struct {
 	History         []json.RawMessage `json:"history"`
 }
 
-// SFNFake is an in-process Step Functions endpoint speaking the AWS JSON
-// 1.0 protocol (X-Amz-Target dispatch, __type errors), for the real SDK
-// client. Executions it does not know answer ExecutionDoesNotExist, like an
-// execution whose history expired.
-type SFNFake struct {
-	URL string
+// SFNServer is a Step Functions endpoint speaking the AWS JSON 1.0
+// protocol (X-Amz-Target dispatch, __type errors), for the real SDK client:
+// DescribeExecution and GetExecutionHistory (paginated). Executions it does
+// not know answer ExecutionDoesNotExist, like an execution whose history
+// expired. It needs no test: scripts/bench-recover serves it from
+// internal/bench/recovershape.
+type SFNServer struct {
 	mu  sync.Mutex
 	exs map[string]SFNExecution
 	// Calls counts requests by operation.
@@ -40,17 +41,28 @@ type SFNFake struct {
 	Fail string
 }
 
+// NewSFNServer serves executions (by ARN).
+func NewSFNServer(executions map[string]SFNExecution) *SFNServer {
+	return &SFNServer{exs: executions, calls: map[string]int{}}
+}
+
+// SFNFake is an SFNServer listening on a local port for one test.
+type SFNFake struct {
+	*SFNServer
+	URL string
+}
+
 // NewSFNFake starts a fake serving executions (by ARN).
 func NewSFNFake(t testing.TB, executions map[string]SFNExecution) *SFNFake {
-	f := &SFNFake{exs: executions, calls: map[string]int{}}
-	srv := httptest.NewServer(http.HandlerFunc(f.serve))
+	f := &SFNFake{SFNServer: NewSFNServer(executions)}
+	srv := httptest.NewServer(f.SFNServer)
 	t.Cleanup(srv.Close)
 	f.URL = srv.URL
 	return f
 }
 
 // Calls returns how many calls of op were made.
-func (f *SFNFake) Calls(op string) int {
+func (f *SFNServer) Calls(op string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.calls[op]
@@ -68,7 +80,8 @@ func secs(ms *float64) any {
 	return *ms / 1000
 }
 
-func (f *SFNFake) serve(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP answers one Step Functions call.
+func (f *SFNServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "AWSStepFunctions.")
 	f.mu.Lock()
 	f.calls[op]++

@@ -23,6 +23,9 @@ import (
 func Execute(ctx context.Context, root *cobra.Command, args []string, errOut io.Writer) int {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	if werr := awsconfig.WriteCallCounts(); werr != nil {
+		fmt.Fprintf(errOut, "%s: %s: %v\n", root.Name(), awsconfig.CallCountsEnv, werr)
+	}
 	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
 		err = &ExitError{Code: ExitUsage, Err: err}
 	}
