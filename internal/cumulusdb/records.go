@@ -206,17 +206,18 @@ WHERE granule_id = $1 AND collection_cumulus_id = $2 RETURNING `+storedGranuleCo
 // first as knex's orderBy desc gives), the PDR and provider names, and
 // the files (v21 does not order them; here by cumulus_id).
 func (d *DB) CompleteGranule(ctx context.Context, g *recovery.StoredGranule) error {
-	err := d.q.QueryRow(ctx, `SELECT (SELECT c.name || '___' || c.version FROM collections c WHERE c.cumulus_id = $2),
+	// One round trip: the references once, the files joined to them (a
+	// granule without files is one row of NULL file columns). It is
+	// made once per granule notification.
+	rows, err := d.q.Query(ctx, `SELECT r.collection_id, r.url, r.pdr_name, r.provider,
+  f.cumulus_id, f.bucket, f.key, f.checksum_value, f.checksum_type, f.file_name, f.source, f.type, f.file_size
+FROM (SELECT (SELECT c.name || '___' || c.version FROM collections c WHERE c.cumulus_id = $2) AS collection_id,
   (SELECT e.url FROM executions e JOIN granules_executions ge ON ge.execution_cumulus_id = e.cumulus_id
-   WHERE ge.granule_cumulus_id = $1 ORDER BY e."timestamp" DESC LIMIT 1),
-  (SELECT p.name FROM pdrs p WHERE p.cumulus_id = $3),
-  (SELECT v.name FROM providers v WHERE v.cumulus_id = $4)`,
-		g.CumulusID, g.CollectionCumulusID, g.PdrCumulusID, g.ProviderCumulusID).Scan(&g.CollectionID, &g.ExecutionURL, &g.PdrName, &g.Provider)
-	if err != nil {
-		return Classify(err)
-	}
-	rows, err := d.q.Query(ctx, `SELECT bucket, key, checksum_value, checksum_type, file_name, source, type, file_size
-FROM files WHERE granule_cumulus_id = $1 ORDER BY cumulus_id`, g.CumulusID)
+   WHERE ge.granule_cumulus_id = $1 ORDER BY e."timestamp" DESC LIMIT 1) AS url,
+  (SELECT p.name FROM pdrs p WHERE p.cumulus_id = $3) AS pdr_name,
+  (SELECT v.name FROM providers v WHERE v.cumulus_id = $4) AS provider) r
+LEFT JOIN files f ON f.granule_cumulus_id = $1
+ORDER BY f.cumulus_id`, g.CumulusID, g.CollectionCumulusID, g.PdrCumulusID, g.ProviderCumulusID)
 	if err != nil {
 		return Classify(err)
 	}
@@ -224,10 +225,16 @@ FROM files WHERE granule_cumulus_id = $1 ORDER BY cumulus_id`, g.CumulusID)
 	g.Files = g.Files[:0]
 	for rows.Next() {
 		var f recovery.StoredFile
-		if err := rows.Scan(&f.Bucket, &f.Key, &f.ChecksumValue, &f.ChecksumType, &f.FileName, &f.Source, &f.Type, &f.Size); err != nil {
+		var fileID *int64
+		var bucket, key *string
+		if err := rows.Scan(&g.CollectionID, &g.ExecutionURL, &g.PdrName, &g.Provider,
+			&fileID, &bucket, &key, &f.ChecksumValue, &f.ChecksumType, &f.FileName, &f.Source, &f.Type, &f.Size); err != nil {
 			return Classify(err)
 		}
-		g.Files = append(g.Files, f)
+		if fileID != nil {
+			f.Bucket, f.Key = deref(bucket), deref(key)
+			g.Files = append(g.Files, f)
+		}
 	}
 	return Classify(rows.Err())
 }
