@@ -122,6 +122,14 @@ func (c *contained) DeleteIfDigest(ctx context.Context, key string, sum [md5.Siz
 	return DeleteIfDigest(ctx, c.inner, key, sum)
 }
 
+// RemoveIfDigest is the inner store's RemoveIfDigest, checked.
+func (c *contained) RemoveIfDigest(ctx context.Context, key string, sum [md5.Size]byte) error {
+	if err := CheckKey(c.root, key); err != nil {
+		return err
+	}
+	return RemoveIfDigest(ctx, c.inner, key, sum)
+}
+
 // DeleteMany deletes the keys that pass the check and reports the others as
 // failed, so that one hostile key does not keep the rest from being deleted.
 func (c *contained) DeleteMany(ctx context.Context, keys []string) (map[string]error, error) {

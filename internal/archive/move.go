@@ -72,6 +72,30 @@ type DigestDeleter interface {
 	DeleteIfDigest(ctx context.Context, key string, sum [md5.Size]byte) error
 }
 
+// DigestRemover is a Store that deletes an object only while the MD5 of
+// its bytes is a given one, in one request where it can, not telling an
+// object it deleted from one already gone.
+type DigestRemover interface {
+	// RemoveIfDigest deletes key if its bytes' MD5 is sum (ErrChanged if
+	// it holds other bytes); an object already gone is no error.
+	RemoveIfDigest(ctx context.Context, key string, sum [md5.Size]byte) error
+}
+
+// RemoveIfDigest deletes key only while the MD5 of its bytes is sum, as
+// DeleteIfDigest, for a caller to whom "gone already" and "deleted" are the
+// same (recover's delete of what it wrote): an object already gone is no
+// error. On S3 it is one conditional DeleteObject where the server honours
+// If-Match (S3.RemoveIfDigest).
+func RemoveIfDigest(ctx context.Context, s Store, key string, sum [md5.Size]byte) error {
+	if r, ok := s.(DigestRemover); ok {
+		return r.RemoveIfDigest(ctx, key, sum)
+	}
+	if err := DeleteIfDigest(ctx, s, key, sum); !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
 // DeleteIfDigest deletes key only while the MD5 of its bytes is sum (the
 // digest of what was read earlier, when the bytes themselves are no longer
 // held): the store's own conditional delete, else a read and compare just

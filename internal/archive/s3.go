@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -36,7 +37,21 @@ type S3 struct {
 	// folders) a scan may run at once (DefaultListConcurrency by default;
 	// 1 lists them one after another).
 	ListConcurrency int
+
+	// ifMatch is what the server was seen to do with If-Match on
+	// DeleteObject (RemoveIfDigest): ifMatchUnknown until a probe tells.
+	ifMatchMu sync.Mutex
+	ifMatch   ifMatchSupport
 }
+
+type ifMatchSupport int
+
+const (
+	ifMatchUnknown ifMatchSupport = iota
+	ifMatchProbing
+	ifMatchHonoured
+	ifMatchIgnored
+)
 
 // DefaultListConcurrency bounds the date folders a scan of S3 lists at
 // once: a LIST is a round trip of 20–60 ms on S3, so a year of folders
@@ -218,11 +233,84 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
+// neverETag is an ETag no object has: the probe's If-Match, which a server
+// that honours the condition refuses.
+const neverETag = `"00000000000000000000000000000000"`
+
+// RemoveIfDigest deletes key only while the MD5 of its bytes is sum, in
+// one request: DeleteObject with If-Match on the ETag a single-part upload
+// has (the MD5), where the server honours If-Match on DeleteObject (S3
+// does since 2025-09; some S3-compatible servers ignore it, and would
+// delete whatever the object holds). An object already gone is no error
+// (S3 answers 404 with If-Match; some servers 204).
+//
+// Whether the server honours it is learnt once per store, on the first
+// call: after DeleteIfDigest's HEAD found the object unchanged, a
+// DeleteObject whose If-Match no object matches must be refused (412).
+// Until then, and on a server that ignores it, each call is DeleteIfDigest
+// (HEAD, then DeleteObject): never less safe than that. A refusal of the
+// one-request delete (the ETag is not the MD5: multipart uploads, SSE-KMS;
+// or the bytes changed) is decided by DeleteIfDigest too.
+func (s *S3) RemoveIfDigest(ctx context.Context, key string, sum [md5.Size]byte) error {
+	s.ifMatchMu.Lock()
+	state := s.ifMatch
+	if state == ifMatchUnknown {
+		s.ifMatch = ifMatchProbing
+	}
+	s.ifMatchMu.Unlock()
+	var probe func(context.Context, string) bool
+	switch state {
+	case ifMatchHonoured:
+		_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key),
+			IfMatch: aws.String(`"` + hex.EncodeToString(sum[:]) + `"`)})
+		switch {
+		case err == nil || isCode(err, "NoSuchKey") || isCode(err, "NotFound"):
+			return nil
+		case !isCode(err, "PreconditionFailed"):
+			return fmt.Errorf("delete s3://%s/%s: %w", s.bucket, key, err)
+		}
+		// Another ETag: other bytes, or not an MD5. DeleteIfDigest tells.
+	case ifMatchUnknown:
+		probe = s.learnIfMatch
+	}
+	if err := s.deleteIfDigest(ctx, key, sum, probe); !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// learnIfMatch is the probe: key holds the bytes to delete (a HEAD just
+// said so) under etag. A DeleteObject whose If-Match no object matches is
+// refused by a server that honours the condition; one that ignores it
+// deletes key, which was to be deleted anyway.
+func (s *S3) learnIfMatch(ctx context.Context, key string) (deleted bool) {
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), IfMatch: aws.String(neverETag)})
+	s.ifMatchMu.Lock()
+	defer s.ifMatchMu.Unlock()
+	switch {
+	case isCode(err, "PreconditionFailed"):
+		s.ifMatch = ifMatchHonoured
+	case err == nil:
+		s.ifMatch = ifMatchIgnored
+		return true
+	default:
+		s.ifMatch = ifMatchUnknown // ask again on the next call
+	}
+	return false
+}
+
 // DeleteIfDigest deletes key only while the MD5 of its bytes is sum, with
 // If-Match on the ETag a HEAD returned. An ETag that is not the MD5
 // (multipart uploads, SSE-KMS) is checked by reading the object under that
 // same ETag.
 func (s *S3) DeleteIfDigest(ctx context.Context, key string, sum [md5.Size]byte) error {
+	return s.deleteIfDigest(ctx, key, sum, nil)
+}
+
+// deleteIfDigest is DeleteIfDigest; probe, when set, is called once the
+// object is known to hold the bytes, before the conditional delete, and
+// reports whether it deleted the object itself.
+func (s *S3) deleteIfDigest(ctx context.Context, key string, sum [md5.Size]byte, probe func(context.Context, string) bool) error {
 	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
 	if err != nil {
 		var nf *types.NotFound
@@ -246,6 +334,9 @@ func (s *S3) DeleteIfDigest(ctx context.Context, key string, sum [md5.Size]byte)
 		if md5.Sum(now) != sum {
 			return fmt.Errorf("s3://%s/%s: %w", s.bucket, key, ErrChanged)
 		}
+	}
+	if probe != nil && probe(ctx, key) {
+		return nil
 	}
 	_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), IfMatch: head.ETag})
 	switch {
