@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -408,10 +409,7 @@ func (w *Writer) recordSource() (RecordSource, error) {
 // the notification was rejected (ErrNotificationRejected).
 func (w *Writer) publish(ctx context.Context, res *Result, topic Topic, message []byte) error {
 	if err := w.Notifier.Publish(ctx, topic, message); err != nil {
-		if errors.Is(err, ErrNotificationRejected) {
-			return &PublishError{Topic: topic, Err: err}
-		}
-		return &TransientError{Err: &PublishError{Topic: topic, Err: err}}
+		return publishError(topic, err)
 	}
 	if res != nil {
 		if res.Published == nil {
@@ -429,4 +427,68 @@ func (w *Writer) publishGranule(ctx context.Context, src RecordSource, res *Resu
 		return err
 	}
 	return w.publish(ctx, res, TopicGranule, GranuleMessage(g, res.providers))
+}
+
+// publishError is a Notifier's error as the Writer returns it: a
+// TransientError holding a PublishError (a re-run publishes again), or the
+// PublishError alone when the notification can never be published
+// (ErrNotificationRejected).
+func publishError(topic Topic, err error) error {
+	if errors.Is(err, ErrNotificationRejected) {
+		return &PublishError{Topic: topic, Err: err}
+	}
+	return &TransientError{Err: &PublishError{Topic: topic, Err: err}}
+}
+
+// Notification is one notification held by a Deferred notifier.
+type Notification struct {
+	Topic   Topic
+	Message []byte
+}
+
+// Deferred is a Notifier that holds the notifications of one message,
+// after checking each one as the real Notifier would (Check, when set), so
+// that they are published after the message's writes, by PublishAll: the
+// recover workflow publishes them while the next message is written. A
+// notification is still published only after the row it describes was
+// written, and the archive object is deleted only after all of them were.
+// Safe for concurrent use.
+type Deferred struct {
+	Check func(Topic, []byte) error
+	mu    sync.Mutex
+	held  []Notification
+}
+
+// Publish holds the notification (its error is Check's).
+func (d *Deferred) Publish(_ context.Context, topic Topic, message []byte) error {
+	if d.Check != nil {
+		if err := d.Check(topic, message); err != nil {
+			return err
+		}
+	}
+	d.mu.Lock()
+	d.held = append(d.held, Notification{Topic: topic, Message: message})
+	d.mu.Unlock()
+	return nil
+}
+
+// Held returns the notifications held, in the order they were published.
+func (d *Deferred) Held() []Notification {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.held
+}
+
+// PublishAll publishes the notifications through n, in order, and stops
+// at the first failure: the counts of those published, and the error as
+// the Writer returns a failed publish.
+func PublishAll(ctx context.Context, n Notifier, all []Notification) (PublishCounts, error) {
+	var c PublishCounts
+	for _, x := range all {
+		if err := n.Publish(ctx, x.Topic, x.Message); err != nil {
+			return c, publishError(x.Topic, err)
+		}
+		c.Add(x.Topic)
+	}
+	return c, nil
 }

@@ -147,7 +147,7 @@ type Proxy struct {
 	calls  map[string]int
 	hook   func(op string, body []byte) (newBody []byte, reply *Reply)
 	after  func(op string, reqBody, respBody []byte) []byte
-	lose   func(op string) bool
+	lose   func(op string, body []byte) bool
 	target *url.URL
 	// delay holds every call this long before it is passed on (SetDelay);
 	// inFlight and maxInFlight count the calls being handled, per operation.
@@ -174,7 +174,8 @@ func NewProxy(t testing.TB, endpoint string) *Proxy {
 		p.mu.Lock()
 		after, lose := p.after, p.lose
 		p.mu.Unlock()
-		if lose != nil && lose(opOf(resp.Request)) {
+		reqBody, _ := resp.Request.Context().Value(bodyKey{}).([]byte)
+		if lose != nil && lose(opOf(resp.Request), reqBody) {
 			// The call reached the server and took effect; its reply is
 			// replaced by a server error, as when a reply is lost.
 			resp.Body.Close()
@@ -190,7 +191,6 @@ func NewProxy(t testing.TB, endpoint string) *Proxy {
 			return nil
 		}
 		op := opOf(resp.Request)
-		reqBody, _ := resp.Request.Context().Value(bodyKey{}).([]byte)
 		b, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil {
@@ -271,6 +271,16 @@ func (p *Proxy) SetHook(h func(op string, body []byte) ([]byte, *Reply)) {
 // true and answer it with a 500 instead of the server's reply: the call
 // took effect, the caller cannot know it.
 func (p *Proxy) SetLoseReply(lose func(op string) bool) {
+	if lose == nil {
+		p.SetLoseReplyOf(nil)
+		return
+	}
+	p.SetLoseReplyOf(func(op string, _ []byte) bool { return lose(op) })
+}
+
+// SetLoseReplyOf is SetLoseReply deciding on the request body too (as the
+// client sent it): every attempt of one call carries the same body.
+func (p *Proxy) SetLoseReplyOf(lose func(op string, body []byte) bool) {
 	p.mu.Lock()
 	p.lose = lose
 	p.mu.Unlock()

@@ -13,21 +13,27 @@ import (
 )
 
 // snsReplyLoser sits between recover and fauxqs's SNS and loses the replies
-// of the Publish calls lose picks: SNS published the message, recover hears
-// a server error (and the SDK retries it).
-func snsReplyLoser(t *testing.T, lose func(nth int) bool) *testsupport.Proxy {
+// of the Publish calls lose picks, by the call's place among all of them
+// (nth, from 1) or by the notification it carries (the first notification
+// seen is 1; every attempt of one notification is the same): SNS published
+// the message, recover hears a server error (and the SDK retries it).
+func snsReplyLoser(t *testing.T, lose func(nth, notification int) bool) *testsupport.Proxy {
 	t.Helper()
 	proxy := testsupport.NewProxy(t, testsupport.SQSEndpoint(t))
 	var mu sync.Mutex
 	n := 0
-	proxy.SetLoseReply(func(op string) bool {
+	seen := map[string]int{} // request body -> which notification it is (1, 2, ...)
+	proxy.SetLoseReplyOf(func(op string, body []byte) bool {
 		if op != "POST" { // SNS's query protocol: every call is a POST; recover only publishes
 			return false
 		}
 		mu.Lock()
 		defer mu.Unlock()
 		n++
-		return lose(n)
+		if seen[string(body)] == 0 {
+			seen[string(body)] = len(seen) + 1
+		}
+		return lose(n, seen[string(body)])
 	})
 	t.Setenv("AWS_ENDPOINT_URL_SNS", proxy.URL)
 	return proxy
@@ -59,7 +65,7 @@ func TestSNSLostReplyIsCountedAsAPossibleDuplicate(t *testing.T) {
 	e := newRecoverEnv(t, gen.ReferenceSeed(), nil)
 	topics := withTopics(t, e)
 	bucket := generatedArchive(t, e, 20)
-	proxy := snsReplyLoser(t, func(nth int) bool { return nth == 1 || nth == 5 })
+	proxy := snsReplyLoser(t, func(nth, _ int) bool { return nth == 1 || nth == 5 })
 	now := func() time.Time { return time.Date(2024, 3, 20, 12, 0, 0, 0, time.UTC) }
 	r := runAt(t, now, e.env, "", "recover", "--archive", "s3://"+bucket+"/demo", "--database-url", e.dbURL, "--yes",
 		"--offline", "--concurrency", "1", "-o", "ndjson")
@@ -103,7 +109,7 @@ func TestSNSAllRepliesLostLeavesTheObject(t *testing.T) {
 	bucket := generatedArchive(t, e, 20)
 	layout := dla.Layout{Stack: "demo"}
 	before := testsupport.KeySet(t, e.s3, bucket, layout.AreaPrefix(dla.AreaSQS))
-	snsReplyLoser(t, func(nth int) bool { return nth >= 4 && nth <= 6 }) // the SDK makes 3 attempts
+	snsReplyLoser(t, func(_, notification int) bool { return notification == 4 }) // each of the SDK's 3 attempts
 	now := func() time.Time { return time.Date(2024, 3, 20, 12, 0, 0, 0, time.UTC) }
 	r := runAt(t, now, e.env, "", "recover", "--archive", "s3://"+bucket+"/demo", "--database-url", e.dbURL, "--yes",
 		"--offline", "--concurrency", "1", "-o", "ndjson")

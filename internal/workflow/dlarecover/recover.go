@@ -50,6 +50,8 @@ type Object struct {
 	Published *recovery.PublishCounts `json:"sns_published,omitempty"`
 	DryRun    bool                    `json:"dry_run,omitempty"`
 	res       *recovery.Result
+	seq       int                     // its place in the selection
+	held      []recovery.Notification // notifications to publish before the archive action
 }
 
 // Summary sums a run (the summary record of `dla recover`).
@@ -172,6 +174,7 @@ type Run struct {
 }
 
 type workItem struct {
+	seq  int
 	key  string
 	d    *dla.Decoded
 	err  error     // fetch/decode error
@@ -242,18 +245,36 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 
 	items := make(chan workItem)
 	results := make(chan Object, r.Concurrency)
-	var wg sync.WaitGroup
+	finished := func(res Object) {
+		if res.Result == "left" && res.ErrorClass == "Transient" {
+			r.stopWith(errors.New(res.Error))
+			stop()
+		}
+		results <- res
+	}
+	// The tail of an object (publishing its notifications, then deleting
+	// or moving it) runs beside the next objects' writes, tailsInFlight
+	// at most; the writes stay Concurrency at a time.
+	tails := make(chan struct{}, tailsInFlight(r.Concurrency))
+	var wg, tailWG sync.WaitGroup
 	for range r.Concurrency {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for it := range items {
-				res := r.process(workCtx, it)
-				if res.Result == "left" && res.ErrorClass == "Transient" {
-					r.stopWith(errors.New(res.Error))
-					stop()
+				res, tail := r.process(workCtx, it)
+				if tail == nil {
+					finished(res)
+					continue
 				}
-				results <- res
+				tails <- struct{}{}
+				tailWG.Add(1)
+				go func() {
+					defer tailWG.Done()
+					tail(&res)
+					<-tails
+					finished(res)
+				}()
 			}
 		}()
 	}
@@ -261,14 +282,27 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		// Results are counted and emitted in the selection's order, as
+		// they were when each object finished before the next began.
+		early := map[int]Object{}
+		next := 0
 		for res := range results {
-			r.count(res)
-			if r.Progress != nil {
-				r.Progress(r.Sum)
-			}
-			if outErr == nil {
-				if outErr = emit(res); outErr != nil {
-					stop() // stdout is gone: start nothing new, finish what is in flight
+			early[res.seq] = res
+			for {
+				res, ok := early[next]
+				if !ok {
+					break
+				}
+				delete(early, next)
+				next++
+				r.count(res)
+				if r.Progress != nil {
+					r.Progress(r.Sum)
+				}
+				if outErr == nil {
+					if outErr = emit(res); outErr != nil {
+						stop() // stdout is gone: start nothing new, finish what is in flight
+					}
 				}
 			}
 		}
@@ -283,14 +317,16 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 		}()
 	}
 	prefetch := r.prefetches()
+	seq := 0
 	feed := func(sr selection.Result) error {
-		it := workItem{key: sr.Entry.Key, d: sr.Decoded, err: sr.Err}
+		it := workItem{seq: seq, key: sr.Entry.Key, d: sr.Decoded, err: sr.Err}
 		if prefetch && it.err == nil && it.d != nil {
 			// Prepared here, while the worker writes the one before.
 			it.prep = prepare(workCtx, r.Writer, it.d, true)
 		}
 		select {
 		case items <- it:
+			seq++
 			return nil
 		case <-runCtx.Done():
 			return runCtx.Err()
@@ -312,6 +348,7 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 	}
 	close(items)
 	wg.Wait()
+	tailWG.Wait()
 	close(results)
 	<-done
 	if r.deletes != nil {
@@ -371,23 +408,33 @@ func (r *Run) stopWith(err error) {
 	}
 }
 
-// process writes one object and acts on the archive.
-func (r *Run) process(ctx context.Context, it workItem) Object {
-	o := Object{Type: "object", Key: it.key, KeyBase64: dla.KeyBase64(it.key), DryRun: r.DryRun}
+// deferTails reports whether an object's tail (publishing its
+// notifications, deleting or moving it) runs beside the next objects'
+// writes. The baseline (NoPrefetch) and a dry run (which publishes, deletes
+// and moves nothing) finish each object before the next.
+func (r *Run) deferTails() bool { return !r.NoPrefetch && !r.DryRun }
+
+// tailsInFlight bounds the tails running at once.
+func tailsInFlight(concurrency int) int { return max(16, 4*concurrency) }
+
+// process writes one object. It acts on the archive too, or returns the
+// function that does (the tail: publish what the write held, then delete
+// or move the object), to be run beside the next writes.
+func (r *Run) process(ctx context.Context, it workItem) (Object, func(*Object)) {
+	o := Object{Type: "object", Key: it.key, KeyBase64: dla.KeyBase64(it.key), DryRun: r.DryRun, seq: it.seq}
 	if it.err != nil && !dla.IsDecodeError(it.err) {
 		// The object could not be fetched: nothing is known of it.
 		o.Result, o.Action, o.Error, o.ErrorClass = "left", "left", r.explain(it.err), "ReadError"
-		return o
+		return o, nil
 	}
 	d := it.d
 	if it.err != nil && (d == nil || len(d.Layers) == 0) {
 		o.Result, o.Error, o.ErrorClass = "unreadable", it.err.Error(), "Unreadable"
 		if r.LeaveUnreadable {
 			o.Action = "left"
-			return o
+			return o, nil
 		}
-		r.move(ctx, &o, d)
-		return o
+		return r.tail(&o, func(o *Object) { r.move(ctx, o, d) })
 	}
 	o.ExecutionArn, o.Status = d.ExecutionArn, d.Status
 	var werr error
@@ -396,17 +443,59 @@ func (r *Run) process(ctx context.Context, it workItem) Object {
 	} else {
 		werr = r.write(ctx, d, it.prep, &o)
 	}
-	switch {
-	case werr == nil:
-		o.Result = o.res.Outcome()
-		r.remove(ctx, &o, d)
-	case recovery.IsTransient(werr):
+	if werr != nil && recovery.IsTransient(werr) {
 		o.Result, o.Action, o.Error, o.ErrorClass = "left", "left", r.explain(werr), "Transient"
-	default:
-		o.Result, o.Error, o.ErrorClass = "failed", werr.Error(), recovery.Class(werr)
-		r.move(ctx, &o, d)
+		if len(o.held) == 0 {
+			return o, nil
+		}
+		// What was written before the failure is announced, as it would
+		// have been had each notification been sent after its write.
+		return r.tail(&o, func(o *Object) { r.publishHeld(ctx, o) })
 	}
-	return o
+	return r.tail(&o, func(o *Object) {
+		if !r.publishHeld(ctx, o) {
+			return
+		}
+		if werr == nil {
+			o.Result = o.res.Outcome()
+			r.remove(ctx, o, d)
+			return
+		}
+		o.Result, o.Error, o.ErrorClass = "failed", werr.Error(), recovery.Class(werr)
+		r.move(ctx, o, d)
+	})
+}
+
+// tail runs fn on o now, or returns it to run beside the next writes.
+func (r *Run) tail(o *Object, fn func(*Object)) (Object, func(*Object)) {
+	if r.deferTails() {
+		return *o, fn
+	}
+	fn(o)
+	return *o, nil
+}
+
+// publishHeld publishes the notifications the object's write held, and
+// counts them in its sns_published. When one fails the object is left in
+// place (a re-run writes and publishes again) and false is returned.
+func (r *Run) publishHeld(ctx context.Context, o *Object) bool {
+	if len(o.held) == 0 {
+		return true
+	}
+	held := o.held
+	o.held = nil
+	n, err := recovery.PublishAll(ctx, r.Writer.Notifier, held)
+	o.Published = nil
+	if n != (recovery.PublishCounts{}) {
+		o.Published = &n
+	}
+	if err == nil {
+		return true
+	}
+	if o.Result != "left" {
+		o.Result, o.Action, o.Error, o.ErrorClass = "left", "left", r.explain(err), "Transient"
+	}
+	return false
 }
 
 // Written is what WriteMessage did with one message.
@@ -436,6 +525,14 @@ func (r *Run) write(ctx context.Context, d *dla.Decoded, p *prepared, o *Object)
 		}
 		w.Notifier = d
 	}
+	var held *recovery.Deferred
+	if r.deferTails() && w.Notifier != nil {
+		held = &recovery.Deferred{}
+		if c, ok := w.Notifier.(recovery.Checker); ok {
+			held.Check = c.Check
+		}
+		w.Notifier = held
+	}
 	if r.DryRun {
 		t, err := r.Pool.Begin(ctx)
 		if err != nil {
@@ -450,6 +547,9 @@ func (r *Run) write(ctx context.Context, d *dla.Decoded, p *prepared, o *Object)
 		p = prepare(ctx, &w, d, false)
 	}
 	wr, err := writePrepared(ctx, &w, p)
+	if held != nil {
+		o.held = held.Held()
+	}
 	if wr.Message != nil {
 		o.Source, o.Warnings = wr.Message.Source, wr.Message.Warnings
 	}
@@ -553,7 +653,7 @@ func (r *Run) deleteChecked(ctx context.Context, batch []pendingDelete) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			errs[i] = archive.DeleteIfDigest(ctx, r.Store, pd.key, pd.sum)
+			errs[i] = archive.RemoveIfDigest(ctx, r.Store, pd.key, pd.sum)
 		}()
 	}
 	wg.Wait()
