@@ -2,10 +2,12 @@
 // (SHAPE=aws): the archive Cumulus v21's own writer wrote (the seed-3
 // fixture) copied N times into S3, each copy with executions, granules and
 // PDRs of its own, the Step Functions executions those copies name, and the
-// three SNS notification topics, each with an SQS queue subscribed. It is
+// three SNS notification topics, each with an SQS queue subscribed. The
+// fixture's buckets (demo-internal, ...) are renamed bench-internal, ...,
+// in the objects too, so the archive is s3://bench-internal/demo. It is
 // built by that script only (not a release target).
 //
-//	recovershape gen    -seed3 DIR -copies N -bucket B -executions FILE  (S3 from the AWS_* environment)
+//	recovershape gen    -seed3 DIR -copies N -executions FILE  (S3 from the AWS_* environment)
 //	recovershape sfn    -executions FILE -addr HOST:PORT                 (serves until SIGTERM)
 //	recovershape topics -prefix P                                        (prints the three *_sns_topic_arn=ARN lines)
 //
@@ -83,7 +85,6 @@ func gen(args []string) error {
 	fl := flag.NewFlagSet("gen", flag.ExitOnError)
 	seed3 := fl.String("seed3", "", "the seed-3 fixture directory (../shared/fixtures/cumulus-v21-seed3)")
 	copies := fl.Int("copies", 12, "copies of the 150 objects")
-	bucket := fl.String("bucket", "demo-internal", "the archive's bucket (the stack is demo)")
 	exOut := fl.String("executions", "", "where to write the executions of every copy (sfn.json)")
 	_ = fl.Parse(args)
 	if *seed3 == "" || *exOut == "" {
@@ -107,7 +108,7 @@ func gen(args []string) error {
 			return err
 		}
 		rel, _ := filepath.Rel(root, path)
-		objects = append(objects, file{bucket: *bucket, key: "demo/" + filepath.ToSlash(rel), body: b})
+		objects = append(objects, file{bucket: "demo-internal", key: "demo/" + filepath.ToSlash(rel), body: b})
 		dec, derr := dla.Decode(b)
 		if derr != nil || dec == nil {
 			return nil // an unreadable object is copied as it is
@@ -160,16 +161,12 @@ func gen(args []string) error {
 		return err
 	}
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
-	buckets := map[string]bool{*bucket: true}
-	for _, f := range fixtures {
-		buckets[f.bucket] = true
-	}
-	for b := range buckets {
+	for _, b := range fixtureBuckets {
 		_, _ = client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)})
 	}
 	// What a run before left (written objects deleted, failed ones under
 	// failed-sqs/) goes, so that each run starts from the same archive.
-	if err := clear(ctx, client, *bucket, "demo/"); err != nil {
+	if err := clear(ctx, client, fixtureBuckets["demo-internal"], "demo/"); err != nil {
 		return err
 	}
 
@@ -182,10 +179,10 @@ func gen(args []string) error {
 			if r > 0 && key == o.key {
 				key += fmt.Sprintf("-r%d", r)
 			}
-			puts = append(puts, file{bucket: o.bucket, key: key, body: []byte(rename(string(o.body)))})
+			puts = append(puts, file{bucket: rename(o.bucket), key: key, body: []byte(rename(string(o.body)))})
 		}
 		for _, f := range fixtures {
-			puts = append(puts, file{bucket: f.bucket, key: rename(f.key), body: []byte(rename(string(f.body)))})
+			puts = append(puts, file{bucket: rename(f.bucket), key: rename(f.key), body: []byte(rename(string(f.body)))})
 		}
 		var copyExs map[string]testsupport.SFNExecution
 		if err := json.Unmarshal([]byte(rename(string(exJSON))), &copyExs); err != nil {
@@ -210,15 +207,28 @@ func gen(args []string) error {
 	return nil
 }
 
+// fixtureBuckets are the seed-3 fixture's buckets, and the names the bench
+// gives them, so that it never touches the buckets the tests use.
+var fixtureBuckets = map[string]string{
+	"demo-internal": "bench-internal", "demo-private": "bench-private",
+	"demo-protected": "bench-protected", "demo-public": "bench-public",
+}
+
 // renamer returns the function that renames copy r's names: each name
-// gains "r<r>" (copy 0 keeps them). Longer names are matched first, so a
-// name that holds another is renamed once.
+// gains "r<r>" (copy 0 keeps them), and each bucket is the bench's. Longer
+// names are matched first, so a name that holds another is renamed once.
 func renamer(names map[string]bool, r int) func(string) string {
-	if r == 0 {
-		return func(s string) string { return s }
+	to := map[string]string{}
+	for from, b := range fixtureBuckets {
+		to[from] = b
 	}
-	list := make([]string, 0, len(names))
-	for n := range names {
+	if r > 0 {
+		for n := range names {
+			to[n] = fmt.Sprintf("%sr%d", n, r)
+		}
+	}
+	list := make([]string, 0, len(to))
+	for n := range to {
 		list = append(list, n)
 	}
 	sort.Slice(list, func(i, j int) bool {
@@ -226,7 +236,7 @@ func renamer(names map[string]bool, r int) func(string) string {
 	})
 	pairs := make([]string, 0, 2*len(list))
 	for _, n := range list {
-		pairs = append(pairs, n, fmt.Sprintf("%sr%d", n, r))
+		pairs = append(pairs, n, to[n])
 	}
 	return strings.NewReplacer(pairs...).Replace
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -20,8 +22,20 @@ import (
 // Execute runs a command tree on one command line, reports its error on
 // errOut prefixed with the program name, and returns the exit code. Both
 // binaries end here, so they agree on exit codes and error reporting.
+// CPUProfileEnv names the file that, when set, receives a CPU profile of
+// the command (runtime/pprof): how the benchmarks find where the time goes.
+const CPUProfileEnv = "DEADLETTER_CPUPROFILE"
+
 func Execute(ctx context.Context, root *cobra.Command, args []string, errOut io.Writer) int {
 	root.SetArgs(args)
+	if path := os.Getenv(CPUProfileEnv); path != "" {
+		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
+			defer func() {
+				pprof.StopCPUProfile()
+				f.Close()
+			}()
+		}
+	}
 	err := root.ExecuteContext(ctx)
 	if werr := awsconfig.WriteCallCounts(); werr != nil {
 		fmt.Fprintf(errOut, "%s: %s: %v\n", root.Name(), awsconfig.CallCountsEnv, werr)
