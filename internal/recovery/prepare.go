@@ -15,6 +15,8 @@ type Prepared struct {
 	now      time.Time
 	mc       *messageContext // nil: nothing was built ahead
 	granules []builtGranule
+	// described is DescribeExecution's answer, read into mc.
+	described described
 }
 
 // builtGranule is buildGranule's result, and the schema check's.
@@ -34,17 +36,16 @@ func (p *Prepared) built(i int) *builtGranule {
 }
 
 // Prepare does ahead of WriteMsg what does not read the database: the
-// clock, and each granule's row, files and schema check, which WriteMsg
-// then takes in place of building them between its lookups and writes
-// (their errors too, met where they were met before). It builds nothing
-// when the Writer reads AWS (SFN or Objects: the processing times, CMR
-// files and file sizes are read in order, as before), or when the message
-// would fail before its granules; WriteMsg then builds them itself.
+// clock, the execution's processing times (DescribeExecution), and each
+// granule's row, files and schema check (with the CMR files and file sizes
+// read from S3), which WriteMsg then takes in place of doing them between
+// its lookups and writes: their errors and warnings too, met where they
+// were met before. The reads are idempotent, so reading them early changes
+// no result; a message that fails before its granules has read them for
+// nothing. It builds nothing when the message would fail before its
+// granules; WriteMsg then builds them itself.
 func (w *Writer) Prepare(ctx context.Context, msg Msg) *Prepared {
 	p := &Prepared{now: w.now()}
-	if w.SFN != nil || w.Objects != nil {
-		return p
-	}
 	granules := msg.Get("payload.granules")
 	if !granules.IsArray() {
 		return p
@@ -53,11 +54,15 @@ func (w *Writer) Prepare(ctx context.Context, msg Msg) *Prepared {
 	if err != nil {
 		return p
 	}
-	mc := w.messageContext(msg, executionArn(msg), p.now)
+	arn := executionArn(msg)
+	mc := w.messageContext(msg, arn, p.now)
 	mc.startMs = start
+	if w.SFN != nil && arn != "" && granules.Get("#").Int() > 0 {
+		p.described = w.describe(ctx, arn, mc, p.now)
+	}
 	granules.ForEach(func(_, g gjson.Result) bool {
 		var b builtGranule
-		b.rec, b.gw, b.err = buildGranule(ctx, g, mc, nil)
+		b.rec, b.gw, b.err = buildGranule(ctx, g, mc, w.Objects)
 		if b.err == nil {
 			b.verr = validateGranule(b.rec)
 		}

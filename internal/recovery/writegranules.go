@@ -13,6 +13,39 @@ import (
 // Writing a message's granules one by one, with every write constraint,
 // and marking a granule failed when its files cannot be written.
 
+// described is what DescribeExecution said of a message's execution.
+type described struct {
+	called  bool   // it was asked
+	times   bool   // the processing times were set from it
+	warning string // it failed: the granules are written without them
+	err     error  // the context ended (a TransientError)
+}
+
+// describe reads the execution's processing times into mc, as
+// writeGranulesFromMessage does before the granules.
+func (w *Writer) describe(ctx context.Context, arn string, mc *messageContext, now time.Time) described {
+	d := described{called: true}
+	desc, err := w.SFN.DescribeExecution(ctx, arn)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		d.err = &TransientError{Err: ctx.Err()}
+	case err != nil:
+		// v21 fails the whole message here with a TypeError; an expired
+		// execution (older than the Step Functions retention) would then
+		// never be recoverable.
+		d.warning = fmt.Sprintf("DescribeExecution %s failed (%v): granules written without processing times", arn, err)
+	case !desc.StartDate.IsZero():
+		start := desc.StartDate.UTC().Truncate(time.Millisecond)
+		end := now
+		if !desc.StopDate.IsZero() {
+			end = desc.StopDate.UTC().Truncate(time.Millisecond)
+		}
+		mc.processingStart, mc.processingEnd = &start, &end
+		d.times = true
+	}
+	return d
+}
+
 // writeGranules is writeGranulesFromMessage.
 func (w *Writer) writeGranules(ctx context.Context, msg Msg, p *Prepared, granules gjson.Result, executionID *int64, now time.Time, res *Result, cache map[string]*int64) error {
 	if !granules.IsArray() || granules.Get("#").Int() == 0 {
@@ -25,27 +58,21 @@ func (w *Writer) writeGranules(ctx context.Context, msg Msg, p *Prepared, granul
 	} else {
 		mc = w.messageContext(msg, arn, now)
 	}
-	if w.SFN != nil && arn != "" {
-		res.DescribeCalled = true
-		desc, err := w.SFN.DescribeExecution(ctx, arn)
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return &TransientError{Err: ctx.Err()}
-		case err != nil:
-			// v21 fails the whole message here with a TypeError; an expired
-			// execution (older than the Step Functions retention) would then
-			// never be recoverable.
-			res.Warnings = append(res.Warnings, fmt.Sprintf("DescribeExecution %s failed (%v): granules written without processing times", arn, err))
-		case !desc.StartDate.IsZero():
-			start := desc.StartDate.UTC().Truncate(time.Millisecond)
-			end := now
-			if !desc.StopDate.IsZero() {
-				end = desc.StopDate.UTC().Truncate(time.Millisecond)
-			}
-			mc.processingStart, mc.processingEnd = &start, &end
-			res.ProcessingTimes = true
-		}
+	var d described
+	switch {
+	case p != nil && p.mc != nil:
+		d = p.described // read ahead, into p.mc
+	case w.SFN != nil && arn != "":
+		d = w.describe(ctx, arn, mc, now)
 	}
+	res.DescribeCalled = d.called
+	if d.err != nil {
+		return d.err
+	}
+	if d.warning != "" {
+		res.Warnings = append(res.Warnings, d.warning)
+	}
+	res.ProcessingTimes = d.times
 	if p == nil || p.mc == nil {
 		start, err := workflowStartTime(msg)
 		if err != nil {
