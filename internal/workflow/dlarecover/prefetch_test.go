@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,56 +29,7 @@ import (
 func TestPrefetchMatchesInPlace(t *testing.T) {
 	defer func(n int) { deleteBatch = n }(deleteBatch)
 	deleteBatch = 7
-	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	type outcome struct {
-		lines  []string
-		sum    Summary
-		tables map[string][]map[string]any
-		left   []string
-	}
-	run := func(noPrefetch bool) outcome {
-		ctx := context.Background()
-		fx := newRunFixture(t)
-		pool, store, spool := fx.pool, fx.store, fx.spool
-		var err error
-		firstDay := ""
-		err = gen.Generate(gen.Options{Stack: "s", Count: 150, Seed: 5, Days: 3, MinGranules: 1, MaxGranules: 4},
-			func(o gen.Object) error {
-				if info := (dla.Layout{Stack: "s"}).ParseKey(o.Key); firstDay == "" && info.Area == dla.AreaSQS && info.Date != "" {
-					firstDay = info.Date
-				}
-				fx.put(t, o.Key, o.Body)
-				return nil
-			})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Objects that decode but hold no writable message: Unwrap fails
-		// for them in the feeder when prefetching, in the worker otherwise,
-		// and each must be reported (failed-sqs/) just the same.
-		for i, body := range unwrapFailures {
-			key := fmt.Sprintf("%s0-unwrap-%d.json", (dla.Layout{Stack: "s"}).DatePrefix(dla.AreaSQS, firstDay), i)
-			fx.put(t, key, []byte(body))
-		}
-		r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, pool), Pool: pool,
-			Writer: &recovery.Writer{Now: func() time.Time { return now }}, Concurrency: 1,
-			Now: func() time.Time { return now }, Sum: &Summary{Selected: spool.Len()}, Objects: spool, NoPrefetch: noPrefetch}
-		var o outcome
-		err = r.Run(ctx, selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(obj Object) error {
-			b, err := json.Marshal(obj)
-			o.lines = append(o.lines, string(b))
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.sum = *r.Sum
-		o.sum.Seconds = 0
-		o.tables = fx.tables(t)
-		o.left = fx.left()
-		return o
-	}
-	pre, inPlace := run(false), run(true)
+	pre, inPlace := prefetchRun(t, false, nil), prefetchRun(t, true, nil)
 	if pre.sum.Deleted < 10*deleteBatch || pre.sum.Failed == 0 && pre.sum.Unreadable == 0 {
 		t.Fatalf("the archive does not exercise the deletes and the moves: %+v", pre.sum)
 	}
@@ -121,33 +73,113 @@ var unwrapFailures = []string{
 	`{"version":"0","detail-type":"Step Functions Execution Status Change","source":"aws.states","detail":{"status":"FAILED","input":"{\"cumulus_meta\":{},\"replace\":{\"Bucket\":\"b\",\"Key\":\"k\"}}"}}`,
 }
 
-// noSFN is a Step Functions client that is never called: only whether one
-// is given matters to prefetches.
-type noSFN struct{ recovery.StepFunctions }
+// slowSFN answers DescribeExecution after a delay, with dates derived from
+// the ARN, and counts the calls in flight at once. Histories are empty.
+type slowSFN struct {
+	mu             sync.Mutex
+	inFlight, most int
+	calls          int
+}
 
-// TestPrefetchKeepsAWSReadsInTheWorkers: with Step Functions or S3 reads on,
-// only a run at concurrency 1 prepares messages in the feeder; at higher
-// concurrency each worker unwraps its own message, so their reads overlap.
-func TestPrefetchKeepsAWSReadsInTheWorkers(t *testing.T) {
-	for _, c := range []struct {
-		conc       int
-		sfn        bool
-		noPrefetch bool
-		want       bool
-	}{
-		{conc: 1, want: true},
-		{conc: 8, want: true},
-		{conc: 1, sfn: true, want: true},
-		{conc: 8, sfn: true, want: false},
-		{conc: 1, noPrefetch: true, want: false},
-	} {
-		w := &recovery.Writer{}
-		if c.sfn {
-			w.SFN = noSFN{}
-		}
-		r := &Run{Writer: w, Concurrency: c.conc, NoPrefetch: c.noPrefetch}
-		if got := r.prefetches(); got != c.want {
-			t.Errorf("concurrency %d, Step Functions %v, NoPrefetch %v: prefetches %v, want %v", c.conc, c.sfn, c.noPrefetch, got, c.want)
-		}
+func (f *slowSFN) DescribeExecution(ctx context.Context, arn string) (recovery.ExecutionDescription, error) {
+	f.mu.Lock()
+	f.calls++
+	f.inFlight++
+	f.most = max(f.most, f.inFlight)
+	f.mu.Unlock()
+	time.Sleep(5 * time.Millisecond)
+	f.mu.Lock()
+	f.inFlight--
+	f.mu.Unlock()
+	start := time.Date(2024, 3, 1, 0, 0, len(arn)%60, 0, time.UTC)
+	return recovery.ExecutionDescription{StartDate: start, StopDate: start.Add(time.Duration(len(arn)) * time.Second)}, nil
+}
+
+func (f *slowSFN) GetExecutionHistory(context.Context, string) ([]recovery.HistoryEvent, error) {
+	return nil, nil
+}
+
+// With Step Functions reads on, messages are prepared ahead at concurrency
+// 1 too, several at once, so that the reads of the next messages overlap
+// one another and the write of this one; the results are those of the run
+// that reads each message's execution in its worker, one after another.
+func TestPrefetchOverlapsTheNextMessagesReadsAndChangesNoResult(t *testing.T) {
+	fast, slow := &slowSFN{}, &slowSFN{}
+	pre, inPlace := prefetchRun(t, false, fast), prefetchRun(t, true, slow)
+	if fast.calls == 0 || fast.calls != slow.calls {
+		t.Fatalf("DescribeExecution calls: %d prefetched, %d in place", fast.calls, slow.calls)
 	}
+	if fast.most < 2 || slow.most != 1 {
+		t.Errorf("DescribeExecution calls in flight at once: %d prefetched (want 2 or more), %d in place (want 1)", fast.most, slow.most)
+	}
+	if !slices.Equal(pre.lines, inPlace.lines) {
+		for i := range min(len(pre.lines), len(inPlace.lines)) {
+			if pre.lines[i] != inPlace.lines[i] {
+				t.Fatalf("object line %d differs:\nprefetched: %s\nin place:   %s", i, pre.lines[i], inPlace.lines[i])
+			}
+		}
+		t.Fatalf("%d object lines prefetched, %d in place", len(pre.lines), len(inPlace.lines))
+	}
+	a, _ := json.Marshal(pre.tables)
+	b, _ := json.Marshal(inPlace.tables)
+	if pre.sum != inPlace.sum || string(a) != string(b) {
+		t.Fatalf("summaries or tables differ:\nprefetched: %+v\nin place:   %+v", pre.sum, inPlace.sum)
+	}
+}
+
+// outcome is what a run of prefetchRun left.
+type outcome struct {
+	lines  []string
+	sum    Summary
+	tables map[string][]map[string]any
+	left   []string
+}
+
+// prefetchRun runs a generated archive (every generation and status,
+// malformed objects, 1 to 4 granules per message, objects Unwrap rejects)
+// through Run at concurrency 1 into a fresh database, with sfn as the Step
+// Functions reader (nil: none), and returns its object lines, summary,
+// tables and what is left in the archive.
+func prefetchRun(t *testing.T, noPrefetch bool, sfn recovery.StepFunctions) outcome {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	fx := newRunFixture(t)
+	pool, store, spool := fx.pool, fx.store, fx.spool
+	var err error
+	firstDay := ""
+	err = gen.Generate(gen.Options{Stack: "s", Count: 150, Seed: 5, Days: 3, MinGranules: 1, MaxGranules: 4},
+		func(o gen.Object) error {
+			if info := (dla.Layout{Stack: "s"}).ParseKey(o.Key); firstDay == "" && info.Area == dla.AreaSQS && info.Date != "" {
+				firstDay = info.Date
+			}
+			fx.put(t, o.Key, o.Body)
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Objects that decode but hold no writable message: Unwrap fails
+	// for them where the message is prepared ahead, in the worker otherwise,
+	// and each must be reported (failed-sqs/) just the same.
+	for i, body := range unwrapFailures {
+		key := fmt.Sprintf("%s0-unwrap-%d.json", (dla.Layout{Stack: "s"}).DatePrefix(dla.AreaSQS, firstDay), i)
+		fx.put(t, key, []byte(body))
+	}
+	r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, pool), Pool: pool,
+		Writer: &recovery.Writer{Now: func() time.Time { return now }, SFN: sfn}, Concurrency: 1,
+		Now: func() time.Time { return now }, Sum: &Summary{Selected: spool.Len()}, Objects: spool, NoPrefetch: noPrefetch}
+	var o outcome
+	err = r.Run(ctx, selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(obj Object) error {
+		b, err := json.Marshal(obj)
+		o.lines = append(o.lines, string(b))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.sum = *r.Sum
+	o.sum.Seconds = 0
+	o.tables = fx.tables(t)
+	o.left = fx.left()
+	return o
 }

@@ -51,6 +51,7 @@ type Object struct {
 	DryRun    bool                    `json:"dry_run,omitempty"`
 	res       *recovery.Result
 	seq       int                     // its place in the selection
+	skipped   bool                    // fed ahead, not started: the run stopped
 	held      []recovery.Notification // notifications to publish before the archive action
 }
 
@@ -152,14 +153,15 @@ type Run struct {
 	// settings).
 	Objects *ObjectSpool
 	// NoPrefetch unwraps and indexes each message in the worker that
-	// writes it, and deletes written objects in that worker, as before
-	// (the benchmark's baseline: dla recover --x-no-prefetch). Otherwise
-	// the goroutine that feeds the workers prepares the next message
-	// (unwrapped, indexed, and without AWS reads its granules built:
-	// nothing that reads or depends on the database) while the last one is
-	// written, and the written objects are deleted
-	// by a goroutine of their own; the writes, their order and every
-	// result are the same.
+	// writes it, publishes its notifications and deletes or moves it in
+	// that worker, as before (the benchmark's baseline: dla recover
+	// --x-no-prefetch). Otherwise the messages are prepared ahead
+	// (unwrapped, indexed, their granules built with their AWS reads:
+	// nothing that reads or depends on the database) by goroutines of
+	// their own while the workers write the ones before, each object's
+	// tail (notifications, then delete or move) runs beside the next
+	// writes, and written objects are deleted by a goroutine of their own;
+	// the writes, their order and every result are the same.
 	NoPrefetch bool
 
 	mu       sync.Mutex
@@ -179,6 +181,15 @@ type workItem struct {
 	d    *dla.Decoded
 	err  error     // fetch/decode error
 	prep *prepared // the message prepared ahead (nil: prepare it when writing)
+	// ahead, when set, is the message being prepared by a goroutine of
+	// its own: prep is taken from it once it is done.
+	ahead *ahead
+}
+
+// ahead is a message prepared ahead: p is set when done is closed.
+type ahead struct {
+	done chan struct{}
+	p    *prepared
 }
 
 // prepared is a message unwrapped and indexed, ready for Writer.WriteMsg.
@@ -189,15 +200,15 @@ type prepared struct {
 	err   error              // Unwrap's
 }
 
-// prefetches reports whether the goroutine that feeds the workers prepares
-// each message ahead. One goroutine feeds every worker, so it does only
-// when that cannot serialise the workers' AWS reads: Unwrap reads a failed
-// execution's history from Step Functions and a `replace` payload from S3,
-// and at concurrency 8 those reads, made one after another by the feeder,
-// would bound the run by their round trips.
-func (r *Run) prefetches() bool {
-	return !r.NoPrefetch && (r.Concurrency == 1 || r.Writer.SFN == nil && r.Writer.Objects == nil)
-}
+// prefetches reports whether each message is prepared ahead of its
+// write: unwrapped (reading a failed execution's history), indexed, and
+// its granules built (reading the processing times, CMR files and file
+// sizes), by goroutines of their own, aheadOf(Concurrency) messages ahead
+// of the writes, while the workers write the ones before.
+func (r *Run) prefetches() bool { return !r.NoPrefetch }
+
+// aheadOf is how many messages are prepared ahead of the writes at once.
+func aheadOf(concurrency int) int { return max(4, 2*concurrency) }
 
 // prepare unwraps a decoded object to its Cumulus message and indexes it:
 // the part of WriteMessage that neither reads nor depends on the database.
@@ -243,7 +254,13 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 		}()
 	}
 
-	items := make(chan workItem)
+	prefetch := r.prefetches()
+	var items chan workItem
+	if prefetch {
+		items = make(chan workItem, aheadOf(r.Concurrency))
+	} else {
+		items = make(chan workItem)
+	}
 	results := make(chan Object, r.Concurrency)
 	finished := func(res Object) {
 		if res.Result == "left" && res.ErrorClass == "Transient" {
@@ -262,6 +279,15 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 		go func() {
 			defer wg.Done()
 			for it := range items {
+				if it.ahead != nil {
+					<-it.ahead.done
+					it.prep = it.ahead.p
+				}
+				if runCtx.Err() != nil {
+					// Stopped: what was fed ahead is not started.
+					results <- Object{seq: it.seq, skipped: true}
+					continue
+				}
 				res, tail := r.process(workCtx, it)
 				if tail == nil {
 					finished(res)
@@ -295,6 +321,9 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 				}
 				delete(early, next)
 				next++
+				if res.skipped {
+					continue
+				}
 				r.count(res)
 				if r.Progress != nil {
 					r.Progress(r.Sum)
@@ -316,19 +345,34 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 			}
 		}()
 	}
-	prefetch := r.prefetches()
 	seq := 0
+	preparing := make(chan struct{}, aheadOf(r.Concurrency))
 	feed := func(sr selection.Result) error {
 		it := workItem{seq: seq, key: sr.Entry.Key, d: sr.Decoded, err: sr.Err}
 		if prefetch && it.err == nil && it.d != nil {
-			// Prepared here, while the worker writes the one before.
-			it.prep = prepare(workCtx, r.Writer, it.d, true)
+			// Prepared by a goroutine of its own while the workers write
+			// the ones before; the worker waits for it.
+			select {
+			case preparing <- struct{}{}:
+			case <-runCtx.Done():
+				return runCtx.Err()
+			}
+			a := &ahead{done: make(chan struct{})}
+			it.ahead = a
+			go func(d *dla.Decoded) {
+				defer func() { <-preparing }()
+				a.p = prepare(workCtx, r.Writer, d, true)
+				close(a.done)
+			}(it.d)
 		}
 		select {
 		case items <- it:
 			seq++
 			return nil
 		case <-runCtx.Done():
+			if it.ahead != nil {
+				<-it.ahead.done // its reads end before the run does
+			}
 			return runCtx.Err()
 		}
 	}
