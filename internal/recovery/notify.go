@@ -479,6 +479,19 @@ func (d *Deferred) Held() []Notification {
 	return d.held
 }
 
+// BatchNotifier is a Notifier that publishes several notifications to one
+// topic in fewer calls (SNS PublishBatch).
+type BatchNotifier interface {
+	Notifier
+	// PublishBatch publishes messages to topic, in order, and returns one
+	// error per message (nil: published).
+	PublishBatch(ctx context.Context, topic Topic, messages [][]byte) []error
+}
+
+// PublishErrorOf is a Notifier's error for one notification as the Writer
+// returns it (see Writer.publish).
+func PublishErrorOf(topic Topic, err error) error { return publishError(topic, err) }
+
 // PublishAll publishes the notifications through n, in order, and stops
 // at the first failure: the counts of those published, and the error as
 // the Writer returns a failed publish.

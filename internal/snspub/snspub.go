@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/arn"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/deadletter/deadletter/internal/recovery"
@@ -99,6 +101,7 @@ func (t Topics) Validate() error {
 // API is the part of the SNS client the publisher uses.
 type API interface {
 	Publish(ctx context.Context, in *sns.PublishInput, optFns ...func(*sns.Options)) (*sns.PublishOutput, error)
+	PublishBatch(ctx context.Context, in *sns.PublishBatchInput, optFns ...func(*sns.Options)) (*sns.PublishBatchOutput, error)
 }
 
 // Publisher is a recovery.Notifier on SNS. It is safe for concurrent use.
@@ -167,6 +170,76 @@ func (p *Publisher) Publish(ctx context.Context, topic recovery.Topic, message [
 		return fmt.Errorf("SNS Publish to %s: %w", topicARN, err)
 	}
 	return nil
+}
+
+// MaxBatchEntries and MaxBatchBytes are SNS's limits on one PublishBatch:
+// 10 messages, 256 KiB in all.
+const (
+	MaxBatchEntries = 10
+	MaxBatchBytes   = 256 << 10
+)
+
+var _ recovery.BatchNotifier = (*Publisher)(nil)
+
+// PublishBatch publishes messages to the topic in PublishBatch calls of at
+// most MaxBatchEntries messages and MaxBatchBytes, in order, with the
+// SDK's retries, and returns one error per message (nil: published). A
+// call that fails fails each of its messages; a message SNS lists as
+// failed fails alone. An attempt whose outcome is unknown counts each of
+// its messages as unconfirmed. Each message is checked as Publish checks
+// it; one that fails the check is not sent.
+func (p *Publisher) PublishBatch(ctx context.Context, topic recovery.Topic, messages [][]byte) []error {
+	errs := make([]error, len(messages))
+	topicARN := p.topics.ARN(topic)
+	var batch []int // indexes into messages
+	size := 0
+	send := func() {
+		if len(batch) == 0 {
+			return
+		}
+		entries := make([]types.PublishBatchRequestEntry, len(batch))
+		for i, m := range batch {
+			entries[i] = types.PublishBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), Message: aws.String(string(messages[m]))}
+		}
+		unknown := 0
+		out, err := p.client.PublishBatch(ctx, &sns.PublishBatchInput{TopicArn: aws.String(topicARN), PublishBatchRequestEntries: entries},
+			inRegionOf(topicARN), countUnknownAttempts(&unknown, p.AttemptTimeout))
+		failed := map[string]string{}
+		if err == nil {
+			for _, f := range out.Failed {
+				failed[aws.ToString(f.Id)] = fmt.Sprintf("%s: %s", aws.ToString(f.Code), aws.ToString(f.Message))
+			}
+		}
+		p.mu.Lock()
+		for range unknown * len(batch) {
+			p.unconfirmed.Add(topic)
+		}
+		for i, m := range batch {
+			switch why, ok := failed[strconv.Itoa(i)]; {
+			case err != nil:
+				errs[m] = fmt.Errorf("SNS PublishBatch to %s: %w", topicARN, err)
+			case ok:
+				errs[m] = fmt.Errorf("SNS PublishBatch to %s: the message was refused: %s", topicARN, why)
+			default:
+				p.counts.Add(topic)
+			}
+		}
+		p.mu.Unlock()
+		batch, size = batch[:0], 0
+	}
+	for i, m := range messages {
+		if err := p.Check(topic, m); err != nil {
+			errs[i] = err
+			continue
+		}
+		if len(batch) == MaxBatchEntries || size+len(m) > MaxBatchBytes {
+			send()
+		}
+		batch = append(batch, i)
+		size += len(m)
+	}
+	send()
+	return errs
 }
 
 // Check is what Publish checks before sending: a topic ARN, and a message

@@ -113,20 +113,43 @@ func (rcv snsReceived) checkDeleted(t *testing.T, o map[string]any) {
 	}
 }
 
-// denyTopicAfter makes proxy answer AuthorizationError (403) to each
-// Publish to topicARN after the first n, as SNS does once a policy denies
-// it; it returns how many it has denied so far.
+// snsPublish reads an SNS request body (the query protocol): the topic a
+// Publish or PublishBatch call publishes to, and how many notifications it
+// carries (one, or the batch's entries); ok is false for other calls.
+func snsPublish(body []byte) (topicARN string, notifications int, ok bool) {
+	q, err := url.ParseQuery(string(body))
+	if err != nil {
+		return "", 0, false
+	}
+	switch q.Get("Action") {
+	case "Publish":
+		return q.Get("TopicArn"), 1, true
+	case "PublishBatch":
+		for k := range q {
+			if strings.HasPrefix(k, "PublishBatchRequestEntries.member.") && strings.HasSuffix(k, ".Id") {
+				notifications++
+			}
+		}
+		return q.Get("TopicArn"), notifications, true
+	}
+	return "", 0, false
+}
+
+// denyTopicAfter makes proxy answer AuthorizationError (403) to each call
+// publishing to topicARN once it has let the first n notifications through,
+// as SNS does once a policy denies it; it returns how many calls it has
+// denied so far.
 func denyTopicAfter(proxy *testsupport.Proxy, topicARN string, n int) (denied func() int) {
 	var mu sync.Mutex
 	seen, refused := 0, 0
 	proxy.SetHook(func(op string, body []byte) ([]byte, *testsupport.Reply) {
-		q, err := url.ParseQuery(string(body))
-		if err != nil || q.Get("Action") != "Publish" || q.Get("TopicArn") != topicARN {
+		topic, k, ok := snsPublish(body)
+		if !ok || topic != topicARN {
 			return nil, nil
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if seen++; seen <= n {
+		if seen += k; seen <= n {
 			return nil, nil
 		}
 		refused++

@@ -2,7 +2,6 @@ package dlacmd
 
 import (
 	"context"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -33,7 +32,7 @@ func TestSNSInterruptBetweenWriteAndPublishFinishesWhatIsInFlight(t *testing.T) 
 	proxy := testsupport.NewProxy(t, testsupport.SQSEndpoint(t))
 	var once sync.Once
 	proxy.SetHook(func(op string, body []byte) ([]byte, *testsupport.Reply) {
-		if q, err := url.ParseQuery(string(body)); err == nil && q.Get("Action") == "Publish" {
+		if _, _, ok := snsPublish(body); ok {
 			once.Do(cancel)
 		}
 		return nil, nil

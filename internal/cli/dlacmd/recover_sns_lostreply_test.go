@@ -1,6 +1,7 @@
 package dlacmd
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -13,18 +14,21 @@ import (
 )
 
 // snsReplyLoser sits between recover and fauxqs's SNS and loses the replies
-// of the Publish calls lose picks, by the call's place among all of them
-// (nth, from 1) or by the notification it carries (the first notification
-// seen is 1; every attempt of one notification is the same): SNS published
-// the message, recover hears a server error (and the SDK retries it).
-func snsReplyLoser(t *testing.T, lose func(nth, notification int) bool) *testsupport.Proxy {
+// of the publish calls lose picks, by the call's place among all of them
+// (nth, from 1) or by the call it repeats (the first call seen is 1; every
+// attempt of one call has the same body): SNS published the notifications,
+// recover hears a server error (and the SDK retries the call). lost
+// returns how many replies were lost and how many notifications they
+// carried.
+func snsReplyLoser(t *testing.T, lose func(nth, call int) bool) (lost func() (replies, notifications int)) {
 	t.Helper()
 	proxy := testsupport.NewProxy(t, testsupport.SQSEndpoint(t))
 	var mu sync.Mutex
-	n := 0
-	seen := map[string]int{} // request body -> which notification it is (1, 2, ...)
+	n, replies, carried := 0, 0, 0
+	seen := map[string]int{} // request body -> which call it is (1, 2, ...)
 	proxy.SetLoseReplyOf(func(op string, body []byte) bool {
-		if op != "POST" { // SNS's query protocol: every call is a POST; recover only publishes
+		_, k, ok := snsPublish(body)
+		if !ok {
 			return false
 		}
 		mu.Lock()
@@ -33,10 +37,19 @@ func snsReplyLoser(t *testing.T, lose func(nth, notification int) bool) *testsup
 		if seen[string(body)] == 0 {
 			seen[string(body)] = len(seen) + 1
 		}
-		return lose(n, seen[string(body)])
+		if !lose(n, seen[string(body)]) {
+			return false
+		}
+		replies++
+		carried += k
+		return true
 	})
 	t.Setenv("AWS_ENDPOINT_URL_SNS", proxy.URL)
-	return proxy
+	return func() (int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return replies, carried
+	}
 }
 
 // snsSummary is the summary's "sns" and each topic's count in it.
@@ -54,7 +67,7 @@ func snsSummary(t *testing.T, stdout string) (map[string]any, map[string]any) {
 }
 
 // A publish whose reply is lost: SNS published it, the SDK retries it and
-// the retry is published too. The topic receives the notification twice;
+// the retry is published too. The topic receives its notifications twice;
 // the summary said "published" once and nothing else, so an operator
 // comparing it with the topic's subscribers could not account for the
 // extra one. What must hold: the object is written and deleted (its
@@ -65,15 +78,16 @@ func TestSNSLostReplyIsCountedAsAPossibleDuplicate(t *testing.T) {
 	e := newRecoverEnv(t, gen.ReferenceSeed(), nil)
 	topics := withTopics(t, e)
 	bucket := generatedArchive(t, e, 20)
-	proxy := snsReplyLoser(t, func(nth, _ int) bool { return nth == 1 || nth == 5 })
+	lost := snsReplyLoser(t, func(nth, _ int) bool { return nth == 1 || nth == 3 })
 	now := func() time.Time { return time.Date(2024, 3, 20, 12, 0, 0, 0, time.UTC) }
 	r := runAt(t, now, e.env, "", "recover", "--archive", "s3://"+bucket+"/demo", "--database-url", e.dbURL, "--yes",
 		"--offline", "--concurrency", "1", "-o", "ndjson")
 	if r.code != 0 && r.code != 3 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	if calls := proxy.Calls()["POST"]; calls < 6 {
-		t.Fatalf("%d publishes: the faults were not reached", calls)
+	replies, carried := lost()
+	if replies != 2 {
+		t.Fatalf("%d replies lost: the faults were not reached", replies)
 	}
 	for _, o := range results(t, r.stdout) {
 		if o["result"] == "left" || o["action"] == "left" || o["type"] == "summary" && o["left"] != float64(0) {
@@ -90,16 +104,16 @@ func TestSNSLostReplyIsCountedAsAPossibleDuplicate(t *testing.T) {
 			t.Errorf("%s: received %d, summary published %v + possible duplicates %v", topic, got, sns[string(topic)], dup[string(topic)])
 		}
 	}
-	if total != 2 {
-		t.Errorf("possible duplicates %v, want 2 (two replies lost)", dup)
+	if total != carried {
+		t.Errorf("possible duplicates %v, want %d (the notifications of the two lost replies)", dup, carried)
 	}
-	if !strings.Contains(r.stderr, "2 more may have been delivered") {
+	if !strings.Contains(r.stderr, fmt.Sprintf("%d more may have been delivered", carried)) {
 		t.Errorf("text summary does not say so:\n%s", r.stderr)
 	}
 }
 
-// Every reply lost for one notification: the SDK gives up after its
-// attempts, each of which SNS published. The object is left (the write
+// Every reply lost for one publish call: the SDK gives up after its
+// attempts, each of which SNS published. Its objects are left (the write
 // committed, the publish unconfirmed) and the run stops; the summary
 // counts none of them as published, and all of them as possible
 // duplicates.
@@ -109,7 +123,7 @@ func TestSNSAllRepliesLostLeavesTheObject(t *testing.T) {
 	bucket := generatedArchive(t, e, 20)
 	layout := dla.Layout{Stack: "demo"}
 	before := testsupport.KeySet(t, e.s3, bucket, layout.AreaPrefix(dla.AreaSQS))
-	snsReplyLoser(t, func(_, notification int) bool { return notification == 4 }) // each of the SDK's 3 attempts
+	lost := snsReplyLoser(t, func(_, call int) bool { return call == 2 }) // each of the SDK's 3 attempts
 	now := func() time.Time { return time.Date(2024, 3, 20, 12, 0, 0, 0, time.UTC) }
 	r := runAt(t, now, e.env, "", "recover", "--archive", "s3://"+bucket+"/demo", "--database-url", e.dbURL, "--yes",
 		"--offline", "--concurrency", "1", "-o", "ndjson")
@@ -133,7 +147,7 @@ func TestSNSAllRepliesLostLeavesTheObject(t *testing.T) {
 			t.Errorf("%s: received %d, summary published %v + possible duplicates %v", topic, got, sns[string(topic)], dup[string(topic)])
 		}
 	}
-	if dup == nil || dup["execution"].(float64)+dup["granule"].(float64)+dup["pdr"].(float64) != 3 {
-		t.Errorf("possible duplicates %v: the SDK's attempts were not counted", dup)
+	if replies, carried := lost(); replies != 3 || dup == nil || dup["execution"].(float64)+dup["granule"].(float64)+dup["pdr"].(float64) != float64(carried) {
+		t.Errorf("possible duplicates %v; %d replies lost carrying %d notifications: the SDK's attempts were not counted", dup, replies, carried)
 	}
 }

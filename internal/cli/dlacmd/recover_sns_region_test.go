@@ -56,20 +56,20 @@ func TestSNSPublishesToATopicInAnotherRegion(t *testing.T) {
 	target, _ := url.Parse(testsupport.SQSEndpoint(t))
 	rp := httputil.NewSingleHostReverseProxy(target)
 	var mu sync.Mutex
-	signed := map[string]map[string]int{} // topic ARN -> region -> publishes
+	signed := map[string]map[string]int{} // topic ARN -> region -> notifications published
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if q, err := url.ParseQuery(string(body)); err == nil && q.Get("Action") == "Publish" {
+		if topic, n, ok := snsPublish(body); ok {
 			region := "?"
 			if m := credentialRegion.FindStringSubmatch(r.Header.Get("Authorization")); m != nil {
 				region = m[1]
 			}
 			mu.Lock()
-			if signed[q.Get("TopicArn")] == nil {
-				signed[q.Get("TopicArn")] = map[string]int{}
+			if signed[topic] == nil {
+				signed[topic] = map[string]int{}
 			}
-			signed[q.Get("TopicArn")][region]++
+			signed[topic][region] += n
 			mu.Unlock()
 		}
 		rp.ServeHTTP(w, r)

@@ -165,6 +165,7 @@ type Run struct {
 	NoPrefetch bool
 
 	mu       sync.Mutex
+	batcher  *notifyBatcher        // publishes the tails' notifications in batches (nil: one by one)
 	deletes  chan []pendingDelete // batches for the background deleter (nil: deleted in place)
 	deleted  chan struct{}        // closed when the background deleter is done
 	toDelete []pendingDelete
@@ -273,6 +274,9 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 	// or moving it) runs beside the next objects' writes, tailsInFlight
 	// at most; the writes stay Concurrency at a time.
 	tails := make(chan struct{}, tailsInFlight(r.Concurrency))
+	if bn, ok := r.Writer.Notifier.(recovery.BatchNotifier); ok && r.deferTails() {
+		r.batcher = newNotifyBatcher(workCtx, bn)
+	}
 	var wg, tailWG sync.WaitGroup
 	for range r.Concurrency {
 		wg.Add(1)
@@ -393,6 +397,9 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 	close(items)
 	wg.Wait()
 	tailWG.Wait()
+	if r.batcher != nil {
+		r.batcher.close()
+	}
 	close(results)
 	<-done
 	if r.deletes != nil {
@@ -528,7 +535,13 @@ func (r *Run) publishHeld(ctx context.Context, o *Object) bool {
 	}
 	held := o.held
 	o.held = nil
-	n, err := recovery.PublishAll(ctx, r.Writer.Notifier, held)
+	var n recovery.PublishCounts
+	var err error
+	if r.batcher != nil {
+		n, err = r.batcher.publish(held)
+	} else {
+		n, err = recovery.PublishAll(ctx, r.Writer.Notifier, held)
+	}
 	o.Published = nil
 	if n != (recovery.PublishCounts{}) {
 		o.Published = &n
