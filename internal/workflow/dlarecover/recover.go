@@ -165,7 +165,7 @@ type Run struct {
 	NoPrefetch bool
 
 	mu       sync.Mutex
-	batcher  *notifyBatcher        // publishes the tails' notifications in batches (nil: one by one)
+	batcher  *notifyBatcher       // publishes the tails' notifications in batches (nil: one by one)
 	deletes  chan []pendingDelete // batches for the background deleter (nil: deleted in place)
 	deleted  chan struct{}        // closed when the background deleter is done
 	toDelete []pendingDelete
