@@ -18,12 +18,13 @@ import (
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/sqsmove"
+	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
 )
 
 // ExportOptions are pushdlq export's inputs.
 type ExportOptions struct {
 	Factory *Factory
-	Queue   queueFlags
+	Queue   pushreplay.QueueOptions
 	Out     string
 	Delete  bool
 	Yes     bool
@@ -56,7 +57,7 @@ deleted, and every other message is made visible again.`,
 			if opts.Queue.DLQ == "" || opts.Out == "" {
 				return cmdutil.UsageErrorf("--dlq and --out are required")
 			}
-			if err := opts.Queue.validate(); err != nil {
+			if err := validateQueue(opts.Queue); err != nil {
 				return err
 			}
 			if opts.Delete && opts.Out == "-" {
@@ -81,7 +82,7 @@ deleted, and every other message is made visible again.`,
 			return runExport(cmd.Context(), opts)
 		},
 	}
-	opts.Queue.register(cmd, true)
+	addQueueFlags(cmd, &opts.Queue, true)
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Out, "out", "", "the NDJSON file to write (- for stdout, without --delete)")
 	fl.BoolVar(&opts.Delete, "delete", false, "delete from the DLQ what was written to the file")
@@ -183,23 +184,22 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	sum := ExportSummary{Type: "summary", Queue: s.queue.URL, File: opts.Out}
+	sum := ExportSummary{Type: "summary", Queue: s.Queue.URL, File: opts.Out}
 	defer func() {
-		sum.Released, sum.ReleaseFailed = s.close()
+		sum.Released, sum.ReleaseFailed = s.Close()
 		if err == nil || errors.Is(err, cmdutil.PartialError) {
 			if werr := writeExportSummary(f, opts, sum); werr != nil && err == nil {
 				err = werr
 			}
 		}
 	}()
-	s.banner()
-	fmt.Fprintln(f.IO.ErrOut, receiveNote("export"))
+	s.Banner("export")
 	out, err := createExport(opts.Out, f.IO.Out)
 	if err != nil {
 		return err
 	}
 	var writeErr error
-	scanErr := s.scan(ctx, opts.Max, func(_ int, m *sqsmove.Message) bool {
+	scanErr := s.Scan(ctx, opts.Max, func(_ int, m *sqsmove.Message) bool {
 		if writeErr = out.write(m); writeErr != nil {
 			return true
 		}
@@ -217,7 +217,7 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 			rest = "the file holds them; once they are deleted, run again for the rest"
 		}
 		defer func() {
-			fmt.Fprintln(f.IO.ErrOut, inFlightLimitNote(overLimit, s.queue.Visible+s.queue.InFlight, rest))
+			fmt.Fprintln(f.IO.ErrOut, inFlightLimitNote(overLimit, s.Queue.Visible+s.Queue.InFlight, rest))
 			if err == nil {
 				err = cmdutil.PartialError
 			}
@@ -251,13 +251,13 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 		return nil
 	}
 	if !opts.Yes {
-		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Delete the %s now in %s from %s?", output.Plural(sum.Exported, "message"), opts.Out, sqsmove.Name(s.queue.URL)), "yes")
+		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Delete the %s now in %s from %s?", output.Plural(sum.Exported, "message"), opts.Out, sqsmove.Name(s.Queue.URL)), "yes")
 		if err != nil || !ok {
 			fmt.Fprintln(f.IO.ErrOut, "nothing deleted")
 			return err
 		}
 	}
-	sum.Deleted, sum.DeleteFailed = deleteHeld(ctx, s.hold)
+	sum.Deleted, sum.DeleteFailed = deleteHeld(ctx, s.Hold)
 	if sum.DeleteFailed > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "%s could not be deleted; they stay in the DLQ (and in the file)\n", output.Plural(sum.DeleteFailed, "message"))
 		return cmdutil.PartialError

@@ -14,6 +14,7 @@ import (
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/testsupport"
+	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
 )
 
 // limitedDLQ is a push DLQ of n messages (1004, priority 1, one minute
@@ -94,7 +95,7 @@ func TestDLQPastTheInFlightLimitLosesNothingAndSaysHowFarItGot(t *testing.T) {
 		checkNote("triage", stderr)
 	}
 	code, out, stderr = run("replay", "--dlq", dlq, "--queue-base-url", "https://sqs.invalid/1/x-", "--window", "2025-11-14T00:00:00Z/2025-11-15T00:00:00Z", "--codes", "1004", "--dry-run", "-o", "json")
-	var sum ReplaySummary
+	var sum pushreplay.Summary
 	if code != 3 || json.Unmarshal([]byte(out), &sum) != nil || sum.Scanned < limit || sum.Eligible != sum.Scanned {
 		t.Errorf("replay --dry-run: exit %d, scanned %d, eligible %d:\n%s", code, sum.Scanned, sum.Eligible, stderr)
 	}
@@ -152,7 +153,7 @@ func TestStreamedReplayPastTheInFlightLimitLosesAndDoublesNothing(t *testing.T) 
 	const n, limit = 60, 25
 	dlq, base, bodies, run := limitedDLQ(t, n, limit)
 	code, out, stderr := run("replay", "--dlq", dlq, "--queue-base-url", base, "--window", "2025-11-14T00:00:00Z/2025-11-15T00:00:00Z", "--codes", "1004", "--yes", "-o", "json")
-	var sum ReplaySummary
+	var sum pushreplay.Summary
 	if (code != 0 && code != 3) || json.Unmarshal([]byte(out), &sum) != nil {
 		t.Fatalf("replay: exit %d:\n%s\n%s", code, out, stderr)
 	}

@@ -20,12 +20,13 @@ import (
 	"github.com/deadletter/deadletter/internal/report"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/triage"
+	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
 )
 
 // InspectOptions are pushdlq inspect's inputs.
 type InspectOptions struct {
 	Factory *Factory
-	Queue   queueFlags
+	Queue   pushreplay.QueueOptions
 	Sample  int
 	All     bool
 	HTML    string
@@ -58,7 +59,7 @@ reading raises each message's receive count.`,
 			if opts.Queue.DLQ == "" {
 				return cmdutil.UsageErrorf("--dlq is required")
 			}
-			if err := opts.Queue.validate(); err != nil {
+			if err := validateQueue(opts.Queue); err != nil {
 				return err
 			}
 			if opts.All && cmd.Flags().Changed("sample") {
@@ -73,7 +74,7 @@ reading raises each message's receive count.`,
 			return runInspect(cmd.Context(), opts)
 		},
 	}
-	opts.Queue.register(cmd, true)
+	addQueueFlags(cmd, &opts.Queue, true)
 	cmd.Flags().IntVar(&opts.Sample, "sample", 100, "read this many messages")
 	cmd.Flags().BoolVar(&opts.All, "all", false, "read every message")
 	cmd.Flags().StringVar(&opts.HTML, "html", "", "also write a self-contained HTML report to this file: the createdAt histogram by error code with the suggested window, depth by priority, malformed messages")
@@ -111,10 +112,9 @@ func runInspect(ctx context.Context, opts *InspectOptions) error {
 	if err != nil {
 		return err
 	}
-	s.banner()
-	fmt.Fprintln(f.IO.ErrOut, receiveNote("inspect"))
-	if s.queue.InFlight > 0 {
-		fmt.Fprintf(f.IO.ErrOut, "note: %s; they are not in this report\n", inFlightNote(s.queue.Visible, s.queue.InFlight))
+	s.Banner("inspect")
+	if s.Queue.InFlight > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "note: %s; they are not in this report\n", inFlightNote(s.Queue.Visible, s.Queue.InFlight))
 	}
 	t := newTally()
 	pt := triage.NewPush()
@@ -122,13 +122,13 @@ func runInspect(ctx context.Context, opts *InspectOptions) error {
 	if opts.All {
 		limit = 0
 	}
-	scanErr := s.scan(ctx, limit, func(_ int, m *sqsmove.Message) bool {
+	scanErr := s.Scan(ctx, limit, func(_ int, m *sqsmove.Message) bool {
 		c := pushpolicy.ParseCommand(m.Body)
 		t.add(c)
 		pt.Add(c)
 		return false
 	})
-	s.close()
+	s.Close()
 	var overLimit *sqsmove.InFlightLimitError
 	if errors.As(scanErr, &overLimit) {
 		scanErr = nil // a report of what was read, which says so
@@ -139,10 +139,10 @@ func runInspect(ctx context.Context, opts *InspectOptions) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	rep := inspectReport(s.queue, t, !opts.All || overLimit != nil)
+	rep := inspectReport(s.Queue, t, !opts.All || overLimit != nil)
 	rep.InFlightLimit = overLimit != nil
 	if overLimit != nil {
-		defer fmt.Fprintln(f.IO.ErrOut, inFlightLimitNote(overLimit, s.queue.Visible+s.queue.InFlight, "this report covers only them; every message is released"))
+		defer fmt.Fprintln(f.IO.ErrOut, inFlightLimitNote(overLimit, s.Queue.Visible+s.Queue.InFlight, "this report covers only them; every message is released"))
 	}
 	if opts.HTML != "" {
 		if err := writeInspectHTML(f, opts.HTML, rep, t, pushTriageRows(pt, f, opts.Queue.DLQ)); err != nil {

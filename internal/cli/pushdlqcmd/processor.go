@@ -18,6 +18,7 @@ import (
 	"github.com/deadletter/deadletter/internal/lambdactl"
 	"github.com/deadletter/deadletter/internal/pushpolicy"
 	"github.com/deadletter/deadletter/internal/sqsmove"
+	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
 )
 
 // ProcessorOptions are the inputs of pushdlq processor status|arm|disarm.
@@ -327,7 +328,7 @@ func processorQueues(ctx context.Context, api sqsmove.API, env map[string]string
 	for {
 		out, err := lister.ListQueues(ctx, in)
 		if err != nil {
-			msg := "listing the priority queues: " + reason(err)
+			msg := "listing the priority queues: " + pushreplay.ErrorReason(err)
 			return append(qs, QueueDepth{Role: "target", Name: sqsmove.Name(base) + "P*", Error: &msg})
 		}
 		for _, u := range out.QueueUrls {
@@ -366,7 +367,7 @@ func depths(ctx context.Context, api sqsmove.API, qs []QueueDepth) []QueueDepth 
 		}
 		d, err := sqsmove.Describe(ctx, api, q.URL)
 		if err != nil {
-			msg := reason(err)
+			msg := pushreplay.ErrorReason(err)
 			out[i].Error = &msg
 			continue
 		}

@@ -10,8 +10,7 @@ import (
 	"github.com/deadletter/deadletter/internal/pushpolicy"
 )
 
-// tally counts what a scan saw; inspect prints it, replay's plan is made
-// from it.
+// tally counts what a scan saw; inspect prints it.
 type tally struct {
 	Scanned         int
 	ByCode          map[int]int // -1: no errorCode
@@ -25,25 +24,12 @@ type tally struct {
 	MaxCreated      int64
 	HasCreated      bool
 	codeMinutes     map[int]map[int64]int // per code: messages per createdAt minute
-
-	// replay only
-	Eligible    int
-	ByTarget    map[targetKey]int
-	Ineligible  map[pushpolicy.Reason]int
-	AlreadySent int
-}
-
-type targetKey struct {
-	Code     int // -1: no errorCode
-	Priority int
-	Target   string
 }
 
 func newTally() *tally {
 	return &tally{
 		ByCode: map[int]int{}, ByPriority: map[int]int{}, ByAction: map[string]int{}, ByForm: map[pushpolicy.CreatedAtForm]int{},
 		Hourly: map[int64]int{}, Problems: map[pushpolicy.Reason]int{}, codeMinutes: map[int]map[int64]int{},
-		ByTarget: map[targetKey]int{}, Ineligible: map[pushpolicy.Reason]int{},
 	}
 }
 
@@ -96,16 +82,6 @@ func mod(a, b int64) int64 {
 		m += b
 	}
 	return m
-}
-
-// decide counts one message's decision.
-func (t *tally) decide(c pushpolicy.Command, d pushpolicy.Decision) {
-	if d.Eligible {
-		t.Eligible++
-		t.ByTarget[targetKey{codeOf(c), c.Priority, d.Target}]++
-		return
-	}
-	t.Ineligible[d.Reason]++
 }
 
 // suggestion is the window and codes inspect suggests for the dominant

@@ -19,12 +19,13 @@ import (
 	"github.com/deadletter/deadletter/internal/shellword"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/triage"
+	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
 )
 
 // TriageOptions are pushdlq triage's inputs.
 type TriageOptions struct {
 	Factory   *Factory
-	Queue     queueFlags
+	Queue     pushreplay.QueueOptions
 	Sample    int
 	QueueBase string
 	Output    *cmdutil.Output
@@ -59,7 +60,7 @@ no replay selects (not JSON, no priority, no createdAt) are their own groups.`,
 			if opts.Queue.DLQ == "" {
 				return cmdutil.UsageErrorf("--dlq is required")
 			}
-			if err := opts.Queue.validate(); err != nil {
+			if err := validateQueue(opts.Queue); err != nil {
 				return err
 			}
 			if opts.Sample < 0 {
@@ -71,7 +72,7 @@ no replay selects (not JSON, no priority, no createdAt) are their own groups.`,
 			return runTriage(cmd.Context(), opts)
 		},
 	}
-	opts.Queue.register(cmd, true)
+	addQueueFlags(cmd, &opts.Queue, true)
 	cmd.Flags().IntVar(&opts.Sample, "sample", 0, "read only this many messages (0: every message)")
 	cmd.Flags().StringVar(&opts.QueueBase, "queue-base-url", "", "prefix of the priority queues, put in the replay commands (default $PUSH_QUEUE_BASE_URL)")
 	opts.Output = cmdutil.AddOutputFlag(cmd, "table", "json")
@@ -119,18 +120,17 @@ func runTriage(ctx context.Context, opts *TriageOptions) error {
 	if err != nil {
 		return err
 	}
-	s.banner()
-	fmt.Fprintln(f.IO.ErrOut, receiveNote("triage"))
+	s.Banner("triage")
 	t := triage.NewPush()
-	scanErr := s.scan(ctx, opts.Sample, func(_ int, m *sqsmove.Message) bool {
+	scanErr := s.Scan(ctx, opts.Sample, func(_ int, m *sqsmove.Message) bool {
 		t.Add(pushpolicy.ParseCommand(m.Body))
 		return false
 	})
-	s.close()
+	s.Close()
 	var limit *sqsmove.InFlightLimitError
 	if errors.As(scanErr, &limit) {
 		scanErr = nil
-		defer fmt.Fprintln(f.IO.ErrOut, inFlightLimitNote(limit, s.queue.Visible+s.queue.InFlight, "this triage covers only them; every message is released"))
+		defer fmt.Fprintln(f.IO.ErrOut, inFlightLimitNote(limit, s.Queue.Visible+s.Queue.InFlight, "this triage covers only them; every message is released"))
 	}
 	if scanErr != nil {
 		return scanErr
@@ -138,7 +138,7 @@ func runTriage(ctx context.Context, opts *TriageOptions) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	rep := TriageReport{Schema: TriageSchema, Queue: s.queue.URL, Scanned: t.Total, Sample: opts.Sample > 0 || limit != nil}
+	rep := TriageReport{Schema: TriageSchema, Queue: s.Queue.URL, Scanned: t.Total, Sample: opts.Sample > 0 || limit != nil}
 	base := opts.QueueBase
 	if base == "" {
 		base = f.Getenv("PUSH_QUEUE_BASE_URL")

@@ -16,6 +16,7 @@ import (
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/testsupport"
 	"github.com/deadletter/deadletter/internal/triage"
+	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
 )
 
 // runPushdlq runs pushdlq against the test SQS server.
@@ -110,7 +111,7 @@ func TestPushTriageReplayCommandSelectsExactlyItsBurst(t *testing.T) {
 		if code != 0 && code != 3 {
 			t.Fatalf("%s: exit %d: %s", *g.Command, code, stderr)
 		}
-		var sum ReplaySummary
+		var sum pushreplay.Summary
 		if err := json.Unmarshal([]byte(out), &sum); err != nil {
 			t.Fatalf("%s -o json: %v\n%s", *g.Command, err, out)
 		}

@@ -1,7 +1,10 @@
 // Package pushreplay is the replay workflow shared by `pushdlq replay` and
 // the push-dlq processor: the one step from a message body to a decision
-// and a route (Decide), and the processor's whole batch (Process). The
-// policy itself is internal/pushdlq; moving messages is internal/sqsmove.
+// and a route (Decide), the processor's whole batch (Process), and the
+// CLI's whole run (Run: scan or stream, the DLQ guards, the journal and
+// resume, the finish), driven from its Options with callbacks for what it
+// has to say. The policy itself is internal/pushpolicy; moving messages is
+// internal/sqsmove.
 package pushreplay
 
 import (

@@ -1,23 +1,20 @@
-package pushdlqcmd
+package pushreplay
 
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/aws/smithy-go"
 
-	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 )
 
-// reason is an AWS error in one line: its code and message (the queue
-// does not exist, access denied), or the error itself.
-func reason(err error) string {
+// ErrorReason is an AWS error in one line: its code and message (the
+// queue does not exist, access denied), or the error itself.
+func ErrorReason(err error) string {
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
 		code := strings.TrimPrefix(ae.ErrorCode(), "AWS.SimpleQueueService.")
@@ -43,17 +40,17 @@ func isMissingQueue(err error) bool {
 	return strings.Contains(code, "NonExistentQueue") || strings.Contains(code, "QueueDoesNotExist")
 }
 
-// targetCheck is what reading a target queue's attributes said.
-type targetCheck struct {
-	missing bool  // the queue does not exist
-	err     error // why it could not be read (missing, or e.g. access denied)
+// TargetCheck is what reading a target queue's attributes said.
+type TargetCheck struct {
+	Missing bool  // the queue does not exist
+	Err     error // why it could not be read (missing, or e.g. access denied)
 }
 
 // checkTargets reads the attributes of every target queue of the plan,
 // so that the plan (and a dry run) says which ones do not exist. The
 // queues are read at once (a plan has a few), not one after another.
-func checkTargets(ctx context.Context, api sqsmove.API, targets []string) map[string]targetCheck {
-	out := map[string]targetCheck{}
+func checkTargets(ctx context.Context, api sqsmove.API, targets []string) map[string]TargetCheck {
+	out := map[string]TargetCheck{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, t := range targets {
@@ -62,7 +59,7 @@ func checkTargets(ctx context.Context, api sqsmove.API, targets []string) map[st
 			defer wg.Done()
 			if _, err := sqsmove.Describe(ctx, api, t); err != nil {
 				mu.Lock()
-				out[t] = targetCheck{missing: isMissingQueue(err), err: err}
+				out[t] = TargetCheck{Missing: isMissingQueue(err), Err: err}
 				mu.Unlock()
 			}
 		}()
@@ -72,7 +69,7 @@ func checkTargets(ctx context.Context, api sqsmove.API, targets []string) map[st
 }
 
 // failureTally groups the messages a replay could not move by target and
-// reason, for the report on stderr and the summary.
+// reason, for the summary.
 type failureTally map[[2]string]int
 
 // TargetFailure is one row of the summary's failures: how many messages
@@ -83,7 +80,7 @@ type TargetFailure struct {
 	Reason string `json:"reason"`
 }
 
-func (f failureTally) add(target string, err error) { f[[2]string{target, reason(err)}]++ }
+func (f failureTally) add(target string, err error) { f[[2]string{target, ErrorReason(err)}]++ }
 
 func (f failureTally) rows() []TargetFailure {
 	out := make([]TargetFailure, 0, len(f))
@@ -97,11 +94,4 @@ func (f failureTally) rows() []TargetFailure {
 		return out[i].Reason < out[j].Reason
 	})
 	return out
-}
-
-// printFailures writes one line per target and reason.
-func printFailures(w io.Writer, rows []TargetFailure) {
-	for _, r := range rows {
-		fmt.Fprintf(w, "  %s: %s failed: %s\n", sqsmove.Name(r.Target), output.Plural(r.Count, "message"), r.Reason)
-	}
 }

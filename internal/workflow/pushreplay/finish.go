@@ -1,0 +1,149 @@
+package pushreplay
+
+import (
+	"github.com/deadletter/deadletter/internal/pushpolicy"
+	"github.com/deadletter/deadletter/internal/sqsmove"
+)
+
+// Summary is the summary record of a replay: the journal's last line and
+// what `pushdlq replay` prints.
+type Summary struct {
+	Type              string `json:"type"`
+	DryRun            bool   `json:"dry_run"`
+	Source            string `json:"source"`
+	WindowStart       string `json:"window_start"`
+	WindowEnd         string `json:"window_end"`
+	Codes             string `json:"codes"`
+	Scanned           int    `json:"scanned"`
+	Eligible          int    `json:"eligible"`
+	Ineligible        int    `json:"ineligible"`
+	Sent              int    `json:"sent"`
+	Parked            int    `json:"parked"`
+	Released          int    `json:"released"`
+	Failed            int    `json:"failed"`
+	DeleteFailed      int    `json:"delete_failed"`
+	SkippedDuplicates int    `json:"skipped_duplicates"`
+	Abandoned         int    `json:"abandoned"`
+	ReleaseFailed     int    `json:"release_failed"`
+	// Uncertain counts this run's sends that got no reply: each of those
+	// messages is still in the DLQ and may be in its target too.
+	Uncertain int `json:"uncertain"`
+	// PossibleDuplicates lists every message this run may have delivered
+	// twice: its uncertain sends, and the messages an earlier run's send of
+	// them left uncertain (sent again by this run or not).
+	PossibleDuplicates   int      `json:"possible_duplicates"`
+	PossibleDuplicateIDs []string `json:"possible_duplicate_ids"`
+	// InFlightElsewhere is the DLQ's in-flight count that is not this run's:
+	// messages another consumer or an interrupted run holds invisible.
+	InFlightElsewhere int `json:"in_flight_elsewhere"`
+	// Delayed is the DLQ's count of delayed messages
+	// (ApproximateNumberOfMessagesDelayed): a scan cannot read them.
+	Delayed int `json:"delayed"`
+	// HoldLost counts eligible messages this run no longer held when their
+	// turn came (a renewal of their visibility was refused, or the run was
+	// paused past its visibility timeout): not sent, not deleted; they are
+	// in the DLQ again, or another consumer has them. HoldLostIDs lists them.
+	HoldLost    int      `json:"hold_lost"`
+	HoldLostIDs []string `json:"hold_lost_ids"`
+	// StillHeld counts messages an interrupted run held that a resume did
+	// not find in the DLQ.
+	StillHeld int             `json:"still_held"`
+	Failures  []TargetFailure `json:"failures"`
+	Journal   *string         `json:"journal"`
+}
+
+// The fates of a message that was not sent, beside sqsmove's outcomes.
+const (
+	OutcomeWouldSend sqsmove.Outcome = "would_send" // eligible, in a dry run
+	OutcomeReleased  sqsmove.Outcome = "released"   // ineligible, released untouched
+)
+
+// Fate is what became of one message.
+type Fate struct {
+	MessageID string
+	Outcome   sqsmove.Outcome
+	Command   pushpolicy.Command
+	// Target is the queue it went or would go to: its priority queue, or
+	// the DLQ when it was parked ("" for none).
+	Target string
+	NewID  string // the id the queue gave it
+	// Reason is why it is not eligible (OutcomeReleased).
+	Reason pushpolicy.Reason
+	Err    error // why it failed or is uncertain
+	// DeleteFailed: it was sent, but the DLQ did not delete it.
+	DeleteFailed error
+}
+
+// record notes what the summary lists: failures by target and reason, and
+// the messages that may now be in their target twice.
+func (r *replayRun) record(res sqsmove.Result) {
+	target := res.Route.Target
+	if res.Route.Park {
+		target = r.source
+	}
+	switch {
+	case res.Outcome == sqsmove.OutcomeFailed && res.Err != nil:
+		r.failures.add(target, res.Err)
+	case res.Outcome == sqsmove.OutcomeHoldLost:
+		r.summary.HoldLostIDs = append(r.summary.HoldLostIDs, res.Msg.MessageID)
+	case res.Outcome == sqsmove.OutcomeUncertain,
+		(res.Outcome == sqsmove.OutcomeSent || res.Outcome == sqsmove.OutcomeParked) && r.resumed.Uncertain[res.Msg.MessageID]:
+		r.summary.PossibleDuplicateIDs = append(r.summary.PossibleDuplicateIDs, res.Msg.MessageID)
+	}
+}
+
+// emit tells OnMessage what the replayer did with a message.
+func (r *replayRun) emit(res sqsmove.Result) {
+	if r.OnMessage == nil {
+		return
+	}
+	f := Fate{MessageID: res.Msg.MessageID, Outcome: res.Outcome, Command: pushpolicy.ParseCommand(res.Msg.Body),
+		Target: res.Route.Target, NewID: res.NewID, Err: res.Err, DeleteFailed: res.DeleteFailed}
+	if f.Target == "" && res.Route.Park {
+		f.Target = r.source
+	}
+	r.OnMessage(f)
+}
+
+// finish releases what is still held (telling OnMessage of each ineligible
+// or unsent message), completes the summary and closes the journal with
+// it.
+func (r *replayRun) finish() {
+	if r.hold == nil {
+		return
+	}
+	if r.OnMessage != nil {
+		// One fate per message still held, in receive order: the ones a dry
+		// run would send, and the ineligible ones being released. Eligible
+		// messages of a real run were reported as the replayer went.
+		r.hold.Each(func(ord int, st sqsmove.State, m *sqsmove.Message) error {
+			if st != sqsmove.Held {
+				return nil
+			}
+			step := r.decide(m.Body)
+			switch d := step.Decision; {
+			case d.Eligible && r.DryRun:
+				r.OnMessage(Fate{MessageID: m.MessageID, Outcome: OutcomeWouldSend, Command: step.Command, Target: d.Target})
+			case !d.Eligible:
+				r.OnMessage(Fate{MessageID: m.MessageID, Outcome: OutcomeReleased, Command: step.Command, Reason: d.Reason})
+			}
+			return nil
+		})
+	}
+	if r.s != nil {
+		r.summary.Released, r.summary.ReleaseFailed = r.s.Close()
+	} else {
+		r.hold.Close()
+	}
+	r.summary.Failures = r.failures.rows()
+	r.summary.Scanned, r.summary.Eligible, r.summary.Ineligible = r.counts.Scanned, r.counts.Eligible, r.counts.IneligibleTotal()
+	r.listUnresolvedUncertain()
+	r.summary.PossibleDuplicates = len(r.summary.PossibleDuplicateIDs)
+	// The journal's summary is the one printed: written after the release.
+	if r.journal != nil {
+		r.journal.Write(sqsmove.Event{Event: sqsmove.EvSummary, Info: r.summary})
+		if err := r.journal.Close(); err != nil {
+			r.logf("warning: %v", err)
+		}
+	}
+}

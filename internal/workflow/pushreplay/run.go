@@ -1,0 +1,414 @@
+package pushreplay
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/deadletter/deadletter/internal/pushpolicy"
+	"github.com/deadletter/deadletter/internal/sqsmove"
+)
+
+// Options are what one replay is given: `pushdlq replay`'s flags once
+// resolved and checked.
+type Options struct {
+	// Queue is the DLQ read (Queue.DLQ is empty with FromFile).
+	Queue QueueOptions
+	// BaseURL is the priority queues' prefix: a message goes to
+	// BaseURL + "P" + its priority.
+	BaseURL string
+	Policy  pushpolicy.Policy
+	// FromFile replays the messages of an export file instead of the DLQ.
+	FromFile string
+	// DryRun stops after the plan and releases every message.
+	DryRun bool
+	// Yes: nothing waits on the plan. Then a fresh run from the DLQ with
+	// Ineligible "release" starts sending during its scan (streamed), and
+	// no run asks Confirm.
+	Yes bool
+	// Ineligible is what becomes of ineligible messages: "release"
+	// (untouched) or "park" (re-sent to the DLQ with the processor's delay).
+	Ineligible string
+	Max        int     // at most this many eligible messages (0: all)
+	Rate       float64 // messages per second (0: no limit)
+	// Concurrency is how many batches are in flight at once.
+	Concurrency int
+	// Journal is the write-ahead journal (default: a new file in StateDir).
+	Journal string
+	// Resume continues the run this journal records, appending to it.
+	Resume string
+	// WaitHeld is how long a resume waits for the messages the interrupted
+	// run still holds invisible (longer: an error saying until when).
+	WaitHeld time.Duration
+}
+
+// Run is one replay of push DLQ messages to their priority queues, driven
+// from its Options: scan the DLQ (or load an export file) holding each
+// message, refuse a plan that would send to the DLQ itself, plan, send
+// with a write-ahead journal (or continue a journalled run), release the
+// rest and finish the journal with the summary. It prints nothing itself:
+// Out, Plan, Confirm and OnMessage are the caller's.
+type Run struct {
+	Options
+	Out
+	// SQS returns the client and where it points (profile, region,
+	// endpoint; never a secret).
+	SQS func(ctx context.Context) (sqsmove.API, string, error)
+	// StateDir is where a new journal goes when Journal is empty.
+	StateDir func() (string, error)
+	// Now dates a new journal's name.
+	Now func() time.Time
+	// Plan, when set, is shown what the scan found, once it is over
+	// (after the sends of a streamed run), before anything else is sent.
+	Plan func(*Plan)
+	// Confirm is asked before anything is sent, unless Yes; false or an
+	// error stops the run, and every message is released. A nil Confirm
+	// sends nothing without Yes.
+	Confirm func(*Plan) (bool, error)
+	// OnMessage, when set, is told each message's fate as soon as it is
+	// known (the CLI's -o ndjson lines); it is never called concurrently.
+	OnMessage func(Fate)
+}
+
+// Counts are what a scan found, by decision.
+type Counts struct {
+	Scanned  int
+	Eligible int
+	// ByTarget counts the eligible messages by code, priority and target.
+	ByTarget   map[TargetKey]int
+	Ineligible map[pushpolicy.Reason]int
+	// AlreadySent counts the messages the resumed run journalled as sent:
+	// deleted from the DLQ, not sent again.
+	AlreadySent int
+}
+
+// TargetKey is a row of the plan.
+type TargetKey struct {
+	Code     int // -1: no errorCode
+	Priority int
+	Target   string
+}
+
+// IneligibleTotal counts the ineligible messages, whatever the reason.
+func (c *Counts) IneligibleTotal() int {
+	n := 0
+	for _, k := range c.Ineligible {
+		n += k
+	}
+	return n
+}
+
+// decided counts one message's decision.
+func (c *Counts) decided(st Step) {
+	if !st.Decision.Eligible {
+		c.Ineligible[st.Decision.Reason]++
+		return
+	}
+	c.Eligible++
+	code := -1
+	if st.Command.HasErrorCode {
+		code = st.Command.ErrorCode
+	}
+	c.ByTarget[TargetKey{code, st.Command.Priority, st.Decision.Target}]++
+}
+
+// Plan is what the scan found, as the run goes on to act on it.
+type Plan struct {
+	Source string // the DLQ's URL, or the export file
+	Counts
+	// Targets holds what checking the plan's target queues found for the
+	// ones that could not be read; Missing counts those that do not exist.
+	Targets map[string]TargetCheck
+	Missing int
+	// ResumedUncertain counts the messages whose send the resumed journal
+	// left uncertain.
+	ResumedUncertain int
+	// InFlightElsewhere, Delayed and StillHeld are the summary's: messages
+	// of the DLQ that are not in this plan.
+	InFlightElsewhere, Delayed, StillHeld int
+	// Nothing: there is nothing to send, park or delete; the run ends
+	// after the plan (unless it is a dry run, which ends there anyway).
+	Nothing bool
+}
+
+// RunResult is what a run came to, once every message it held is
+// released and its journal has the summary.
+type RunResult struct {
+	Summary Summary
+	// NoSummary: the run never began (its export file could not be read,
+	// or the --resume journal is another DLQ's): no summary is written.
+	NoSummary bool
+	// Plan is what the scan found (nil: the run stopped before its plan).
+	Plan *Plan
+	// DeleteRefused: the DLQ refused to delete, and the run stopped at
+	// once.
+	DeleteRefused *DeleteRefusedError
+	// InFlightLimit: SQS's in-flight limit ended the scan of DLQ (as it
+	// was described when opened); what was read was planned and replayed,
+	// the rest was not read.
+	InFlightLimit *sqsmove.InFlightLimitError
+	DLQ           *sqsmove.Queue
+	// Unresolved counts the resumed journal's uncertain messages that this
+	// run did not send (listed among the possible duplicates).
+	Unresolved int
+}
+
+// Partial reports a run that left something undone or unsure: messages
+// failed, uncertain, not deleted, not released, no longer held, or not
+// seen (in flight elsewhere, delayed, still held by an interrupted run).
+func (r *RunResult) Partial() bool {
+	s := r.Summary
+	return s.Failed > 0 || s.DeleteFailed > 0 || s.Abandoned > 0 || s.ReleaseFailed > 0 || s.Uncertain > 0 || s.StillHeld > 0 || s.HoldLost > 0 ||
+		s.InFlightElsewhere > 0 || s.Delayed > 0 || r.Unresolved > 0
+}
+
+// DeleteRefusedError stops a run at once: the DLQ refused to delete a
+// message its target has (no sqs:DeleteMessage). Count messages are in
+// both places; a resume from Journal deletes them without sending them
+// again.
+type DeleteRefusedError struct {
+	Err     error
+	Count   int
+	Journal string
+}
+
+func (e *DeleteRefusedError) Error() string {
+	return fmt.Sprintf("the DLQ refused to delete: %v; %s in both the target queue and the DLQ (resume with %s)", e.Err, messages(e.Count), e.Journal)
+}
+
+func (e *DeleteRefusedError) Unwrap() error { return e.Err }
+
+// replayRun is one replay's state.
+type replayRun struct {
+	*Run
+	s       *Session // the DLQ, when replaying from it
+	hold    *sqsmove.Hold
+	source  string // DLQ URL or file name
+	counts  Counts
+	resumed sqsmove.Resume
+	refused bool // the --resume journal is not this DLQ's: no run, no summary
+	// unresolved counts the resumed journal's uncertain messages this run
+	// did not send: listed as possible duplicates.
+	unresolved int
+	journal    *sqsmove.Journal
+	mu         sync.Mutex
+	summary    Summary
+	// failures groups failed messages by target and reason; targets holds
+	// what checking the plan's target queues found.
+	failures failureTally
+	targets  map[string]TargetCheck
+	plan     *Plan
+	// deleteRefused is what stopped the run when the DLQ refused a delete.
+	deleteRefused *DeleteRefusedError
+	// streamed: the replay starts during the scan (Yes, a fresh run
+	// from the DLQ, Ineligible "release"); streaming is that replay once its
+	// first eligible message was seen, streamErr what stopped it before.
+	streamed  bool
+	streaming *sqsmove.Stream
+	streamErr error
+	// targetIsDLQ: isDLQ's answers, by target (the scan's goroutine only).
+	targetIsDLQ map[string]bool
+	ctx         context.Context
+	progress    Progress
+}
+
+// Run replays. It returns a nil RunResult when it stopped before holding
+// anything: the journal is another run's, the --resume journal cannot be
+// read or is not this DLQ's, or the messages the interrupted run holds
+// stay invisible longer than WaitHeld. Otherwise every message it held is
+// released before it returns, with the error that stopped it (nil when
+// it ran to its end, whatever became of each message: see
+// RunResult.Partial); a *UsageError is a refusal of its inputs.
+func (r *Run) Run(ctx context.Context) (*RunResult, error) {
+	rr := &replayRun{Run: r, failures: failureTally{},
+		counts:  Counts{ByTarget: map[TargetKey]int{}, Ineligible: map[pushpolicy.Reason]int{}},
+		summary: Summary{Type: "summary", DryRun: r.DryRun, Codes: r.Policy.CodesString(), PossibleDuplicateIDs: []string{}, HoldLostIDs: []string{}, Failures: []TargetFailure{}}}
+	start, end := r.Policy.Window()
+	rr.summary.WindowStart, rr.summary.WindowEnd = start.Format(time.RFC3339Nano), end.Format(time.RFC3339Nano)
+	return rr.run(ctx)
+}
+
+func (r *replayRun) run(ctx context.Context) (res *RunResult, err error) {
+	if p := cmp.Or(r.Resume, r.Journal); p != "" {
+		// One run at a time writes a journal; a second is refused before
+		// it reads the journal or the DLQ.
+		unlock, err := sqsmove.LockJournal(p)
+		if err != nil {
+			return nil, &UsageError{Err: err}
+		}
+		defer unlock()
+	}
+	if r.Resume != "" {
+		if r.resumed, err = sqsmove.ReadJournal(r.Resume); err != nil {
+			return nil, err
+		}
+		if err := r.checkResumeJournal(r.Queue.DLQ); err != nil {
+			return nil, err
+		}
+		if err := r.waitForHeld(ctx); err != nil {
+			return nil, err
+		}
+	}
+
+	// Scan: from the DLQ, or from an export file. With Yes nothing waits
+	// on the plan, so the replay of a fresh run starts while the scan goes
+	// on (the plan is made after it, as a record).
+	r.ctx = ctx
+	r.streamed = r.Yes && !r.DryRun && r.FromFile == "" && r.Resume == "" && r.Ineligible == "release"
+	if r.FromFile != "" {
+		err = r.load(ctx)
+	} else {
+		err = r.scan(ctx)
+	}
+	var replayErr error
+	if r.streaming != nil {
+		// Every batch is sent (or abandoned) before anything is released.
+		counts, serr := r.streaming.Finish()
+		replayErr = r.replayed(counts, serr)
+	}
+	// SQS's in-flight limit ends the scan, not the run: what was read is
+	// planned, replayed or released as usual, and the result says how far
+	// it got.
+	var limit *sqsmove.InFlightLimitError
+	if errors.As(err, &limit) {
+		err = nil
+	}
+	// A file that cannot be read is not a run: no summary of zeros.
+	unread := (r.FromFile != "" || r.refused) && err != nil
+	defer func() {
+		r.finish()
+		res = &RunResult{Summary: r.summary, NoSummary: unread, Plan: r.plan, DeleteRefused: r.deleteRefused, Unresolved: r.unresolved}
+		if limit != nil && r.s != nil {
+			res.InFlightLimit, res.DLQ = limit, &r.s.Queue
+		}
+	}()
+	if err != nil {
+		return nil, cmp.Or(replayErr, err)
+	}
+	if r.streamErr != nil {
+		return nil, r.streamErr
+	}
+	if ctx.Err() != nil {
+		return nil, cmp.Or(replayErr, ctx.Err())
+	}
+	if err := r.checkTargets(); err != nil {
+		return nil, err
+	}
+	r.makePlan(ctx)
+	if r.Plan != nil {
+		r.Plan(r.plan)
+	}
+	if r.DryRun || r.plan.Nothing {
+		return nil, nil
+	}
+	if r.streaming != nil {
+		return nil, replayErr
+	}
+	if !r.Yes {
+		if r.Confirm == nil {
+			return nil, nil
+		}
+		if ok, err := r.Confirm(r.plan); err != nil || !ok {
+			return nil, err
+		}
+	}
+	return nil, r.replay(ctx)
+}
+
+// makePlan checks the plan's target queues and counts the DLQ's messages
+// that are not in it.
+func (r *replayRun) makePlan(ctx context.Context) {
+	// The DLQ's counts and the target queues, read at the same time.
+	checked := make(chan int, 1)
+	go func() { checked <- r.checkTargetQueues(ctx) }()
+	r.inFlightElsewhere(ctx)
+	missing := <-checked
+	r.plan = &Plan{Source: r.source, Counts: r.counts, Targets: r.targets, Missing: missing, ResumedUncertain: len(r.resumed.Uncertain),
+		InFlightElsewhere: r.summary.InFlightElsewhere, Delayed: r.summary.Delayed, StillHeld: r.summary.StillHeld,
+		Nothing: r.counts.Eligible == 0 && r.Ineligible != "park" && r.counts.AlreadySent == 0}
+}
+
+// checkTargets refuses a plan that would send to the DLQ itself.
+func (r *replayRun) checkTargets() error {
+	if r.s == nil {
+		return nil
+	}
+	for k := range r.counts.ByTarget {
+		if r.isDLQ(k.Target) {
+			return &UsageError{Err: TargetIsDLQError(k.Priority, k.Target)}
+		}
+	}
+	return nil
+}
+
+// api is the DLQ's client, or a new one for a run from a file.
+func (r *replayRun) api(ctx context.Context) (sqsmove.API, error) {
+	if r.s != nil {
+		return r.s.API, nil
+	}
+	api, _, err := r.SQS(ctx)
+	return api, err
+}
+
+// checkTargetQueues reads every target queue of the plan and returns how
+// many do not exist; the plan shows why for each.
+func (r *replayRun) checkTargetQueues(ctx context.Context) int {
+	var targets []string
+	seen := map[string]bool{}
+	for k := range r.counts.ByTarget {
+		if !seen[k.Target] {
+			seen[k.Target] = true
+			targets = append(targets, k.Target)
+		}
+	}
+	if len(targets) == 0 {
+		return 0
+	}
+	api, err := r.api(ctx)
+	if err != nil {
+		r.logf("warning: could not check the target queues: %v", err)
+		return 0
+	}
+	r.targets = checkTargets(ctx, api, targets)
+	missing := 0
+	for _, c := range r.targets {
+		if c.Missing {
+			missing++
+		}
+	}
+	return missing
+}
+
+// inFlightElsewhere counts the DLQ's messages that are in flight but not
+// held by this run, and the messages a resumed run held that did not come
+// back: a run that finds nothing visible must say so rather than report
+// "nothing to replay".
+func (r *replayRun) inFlightElsewhere(ctx context.Context) {
+	if r.s == nil {
+		return
+	}
+	if r.Max == 0 { // a scan stopped by Max did not look for them all
+		for id := range r.resumed.Held {
+			if !r.resumed.Moved[id] {
+				r.summary.StillHeld++
+			}
+		}
+	}
+	// After the scan every message of the DLQ is visible (none: the scan
+	// went round), held by this run, in flight elsewhere (another consumer,
+	// an interrupted run, or a receive whose reply was lost), or delayed.
+	after, err := sqsmove.Describe(ctx, r.s.API, r.s.Queue.URL)
+	if err != nil {
+		r.logf("warning: could not count the messages in flight elsewhere: %v", err)
+		return
+	}
+	// Messages the interrupted run held that did not come back are counted
+	// as still_held; when they are invisible (another consumer has them)
+	// they are in the DLQ's in-flight count too: count them once.
+	n := max(0, after.InFlight-int64(r.hold.Outstanding())-int64(r.summary.StillHeld))
+	r.summary.Delayed = int(after.Delayed)
+	r.summary.InFlightElsewhere = int(n)
+}
