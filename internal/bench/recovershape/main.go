@@ -10,6 +10,7 @@
 //	recovershape gen    -seed3 DIR -copies N -executions FILE  (S3 from the AWS_* environment)
 //	recovershape sfn    -executions FILE -addr HOST:PORT                 (serves until SIGTERM)
 //	recovershape topics -prefix P                                        (prints the three *_sns_topic_arn=ARN lines)
+//	recovershape purge  -prefix P                                        (empties the topics' subscribed queues)
 //
 // Copy 0 is the fixture as Cumulus wrote it; copy r > 0 renames every
 // execution name, granule id and PDR name by appending "r<r>", in the
@@ -62,6 +63,8 @@ func main() {
 		err = serveSFN(os.Args[2:])
 	case "topics":
 		err = topics(os.Args[2:])
+	case "purge":
+		err = purge(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -349,6 +352,31 @@ func topics(args []string) error {
 			return fmt.Errorf("subscribe %s: %w", name, err)
 		}
 		fmt.Printf("%s_sns_topic_arn=%s\n", topic, aws.ToString(t.TopicArn))
+	}
+	return nil
+}
+
+// purge empties the queues subscribed to the topics, so that what the runs
+// before published does not pile up in fauxqs (which slows as they grow).
+func purge(args []string) error {
+	fl := flag.NewFlagSet("purge", flag.ExitOnError)
+	prefix := fl.String("prefix", "bench", "topic and queue name prefix")
+	_ = fl.Parse(args)
+	ctx := context.Background()
+	cfg, err := awsConfig(ctx)
+	if err != nil {
+		return err
+	}
+	sqsc := sqs.NewFromConfig(cfg)
+	for _, topic := range recovery.Topics {
+		name := *prefix + "-" + string(topic) + "-sub"
+		q, err := sqsc.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+		if err != nil {
+			return fmt.Errorf("queue %s: %w", name, err)
+		}
+		if _, err := sqsc.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: q.QueueUrl}); err != nil {
+			return fmt.Errorf("purge %s: %w", name, err)
+		}
 	}
 	return nil
 }
