@@ -45,10 +45,11 @@ func NewDLA() *DLA {
 // NoError is the class of objects without an error.
 const NoError = "(no error)"
 
-// Add counts one decoded object of the selection.
-func (r *DLA) Add(d *dla.Decoded) {
+// Add counts one decoded object of the selection; class is its
+// dla.ErrorClass, which the caller computes once per object and shares
+// with triage.
+func (r *DLA) Add(d *dla.Decoded, class string) {
 	r.objects++
-	class := dla.ErrorClass(d.Error)
 	if class == "" {
 		class = NoError
 	}

@@ -133,9 +133,13 @@ func (g *Group) add(key, date string, legacy bool, n, sample int) {
 }
 
 // Add counts one decoded object.
-func (t *Triage) Add(d *dla.Decoded) {
-	t.AddCounted(Counted{Key: d.Key, Date: d.Date(), Legacy: d.Partition == "", Error: d.Error,
-		Collection: d.CollectionID, Provider: d.ProviderID, Message: d.Message, N: 1})
+func (t *Triage) Add(d *dla.Decoded) { t.AddClassed(d, dla.ErrorClass(d.Error)) }
+
+// AddClassed is Add for an object whose dla.ErrorClass the caller has
+// already computed (dla report, which groups by it too).
+func (t *Triage) AddClassed(d *dla.Decoded, class string) {
+	t.add(Counted{Key: d.Key, Date: d.Date(), Legacy: d.Partition == "", Error: d.Error,
+		Collection: d.CollectionID, Provider: d.ProviderID, Message: d.Message, N: 1}, class)
 }
 
 // Counted is N objects alike in what triage reads of them: a row of an
@@ -153,9 +157,11 @@ type Counted struct {
 }
 
 // AddCounted counts N objects alike.
-func (t *Triage) AddCounted(c Counted) {
+func (t *Triage) AddCounted(c Counted) { t.add(c, dla.ErrorClass(c.Error)) }
+
+// add counts N objects alike whose error class is class.
+func (t *Triage) add(c Counted, class string) {
 	t.Total += c.N
-	class := dla.ErrorClass(c.Error)
 	rule := ClassifyDLA(class)
 	g := t.group("e:"+class, class, false, rule)
 	g.add(c.Key, c.Date, c.Legacy, c.N, t.ProbeSize)

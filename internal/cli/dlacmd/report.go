@@ -85,8 +85,9 @@ func runReport(ctx context.Context, opts *ReportOptions) error {
 			tr.AddUnreadable(res.Entry.Key, scope.Layout.ParseKey(res.Entry.Key).Date)
 			return nil
 		}
-		r.Add(res.Decoded)
-		tr.Add(res.Decoded)
+		class := dla.ErrorClass(res.Decoded.Error) // once per object: the report and triage group by it
+		r.Add(res.Decoded, class)
+		tr.AddClassed(res.Decoded, class)
 		r.AddArea(res.Decoded.Date(), failed)
 		progress.Update("report: %d objects", r.Objects())
 		return nil
