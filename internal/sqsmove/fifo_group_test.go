@@ -9,7 +9,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/tidwall/gjson"
 
 	"github.com/deadletter/deadletter/internal/sqsmove"
@@ -34,17 +33,11 @@ func TestFIFOGroupOnlyAttributeKeepsGroupAndOrder(t *testing.T) {
 			f.bodies = append(f.bodies, b)
 			if _, err := f.c.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(f.dlq), MessageBody: aws.String(b),
 				MessageGroupId: aws.String(fmt.Sprint("grp-", i)), MessageDeduplicationId: aws.String(fmt.Sprint("d", i)),
-				MessageAttributes: map[string]types.MessageAttributeValue{
-					"trace": {DataType: aws.String("String"), StringValue: aws.String(fmt.Sprint("t", i))},
-					"blob":  {DataType: aws.String("Binary"), BinaryValue: []byte{0, 1, byte(i)}},
-				}}); err != nil {
+				MessageAttributes: attributes(i)}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		hold, err := sqsmove.NewHold(f.api, f.dlq, 60*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
+		hold := f.newHold(f.api, 60*time.Second)
 		var attrs []map[string]string
 		if err := hold.Receive(context.Background(), sqsmove.ReceiveOptions{Wait: time.Second, SystemAttributes: sqsmove.MoveAttributes}, func(_ int, m *sqsmove.Message) bool {
 			attrs = append(attrs, m.Attributes)
@@ -57,20 +50,11 @@ func TestFIFOGroupOnlyAttributeKeepsGroupAndOrder(t *testing.T) {
 				t.Fatalf("received system attributes %v, want only MessageGroupId", a)
 			}
 		}
-		j, err := sqsmove.OpenJournal(f.journal)
+		counts, err := f.replay(context.Background(), hold, func(r *sqsmove.Replayer) { r.Concurrency = conc })
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := &sqsmove.Replayer{API: f.api, Hold: hold, Source: f.dlq, Journal: j, Concurrency: conc, Route: f.route}
-		counts, err := r.Run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		j.Close()
-		if _, failures := hold.Release(context.Background()); len(failures) > 0 {
-			t.Errorf("release failures: %v", failures)
-		}
-		hold.Close()
+		f.release(hold)
 		if counts.Sent != 30 {
 			t.Errorf("concurrency %d: sent %d, want 30", conc, counts.Sent)
 		}

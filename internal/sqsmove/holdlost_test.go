@@ -23,11 +23,7 @@ import (
 func TestRenewalRefusedMeansTheHoldIsLost(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 30, false)
-	hold, err := sqsmove.NewHold(f.api, f.dlq, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Close()
+	hold := f.holdAll(f.api, 10*time.Second, nil)
 	var mu sync.Mutex
 	sends, refuse := 0, false
 	f.proxy.SetHook(func(op string, body []byte) ([]byte, *testsupport.Reply) {
@@ -56,27 +52,20 @@ func TestRenewalRefusedMeansTheHoldIsLost(t *testing.T) {
 		}
 		return nil, nil
 	})
-	if err := hold.Receive(context.Background(), sqsmove.ReceiveOptions{Wait: time.Second}, func(int, *sqsmove.Message) bool { return false }); err != nil {
-		t.Fatal(err)
-	}
-	j, err := sqsmove.OpenJournal(f.journal)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var resMu sync.Mutex
 	byOutcome := map[sqsmove.Outcome][]string{}
-	r := &sqsmove.Replayer{API: f.api, Hold: hold, Source: f.dlq, Journal: j, Concurrency: 1, Route: f.route,
-		OnResult: func(res sqsmove.Result) {
+	counts, err := f.replay(context.Background(), hold, func(r *sqsmove.Replayer) {
+		r.Concurrency = 1
+		r.OnResult = func(res sqsmove.Result) {
 			resMu.Lock()
 			byOutcome[res.Outcome] = append(byOutcome[res.Outcome], res.Msg.Body)
 			resMu.Unlock()
-		}}
-	counts, err := r.Run(context.Background())
+		}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	hold.Release(context.Background())
-	j.Close()
 	if counts.Sent != 2 || counts.Uncertain == 0 || counts.HoldLost == 0 || counts.Sent+counts.Uncertain+counts.HoldLost != 20 || counts.DeleteFailed != 0 {
 		t.Fatalf("counts %+v, want the 2 canaries sent, the batch in flight uncertain, the rest hold_lost", counts)
 	}
@@ -154,11 +143,7 @@ func TestDeleteWithAStaleHandleIsAPossibleDuplicate(t *testing.T) {
 func TestSendThatReturnsAfterTheDeadlineIsAPossibleDuplicate(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 30, false)
-	hold, err := sqsmove.NewHold(f.api, f.dlq, 3*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Close()
+	hold := f.holdAll(f.api, 3*time.Second, nil)
 	var mu sync.Mutex
 	sends := 0
 	f.proxy.SetAfter(func(op string, _, resp []byte) []byte {
@@ -174,19 +159,10 @@ func TestSendThatReturnsAfterTheDeadlineIsAPossibleDuplicate(t *testing.T) {
 		}
 		return resp
 	})
-	if err := hold.Receive(context.Background(), sqsmove.ReceiveOptions{Wait: time.Second}, func(int, *sqsmove.Message) bool { return false }); err != nil {
-		t.Fatal(err)
-	}
 	if err := hold.Extend(context.Background()); err != nil { // the deadline is 3 s from now
 		t.Fatal(err)
 	}
-	j, err := sqsmove.OpenJournal(f.journal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &sqsmove.Replayer{API: f.api, Hold: hold, Source: f.dlq, Journal: j, Concurrency: 1, Route: f.route}
-	counts, err := r.Run(context.Background())
-	j.Close()
+	counts, err := f.replay(context.Background(), hold, func(r *sqsmove.Replayer) { r.Concurrency = 1 })
 	if err != nil {
 		t.Fatal(err)
 	}

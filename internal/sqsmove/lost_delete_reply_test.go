@@ -21,33 +21,20 @@ func TestLostDeleteReplyIsNotDeleteFailed(t *testing.T) {
 		return op == "DeleteMessageBatch" && nth == 1
 	})
 	api := testsupport.SQSClientAt(drop.URL)
-	hold, err := sqsmove.NewHold(api, f.dlq, 60*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Close()
-	if err := hold.Receive(context.Background(), sqsmove.ReceiveOptions{Wait: time.Second}, func(int, *sqsmove.Message) bool { return false }); err != nil {
-		t.Fatal(err)
-	}
-	j, err := sqsmove.OpenJournal(f.journal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	hold := f.holdAll(api, 60*time.Second, nil)
 	var bad []sqsmove.Result
-	r := &sqsmove.Replayer{API: api, Hold: hold, Source: f.dlq, Journal: j, Concurrency: 1, Route: f.route,
-		OnResult: func(res sqsmove.Result) {
+	counts, err := f.replay(context.Background(), hold, func(r *sqsmove.Replayer) {
+		r.API, r.Concurrency = api, 1
+		r.OnResult = func(res sqsmove.Result) {
 			if res.DeleteFailed != nil {
 				bad = append(bad, res)
 			}
-		}}
-	counts, err := r.Run(context.Background())
+		}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, failures := hold.Release(context.Background()); len(failures) > 0 {
-		t.Errorf("release failures: %v", failures)
-	}
+	f.release(hold)
 	if drop.Dropped("DeleteMessageBatch") != 1 {
 		t.Fatalf("no delete reply was dropped")
 	}

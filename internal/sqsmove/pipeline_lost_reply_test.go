@@ -47,36 +47,21 @@ func TestLostSendReplyWithPipelinedDeleteLosesNothing(t *testing.T) {
 		return false
 	})
 	api := testsupport.SQSClientAt(drop.URL)
-	hold, err := sqsmove.NewHold(api, f.dlq, 60*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Close()
-	if err := hold.Receive(context.Background(), sqsmove.ReceiveOptions{Wait: time.Second}, func(int, *sqsmove.Message) bool { return false }); err != nil {
-		t.Fatal(err)
-	}
-	j, err := sqsmove.OpenJournal(f.journal)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hold := f.holdAll(api, 60*time.Second, nil)
 	idOf := map[string]string{}
 	var resMu sync.Mutex
-	r := &sqsmove.Replayer{API: api, Hold: hold, Source: f.dlq, Journal: j, Concurrency: 2, Route: f.route,
-		OnResult: func(res sqsmove.Result) {
+	counts, err := f.replay(context.Background(), hold, func(r *sqsmove.Replayer) {
+		r.API, r.Concurrency = api, 2
+		r.OnResult = func(res sqsmove.Result) {
 			resMu.Lock()
 			idOf[res.Msg.Body] = res.Msg.MessageID
 			resMu.Unlock()
-		}}
-	counts, err := r.Run(context.Background())
+		}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, failures := hold.Release(context.Background()); len(failures) > 0 {
-		t.Errorf("release failures: %v", failures)
-	}
+	f.release(hold)
 	if drop.Dropped("SendMessageBatch") != 2 || drop.Dropped("DeleteMessageBatch") != 1 {
 		t.Fatalf("dropped %d send and %d delete replies, want 2 and 1", drop.Dropped("SendMessageBatch"), drop.Dropped("DeleteMessageBatch"))
 	}

@@ -25,18 +25,10 @@ import (
 func TestPipelinedDeleteFollowsItsSentRecords(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 120, false)
-	hold, err := sqsmove.NewHold(f.api, f.dlq, 60*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Close()
 	idOfHandle, idOfBody := map[string]string{}, map[string]string{}
-	if err := hold.Receive(context.Background(), sqsmove.ReceiveOptions{Wait: time.Second}, func(_ int, m *sqsmove.Message) bool {
+	hold := f.holdAll(f.api, 60*time.Second, func(m *sqsmove.Message) {
 		idOfHandle[m.ReceiptHandle], idOfBody[m.Body] = m.MessageID, m.MessageID
-		return false
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	var mu sync.Mutex
 	sends := 0
 	sentIn := map[string]int{} // message id: the send call that carried it
@@ -81,21 +73,11 @@ func TestPipelinedDeleteFollowsItsSentRecords(t *testing.T) {
 		}
 		return nil, nil
 	})
-	j, err := sqsmove.OpenJournal(f.journal)
+	counts, err := f.replay(context.Background(), hold, func(r *sqsmove.Replayer) { r.Concurrency = 2 })
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &sqsmove.Replayer{API: f.api, Hold: hold, Source: f.dlq, Journal: j, Concurrency: 2, Route: f.route}
-	counts, err := r.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := j.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, failures := hold.Release(context.Background()); len(failures) > 0 {
-		t.Errorf("release failures: %v", failures)
-	}
+	f.release(hold)
 	f.proxy.SetHook(nil)
 	mu.Lock()
 	defer mu.Unlock()

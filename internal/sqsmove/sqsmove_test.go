@@ -56,14 +56,73 @@ func newFixture(t *testing.T, n int, fifo bool) *fixture {
 		to := []string{"P1", "P2", "none"}[i%3]
 		f.bodies = append(f.bodies, fmt.Sprintf(`{"n":%d,"to":%q,"extra":{"keep":"me"}}`, i, to))
 	}
-	testsupport.SendBodies(t, f.c, f.dlq, f.bodies, func(i int) map[string]types.MessageAttributeValue {
-		return map[string]types.MessageAttributeValue{
-			"trace": {DataType: aws.String("String"), StringValue: aws.String(fmt.Sprint("t", i))},
-			"blob":  {DataType: aws.String("Binary"), BinaryValue: []byte{0, 1, byte(i)}},
-		}
-	})
+	testsupport.SendBodies(t, f.c, f.dlq, f.bodies, attributes)
 	f.journal = filepath.Join(t.TempDir(), "journal.ndjson")
 	return f
+}
+
+// attributes are the message attributes seeded message i carries (where
+// checks they are kept).
+func attributes(i int) map[string]types.MessageAttributeValue {
+	return map[string]types.MessageAttributeValue{
+		"trace": {DataType: aws.String("String"), StringValue: aws.String(fmt.Sprint("t", i))},
+		"blob":  {DataType: aws.String("Binary"), BinaryValue: []byte{0, 1, byte(i)}},
+	}
+}
+
+// newHold is a hold on the DLQ through api, closed when the test ends.
+func (f *fixture) newHold(api sqsmove.API, visibility time.Duration) *sqsmove.Hold {
+	f.t.Helper()
+	hold, err := sqsmove.NewHold(api, f.dlq, visibility)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { hold.Close() })
+	return hold
+}
+
+// holdAll receives the whole DLQ through api into a new hold; seen, when
+// not nil, sees each message received.
+func (f *fixture) holdAll(api sqsmove.API, visibility time.Duration, seen func(*sqsmove.Message)) *sqsmove.Hold {
+	f.t.Helper()
+	hold := f.newHold(api, visibility)
+	if err := hold.Receive(context.Background(), sqsmove.ReceiveOptions{Wait: time.Second}, func(_ int, m *sqsmove.Message) bool {
+		if seen != nil {
+			seen(m)
+		}
+		return false
+	}); err != nil {
+		f.t.Fatal(err)
+	}
+	return hold
+}
+
+// replay replays what hold holds with the fixture's routes and journal
+// (closed when it returns), through f.api at concurrency 4 unless mod
+// says otherwise.
+func (f *fixture) replay(ctx context.Context, hold *sqsmove.Hold, mod func(*sqsmove.Replayer)) (sqsmove.Counts, error) {
+	f.t.Helper()
+	j, err := sqsmove.OpenJournal(f.journal)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	r := &sqsmove.Replayer{API: f.api, Hold: hold, Source: f.dlq, Journal: j, Concurrency: 4, Route: f.route}
+	if mod != nil {
+		mod(r)
+	}
+	counts, err := r.Run(ctx)
+	if cerr := j.Close(); cerr != nil {
+		f.t.Fatal(cerr)
+	}
+	return counts, err
+}
+
+// release releases what hold still holds; a failure fails the test.
+func (f *fixture) release(hold *sqsmove.Hold) {
+	f.t.Helper()
+	if _, failures := hold.Release(context.Background()); len(failures) > 0 {
+		f.t.Errorf("release failures: %v", failures)
+	}
 }
 
 func (f *fixture) target(name string) string {
@@ -86,19 +145,7 @@ func (f *fixture) route(m *sqsmove.Message) sqsmove.Route {
 // run scans the whole DLQ, replays it and releases the rest.
 func (f *fixture) run(ctx context.Context, mod func(*sqsmove.Replayer)) (sqsmove.Counts, []sqsmove.Result, error) {
 	f.t.Helper()
-	hold, err := sqsmove.NewHold(f.api, f.dlq, 60*time.Second)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer hold.Close()
-	if err := hold.Receive(ctx, sqsmove.ReceiveOptions{Wait: time.Second}, func(int, *sqsmove.Message) bool { return false }); err != nil {
-		f.t.Fatal(err)
-	}
-	j, err := sqsmove.OpenJournal(f.journal)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer j.Close()
+	hold := f.holdAll(f.api, 60*time.Second, nil)
 	var results []sqsmove.Result
 	resCh := make(chan sqsmove.Result, 1024)
 	done := make(chan struct{})
@@ -108,17 +155,15 @@ func (f *fixture) run(ctx context.Context, mod func(*sqsmove.Replayer)) (sqsmove
 		}
 		close(done)
 	}()
-	r := &sqsmove.Replayer{API: f.api, Hold: hold, Source: f.dlq, Journal: j, Concurrency: 4, Route: f.route,
-		OnResult: func(res sqsmove.Result) { resCh <- res }}
-	if mod != nil {
-		mod(r)
-	}
-	counts, runErr := r.Run(ctx)
+	counts, runErr := f.replay(ctx, hold, func(r *sqsmove.Replayer) {
+		r.OnResult = func(res sqsmove.Result) { resCh <- res }
+		if mod != nil {
+			mod(r)
+		}
+	})
 	close(resCh)
 	<-done
-	if _, failures := hold.Release(context.Background()); len(failures) > 0 {
-		f.t.Errorf("release failures: %v", failures)
-	}
+	f.release(hold)
 	return counts, results, runErr
 }
 
@@ -382,11 +427,7 @@ func TestBatchesAreSizedByBytes(t *testing.T) {
 func TestSeenSetHoldsARedeliveredMessageOnce(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 3, false)
-	hold, err := sqsmove.NewHold(f.api, f.dlq, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Close()
+	hold := f.newHold(f.api, time.Second)
 	ctx := context.Background()
 	seen := 0
 	hold.Receive(ctx, sqsmove.ReceiveOptions{Wait: time.Second}, func(int, *sqsmove.Message) bool { seen++; return false })
@@ -471,11 +512,7 @@ func waitVisible(t *testing.T, c *sqs.Client, q string, n int64) bool {
 func TestKeepAliveExtendsVisibility(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 5, false)
-	hold, err := sqsmove.NewHold(f.api, f.dlq, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Close()
+	hold := f.newHold(f.api, 2*time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { hold.KeepAlive(ctx, func(err error) { t.Error(err) }); close(done) }()

@@ -22,11 +22,7 @@ func TestStreamSendsPartialBatchesWhileTheScanStillRuns(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 12, false) // 4 to P1, 4 to P2, 4 routed nowhere: after each canary, two partial batches of 3
 	ctx := context.Background()
-	hold, err := sqsmove.NewHold(f.api, f.dlq, 60*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Close()
+	hold := f.newHold(f.api, 60*time.Second)
 	j, err := sqsmove.OpenJournal(f.journal)
 	if err != nil {
 		t.Fatal(err)
@@ -104,9 +100,7 @@ func TestStreamSendsPartialBatchesWhileTheScanStillRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, failures := hold.Release(ctx); len(failures) > 0 {
-		t.Errorf("release failures: %v", failures)
-	}
+	f.release(hold)
 	if len(offered) != 8 || counts.Sent != 8 || duringScan != 8 || flushed == 0 {
 		t.Errorf("offered %d, counts %+v, %d sent while the scan ran (OnEmpty waited %d times): want all 8 routed sent during the scan", len(offered), counts, duringScan, flushed)
 	}
