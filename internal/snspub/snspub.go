@@ -185,7 +185,8 @@ var _ recovery.BatchNotifier = (*Publisher)(nil)
 // most MaxBatchEntries messages and MaxBatchBytes, in order, with the
 // SDK's retries, and returns one error per message (nil: published). A
 // call that fails fails each of its messages; a message SNS lists as
-// failed fails alone. An attempt whose outcome is unknown counts each of
+// failed fails alone, and so does one its reply does not list as
+// published (counted as unconfirmed). An attempt whose outcome is unknown counts each of
 // its messages as unconfirmed. Each message is checked as Publish checks
 // it; one that fails the check is not sent.
 func (p *Publisher) PublishBatch(ctx context.Context, topic recovery.Topic, messages [][]byte) []error {
@@ -204,10 +205,16 @@ func (p *Publisher) PublishBatch(ctx context.Context, topic recovery.Topic, mess
 		unknown := 0
 		out, err := p.client.PublishBatch(ctx, &sns.PublishBatchInput{TopicArn: aws.String(topicARN), PublishBatchRequestEntries: entries},
 			inRegionOf(topicARN), countUnknownAttempts(&unknown, p.AttemptTimeout))
-		failed := map[string]string{}
+		// A message is published only when the reply lists it among the
+		// Successful: one it lists nowhere was not confirmed (its outcome
+		// is unknown, as a lost reply's is).
+		failed, published := map[string]string{}, map[string]bool{}
 		if err == nil {
 			for _, f := range out.Failed {
 				failed[aws.ToString(f.Id)] = fmt.Sprintf("%s: %s", aws.ToString(f.Code), aws.ToString(f.Message))
+			}
+			for _, s := range out.Successful {
+				published[aws.ToString(s.Id)] = true
 			}
 		}
 		p.mu.Lock()
@@ -215,11 +222,15 @@ func (p *Publisher) PublishBatch(ctx context.Context, topic recovery.Topic, mess
 			p.unconfirmed.Add(topic)
 		}
 		for i, m := range batch {
-			switch why, ok := failed[strconv.Itoa(i)]; {
+			id := strconv.Itoa(i)
+			switch why, ok := failed[id]; {
 			case err != nil:
 				errs[m] = fmt.Errorf("SNS PublishBatch to %s: %w", topicARN, err)
 			case ok:
 				errs[m] = fmt.Errorf("SNS PublishBatch to %s: the message was refused: %s", topicARN, why)
+			case !published[id]:
+				errs[m] = fmt.Errorf("SNS PublishBatch to %s: the reply lists the message neither as published nor as failed", topicARN)
+				p.unconfirmed.Add(topic)
 			default:
 				p.counts.Add(topic)
 			}
