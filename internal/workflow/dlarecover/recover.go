@@ -272,7 +272,8 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 	}
 	// The tail of an object (publishing its notifications, then deleting
 	// or moving it) runs beside the next objects' writes, tailsInFlight
-	// at most; the writes stay Concurrency at a time.
+	// at most, each until its result is taken; the writes stay
+	// Concurrency at a time.
 	tails := make(chan struct{}, tailsInFlight(r.Concurrency))
 	if bn, ok := r.Writer.Notifier.(recovery.BatchNotifier); ok && r.deferTails() {
 		r.batcher = newNotifyBatcher(workCtx, bn)
@@ -302,8 +303,11 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 				go func() {
 					defer tailWG.Done()
 					tail(&res)
-					<-tails
+					// Its place is given back once its result was taken:
+					// results not taken (stdout stalled) hold the tails,
+					// and the tails the workers.
 					finished(res)
+					<-tails
 				}()
 			}
 		}()
