@@ -16,20 +16,7 @@ import (
 
 var dlaBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "dla-e2e")
-	if err != nil {
-		panic(err)
-	}
-	dlaBin = filepath.Join(dir, "dla")
-	if out, err := exec.Command("go", "build", "-o", dlaBin, ".").CombinedOutput(); err != nil {
-		os.Stderr.Write(out)
-		panic(err)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testsupport.RunWithBinary(m, "dla", "", &dlaBin) }
 
 const sample = "../../testdata/archive/demo"
 

@@ -1,8 +1,12 @@
 package testsupport
 
 import (
+	"bufio"
 	"bytes"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -70,4 +74,49 @@ func (p *Proc) KillWhen(t testing.TB, timeout time.Duration, what string, ready 
 	t.Helper()
 	p.Await(t, timeout, what, ready...)
 	p.Kill()
+}
+
+// RunWithBinary is a TestMain for the tests of a command's binary: it
+// builds the main package in the working directory as name in a folder of
+// its own (or, when the environment variable env is set, takes the build
+// it names: another build, e.g. to show a test fails without a fix), sets
+// *path to it, runs the tests, removes the folder and exits.
+func RunWithBinary(m *testing.M, name, env string, path *string) {
+	dir, err := os.MkdirTemp("", name+"-e2e")
+	if err != nil {
+		panic(err)
+	}
+	*path = filepath.Join(dir, name)
+	if b := os.Getenv(env); env != "" && b != "" {
+		*path = b
+	} else if out, err := exec.Command("go", "build", "-o", *path, ".").CombinedOutput(); err != nil {
+		os.Stderr.Write(out)
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// ReadLines is the lines of a file of JSON lines (a journal, an export),
+// blank ones left out.
+func ReadLines(t testing.TB, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) != "" {
+			out = append(out, sc.Text())
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -1,10 +1,8 @@
 package pushdlqcmd
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -103,7 +101,7 @@ func TestDLQPastTheInFlightLimitLosesNothingAndSaysHowFarItGot(t *testing.T) {
 
 	dir := t.TempDir()
 	code, _, stderr = run("export", "--dlq", dlq, "--out", filepath.Join(dir, "first.ndjson"))
-	if code != 3 || len(lines(t, filepath.Join(dir, "first.ndjson"))) < limit {
+	if code != 3 || len(testsupport.ReadLines(t, filepath.Join(dir, "first.ndjson"))) < limit {
 		t.Fatalf("export: exit %d:\n%s", code, stderr)
 	}
 	checkNote("export", stderr)
@@ -112,7 +110,7 @@ func TestDLQPastTheInFlightLimitLosesNothingAndSaysHowFarItGot(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		file := filepath.Join(dir, "drain-"+strconv.Itoa(i)+".ndjson")
 		code, _, stderr := run("export", "--dlq", dlq, "--out", file, "--delete", "--yes")
-		for _, l := range lines(t, file) {
+		for _, l := range testsupport.ReadLines(t, file) {
 			var m sqsmove.Message
 			if err := json.Unmarshal([]byte(l), &m); err != nil {
 				t.Fatal(err)
@@ -127,24 +125,6 @@ func TestDLQPastTheInFlightLimitLosesNothingAndSaysHowFarItGot(t *testing.T) {
 		}
 	}
 	census(t, bodies, exported, dlq)
-}
-
-func lines(t *testing.T, path string) []string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		if strings.TrimSpace(sc.Text()) != "" {
-			out = append(out, sc.Text())
-		}
-	}
-	return out
 }
 
 // A streamed replay (--yes) past the limit: what it sends it deletes, so
