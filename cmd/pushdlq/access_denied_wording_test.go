@@ -14,8 +14,8 @@ func TestSQSAccessDeniedDoesNotTalkOfABucket(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 1, 2)
 	w.seed(8)
-	proxy := denyDeletes(t, w.endpoint)
-	_, stderr, code := w.run([]string{"AWS_ENDPOINT_URL=" + proxy.URL}, "", w.replayArgs("--yes", "-o", "json")...)
+	_, denied := w.denyDeletes()
+	_, stderr, code := w.run(denied, "", w.replayArgs("--yes", "-o", "json")...)
 	if code != 4 {
 		t.Fatalf("exit %d, want 4\n%s", code, stderr)
 	}

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"os"
@@ -25,22 +24,8 @@ import (
 
 var bin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "pushdlq-e2e")
-	if err != nil {
-		panic(err)
-	}
-	bin = filepath.Join(dir, "pushdlq")
-	if b := os.Getenv("PUSHDLQ_E2E_BIN"); b != "" {
-		bin = b // another build, e.g. to show a test fails without a fix
-	} else if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		os.Stderr.Write(out)
-		panic(err)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+// TestMain builds the binary (or takes the build PUSHDLQ_E2E_BIN names).
+func TestMain(m *testing.M) { testsupport.RunWithBinary(m, "pushdlq", "PUSHDLQ_E2E_BIN", &bin) }
 
 // world is a DLQ and priority queues P1 and P2 on the test SQS server.
 type world struct {
@@ -65,12 +50,7 @@ func newWorld(t *testing.T, priorities ...int) *world {
 	t.Helper()
 	endpoint := testsupport.SQSEndpoint(t)
 	w := &world{t: t, c: testsupport.SQSClientAt(endpoint), endpoint: endpoint, stateDir: t.TempDir()}
-	prefix := "e2e" + testsupport.RandomHex(3) + "-"
-	w.dlq = testsupport.CreateQueue(t, w.c, prefix+"push-dlq", nil)
-	w.base = strings.TrimSuffix(w.dlq, "push-dlq")
-	for _, p := range priorities {
-		testsupport.CreateQueue(t, w.c, fmt.Sprintf("%sP%d", prefix, p), nil)
-	}
+	w.dlq, w.base = testsupport.NewPushQueues(t, w.c, "e2e", priorities...)
 	return w
 }
 
@@ -126,9 +106,7 @@ func eligible(body string) string {
 func (w *world) run(env []string, stdin string, args ...string) (stdout, stderr string, code int) {
 	w.t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=testtesttest", "AWS_REGION=us-east-1",
-		"AWS_EC2_METADATA_DISABLED=true", "XDG_STATE_HOME="+w.stateDir, "AWS_ENDPOINT_URL="+w.endpoint)
-	cmd.Env = append(cmd.Env, env...)
+	cmd.Env = append(w.env(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -139,6 +117,26 @@ func (w *world) run(env []string, stdin string, args ...string) (stdout, stderr 
 		w.t.Fatal(err)
 	}
 	return out.String(), errOut.String(), code
+}
+
+// env is the environment of a run against the test world: its SQS server,
+// test credentials, and a state folder of its own.
+func (w *world) env() []string {
+	return append(os.Environ(), "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=testtesttest", "AWS_REGION=us-east-1",
+		"AWS_EC2_METADATA_DISABLED=true", "XDG_STATE_HOME="+w.stateDir, "AWS_ENDPOINT_URL="+w.endpoint)
+}
+
+// command is the binary with the test world's environment; TMPDIR is a
+// directory of its own, so that a spool left behind can be seen.
+func (w *world) command(tmp string, args ...string) *exec.Cmd {
+	return w.commandOf(bin, tmp, args...)
+}
+
+// commandOf is command with another build of the binary.
+func (w *world) commandOf(binary, tmp string, args ...string) *exec.Cmd {
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(w.env(), "TMPDIR="+tmp)
+	return cmd
 }
 
 func (w *world) replayArgs(extra ...string) []string {
@@ -248,7 +246,7 @@ func TestReplayMovesTheSliceAndNothingElse(t *testing.T) {
 		t.Errorf("journal %q not under XDG_STATE_HOME", journal)
 	}
 	// The journal's summary is the one printed, released count included.
-	jl := readLines(t, journal)
+	jl := testsupport.ReadLines(t, journal)
 	js := gjson.Get(jl[len(jl)-1], "info")
 	for _, k := range []string{"sent", "released", "failed", "uncertain", "possible_duplicates"} {
 		if js.Get(k).Raw != gjson.Get(summary, k).Raw {
@@ -355,43 +353,8 @@ func TestReplayKilledMidRunThenResumed(t *testing.T) {
 			t.Parallel()
 			w := newWorld(t, 1, 2)
 			w.seed(160)
-			proxy := testsupport.NewProxy(t, w.endpoint)
-			release := make(chan struct{})
-			t.Cleanup(func() { close(release) }) // runs before the proxy closes
-			var mu sync.Mutex
-			calls := 0
-			stuck := make(chan struct{})
-			block := func(op string) {
-				if op != tc.op {
-					return
-				}
-				mu.Lock()
-				calls++
-				n := calls
-				mu.Unlock()
-				if n == tc.nth {
-					close(stuck)
-					<-release // the client never hears back
-				}
-			}
-			if tc.op == "SendMessageBatch" { // the send reaches SQS
-				proxy.SetAfter(func(op string, req, resp []byte) []byte { block(op); return resp })
-			} else { // the delete never does
-				proxy.SetHook(func(op string, body []byte) ([]byte, *testsupport.Reply) { block(op); return nil, nil })
-			}
-			journal := filepath.Join(t.TempDir(), "journal.ndjson")
-			args := append(w.replayArgs("--yes", "--journal", journal, "--concurrency", "1", "--visibility-timeout", "3s", "-o", "json"), "--endpoint-url", proxy.URL)
-			cmd := exec.Command(bin, args...)
-			cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=testtesttest", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
-			testsupport.StartProc(t, cmd).KillWhen(t, 60*time.Second, "the run never reached its fourth batch", stuck)
-
-			// The held messages come back when their 3 s visibility runs out.
-			time.Sleep(4 * time.Second)
-			uncertain := journalUncertain(t, journal)
-			stdout, stderr, code := w.run(nil, "", w.replayArgs("--yes", "--resume", journal, "-o", "json")...)
-			if code != 0 {
-				t.Fatalf("resume: exit %d: %s", code, stderr)
-			}
+			journal := w.killReplayAt(bin, tc.op, tc.nth, "3s")
+			stdout, uncertain := w.resumeAfterKill(journal)
 			skipped := gjson.Get(stdout, "skipped_duplicates").Int()
 			if tc.op == "SendMessageBatch" && (len(uncertain) == 0 || len(uncertain) > 10 || skipped != 0) {
 				t.Errorf("%d in flight per the journal (want one batch), %d skipped", len(uncertain), skipped)
@@ -399,24 +362,126 @@ func TestReplayKilledMidRunThenResumed(t *testing.T) {
 			if tc.op == "DeleteMessageBatch" && (len(uncertain) != 0 || skipped == 0 || skipped > 10) {
 				t.Errorf("%d in flight per the journal (want 0), %d skipped (want the batch)", len(uncertain), skipped)
 			}
-			// The summary lists the messages sent again: the possible duplicates.
-			var listed []string
-			for _, id := range gjson.Get(stdout, "possible_duplicate_ids").Array() {
-				listed = append(listed, id.Str)
-				if !uncertain[id.Str] {
-					t.Errorf("%s listed as a possible duplicate, but the journal did not have it in flight", id.Str)
-				}
-			}
-			if len(listed) != len(uncertain) || gjson.Get(stdout, "possible_duplicates").Int() != int64(len(uncertain)) {
+			// The summary lists every message sent again: the possible duplicates.
+			if listed := gjson.Get(stdout, "possible_duplicate_ids").Array(); len(listed) != len(uncertain) || gjson.Get(stdout, "possible_duplicates").Int() != int64(len(uncertain)) {
 				t.Errorf("summary lists %d possible duplicates, the journal had %d in flight: %s", len(listed), len(uncertain), stdout)
 			}
-			dupOK := map[string]bool{}
-			for i, b := range w.bodies {
-				dupOK[b] = uncertain[w.ids[i]]
-			}
-			w.exactlyOnce(w.places(1, 2), eligible, dupOK)
+			w.exactlyOnce(w.places(1, 2), eligible, w.bodiesOf(uncertain))
 		})
 	}
+}
+
+// hangProxy is a proxy in front of the world's SQS whose hung calls never
+// answer while the test runs.
+type hangProxy struct {
+	*testsupport.Proxy
+	release chan struct{}
+}
+
+func (w *world) hangProxy() *hangProxy {
+	p := &hangProxy{Proxy: testsupport.NewProxy(w.t, w.endpoint), release: make(chan struct{})}
+	w.t.Cleanup(func() { close(p.release) }) // runs before the proxy closes
+	return p
+}
+
+// hang blocks a call until the test ends: the client never hears back.
+func (p *hangProxy) hang() { <-p.release }
+
+// hangAt hangs the nth call of op, after it reached SQS (reached) or
+// before; the channel is closed when it does.
+func (p *hangProxy) hangAt(op string, nth int, reached bool) <-chan struct{} {
+	var mu sync.Mutex
+	calls := 0
+	stuck := make(chan struct{})
+	block := func(o string) {
+		if o != op {
+			return
+		}
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		if n == nth {
+			close(stuck)
+			p.hang()
+		}
+	}
+	if reached {
+		p.SetAfter(func(op string, _, resp []byte) []byte { block(op); return resp })
+	} else {
+		p.SetHook(func(op string, _ []byte) ([]byte, *testsupport.Reply) { block(op); return nil, nil })
+	}
+	return stuck
+}
+
+// killReplayAt runs a replay (binary: bin, or another build) at
+// concurrency 1 with the visibility timeout given, through a proxy that
+// hangs its nth call of op (a send after it reached SQS, a delete before),
+// kills it (SIGKILL) there, and returns its journal.
+func (w *world) killReplayAt(binary, op string, nth int, visibility string) (journal string) {
+	w.t.Helper()
+	proxy := w.hangProxy()
+	stuck := proxy.hangAt(op, nth, op == "SendMessageBatch")
+	journal = filepath.Join(w.t.TempDir(), "journal.ndjson")
+	args := append(w.replayArgs("--yes", "--journal", journal, "--concurrency", "1", "--visibility-timeout", visibility, "-o", "json"), "--endpoint-url", proxy.URL)
+	testsupport.StartProc(w.t, w.commandOf(binary, w.t.TempDir(), args...)).KillWhen(w.t, 60*time.Second, fmt.Sprintf("the run never reached %s call %d", op, nth), stuck)
+	return journal
+}
+
+// resumeAfterKill waits until what a killed run held is visible again (it
+// ran with --visibility-timeout 3s), resumes its journal, which must exit
+// 0 and list as possible duplicates only messages the journal has in
+// flight. It returns the resume's summary and those in flight.
+func (w *world) resumeAfterKill(journal string) (summary string, uncertain map[string]bool) {
+	w.t.Helper()
+	time.Sleep(4 * time.Second)
+	uncertain = journalUncertain(w.t, journal)
+	stdout, stderr, code := w.run(nil, "", w.replayArgs("--yes", "--resume", journal, "-o", "json")...)
+	if code != 0 {
+		w.t.Fatalf("resume: exit %d: %s", code, stderr)
+	}
+	for _, id := range gjson.Get(stdout, "possible_duplicate_ids").Array() {
+		if !uncertain[id.Str] {
+			w.t.Errorf("%s listed as a possible duplicate, but the journal did not have it in flight", id.Str)
+		}
+	}
+	return stdout, uncertain
+}
+
+// bodiesOf is the set of seeded bodies whose message ids are in ids.
+func (w *world) bodiesOf(ids map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for i, b := range w.bodies {
+		out[b] = ids[w.ids[i]]
+	}
+	return out
+}
+
+// writeJournal writes events to a new journal and returns its path.
+func writeJournal(t *testing.T, events ...sqsmove.Event) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "journal.ndjson")
+	j, err := sqsmove.OpenJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events {
+		if err := j.Write(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// killedHolding is what the journal of a run of the DLQ dlq holds when the
+// run was killed after it journalled holding ids (visible again since a
+// minute ago).
+func killedHolding(dlq string, ids []string) []sqsmove.Event {
+	return []sqsmove.Event{{Event: sqsmove.EvRun, Target: dlq},
+		{Event: sqsmove.EvHeld, IDs: ids, Until: time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)}}
 }
 
 // journalUncertain returns the message ids the journal shows in flight.
@@ -460,7 +525,7 @@ func TestInspectExportAndReplayFromFile(t *testing.T) {
 	if !testsupport.QueueEmpty(t, w.c, w.dlq) {
 		t.Fatal("export --delete left messages in the DLQ")
 	}
-	exported := readLines(t, file)
+	exported := testsupport.ReadLines(t, file)
 	if len(exported) != 24 || gjson.Get(exported[0], "message_attributes.origin.string_value").Str == "" || gjson.Get(exported[0], "attributes.SentTimestamp").Str == "" {
 		t.Fatalf("export file: %d lines, first %s", len(exported), exported[0])
 	}
@@ -546,20 +611,4 @@ func TestCodes(t *testing.T) {
 	if code != 0 || gjson.Get(stdout, "#").Int() != 7 || gjson.Get(stdout, `#(code==2003).name`).Str != "NotificationNotFound" {
 		t.Fatalf("codes: %d %s", code, stdout)
 	}
-}
-
-func readLines(t *testing.T, path string) []string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		out = append(out, sc.Text())
-	}
-	return out
 }

@@ -3,16 +3,15 @@ package main_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/tidwall/gjson"
 
 	"github.com/deadletter/deadletter/internal/sqsmove"
+	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
 // Another consumer holds 10 messages while the rest are visible: the
@@ -22,10 +21,7 @@ func TestInFlightElsewhereWithVisibleWorkExits3(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 1, 2)
 	w.seed(40)
-	out, err := w.c.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(w.dlq), MaxNumberOfMessages: 10, VisibilityTimeout: 120})
-	if err != nil || len(out.Messages) != 10 {
-		t.Fatalf("receive: %v (%d)", err, len(out.Messages))
-	}
+	testsupport.Receive(t, w.c, w.dlq, 10, 120) // another consumer
 	stdout, stderr, code := w.run(nil, "", w.replayArgs("--yes", "-o", "json")...)
 	if code != 3 || gjson.Get(stdout, "in_flight_elsewhere").Int() != 10 || gjson.Get(stdout, "sent").Int() == 0 || !strings.Contains(stderr, "in flight 10") {
 		t.Errorf("exit %d, want 3 with in_flight_elsewhere 10 named in the plan:\n%s\n%s", code, stdout, stderr)
@@ -56,19 +52,8 @@ func TestResumeCountsMessagesHeldElsewhereOnce(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 1, 2)
 	w.seed(20)
-	journal := filepath.Join(t.TempDir(), "journal.ndjson")
-	j, err := sqsmove.OpenJournal(journal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j.Write(sqsmove.Event{Event: sqsmove.EvRun})
-	j.Write(sqsmove.Event{Event: sqsmove.EvHeld, IDs: w.ids, Until: time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)})
-	j.Close()
-	for range 4 {
-		if _, err := w.c.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(w.dlq), MaxNumberOfMessages: 10, VisibilityTimeout: 120}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	journal := writeJournal(t, killedHolding("", w.ids)...)
+	testsupport.Receive(t, w.c, w.dlq, 20, 120) // another consumer
 	q, err := sqsmove.Describe(context.Background(), w.c, w.dlq)
 	if err != nil || q.InFlight != 20 {
 		t.Fatalf("another consumer holds %d of 20: %v", q.InFlight, err)

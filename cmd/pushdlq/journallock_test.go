@@ -2,10 +2,8 @@ package main_test
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/deadletter/deadletter/internal/sqsmove"
 )
@@ -16,14 +14,7 @@ func TestSecondRunOnALockedJournalIsRefused(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 1, 2)
 	w.seed(16)
-	journal := filepath.Join(t.TempDir(), "j.ndjson")
-	j, err := sqsmove.OpenJournal(journal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j.Write(sqsmove.Event{Event: sqsmove.EvRun, Target: w.dlq})
-	j.Write(sqsmove.Event{Event: sqsmove.EvHeld, IDs: w.ids, Until: time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)})
-	j.Close()
+	journal := writeJournal(t, killedHolding(w.dlq, w.ids)...)
 	before, _ := os.ReadFile(journal)
 	unlock, err := sqsmove.LockJournal(journal) // the first run
 	if err != nil {

@@ -24,8 +24,7 @@ func TestResumeWhileDeletesAreStillDeniedSaysWhatIsInBothPlaces(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 1, 2)
 	w.seed(80)
-	proxy := denyDeletes(t, w.endpoint)
-	env := []string{"AWS_ENDPOINT_URL=" + proxy.URL}
+	proxy, env := w.denyDeletes()
 	journal := filepath.Join(t.TempDir(), "journal.ndjson")
 	stdout, stderr, code := w.run(env, "", w.replayArgs("--yes", "-o", "json", "--journal", journal)...)
 	first := gjson.Get(stdout, "delete_failed").Int()

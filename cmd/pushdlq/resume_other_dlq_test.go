@@ -1,13 +1,9 @@
 package main_test
 
 import (
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/tidwall/gjson"
-
-	"github.com/deadletter/deadletter/internal/sqsmove"
 )
 
 // `--resume JOURNAL` never checks that the journal is one of this
@@ -26,15 +22,7 @@ func TestResumeWithAnotherDLQsJournalIsRefused(t *testing.T) {
 	a.seed(16)
 	b := newWorld(t, 1, 2)
 	b.seed(16)
-	journal := filepath.Join(t.TempDir(), "a.ndjson")
-	j, err := sqsmove.OpenJournal(journal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A's run, killed after it journalled what it holds.
-	j.Write(sqsmove.Event{Event: sqsmove.EvRun, Target: a.dlq})
-	j.Write(sqsmove.Event{Event: sqsmove.EvHeld, IDs: a.ids, Until: time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)})
-	j.Close()
+	journal := writeJournal(t, killedHolding(a.dlq, a.ids)...) // A's run, killed after it journalled what it holds
 
 	stdout, stderr, code := b.run(nil, "", b.replayArgs("--yes", "--resume", journal, "-o", "json")...)
 	held := gjson.Get(stdout, "still_held").Int()

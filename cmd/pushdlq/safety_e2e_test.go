@@ -10,26 +10,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/tidwall/gjson"
 
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
-
-// command is the binary with the test world's environment; TMPDIR is a
-// directory of its own, so that a spool left behind can be seen.
-func (w *world) command(tmp string, args ...string) *exec.Cmd {
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=testtesttest", "AWS_REGION=us-east-1",
-		"AWS_EC2_METADATA_DISABLED=true", "XDG_STATE_HOME="+w.stateDir, "AWS_ENDPOINT_URL="+w.endpoint, "TMPDIR="+tmp)
-	return cmd
-}
 
 // readOneLineThenClose runs cmd with its stdout read by a reader that
 // takes one line and closes the pipe (`| head -1`). While the run goes on
@@ -114,7 +102,7 @@ func TestReplayWithClosedStdoutReleasesAndJournals(t *testing.T) {
 		t.Errorf("first line %s", line)
 	}
 	w.checkStoppedCleanly(state, stderr, tmp)
-	lines := readLines(t, journal)
+	lines := testsupport.ReadLines(t, journal)
 	last := lines[len(lines)-1]
 	if gjson.Get(last, "event").Str != "summary" {
 		t.Fatalf("the journal ends with %s, not its summary", last)
@@ -164,29 +152,7 @@ func TestResumeRightAfterAKillWaitsForTheHeldMessages(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 1, 2)
 	w.seed(160)
-	proxy := testsupport.NewProxy(t, w.endpoint)
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	var mu sync.Mutex
-	deletes := 0
-	stuck := make(chan struct{})
-	proxy.SetHook(func(op string, body []byte) ([]byte, *testsupport.Reply) {
-		if op != "DeleteMessageBatch" {
-			return nil, nil
-		}
-		mu.Lock()
-		deletes++
-		n := deletes
-		mu.Unlock()
-		if n == 4 { // sent, not deleted
-			close(stuck)
-			<-release
-		}
-		return nil, nil
-	})
-	journal := filepath.Join(t.TempDir(), "journal.ndjson")
-	args := append(w.replayArgs("--yes", "--journal", journal, "--concurrency", "1", "--visibility-timeout", "4s", "-o", "json"), "--endpoint-url", proxy.URL)
-	testsupport.StartProc(t, w.command(t.TempDir(), args...)).KillWhen(t, 60*time.Second, "the run never reached its fourth delete", stuck)
+	journal := w.killReplayAt(bin, "DeleteMessageBatch", 4, "4s") // sent, not deleted
 
 	// At once: everything is still invisible.
 	stdout, stderr, code := w.run(nil, "", w.replayArgs("--yes", "--resume", journal, "-o", "json")...)
@@ -208,15 +174,8 @@ func TestResumeRightAfterAKillWaitsForTheHeldMessages(t *testing.T) {
 func TestResumeThatWouldWaitTooLongSaysUntilWhen(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 1, 2)
-	journal := filepath.Join(t.TempDir(), "journal.ndjson")
-	j, err := sqsmove.OpenJournal(journal)
-	if err != nil {
-		t.Fatal(err)
-	}
 	until := time.Now().Add(time.Hour).UTC()
-	j.Write(sqsmove.Event{Event: sqsmove.EvRun})
-	j.Write(sqsmove.Event{Event: sqsmove.EvHeld, IDs: []string{"a", "b"}, Until: until.Format(time.RFC3339Nano)})
-	j.Close()
+	journal := writeJournal(t, sqsmove.Event{Event: sqsmove.EvRun}, sqsmove.Event{Event: sqsmove.EvHeld, IDs: []string{"a", "b"}, Until: until.Format(time.RFC3339Nano)})
 	_, stderr, code := w.run(nil, "", w.replayArgs("--yes", "--resume", journal, "--wait-held", "1m")...)
 	if code != 1 || !strings.Contains(stderr, until.Format(time.RFC3339)) || !strings.Contains(stderr, "2 messages") {
 		t.Errorf("exit %d, want 1 naming %s: %s", code, until.Format(time.RFC3339), stderr)
@@ -229,10 +188,7 @@ func TestInFlightMessagesAreReported(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 1, 2)
 	w.seed(8)
-	out, err := w.c.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(w.dlq), MaxNumberOfMessages: 10, VisibilityTimeout: 60})
-	if err != nil || len(out.Messages) != 8 {
-		t.Fatalf("receive: %v (%d)", err, len(out.Messages))
-	}
+	testsupport.Receive(t, w.c, w.dlq, 8, 60) // another consumer
 	stdout, stderr, code := w.run(nil, "", w.replayArgs("--yes", "-o", "json")...)
 	if code != 3 || !strings.Contains(stderr, "8 messages are in flight: another consumer or an interrupted run holds them") || strings.Contains(stderr, "\nnothing to replay") {
 		t.Errorf("replay: exit %d, want 3 saying 8 are in flight: %s", code, stderr)

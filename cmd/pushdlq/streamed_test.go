@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -39,9 +38,7 @@ func TestStreamedReplayHitWhileTheScanStillRuns(t *testing.T) {
 			t.Parallel()
 			w := newWorld(t, 1, 2)
 			w.seed(320)
-			proxy := testsupport.NewProxy(t, w.endpoint)
-			release := make(chan struct{})
-			t.Cleanup(func() { close(release) }) // runs before the proxy closes
+			proxy := w.hangProxy()
 			var mu sync.Mutex
 			received, sends, receivedAtHit := 0, 0, -1
 			hit := make(chan struct{})
@@ -77,14 +74,13 @@ func TestStreamedReplayHitWhileTheScanStillRuns(t *testing.T) {
 				}
 				if tc.kill && fourth(op) { // the send reached the target
 					close(hit)
-					<-release // the client never hears back
+					proxy.hang()
 				}
 				return resp
 			})
 			journal := filepath.Join(t.TempDir(), "journal.ndjson")
 			args := append(w.replayArgs("--yes", "--journal", journal, "--concurrency", "1", "--visibility-timeout", "3s", "-o", "ndjson"), "--endpoint-url", proxy.URL)
-			cmd := exec.Command(bin, args...)
-			cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=testtesttest", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
+			cmd := w.command(t.TempDir(), args...)
 			var out, errOut bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errOut
 			if err := cmd.Start(); err != nil {
@@ -111,24 +107,11 @@ func TestStreamedReplayHitWhileTheScanStillRuns(t *testing.T) {
 				cmd.Process.Kill()
 				cmd.Wait()
 				heldBeforeSent(t, journal)
-				// The held messages come back when their 3 s visibility runs out.
-				time.Sleep(4 * time.Second)
-				uncertain := journalUncertain(t, journal)
+				_, uncertain := w.resumeAfterKill(journal)
 				if len(uncertain) == 0 || len(uncertain) > 10 {
 					t.Errorf("%d in flight per the journal, want the one batch", len(uncertain))
 				}
-				stdout, stderr, code := w.run(nil, "", w.replayArgs("--yes", "--resume", journal, "-o", "json")...)
-				if code != 0 {
-					t.Fatalf("resume: exit %d: %s", code, stderr)
-				}
-				for _, id := range gjson.Get(stdout, "possible_duplicate_ids").Array() {
-					if !uncertain[id.Str] {
-						t.Errorf("%s listed as a possible duplicate, but the journal did not have it in flight", id.Str)
-					}
-				}
-				for i, b := range w.bodies {
-					dupOK[b] = uncertain[w.ids[i]]
-				}
+				dupOK = w.bodiesOf(uncertain)
 			} else {
 				if err := cmd.Wait(); err == nil || cmd.ProcessState.ExitCode() != 3 {
 					t.Fatalf("exit %v, want 3 (a batch failed): %s", err, errOut.String())

@@ -1,10 +1,8 @@
 package main_test
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -30,15 +28,7 @@ func TestUncertainSendNotResentIsStillListed(t *testing.T) {
 	x := w.ids[0] // code 1004, priority 1, in the window
 	// The killed run's send reached P1.
 	testsupport.SendBodies(t, w.c, w.base+"P1", []string{w.bodies[0]}, nil)
-	journal := filepath.Join(t.TempDir(), "j.ndjson")
-	j, err := sqsmove.OpenJournal(journal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j.Write(sqsmove.Event{Event: sqsmove.EvRun, Target: w.dlq})
-	j.Write(sqsmove.Event{Event: sqsmove.EvHeld, IDs: w.ids, Until: time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)})
-	j.Write(sqsmove.Event{Event: sqsmove.EvSend, Batch: 1, Target: w.base + "P1", IDs: []string{x}})
-	j.Close()
+	journal := writeJournal(t, append(killedHolding(w.dlq, w.ids), sqsmove.Event{Event: sqsmove.EvSend, Batch: 1, Target: w.base + "P1", IDs: []string{x}})...)
 
 	stdout, stderr, code := w.run(nil, "", "replay", "--dlq", w.dlq, "--queue-base-url", w.base, "--window", winStart+"/"+winEnd,
 		"--codes", "2003", "--yes", "--resume", journal, "-o", "json")

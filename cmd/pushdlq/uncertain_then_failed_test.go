@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,15 +27,7 @@ func TestUncertainThenFailedIsStillAPossibleDuplicate(t *testing.T) {
 	w.seed(16)
 	x, body := w.ids[0], w.bodies[0]                                 // code 1004, priority 1, in the window
 	testsupport.SendBodies(t, w.c, w.base+"P1", []string{body}, nil) // run 1's send arrived
-	journal := filepath.Join(t.TempDir(), "j.ndjson")
-	j, err := sqsmove.OpenJournal(journal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j.Write(sqsmove.Event{Event: sqsmove.EvRun, Target: w.dlq})
-	j.Write(sqsmove.Event{Event: sqsmove.EvHeld, IDs: w.ids, Until: time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)})
-	j.Write(sqsmove.Event{Event: sqsmove.EvSend, Batch: 1, Target: w.base + "P1", IDs: []string{x}})
-	j.Close()
+	journal := writeJournal(t, append(killedHolding(w.dlq, w.ids), sqsmove.Event{Event: sqsmove.EvSend, Batch: 1, Target: w.base + "P1", IDs: []string{x}})...)
 
 	proxy := testsupport.NewProxy(t, w.endpoint)
 	proxy.SetHook(func(op string, req []byte) ([]byte, *testsupport.Reply) {
