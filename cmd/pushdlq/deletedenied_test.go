@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,18 +9,20 @@ import (
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
-// The DLQ refuses deletes (AccessDenied): the run stops after the first
-// refusal, exits 4, says how many messages are in both places and that
-// --resume deletes them; the resume, once deletes are allowed, deletes
-// them without sending them again and replays the rest: every message
-// ends up in exactly one place.
+// The operator's role may send to the priority queues but not delete from
+// the DLQ (sqs:DeleteMessage missing: a common IAM slip). The canary proves
+// the target, not the delete, so the run must stop sending at the first
+// delete refused for a reason no retry fixes (AccessDenied), exit 4, say how
+// many messages are now in both places and that --resume (with its journal)
+// deletes them, so that nobody re-runs a fresh replay and sends them twice.
+// The resume, once deletes are allowed, deletes them without sending them
+// again and replays the rest: every message ends up in exactly one place.
 func TestDeleteDeniedStopsAndResumeDeletesWithoutResending(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 1, 2)
 	w.seed(80)
-	proxy := denyDeletes(t, w.endpoint)
-	journal := filepath.Join(t.TempDir(), "journal.ndjson")
-	stdout, stderr, code := w.run([]string{"AWS_ENDPOINT_URL=" + proxy.URL}, "", w.replayArgs("--yes", "-o", "json", "--journal", journal)...)
+	proxy, denied := w.denyDeletes()
+	stdout, stderr, code := w.run(denied, "", w.replayArgs("--yes", "-o", "json")...)
 	if code != 4 {
 		t.Errorf("exit %d, want 4 (permissions)", code)
 	}
@@ -29,8 +30,9 @@ func TestDeleteDeniedStopsAndResumeDeletesWithoutResending(t *testing.T) {
 	if sent != 1 || gjson.Get(stdout, "delete_failed").Int() != 1 || proxy.Calls()["SendMessageBatch"] != 1 {
 		t.Errorf("want the run stopped after the first refused delete (the canary): %s", stdout)
 	}
-	if !strings.Contains(stderr, "1 message is now in both the target queue and the DLQ") || !strings.Contains(stderr, "--resume "+journal) {
-		t.Errorf("stderr does not say what is in both places and how to resume:\n%s", stderr)
+	journal := gjson.Get(stdout, "journal").Str // the default one, under XDG_STATE_HOME
+	if journal == "" || !strings.Contains(stderr, "1 message is now in both the target queue and the DLQ") || !strings.Contains(stderr, "--resume "+journal) {
+		t.Errorf("stderr does not say what is in both places and how to resume (journal %q):\n%s", journal, stderr)
 	}
 	stdout, stderr, code = w.run(nil, "", w.replayArgs("--yes", "-o", "json", "--resume", journal)...)
 	if code != 0 || gjson.Get(stdout, "skipped_duplicates").Int() != 1 {
@@ -39,15 +41,18 @@ func TestDeleteDeniedStopsAndResumeDeletesWithoutResending(t *testing.T) {
 	w.exactlyOnce(w.places(1, 2), eligible, nil)
 }
 
-// denyDeletes is a proxy in front of endpoint whose DLQ refuses deletes
-// (AccessDenied on DeleteMessageBatch); SetHook(nil) allows them again.
-func denyDeletes(t *testing.T, endpoint string) *testsupport.Proxy {
-	proxy := testsupport.NewProxy(t, endpoint)
+// denyDeletes puts a proxy in front of the world's SQS whose DLQ refuses
+// deletes (AccessDenied on DeleteMessageBatch, as IAM words it), and
+// returns it (SetHook(nil) allows them again) and the environment that
+// sends a run through it.
+func (w *world) denyDeletes() (*testsupport.Proxy, []string) {
+	proxy := testsupport.NewProxy(w.t, w.endpoint)
 	proxy.SetHook(func(op string, _ []byte) ([]byte, *testsupport.Reply) {
 		if op == "DeleteMessageBatch" {
-			return nil, &testsupport.Reply{Status: 400, Body: testsupport.AWSJSONError("AccessDenied", "not authorized to perform: sqs:deletemessage")}
+			return nil, &testsupport.Reply{Status: 400, Body: testsupport.AWSJSONError("AccessDenied",
+				"User: arn:aws:sts::000000000000:assumed-role/oncall is not authorized to perform: sqs:deletemessage")}
 		}
 		return nil, nil
 	})
-	return proxy
+	return proxy, []string{"AWS_ENDPOINT_URL=" + proxy.URL}
 }
