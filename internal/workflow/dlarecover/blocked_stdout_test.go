@@ -81,7 +81,7 @@ func TestBlockedStdoutHoldsTheRunBack(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	for _, conc := range []int{1, 8} {
 		fx := newRunFixture(t)
-		fx.generate(t, gen.Options{Stack: "s", Count: 300, Seed: 9, Days: 2, MinGranules: 1, MaxGranules: 2, Malformed: -1})
+		fx.generate(t, gen.Options{Stack: "s", Count: 150, Seed: 9, Days: 2, MinGranules: 1, MaxGranules: 2, Malformed: -1})
 		n := &announcing{execs: map[string]bool{}}
 		r := &Run{Store: fx.store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, fx.pool), Pool: fx.pool,
 			Writer: &recovery.Writer{Now: func() time.Time { return now }, Notifier: n}, Concurrency: conc,

@@ -312,6 +312,12 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 			}
 		}()
 	}
+	// An object is started only while fewer than resultsAhead of those fed
+	// before it wait for their result's turn: one whose tail hangs (an
+	// S3 request that never returns) or a stdout that takes no line
+	// holds the run back, instead of the run going through the whole
+	// selection with none of its lines emitted.
+	window := make(chan struct{}, resultsAhead(r.Concurrency))
 	var outErr error
 	done := make(chan struct{})
 	go func() {
@@ -329,6 +335,7 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 				}
 				delete(early, next)
 				next++
+				<-window
 				if res.skipped {
 					continue
 				}
@@ -356,6 +363,11 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 	seq := 0
 	preparing := make(chan struct{}, aheadOf(r.Concurrency))
 	feed := func(sr selection.Result) error {
+		select {
+		case window <- struct{}{}: // given back when its result is taken
+		case <-runCtx.Done():
+			return runCtx.Err()
+		}
 		it := workItem{seq: seq, key: sr.Entry.Key, d: sr.Decoded, err: sr.Err}
 		if prefetch && it.err == nil && it.d != nil {
 			// Prepared by a goroutine of its own while the workers write
@@ -363,6 +375,7 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 			select {
 			case preparing <- struct{}{}:
 			case <-runCtx.Done():
+				<-window
 				return runCtx.Err()
 			}
 			a := &ahead{done: make(chan struct{})}
@@ -381,6 +394,7 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 			if it.ahead != nil {
 				<-it.ahead.done // its reads end before the run does
 			}
+			<-window
 			return runCtx.Err()
 		}
 	}
@@ -471,6 +485,15 @@ func (r *Run) deferTails() bool { return !r.NoPrefetch && !r.DryRun }
 
 // tailsInFlight bounds the tails running at once.
 func tailsInFlight(concurrency int) int { return max(16, 4*concurrency) }
+
+// resultsAhead bounds the objects fed whose result has not had its turn
+// (counted and emitted in the selection's order): those fed ahead, those
+// being written, the tails in flight and the results handed over. It binds
+// only when one of them is held (a tail that hangs, a stdout that takes no
+// line).
+func resultsAhead(concurrency int) int {
+	return aheadOf(concurrency) + tailsInFlight(concurrency) + 2*concurrency
+}
 
 // process writes one object. It acts on the archive too, or returns the
 // function that does (the tail: publish what the write held, then delete
