@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -21,23 +20,11 @@ import (
 // the function's work per invocation without the Lambda runtime.
 func BenchmarkHandleBatchOf10(b *testing.B) {
 	c := testsupport.SQSClient(b)
-	prefix := "pb" + testsupport.RandomHex(3) + "-"
-	dlq := testsupport.CreateQueue(b, c, prefix+"push-dlq", nil)
-	testsupport.CreateQueue(b, c, prefix+"P1", nil)
-	testsupport.CreateQueue(b, c, prefix+"P2", nil)
+	dlq, base := testsupport.NewPushQueues(b, c, "pb", 1, 2)
 	start, end, _ := pushpolicy.ParseWindow(winStart + "/" + winEnd)
-	h := &pushdlq.Handler{API: c, Log: io.Discard, Config: pushpolicy.Config{DLQURL: dlq, BaseURL: strings.TrimSuffix(dlq, "push-dlq"),
+	h := &pushdlq.Handler{API: c, Log: io.Discard, Config: pushpolicy.Config{DLQURL: dlq, BaseURL: base,
 		Policy: pushpolicy.Policy{Start: start, End: end, Codes: []int{1004}}}}
-	var ev events.SQSEvent
-	for i := range 10 {
-		created := inWindow
-		if i >= 7 {
-			created = before
-		}
-		v := fmt.Sprint("push-", i)
-		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprint("m-", i), Body: body(1+i%2, created, 1004, v),
-			MessageAttributes: map[string]events.SQSMessageAttribute{"origin": {DataType: "String", StringValue: &v}}})
-	}
+	ev := batchOf10()
 	b.ResetTimer()
 	for range b.N {
 		resp, err := h.Handle(context.Background(), ev)
@@ -56,6 +43,14 @@ func BenchmarkRuntimeBatchOf10(b *testing.B) {
 	rt := lambdart.Start(b, lambdart.Function{Bootstrap: lambdart.Build(b, "./cmd/push-dlq"),
 		Env: lambdart.Env(lambdart.ServiceEnv(b, "sqs"), map[string]string{
 			pushpolicy.EnvDLQURL: dlq, pushpolicy.EnvBaseURL: base, pushpolicy.EnvStartAt: winStart, pushpolicy.EnvEndAt: winEnd, pushpolicy.EnvErrorCodes: "1004"})})
+	ev := batchOf10()
+	payload, _ := json.Marshal(ev)
+	lambdart.BenchBatches(b, rt, payload)
+}
+
+// batchOf10 is an event of ten records: seven in the window at priorities
+// 1 and 2 (replayed), three before it (parked).
+func batchOf10() events.SQSEvent {
 	var ev events.SQSEvent
 	for i := range 10 {
 		created := inWindow
@@ -66,6 +61,5 @@ func BenchmarkRuntimeBatchOf10(b *testing.B) {
 		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprint("m-", i), Body: body(1+i%2, created, 1004, v),
 			MessageAttributes: map[string]events.SQSMessageAttribute{"origin": {DataType: "String", StringValue: &v}}})
 	}
-	payload, _ := json.Marshal(ev)
-	lambdart.BenchBatches(b, rt, payload)
+	return ev
 }

@@ -1,49 +1,10 @@
 package pushdlq_test
 
 import (
-	"bufio"
-	"context"
-	"encoding/json"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-
-	"github.com/deadletter/deadletter/internal/processor/pushdlq"
 )
-
-// handleRaw runs the handler on an event whose records may share message
-// ids (fixture.handle keys its log lines by id): it returns the batch item
-// failures in order, every record line in order, and the summary.
-func (f *fixture) handleRaw(ev events.SQSEvent) (failures []string, lines []pushdlq.RecordLog, sum pushdlq.SummaryLog) {
-	f.t.Helper()
-	f.log.Reset()
-	resp, err := f.h.Handle(context.Background(), ev)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	for _, x := range resp.BatchItemFailures {
-		failures = append(failures, x.ItemIdentifier)
-	}
-	sc := bufio.NewScanner(f.log)
-	for sc.Scan() {
-		var kind struct{ Type string }
-		if err := json.Unmarshal(sc.Bytes(), &kind); err != nil {
-			f.t.Fatalf("log line %q: %v", sc.Text(), err)
-		}
-		switch kind.Type {
-		case "record":
-			var l pushdlq.RecordLog
-			json.Unmarshal(sc.Bytes(), &l)
-			lines = append(lines, l)
-		case "summary":
-			json.Unmarshal(sc.Bytes(), &sum)
-		}
-	}
-	if len(lines) != len(ev.Records) {
-		f.t.Fatalf("%d record lines for %d records:\n%s", len(lines), len(ev.Records), f.log)
-	}
-	return failures, lines, sum
-}
 
 // The same message twice in one event (SQS delivers at least once; an
 // event source mapping with a batching window can put a redelivered

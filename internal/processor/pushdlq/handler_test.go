@@ -101,18 +101,19 @@ func (f *fixture) seed(bodies ...string) events.SQSEvent {
 	return out
 }
 
-func (f *fixture) handle(ev events.SQSEvent) (failed map[string]bool, lines map[string]pushdlq.RecordLog, sum pushdlq.SummaryLog) {
+// handleRaw runs the handler on an event whose records may share message
+// ids: it returns the batch item failures in order, every record line in
+// order, and the summary (one, and one line for each record).
+func (f *fixture) handleRaw(ev events.SQSEvent) (failures []string, lines []pushdlq.RecordLog, sum pushdlq.SummaryLog) {
 	f.t.Helper()
 	f.log.Reset()
 	resp, err := f.h.Handle(context.Background(), ev)
 	if err != nil {
 		f.t.Fatalf("handler returned an error (the whole batch would be retried): %v", err)
 	}
-	failed = map[string]bool{}
 	for _, x := range resp.BatchItemFailures {
-		failed[x.ItemIdentifier] = true
+		failures = append(failures, x.ItemIdentifier)
 	}
-	lines = map[string]pushdlq.RecordLog{}
 	sc := bufio.NewScanner(f.log)
 	n := 0
 	for sc.Scan() {
@@ -126,7 +127,7 @@ func (f *fixture) handle(ev events.SQSEvent) (failed map[string]bool, lines map[
 			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 				f.t.Fatalf("log line %q: %v", sc.Text(), err)
 			}
-			lines[l.MessageID] = l
+			lines = append(lines, l)
 		case "summary":
 			n++
 			if err := json.Unmarshal(sc.Bytes(), &sum); err != nil {
@@ -138,6 +139,24 @@ func (f *fixture) handle(ev events.SQSEvent) (failed map[string]bool, lines map[
 	}
 	if len(lines) != len(ev.Records) || n != 1 {
 		f.t.Fatalf("%d record lines for %d records, %d summaries:\n%s", len(lines), len(ev.Records), n, f.log)
+	}
+	return failures, lines, sum
+}
+
+// handle is handleRaw by message id.
+func (f *fixture) handle(ev events.SQSEvent) (failed map[string]bool, lines map[string]pushdlq.RecordLog, sum pushdlq.SummaryLog) {
+	f.t.Helper()
+	failures, list, sum := f.handleRaw(ev)
+	failed = map[string]bool{}
+	for _, id := range failures {
+		failed[id] = true
+	}
+	lines = map[string]pushdlq.RecordLog{}
+	for _, l := range list {
+		lines[l.MessageID] = l
+	}
+	if len(lines) != len(ev.Records) {
+		f.t.Fatalf("%d record lines for %d records:\n%s", len(lines), len(ev.Records), f.log)
 	}
 	return failed, lines, sum
 }
