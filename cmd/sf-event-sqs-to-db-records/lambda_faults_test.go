@@ -2,14 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/jackc/pgx/v5"
 	"github.com/tidwall/gjson"
 
 	"github.com/deadletter/deadletter/internal/recovery"
@@ -26,20 +24,11 @@ import (
 func TestLambdaDeadLetterSendWhoseReplyIsLost(t *testing.T) {
 	f := newFixture(t, 30, true)
 	proxy := testsupport.NewProxy(t, testsupport.SQSEndpoint(t))
-	var mu sync.Mutex
-	lost := 0
-	proxy.SetLoseReply(func(op string) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if op == "SendMessage" && lost < 4 {
-			lost++
-			return true
-		}
-		return false
-	})
+	lostReplies := proxy.LoseFirstReplies("SendMessage", 4)
 	env := lambdart.Env(f.env, map[string]string{"AWS_ENDPOINT_URL_SQS": proxy.URL})
 	rt := lambdart.Start(t, lambdart.Function{Bootstrap: f.bin, Env: env})
 	st := drain(t, f, rt)
+	lost := lostReplies()
 	if lost != 4 {
 		t.Fatalf("%d replies lost: the fault did not happen", lost)
 	}
@@ -110,25 +99,11 @@ func TestLambdaPublishFailingAfterTheWrite(t *testing.T) {
 	}
 	written := 0
 	for _, name := range f.good {
-		if f.executionWritten(t, name) {
+		if testsupport.ExecutionWritten(t, f.dbURL, name) {
 			written++
 		}
 	}
 	if written != len(f.good) {
 		t.Errorf("%d of %d good executions written", written, len(f.good))
 	}
-}
-
-func (f *fixture) executionWritten(t *testing.T, name string) bool {
-	t.Helper()
-	conn, err := pgx.Connect(context.Background(), f.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	var n int
-	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM executions WHERE arn LIKE '%:' || $1`, name).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n == 1
 }

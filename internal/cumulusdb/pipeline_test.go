@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -107,7 +106,7 @@ func TestBatchedWritesMatchOneByOne(t *testing.T) {
 
 	got, want := testsupport.DumpTables(t, batchedURL, runStart), testsupport.DumpTables(t, oneURL, runStart)
 	for _, table := range []string{"executions", "pdrs", "granules", "files", "granules_executions"} {
-		a, b := canonical(t, got[table]), canonical(t, want[table])
+		a, b := testsupport.TableLines(t, got[table]), testsupport.TableLines(t, want[table])
 		if a != b {
 			t.Errorf("%s differ:\n batched\n%s\n one by one\n%s", table, a, b)
 		}
@@ -118,21 +117,6 @@ func TestBatchedWritesMatchOneByOne(t *testing.T) {
 	if b, o := batchedProxy.RoundTrips(), oneProxy.RoundTrips(); b >= o {
 		t.Fatalf("the batched writer made %d round trips, the one-by-one writer %d: nothing was batched", b, o)
 	}
-}
-
-// canonical is a table's rows as sorted JSON lines.
-func canonical(t *testing.T, rows []map[string]any) string {
-	t.Helper()
-	lines := make([]string, 0, len(rows))
-	for _, r := range rows {
-		b, err := json.Marshal(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, string(b))
-	}
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
 }
 
 // TestBatchedWritesDatabaseCut cuts the connection to PostgreSQL at the
@@ -195,7 +179,7 @@ func TestBatchedWritesDatabaseCut(t *testing.T) {
 	}
 	got, want := testsupport.DumpTables(t, dbURL, runStart), testsupport.DumpTables(t, cleanURL, runStart)
 	for _, table := range []string{"executions", "granules", "files", "granules_executions"} {
-		if a, b := canonical(t, got[table]), canonical(t, want[table]); a != b {
+		if a, b := testsupport.TableLines(t, got[table]), testsupport.TableLines(t, want[table]); a != b {
 			t.Errorf("%s after the cut and the retry:\n%s\n clean\n%s", table, a, b)
 		}
 	}

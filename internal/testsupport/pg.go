@@ -114,3 +114,20 @@ func NewCumulusDatabaseOf(t testing.TB, gen cumulusdb.Generation, seed []byte) s
 	}
 	return dbURL
 }
+
+// ExecutionWritten reports whether the database holds the execution whose
+// ARN ends in ":"+name, once.
+func ExecutionWritten(t testing.TB, dbURL, name string) bool {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM executions WHERE arn LIKE '%:' || $1`, name).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}

@@ -12,6 +12,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -191,6 +193,22 @@ func DumpTables(t testing.TB, dbURL string, runStart time.Time) map[string][]map
 		rows.Close()
 	}
 	return out
+}
+
+// TableLines is a table's rows (as DumpTables reads them) as sorted JSON
+// lines: two databases hold the same rows when their lines are equal.
+func TableLines(t testing.TB, rows []map[string]any) string {
+	t.Helper()
+	lines := make([]string, 0, len(rows))
+	for _, r := range rows {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(b))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
 }
 
 func normaliseDumped(table string, m map[string]any, runStart time.Time) map[string]any {

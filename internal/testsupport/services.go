@@ -72,6 +72,24 @@ func AWSConfig() aws.Config {
 	}
 }
 
+// SetAWSEnv points the process's AWS SDK (the commands', through their
+// environment) at local servers for the rest of the test: the test
+// credentials, us-east-1, no profile, no shared files, no instance
+// metadata; endpoints holds the per-service endpoints
+// (AWS_ENDPOINT_URL_S3 and the like) and any other variable to set.
+func SetAWSEnv(t testing.TB, endpoints map[string]string) {
+	t.Helper()
+	for k, v := range map[string]string{
+		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": AccessKey, "AWS_SECRET_ACCESS_KEY": SecretKey,
+		"AWS_EC2_METADATA_DISABLED": "true", "AWS_PROFILE": "", "AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
+	} {
+		t.Setenv(k, v)
+	}
+	for k, v := range endpoints {
+		t.Setenv(k, v)
+	}
+}
+
 // S3Client returns a client for the test S3 server.
 func S3Client(t testing.TB) *s3.Client { return S3ClientAt(S3Endpoint(t)) }
 

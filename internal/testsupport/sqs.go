@@ -278,6 +278,28 @@ func (p *Proxy) SetLoseReply(lose func(op string) bool) {
 	p.SetLoseReplyOf(func(op string, _ []byte) bool { return lose(op) })
 }
 
+// LoseFirstReplies loses the replies of the first n calls of op (each
+// call took effect; the caller gets a 500); lost says how many it has lost
+// so far.
+func (p *Proxy) LoseFirstReplies(op string, n int) (lost func() int) {
+	var mu sync.Mutex
+	count := 0
+	p.SetLoseReply(func(o string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if o == op && count < n {
+			count++
+			return true
+		}
+		return false
+	})
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return count
+	}
+}
+
 // SetLoseReplyOf is SetLoseReply deciding on the request body too (as the
 // client sent it): every attempt of one call carries the same body.
 func (p *Proxy) SetLoseReplyOf(lose func(op string, body []byte) bool) {

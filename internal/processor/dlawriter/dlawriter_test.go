@@ -325,13 +325,7 @@ func TestArchiverParityWithCumulusV21(t *testing.T) {
 
 func searchArchive(t *testing.T, e *env, ins []writerInput, keyOf map[string]string) {
 	t.Helper()
-	for k, v := range map[string]string{
-		"AWS_ENDPOINT_URL_S3": testsupport.S3Endpoint(t), "AWS_REGION": "us-east-1",
-		"AWS_ACCESS_KEY_ID": testsupport.AccessKey, "AWS_SECRET_ACCESS_KEY": testsupport.SecretKey,
-		"AWS_EC2_METADATA_DISABLED": "true", "AWS_PROFILE": "", "AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
-	} {
-		t.Setenv(k, v)
-	}
+	testsupport.SetAWSEnv(t, map[string]string{"AWS_ENDPOINT_URL_S3": testsupport.S3Endpoint(t)})
 	ios, _, out, errOut := iostreams.Test()
 	getenv := func(string) string { return "" }
 	ios.SetEnv(getenv)

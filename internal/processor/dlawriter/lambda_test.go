@@ -11,11 +11,37 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/testsupport"
 	"github.com/deadletter/deadletter/internal/testsupport/lambdart"
 	"github.com/tidwall/gjson"
 )
+
+// archiverEnv is the archiver's real bootstrap under the Lambda runtime
+// harness, archiving into a new bucket of the test S3 server.
+type archiverEnv struct {
+	rt     *lambdart.Runtime
+	s3c    *s3.Client
+	bucket string
+	proxy  *testsupport.Proxy // in front of S3, when asked for
+}
+
+// startArchiver starts the archiver with a Step Functions fake that knows
+// executions, reaching S3 through a proxy when viaProxy.
+func startArchiver(tb testing.TB, executions map[string]testsupport.SFNExecution, viaProxy bool) *archiverEnv {
+	tb.Helper()
+	a := &archiverEnv{s3c: testsupport.S3Client(tb)}
+	a.bucket = testsupport.NewBucket(tb, a.s3c)
+	env := map[string]string{"AWS_ENDPOINT_URL_SFN": testsupport.NewSFNFake(tb, executions).URL, "system_bucket": a.bucket, "stackName": "demo"}
+	if viaProxy {
+		a.proxy = testsupport.NewProxy(tb, testsupport.S3Endpoint(tb))
+		env["AWS_ENDPOINT_URL_S3"] = a.proxy.URL
+	}
+	a.rt = lambdart.Start(tb, lambdart.Function{Bootstrap: lambdart.Build(tb, "./cmd/write-db-dlq-records-to-s3"),
+		Env: lambdart.Env(lambdart.ServiceEnv(tb, "s3"), env)})
+	return a
+}
 
 // TestArchiverBootstrapLosesNothing runs the real bootstrap under the
 // Lambda Runtime API harness, fed by an event-source-mapping loop on
@@ -28,15 +54,8 @@ import (
 // the only messages delivered more than once are those of the killed batch
 // and the refused one.
 func TestArchiverBootstrapLosesNothing(t *testing.T) {
-	bin := lambdart.Build(t, "./cmd/write-db-dlq-records-to-s3")
-	s3c := testsupport.S3Client(t)
-	bucket := testsupport.NewBucket(t, s3c)
-	sfn := testsupport.NewSFNFake(t, testsupport.LoadSFN(t, seed3+"/archive/_fixtures/sfn.json"))
-	proxy := testsupport.NewProxy(t, testsupport.S3Endpoint(t))
-	rt := lambdart.Start(t, lambdart.Function{Bootstrap: bin, Env: lambdart.Env(lambdart.ServiceEnv(t, "s3"), map[string]string{
-		"AWS_ENDPOINT_URL_S3": proxy.URL, "AWS_ENDPOINT_URL_SFN": sfn.URL,
-		"system_bucket": bucket, "stackName": "demo",
-	})})
+	a := startArchiver(t, testsupport.LoadSFN(t, seed3+"/archive/_fixtures/sfn.json"), true)
+	rt, proxy := a.rt, a.proxy
 
 	c := testsupport.SQSClient(t)
 	queue := testsupport.NewQueue(t, c, "archiver-", false)
@@ -117,7 +136,7 @@ func TestArchiverBootstrapLosesNothing(t *testing.T) {
 
 	// Conservation: one object per message id, and nothing else.
 	objects := map[string]int{}
-	store := archive.NewS3(s3c, bucket)
+	store := archive.NewS3(a.s3c, a.bucket)
 	err := store.List(context.Background(), "demo/dead-letter-archive/sqs/", false, func(e archive.Entry) error {
 		b, err := store.Get(context.Background(), e.Key)
 		if err != nil {
@@ -174,12 +193,7 @@ func TestArchiverBootstrapFailsItsColdStartWithV21sText(t *testing.T) {
 // failed executions unwrapped through the Step Functions fake, put to
 // versitygw), peak memory.
 func BenchmarkArchiverBatchOf10(b *testing.B) {
-	s3c := testsupport.S3Client(b)
-	bucket := testsupport.NewBucket(b, s3c)
-	sfn := testsupport.NewSFNFake(b, testsupport.LoadSFN(b, seed3+"/archive/_fixtures/sfn.json"))
-	rt := lambdart.Start(b, lambdart.Function{Bootstrap: lambdart.Build(b, "./cmd/write-db-dlq-records-to-s3"),
-		Env: lambdart.Env(lambdart.ServiceEnv(b, "s3"), map[string]string{
-			"AWS_ENDPOINT_URL_SFN": sfn.URL, "system_bucket": bucket, "stackName": "demo"})})
+	rt := startArchiver(b, testsupport.LoadSFN(b, seed3+"/archive/_fixtures/sfn.json"), false).rt
 	var recs []json.RawMessage
 	raw, err := os.ReadFile(seed3 + "/writer-inputs.json")
 	if err != nil {

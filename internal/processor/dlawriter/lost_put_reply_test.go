@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,14 +22,8 @@ import (
 // failures and are delivered again. Every message must end as exactly one
 // object: the retry overwrites, it does not add one.
 func TestArchiverBootstrapOverwritesWhenAPutsReplyIsLost(t *testing.T) {
-	bin := lambdart.Build(t, "./cmd/write-db-dlq-records-to-s3")
-	s3c := testsupport.S3Client(t)
-	bucket := testsupport.NewBucket(t, s3c)
-	proxy := testsupport.NewProxy(t, testsupport.S3Endpoint(t))
-	sfn := testsupport.NewSFNFake(t, nil)
-	rt := lambdart.Start(t, lambdart.Function{Bootstrap: bin, Env: lambdart.Env(lambdart.ServiceEnv(t, "s3"), map[string]string{
-		"AWS_ENDPOINT_URL_S3": proxy.URL, "AWS_ENDPOINT_URL_SFN": sfn.URL, "system_bucket": bucket, "stackName": "demo",
-	})})
+	a := startArchiver(t, nil, true)
+	rt, proxy := a.rt, a.proxy
 	c := testsupport.SQSClient(t)
 	queue := testsupport.NewQueue(t, c, "archiver-lost-", false)
 	var bodies []string
@@ -48,17 +41,7 @@ func TestArchiverBootstrapOverwritesWhenAPutsReplyIsLost(t *testing.T) {
 	}
 	sent := testsupport.SendBodies(t, c, queue, bodies, nil)
 
-	var mu sync.Mutex
-	lost := 0
-	proxy.SetLoseReply(func(op string) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if op == "PutObject" && lost < 40 {
-			lost++
-			return true
-		}
-		return false
-	})
+	lostReplies := proxy.LoseFirstReplies("PutObject", 40)
 	esm := &lambdart.ESM{Client: c, QueueURL: queue, VisibilityTimeout: 1, ReportBatchItemFailures: true}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -66,6 +49,7 @@ func TestArchiverBootstrapOverwritesWhenAPutsReplyIsLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lost := lostReplies()
 	if lost < 40 || st.Failed == 0 {
 		t.Fatalf("%d replies lost, %d records failed: the fault did not happen", lost, st.Failed)
 	}
@@ -73,7 +57,7 @@ func TestArchiverBootstrapOverwritesWhenAPutsReplyIsLost(t *testing.T) {
 		t.Fatal("messages are left on the queue")
 	}
 	objects := map[string][]string{}
-	store := archive.NewS3(s3c, bucket)
+	store := archive.NewS3(a.s3c, a.bucket)
 	err = store.List(context.Background(), "demo/dead-letter-archive/sqs/", false, func(e archive.Entry) error {
 		b, err := store.Get(context.Background(), e.Key)
 		if err != nil {

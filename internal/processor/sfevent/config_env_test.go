@@ -11,13 +11,7 @@ import (
 // failed write is retried until SQS's redrive; the cold start fails
 // instead, naming the variable and its value.
 func TestLoadConfigRefusesADeadLetterQueueThatIsNotAURL(t *testing.T) {
-	env := map[string]string{
-		"execution_sns_topic_arn": "arn:aws:sns:us-east-1:123456789012:demo-executions",
-		"granule_sns_topic_arn":   "arn:aws:sns:us-east-1:123456789012:demo-granules",
-		"pdr_sns_topic_arn":       "arn:aws:sns:us-east-1:123456789012:demo-pdrs",
-		"DATABASE_URL":            "postgres://x@h/db",
-		"system_bucket":           "demo-internal",
-	}
+	env := configEnv(map[string]string{"DATABASE_URL": "postgres://x@h/db"})
 	for _, q := range []string{"demo-sfEventSqsToDbRecordsDeadLetterQueue", "arn:aws:sqs:us-east-1:123456789012:demo-dlq",
 		"https://sqs.us-east-1.amazonaws.com", "sqs.us-east-1.amazonaws.com/123456789012/demo-dlq", "https://sqs.us-east-1.amazonaws.com/"} {
 		env[EnvDeadLetterQueue] = q
@@ -40,12 +34,7 @@ func TestLoadConfigRefusesADeadLetterQueueThatIsNotAURL(t *testing.T) {
 // error about a local archive) instead of written; the cold start fails
 // instead, naming the variable.
 func TestLoadConfigRequiresTheSystemBucket(t *testing.T) {
-	env := map[string]string{
-		"execution_sns_topic_arn": "arn:aws:sns:us-east-1:123456789012:demo-executions",
-		"granule_sns_topic_arn":   "arn:aws:sns:us-east-1:123456789012:demo-granules",
-		"pdr_sns_topic_arn":       "arn:aws:sns:us-east-1:123456789012:demo-pdrs",
-		"DATABASE_URL":            "postgres://x@h/db",
-	}
+	env := configEnv(map[string]string{"DATABASE_URL": "postgres://x@h/db"}, "system_bucket")
 	_, err := LoadConfig(func(k string) string { return env[k] })
 	var ee *EnvError
 	if !errors.As(err, &ee) || !strings.Contains(err.Error(), `system_bucket=""`) {

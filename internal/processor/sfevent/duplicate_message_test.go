@@ -21,27 +21,21 @@ import (
 // message is written; every record of the event gets its log line; the
 // same id from another queue is another message.
 func TestTwoCopiesOfOneMessageInOneEvent(t *testing.T) {
-	c := testsupport.SQSClient(t)
-	dlq := testsupport.NewQueue(t, c, "sfevent-dup-", false)
-	dbURL := testsupport.NewCumulusDatabase(t, testsupport.Seed3Seed(t))
-	h := testHandler(t, dbURL, testsupport.NewSFNFake(t, nil), c)
-	h.DeadLetterQueue = dlq
-	h.Concurrency = 4
-	var logs bytes.Buffer
-	h.Log = &logs
+	w := newDLQWriter(t, nil)
+	w.h.Concurrency = 4
 	bad, good := sqsRecord("m-bad", eventBody("dupbad", "NOPE", "1")), sqsRecord("m-good", eventBody("dupgood", "MOD09GQ", "006"))
 	other := []byte(strings.Replace(string(bad), `:in"`, `:other"`, 1))
 	if bytes.Equal(other, bad) {
 		t.Fatal("the record's queue was not changed")
 	}
-	if ids := failedIDs(t, h, sqsEvent(bad, good, bad, good, other)); len(ids) != 0 {
+	if ids := failedIDs(t, w.h, sqsEvent(bad, good, bad, good, other)); len(ids) != 0 {
 		t.Fatalf("batch item failures %v", ids)
 	}
-	if !executionExists(t, dbURL, "dupgood") {
+	if !testsupport.ExecutionWritten(t, w.dbURL, "dupgood") {
 		t.Fatal("the good message was not written")
 	}
 	var queues []string
-	for _, m := range testsupport.Drain(t, c, dlq, time.Second) {
+	for _, m := range testsupport.Drain(t, w.c, w.dlq, time.Second) {
 		b := aws.ToString(m.Body)
 		if gjson.Get(b, "messageId").Str != "m-bad" || !strings.HasPrefix(gjson.Get(b, "error").Str, "UnmetRequirementsError") {
 			t.Errorf("dead letter %.200s", b)
@@ -52,10 +46,10 @@ func TestTwoCopiesOfOneMessageInOneEvent(t *testing.T) {
 	if want := []string{"arn:aws:sqs:us-east-1:123456789012:in", "arn:aws:sqs:us-east-1:123456789012:other"}; !reflect.DeepEqual(queues, want) {
 		t.Errorf("dead letters from queues %v, want one per queue %v", queues, want)
 	}
-	if n := strings.Count(logs.String(), `"type":"record"`); n != 5 {
-		t.Errorf("%d record log lines for 5 records:\n%s", n, logs.String())
+	if n := strings.Count(w.logs.String(), `"type":"record"`); n != 5 {
+		t.Errorf("%d record log lines for 5 records:\n%s", n, w.logs.String())
 	}
-	if !strings.Contains(logs.String(), `"records":5,"written":2,"dead_lettered":3`) {
-		t.Errorf("summary: %s", logs.String())
+	if !strings.Contains(w.logs.String(), `"records":5,"written":2,"dead_lettered":3`) {
+		t.Errorf("summary: %s", w.logs.String())
 	}
 }

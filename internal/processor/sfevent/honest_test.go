@@ -1,7 +1,6 @@
 package sfevent
 
 import (
-	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -15,21 +14,15 @@ import (
 // record is retried (never dropped) and its log line and the summary say
 // it may be dead-lettered twice, rather than calling the send failed.
 func TestWriterDeadLetterSendWithoutReplyIsAPossibleDuplicate(t *testing.T) {
-	c := testsupport.SQSClient(t)
-	dlq := testsupport.NewQueue(t, c, "sfevent-dlq-", false)
 	proxy := testsupport.NewProxy(t, testsupport.SQSEndpoint(t))
-	dbURL := testsupport.NewCumulusDatabase(t, testsupport.Seed3Seed(t))
-	h := testHandler(t, dbURL, testsupport.NewSFNFake(t, nil), testsupport.SQSClientAt(proxy.URL))
-	h.DeadLetterQueue = dlq
-	var logs bytes.Buffer
-	h.Log = &logs
+	w := newDLQWriter(t, testsupport.SQSClientAt(proxy.URL))
 	proxy.SetLoseReply(func(op string) bool { return op == "SendMessage" })
-	ids := failedIDs(t, h, sqsEvent(sqsRecord("m-good", eventBody("hgood", "MOD09GQ", "006")), sqsRecord("m-bad", eventBody("hbad", "NOPE", "1"))))
+	ids := failedIDs(t, w.h, sqsEvent(sqsRecord("m-good", eventBody("hgood", "MOD09GQ", "006")), sqsRecord("m-bad", eventBody("hbad", "NOPE", "1"))))
 	if !reflect.DeepEqual(ids, []string{"m-bad"}) {
 		t.Fatalf("batch item failures %v, want [m-bad]", ids)
 	}
 	var record, summary map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(w.logs.String()), "\n") {
 		var l map[string]any
 		_ = json.Unmarshal([]byte(line), &l)
 		switch {
@@ -45,7 +38,7 @@ func TestWriterDeadLetterSendWithoutReplyIsAPossibleDuplicate(t *testing.T) {
 	if got, _ := json.Marshal(summary["possible_duplicate_ids"]); string(got) != `["m-bad"]` {
 		t.Errorf("summary possible_duplicate_ids %s, want [\"m-bad\"]", got)
 	}
-	if len(testsupport.Drain(t, c, dlq, 500*time.Millisecond)) == 0 {
+	if len(testsupport.Drain(t, w.c, w.dlq, 500*time.Millisecond)) == 0 {
 		t.Error("the lost-reply send did not reach the DeadLetterQueue: the proxy did not forward it")
 	}
 }
@@ -55,27 +48,14 @@ func TestWriterDeadLetterSendWithoutReplyIsAPossibleDuplicate(t *testing.T) {
 // dead-lettered once. The send is made once; the record is retried by SQS
 // and marked a possible duplicate.
 func TestWriterDeadLetterSendIsNotRetriedBehindItsBack(t *testing.T) {
-	c := testsupport.SQSClient(t)
-	dlq := testsupport.NewQueue(t, c, "sfevent-dlq-", false)
 	proxy := testsupport.NewProxy(t, testsupport.SQSEndpoint(t))
-	dbURL := testsupport.NewCumulusDatabase(t, testsupport.Seed3Seed(t))
-	h := testHandler(t, dbURL, testsupport.NewSFNFake(t, nil), testsupport.SQSClientAt(proxy.URL))
-	h.DeadLetterQueue = dlq
-	var logs bytes.Buffer
-	h.Log = &logs
-	lost := 0
-	proxy.SetLoseReply(func(op string) bool {
-		if op == "SendMessage" && lost == 0 {
-			lost++
-			return true
-		}
-		return false
-	})
-	ids := failedIDs(t, h, sqsEvent(sqsRecord("m-bad", eventBody("hbad2", "NOPE", "1"))))
-	if !reflect.DeepEqual(ids, []string{"m-bad"}) || !strings.Contains(logs.String(), `"possible_duplicate":true`) {
-		t.Fatalf("batch item failures %v, log %s: want m-bad retried as a possible duplicate", ids, logs.String())
+	w := newDLQWriter(t, testsupport.SQSClientAt(proxy.URL))
+	proxy.LoseFirstReplies("SendMessage", 1)
+	ids := failedIDs(t, w.h, sqsEvent(sqsRecord("m-bad", eventBody("hbad2", "NOPE", "1"))))
+	if !reflect.DeepEqual(ids, []string{"m-bad"}) || !strings.Contains(w.logs.String(), `"possible_duplicate":true`) {
+		t.Fatalf("batch item failures %v, log %s: want m-bad retried as a possible duplicate", ids, w.logs.String())
 	}
-	if n := len(testsupport.Drain(t, c, dlq, 500*time.Millisecond)); n != 1 {
+	if n := len(testsupport.Drain(t, w.c, w.dlq, 500*time.Millisecond)); n != 1 {
 		t.Fatalf("%d dead letters after one send whose reply was lost, want 1", n)
 	}
 }

@@ -38,7 +38,7 @@ func TestHostileBodiesAreWrittenOrDeadLetteredNeverLost(t *testing.T) {
 	if len(ids) != 0 {
 		t.Fatalf("batch item failures %v: a body no retry can fix is retried", ids)
 	}
-	if !executionExists(t, dbURL, "objbody") {
+	if !testsupport.ExecutionWritten(t, dbURL, "objbody") {
 		t.Error("the event given as an object body was not written")
 	}
 	lettered := map[string]string{}

@@ -24,7 +24,7 @@ func TestAnInvocationWithoutRecordsFails(t *testing.T) {
 			t.Errorf("%.60s: response %+v, error %v; want the invocation to fail", ev, resp, err)
 		}
 	}
-	if executionExists(t, dbURL, "direct") || len(rec.bodies) != 0 {
+	if testsupport.ExecutionWritten(t, dbURL, "direct") || len(rec.bodies) != 0 {
 		t.Errorf("the event sent straight to the function was written or dead-lettered")
 	}
 	if resp, err := h.Handle(context.Background(), []byte(`{"Records":[]}`)); err != nil || len(resp.BatchItemFailures) != 0 {

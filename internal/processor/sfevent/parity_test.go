@@ -121,13 +121,9 @@ func TestWriterRowsMatchRecover(t *testing.T) {
 		}
 	}
 
-	for k, v := range map[string]string{
+	testsupport.SetAWSEnv(t, map[string]string{
 		"AWS_ENDPOINT_URL_S3": testsupport.S3Endpoint(t), "AWS_ENDPOINT_URL_SFN": sfn.URL, "AWS_ENDPOINT_URL_SNS": testsupport.SQSEndpoint(t),
-		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": testsupport.AccessKey, "AWS_SECRET_ACCESS_KEY": testsupport.SecretKey,
-		"AWS_EC2_METADATA_DISABLED": "true", "AWS_PROFILE": "", "AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
-	} {
-		t.Setenv(k, v)
-	}
+	})
 	ios, _, out, errOut := iostreams.Test()
 	recoverEnv := map[string]string{"DEADLETTER_NO_PROMPT": "1", "execution_sns_topic_arn": recoverTopics.Topics.Execution,
 		"granule_sns_topic_arn": recoverTopics.Topics.Granule, "pdr_sns_topic_arn": recoverTopics.Topics.Pdr}

@@ -1,6 +1,7 @@
 package sfevent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/jackc/pgx/v5"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/tidwall/gjson"
 
 	"github.com/deadletter/deadletter/internal/testsupport"
@@ -60,37 +61,45 @@ func failedIDs(t *testing.T, h *Handler, event []byte) []string {
 	return ids
 }
 
-func executionExists(t *testing.T, dbURL, name string) bool {
+// dlqWriter is a handler of a new seed-3 database (with a Step Functions
+// fake that knows no execution) whose DeadLetterQueue is a new queue on
+// the test SQS server, and what the tests look at.
+type dlqWriter struct {
+	h     *Handler
+	c     *sqs.Client // direct, to read the DeadLetterQueue
+	dlq   string
+	dbURL string
+	logs  bytes.Buffer // the handler's log
+}
+
+// newDLQWriter builds a dlqWriter whose handler sends to SQS through api
+// (a proxy), or directly when api is nil.
+func newDLQWriter(t *testing.T, api SQSAPI) *dlqWriter {
 	t.Helper()
-	conn, err := pgx.Connect(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
+	c := testsupport.SQSClient(t)
+	w := &dlqWriter{c: c, dlq: testsupport.NewQueue(t, c, "sfevent-dlq-", false), dbURL: testsupport.NewCumulusDatabase(t, testsupport.Seed3Seed(t))}
+	if api == nil {
+		api = c
 	}
-	defer conn.Close(context.Background())
-	var n int
-	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM executions WHERE arn LIKE '%:' || $1`, name).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n == 1
+	w.h = testHandler(t, w.dbURL, testsupport.NewSFNFake(t, nil), api)
+	w.h.DeadLetterQueue = w.dlq
+	w.h.Log = &w.logs
+	return w
 }
 
 // A write that fails for good goes to the DeadLetterQueue (real SQS) as
 // v21 sends it, {...record, error}; the written record does not; neither
 // is a batch item failure.
 func TestWriterDeadLettersFailedWrites(t *testing.T) {
-	c := testsupport.SQSClient(t)
-	dlq := testsupport.NewQueue(t, c, "sfevent-dlq-", false)
-	dbURL := testsupport.NewCumulusDatabase(t, testsupport.Seed3Seed(t))
-	h := testHandler(t, dbURL, testsupport.NewSFNFake(t, nil), c)
-	h.DeadLetterQueue = dlq
+	w := newDLQWriter(t, nil)
 	good, bad := sqsRecord("m-good", eventBody("good1", "MOD09GQ", "006")), sqsRecord("m-bad", eventBody("bad1", "NOPE", "1"))
-	if ids := failedIDs(t, h, sqsEvent(good, bad)); len(ids) != 0 {
+	if ids := failedIDs(t, w.h, sqsEvent(good, bad)); len(ids) != 0 {
 		t.Fatalf("batch item failures %v, want none", ids)
 	}
-	if !executionExists(t, dbURL, "good1") || executionExists(t, dbURL, "bad1") {
-		t.Fatalf("executions: good1 written %v, bad1 written %v", executionExists(t, dbURL, "good1"), executionExists(t, dbURL, "bad1"))
+	if !testsupport.ExecutionWritten(t, w.dbURL, "good1") || testsupport.ExecutionWritten(t, w.dbURL, "bad1") {
+		t.Fatalf("executions: good1 written %v, bad1 written %v", testsupport.ExecutionWritten(t, w.dbURL, "good1"), testsupport.ExecutionWritten(t, w.dbURL, "bad1"))
 	}
-	msgs := testsupport.Drain(t, c, dlq, time.Second)
+	msgs := testsupport.Drain(t, w.c, w.dlq, time.Second)
 	if len(msgs) != 1 {
 		t.Fatalf("%d messages in the DeadLetterQueue, want 1", len(msgs))
 	}
@@ -147,7 +156,7 @@ func TestWriterRetriesWhenTheDatabaseIsDown(t *testing.T) {
 	if ids := failedIDs(t, h, sqsEvent(sqsRecord("m1", eventBody("down1", "MOD09GQ", "006")))); len(ids) != 0 {
 		t.Fatalf("after the database came back: batch item failures %v", ids)
 	}
-	if !executionExists(t, dbURL, "down1") {
+	if !testsupport.ExecutionWritten(t, dbURL, "down1") {
 		t.Fatal("down1 not written once the database came back")
 	}
 }
@@ -171,38 +180,37 @@ func TestWriterDeadLettersUnparseableBodies(t *testing.T) {
 	}
 }
 
-func TestLoadConfig(t *testing.T) {
-	topics := map[string]string{
+// configEnv is the function's environment (its topics and system bucket, no
+// database), with extra set and drop left out.
+func configEnv(extra map[string]string, drop ...string) map[string]string {
+	env := map[string]string{
 		"execution_sns_topic_arn": "arn:aws:sns:us-east-1:123456789012:demo-executions",
 		"granule_sns_topic_arn":   "arn:aws:sns:us-east-1:123456789012:demo-granules",
 		"pdr_sns_topic_arn":       "arn:aws:sns:us-east-1:123456789012:demo-pdrs",
 		"system_bucket":           "demo-internal",
 	}
-	with := func(extra map[string]string, drop ...string) map[string]string {
-		env := map[string]string{}
-		for k, v := range topics {
-			env[k] = v
-		}
-		for k, v := range extra {
-			env[k] = v
-		}
-		for _, k := range drop {
-			delete(env, k)
-		}
-		return env
+	for k, v := range extra {
+		env[k] = v
 	}
+	for _, k := range drop {
+		delete(env, k)
+	}
+	return env
+}
+
+func TestLoadConfig(t *testing.T) {
 	for _, tc := range []struct {
 		env  map[string]string
 		want string // in the error; "" for none
 	}{
-		{with(map[string]string{"DATABASE_URL": "postgres://x@h/db"}), ""},
-		{with(map[string]string{"databaseCredentialSecretArn": "arn:secret", "dbMaxPool": "8"}), ""},
-		{with(nil), "databaseCredentialSecretArn"},
-		{with(map[string]string{"databaseCredentialSecretArn": "a", "DATABASE_URL": "b"}), "not both"},
-		{with(map[string]string{"DATABASE_URL": "b", "dbMaxPool": "lots"}), `dbMaxPool="lots"`},
-		{with(map[string]string{"DATABASE_URL": "b", "dbMaxPool": "0"}), `dbMaxPool="0"`},
-		{with(map[string]string{"DATABASE_URL": "b"}, "granule_sns_topic_arn"), `granule_sns_topic_arn=""`},
-		{with(map[string]string{"DATABASE_URL": "b", "pdr_sns_topic_arn": "demo-pdrs"}), `pdr_sns_topic_arn="demo-pdrs"`},
+		{configEnv(map[string]string{"DATABASE_URL": "postgres://x@h/db"}), ""},
+		{configEnv(map[string]string{"databaseCredentialSecretArn": "arn:secret", "dbMaxPool": "8"}), ""},
+		{configEnv(nil), "databaseCredentialSecretArn"},
+		{configEnv(map[string]string{"databaseCredentialSecretArn": "a", "DATABASE_URL": "b"}), "not both"},
+		{configEnv(map[string]string{"DATABASE_URL": "b", "dbMaxPool": "lots"}), `dbMaxPool="lots"`},
+		{configEnv(map[string]string{"DATABASE_URL": "b", "dbMaxPool": "0"}), `dbMaxPool="0"`},
+		{configEnv(map[string]string{"DATABASE_URL": "b"}, "granule_sns_topic_arn"), `granule_sns_topic_arn=""`},
+		{configEnv(map[string]string{"DATABASE_URL": "b", "pdr_sns_topic_arn": "demo-pdrs"}), `pdr_sns_topic_arn="demo-pdrs"`},
 	} {
 		_, err := LoadConfig(func(k string) string { return tc.env[k] })
 		var ee *EnvError
