@@ -26,17 +26,10 @@ func TestAthenaReadsHostileKeysInPathAsStored(t *testing.T) {
 	e := newAthenaEnv(t)
 	c := testsupport.S3Client(t)
 	archiveURL := "s3://" + e.bucket + "/demo"
-	src := "dead-letter-archive/sqs/2024-03-05/dcb6deb2-8893-413d-aaa9-652d72007bb8-da031405-3b3c-4201-b4de-7ff3be57a02d"
-	body, err := os.ReadFile(sampleArchive + "/" + src)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, name := range []string{"100%zz done.json", "pct%2Fslash.json", "q?x#y.json"} {
 		t.Run(strings.NewReplacer("%", "pct", "?", "q", "#", "h").Replace(name), func(t *testing.T) {
 			key := "demo/dead-letter-archive/sqs/2024-03-05/" + name
-			if _, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(e.bucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
-				t.Fatal(err)
-			}
+			e.putSampleCopy(t, c, key)
 			t.Cleanup(func() {
 				_, _ = c.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(e.bucket), Key: aws.String(key)})
 			})
@@ -74,17 +67,10 @@ func TestAthenaPathOutsideSQSAreaIsRefused(t *testing.T) {
 	e := newAthenaEnv(t)
 	c := testsupport.S3Client(t)
 	archiveURL := "s3://" + e.bucket + "/demo"
-	src := "dead-letter-archive/sqs/2024-03-05/dcb6deb2-8893-413d-aaa9-652d72007bb8-da031405-3b3c-4201-b4de-7ff3be57a02d"
-	body, err := os.ReadFile(sampleArchive + "/" + src)
-	if err != nil {
-		t.Fatal(err)
-	}
 	failedKey := "demo/dead-letter-archive/failed-sqs/2024-03-05/copy-of-dcb6deb2"
 	otherStack := "other/dead-letter-archive/sqs/2024-03-05/copy-of-dcb6deb2"
 	for _, k := range []string{failedKey, otherStack} {
-		if _, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(e.bucket), Key: aws.String(k), Body: bytes.NewReader(body)}); err != nil {
-			t.Fatal(err)
-		}
+		e.putSampleCopy(t, c, k)
 	}
 	for _, k := range []string{failedKey, otherStack} {
 		t.Run(strings.Split(k, "/")[0]+"-"+strings.Split(k, "/")[2], func(t *testing.T) {
@@ -101,5 +87,18 @@ func TestAthenaPathOutsideSQSAreaIsRefused(t *testing.T) {
 				t.Fatalf("a row outside sqs/ passed silently: exit 0, stderr %s", got.stderr)
 			}
 		})
+	}
+}
+
+// putSampleCopy puts a copy of a sample message of 2024-03-05 at key in
+// the bucket.
+func (e *athenaEnv) putSampleCopy(t *testing.T, c *s3.Client, key string) {
+	t.Helper()
+	body, err := os.ReadFile(sampleArchive + "/dead-letter-archive/sqs/2024-03-05/dcb6deb2-8893-413d-aaa9-652d72007bb8-da031405-3b3c-4201-b4de-7ff3be57a02d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(e.bucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
+		t.Fatal(err)
 	}
 }

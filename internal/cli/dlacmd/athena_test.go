@@ -3,7 +3,6 @@ package dlacmd
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -30,13 +29,7 @@ func newAthenaEnv(t *testing.T) *athenaEnv {
 	e := &athenaEnv{bucket: testsupport.NewBucket(t, c)}
 	testsupport.UploadTree(t, c, e.bucket, sampleArchive, "demo/")
 	e.fake = fakeathena.New(t, func(sql string) fakeathena.Execution { return e.plan(sql) })
-	for k, v := range map[string]string{
-		"AWS_ENDPOINT_URL_S3": testsupport.S3Endpoint(t), "AWS_ENDPOINT_URL_ATHENA": e.fake.URL,
-		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": testsupport.AccessKey, "AWS_SECRET_ACCESS_KEY": testsupport.SecretKey,
-		"AWS_EC2_METADATA_DISABLED": "true", "AWS_PROFILE": "", "AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
-	} {
-		t.Setenv(k, v)
-	}
+	testsupport.SetAWSEnv(t, map[string]string{"AWS_ENDPOINT_URL_S3": testsupport.S3Endpoint(t), "AWS_ENDPOINT_URL_ATHENA": e.fake.URL})
 	return e
 }
 

@@ -1,7 +1,6 @@
 package dlacmd
 
 import (
-	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,12 +24,8 @@ func TestReportInBrowser(t *testing.T) {
 			t.Errorf("the page requested %s", u)
 		}
 	}
-	for _, c := range []struct{ chart, by string }{{"per-day", "date"}, {"errors", "error"}, {"collections", "collection"}} {
-		var stats StatsReport
-		s := run(t, false, nil, "", "stats", "--archive", sampleArchive, "--by", c.by, "-o", "json")
-		if err := json.Unmarshal([]byte(s.stdout), &stats); err != nil {
-			t.Fatal(err)
-		}
+	for _, c := range statsCharts {
+		stats := sampleStats(t, c.by)
 		got := page.Charts[c.chart]
 		n := got.Bars
 		if c.chart == "per-day" {

@@ -129,16 +129,7 @@ func TestDeepObjectsAreUnreadable(t *testing.T) {
 		if r.code != cmdutil.ExitPartial {
 			t.Fatalf("exit %d, want 3: %s", r.code, r.stderr)
 		}
-		got := map[string]map[string]any{}
-		for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
-			var o map[string]any
-			if err := json.Unmarshal([]byte(line), &o); err != nil {
-				t.Fatalf("bad ndjson line %q", line)
-			}
-			if o["type"] == "object" {
-				got[o["key"].(string)] = o
-			}
-		}
+		got := objectsByKey(t, r.stdout)
 		for i, want := range []struct{ result, reason string }{{"unreadable", deepReason}, {"failed", deepBodyReason}} {
 			o := got[deep[i]]
 			if o == nil || o["result"] != want.result || o["action"] != "would move" || !strings.Contains(o["error"].(string), want.reason) {

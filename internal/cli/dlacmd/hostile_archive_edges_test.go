@@ -19,7 +19,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/deadletter/deadletter/internal/dla/gen"
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
@@ -176,12 +175,10 @@ func TestKeyNamedTwiceIsNotCountedAsLeftInPlace(t *testing.T) {
 // the delete (DeleteObject: a written object is deleted only while it holds
 // what was written, one by one) with AccessDenied, as a bucket policy would.
 func TestWrittenButNotDeletedKeyIsEscaped(t *testing.T) {
-	e := newRecoverEnv(t, gen.ReferenceSeed(), nil)
-	h := s3Hostile(t, e.s3)
+	e, h := hostileS3(t)
 	key := hostileRoot + "sqs/2024-03-02/csi\u009b2J\u202ex"
 	h.put(key, recoverableMessage(t))
-	proxy := testsupport.NewProxy(t, testsupport.S3Endpoint(t))
-	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.URL)
+	proxy := proxyS3(t)
 	proxy.SetHook(func(op string, body []byte) ([]byte, *testsupport.Reply) {
 		if op != "DeleteObject" {
 			return nil, nil
@@ -230,12 +227,10 @@ func TestNewlineInAKeyCannotForgeAnUnreadableLine(t *testing.T) {
 // check that the object still holds what was written. A NoSuchKey in a
 // delete is the delete's goal reached.
 func TestDeleteOfAnAlreadyGoneObjectIsNotAFailure(t *testing.T) {
-	e := newRecoverEnv(t, gen.ReferenceSeed(), nil)
-	h := s3Hostile(t, e.s3)
+	e, h := hostileS3(t)
 	key := hostileRoot + "sqs/2024-03-02/written"
 	h.put(key, recoverableMessage(t))
-	proxy := testsupport.NewProxy(t, testsupport.S3Endpoint(t))
-	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.URL)
+	proxy := proxyS3(t)
 	bucket := strings.TrimSuffix(strings.TrimPrefix(h.spec, "s3://"), "/demo")
 	var calls atomic.Int32
 	proxy.SetHook(func(op string, body []byte) ([]byte, *testsupport.Reply) {
@@ -293,8 +288,7 @@ func TestRelativePathOfAnotherArchiveDoesNotActOnTheArchive(t *testing.T) {
 // which stops the run); the error names the key, and the summary line
 // carries ESC to the operator's terminal (item 14).
 func TestStoppedLineInSummaryIsEscaped(t *testing.T) {
-	e := newRecoverEnv(t, gen.ReferenceSeed(), nil)
-	h := s3Hostile(t, e.s3)
+	e, h := hostileS3(t)
 	bucket := strings.TrimSuffix(strings.TrimPrefix(h.spec, "s3://"), "/demo")
 	h.put(hostileRoot+"sqs/2024-03-01/held", replaceEvent(t, "held", bucket, "payload\x1b]0;pwned\x07\x1b[2J"))
 	target, err := url.Parse(testsupport.S3Endpoint(t))

@@ -20,11 +20,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/middleware"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
-	"github.com/deadletter/deadletter/internal/dla/gen"
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
@@ -40,6 +38,19 @@ func recoverableMessage(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// recoverOne recovers a local archive of one recoverable object, which
+// must exit 0.
+func recoverOne(t *testing.T) (*hostileArchive, runResult) {
+	t.Helper()
+	h := localHostile(t)
+	h.put(hostileRoot+"sqs/2024-03-02/one", recoverableMessage(t))
+	r := runAt(t, time.Now, noPrompt, "", "recover", "--archive", h.spec, "--database-url", hostileDB(t), "--offline", "--yes")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	return h, r
 }
 
 // Two distinct archive objects that happen to hold the same bytes (the same
@@ -74,12 +85,7 @@ func TestIdenticalObjectsStayTwoInFailedSqs(t *testing.T) {
 // The next command then fails with "no such file or directory" for the
 // archive the operator gave.
 func TestRecoverKeepsTheStackFolder(t *testing.T) {
-	h := localHostile(t)
-	h.put(hostileRoot+"sqs/2024-03-02/one", recoverableMessage(t))
-	r := runAt(t, time.Now, noPrompt, "", "recover", "--archive", h.spec, "--database-url", hostileDB(t), "--offline", "--yes")
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
-	}
+	h, _ := recoverOne(t)
 	if _, err := os.Stat(filepath.Join(h.spec, "dead-letter-archive")); err != nil {
 		t.Errorf("recover removed the archive's own folder: %v", err)
 	}
@@ -240,12 +246,7 @@ func TestDateFolderSwappedForALinkDuringRecoverIsNotFollowed(t *testing.T) {
 // Item 18 asked for singular and plural ("1 match", "1 object"); recover's
 // plan, prompt and summary still say "1 objects" and "1 executions".
 func TestRecoverCountsInWords(t *testing.T) {
-	h := localHostile(t)
-	h.put(hostileRoot+"sqs/2024-03-02/one", recoverableMessage(t))
-	r := runAt(t, time.Now, noPrompt, "", "recover", "--archive", h.spec, "--database-url", hostileDB(t), "--offline", "--yes")
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
-	}
+	_, r := recoverOne(t)
 	for _, bad := range []string{"1 of 1 objects", "1 executions"} {
 		if strings.Contains(r.stderr, bad) {
 			t.Errorf("recover says %q:\n%s", bad, r.stderr)
@@ -507,8 +508,7 @@ func TestReplaceIsNotReadFromAnotherBucket(t *testing.T) {
 // transient error, which stops the whole run: the objects after it are
 // never processed, and every re-run stops at the same object again.
 func TestUnreadableReplaceBucketDoesNotStopRecovery(t *testing.T) {
-	e := newRecoverEnv(t, gen.ReferenceSeed(), nil)
-	h := s3Hostile(t, e.s3)
+	e, h := hostileS3(t)
 	h.put(hostileRoot+"sqs/2024-03-01/a-blocker", replaceEvent(t, "blocker", "Bad..Bucket!", "x"))
 	h.put(hostileRoot+"sqs/2024-03-02/b-normal", recoverableMessage(t))
 	for run := 1; run <= 2; run++ {
@@ -526,35 +526,14 @@ func TestUnreadableReplaceBucketDoesNotStopRecovery(t *testing.T) {
 // refused. Here the lock's backend is ended with pg_terminate_backend (in
 // this test's own database only) while run A works.
 func TestLockLostWithItsSessionStillRefusesASecondRun(t *testing.T) {
-	h := localHostile(t)
-	ctx := context.Background()
-	generateInto(t, filepath.Dir(h.spec), gen.Options{Stack: "demo", Count: 1500, Seed: 3, MinGranules: 1, MaxGranules: 3, Malformed: -1})
-	db := hostileDB(t)
-	conn, err := pgx.Connect(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	done := make(chan runResult, 1)
-	go func() {
-		done <- runAt(t, time.Now, noPrompt, "", "recover", "--archive", h.spec, "--database-url", db, "--offline", "--yes", "--concurrency", "1")
-	}()
-	var pid int32
-	for i := 0; i < 300 && pid == 0; i++ {
-		_ = conn.QueryRow(ctx, `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&pid)
-		if pid == 0 {
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	if pid == 0 {
-		t.Fatal("run A never took its lock")
-	}
-	if _, err := conn.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
+	h, db := lockArchive(t, 1500)
+	run := startLockedRun(t, h.spec, db, "")
+	if _, err := run.conn.Exec(context.Background(), `SELECT pg_terminate_backend($1)`, run.pid); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second) // the lock is checked ten times a second: leave room for a loaded machine
-	b := runAt(t, time.Now, noPrompt, "", "recover", "--archive", h.spec, "--database-url", db, "--offline", "--yes", "--limit", "5")
-	a := <-done
+	b := recoverAlongside(t, h.spec, db)
+	a := <-run.done
 	if b.code != 1 || !strings.Contains(b.stderr, "lock") {
 		t.Errorf("run B ran alongside run A (A exit %d, B exit %d) once A's lock session ended:\n%s", a.code, b.code, b.stderr)
 	}

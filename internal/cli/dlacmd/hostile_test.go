@@ -2,6 +2,7 @@ package dlacmd
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -95,18 +96,35 @@ func s3Hostile(t *testing.T, c *s3.Client) *hostileArchive {
 	return h
 }
 
+// hostileS3 is a recover environment (a database, the CLI pointed at the
+// test S3) and a hostile archive in a new bucket there.
+func hostileS3(t *testing.T) (*recoverEnv, *hostileArchive) {
+	t.Helper()
+	e := newRecoverEnv(t, gen.ReferenceSeed(), nil)
+	return e, s3Hostile(t, e.s3)
+}
+
+// proxyS3 puts a proxy in front of the test S3 server and sends the CLI's
+// S3 requests through it.
+func proxyS3(t *testing.T) *testsupport.Proxy {
+	t.Helper()
+	proxy := testsupport.NewProxy(t, testsupport.S3Endpoint(t))
+	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.URL)
+	return proxy
+}
+
 // both runs fn on a local archive and on one in S3.
 func both(t *testing.T, fn func(t *testing.T, h *hostileArchive)) {
 	t.Run("local", func(t *testing.T) { fn(t, localHostile(t)) })
 	t.Run("s3", func(t *testing.T) {
-		e := newRecoverEnv(t, gen.ReferenceSeed(), nil) // points the CLI at the test S3
-		fn(t, s3Hostile(t, e.s3))
+		_, h := hostileS3(t)
+		fn(t, h)
 	})
 }
 
 // generateInto writes gen's objects into the local folder dir (the folder
-// that holds the stack folder).
-func generateInto(t *testing.T, dir string, opts gen.Options) {
+// that holds the stack folder), and returns the store of that folder.
+func generateInto(t *testing.T, dir string, opts gen.Options) archive.Store {
 	t.Helper()
 	store, err := archive.NewLocal(dir)
 	if err != nil {
@@ -115,9 +133,61 @@ func generateInto(t *testing.T, dir string, opts gen.Options) {
 	if err := gen.Generate(opts, func(o gen.Object) error { return store.Put(context.Background(), o.Key, o.Body) }); err != nil {
 		t.Fatal(err)
 	}
+	return store
 }
 
 func hostileDB(t *testing.T) string { return testsupport.NewCumulusDatabase(t, gen.ReferenceSeed()) }
+
+// lockArchive is a local archive of count generated objects (enough for a
+// recover at concurrency 1 to last while a test works on its lock) and a
+// database for it.
+func lockArchive(t *testing.T, count int) (*hostileArchive, string) {
+	t.Helper()
+	h := localHostile(t)
+	generateInto(t, filepath.Dir(h.spec), gen.Options{Stack: "demo", Count: count, Seed: 3, MinGranules: 1, MaxGranules: 3, Malformed: -1})
+	return h, hostileDB(t)
+}
+
+// lockedRun is a recover (run A) that holds its archive's lock.
+type lockedRun struct {
+	conn      *pgx.Conn      // the test's own connection to the database
+	done      chan runResult // run A's result
+	pid, port int32          // the lock's backend, and its client port
+}
+
+// startLockedRun starts run A on the archive spec into db at concurrency 1
+// (through runURL, when it is not "") and waits until it holds its lock.
+func startLockedRun(t *testing.T, spec, db, runURL string) *lockedRun {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	a := &lockedRun{conn: conn, done: make(chan runResult, 1)}
+	go func() {
+		a.done <- runAt(t, time.Now, noPrompt, "", "recover", "--archive", spec, "--database-url", cmp.Or(runURL, db), "--offline", "--yes", "--concurrency", "1")
+	}()
+	for i := 0; i < 300 && a.pid == 0; i++ {
+		_ = conn.QueryRow(ctx, `SELECT l.pid, coalesce(a.client_port, 0) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+			WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&a.pid, &a.port)
+		if a.pid == 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if a.pid == 0 {
+		t.Fatal("run A never took its lock")
+	}
+	return a
+}
+
+// recoverAlongside is run B: a short recover of the archive spec into db,
+// which run A's lock must refuse.
+func recoverAlongside(t *testing.T, spec, db string) runResult {
+	t.Helper()
+	return runAt(t, time.Now, noPrompt, "", "recover", "--archive", spec, "--database-url", db, "--offline", "--yes", "--limit", "5")
+}
 
 var noPrompt = map[string]string{"DEADLETTER_NO_PROMPT": "1"}
 
@@ -234,8 +304,7 @@ func TestContainmentRefusesStrangers(t *testing.T) {
 		}
 	})
 	t.Run("dot-dot key in S3", func(t *testing.T) {
-		e := newRecoverEnv(t, gen.ReferenceSeed(), nil)
-		h := s3Hostile(t, e.s3)
+		_, h := hostileS3(t)
 		h.put("other/config.txt", []byte("secret=1"))
 		h.put(hostileRoot+"sqs/2024-03-01/real", []byte("{"))
 		key := "sqs/../../../other/config.txt"
@@ -330,8 +399,7 @@ func TestRecoverLostCopyReply(t *testing.T) {
 		Body: strings.NewReader("{ not json")}); err != nil {
 		t.Fatal(err)
 	}
-	proxy := testsupport.NewProxy(t, testsupport.S3Endpoint(t))
-	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.URL)
+	proxy := proxyS3(t)
 	proxy.SetLoseReply(func(op string) bool { return op == "PutObject" })
 	db := hostileDB(t)
 	args := []string{"recover", "--archive", "s3://" + bucket + "/demo", "--database-url", db, "--yes", "-o", "ndjson", "--offline"}
@@ -457,8 +525,7 @@ func TestRecoverRefusesConcurrentRun(t *testing.T) {
 // TestS3MistypedStack: a stack with nothing under its dead-letter-archive/
 // is a usage error naming the stacks that have one, not "0 matching".
 func TestS3MistypedStack(t *testing.T) {
-	e := newRecoverEnv(t, gen.ReferenceSeed(), nil)
-	h := s3Hostile(t, e.s3)
+	_, h := hostileS3(t)
 	h.put(hostileRoot+"sqs/2024-03-01/a", []byte("{}"))
 	h.put("other-stack/dead-letter-archive/sqs/2024-03-01/b", []byte("{}"))
 	h.put("not-a-stack/readme", []byte("x"))

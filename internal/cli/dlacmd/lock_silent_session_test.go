@@ -10,10 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-
-	"github.com/deadletter/deadletter/internal/dla/gen"
 )
 
 // freezeProxy forwards PostgreSQL connections and can freeze one of them:
@@ -111,10 +107,7 @@ func (p *freezeProxy) freeze(port int) bool {
 // traffic goes through a proxy; its lock connection alone is frozen and its
 // backend terminated (in this test's database only).
 func TestLockSessionGoneSilentIsNoticed(t *testing.T) {
-	h := localHostile(t)
-	ctx := context.Background()
-	generateInto(t, filepath.Dir(h.spec), gen.Options{Stack: "demo", Count: 4000, Seed: 3, MinGranules: 1, MaxGranules: 3, Malformed: -1})
-	db := hostileDB(t)
+	h, db := lockArchive(t, 4000)
 	u, err := url.Parse(db)
 	if err != nil {
 		t.Fatal(err)
@@ -123,28 +116,7 @@ func TestLockSessionGoneSilentIsNoticed(t *testing.T) {
 	defer proxy.unfreeze()
 	viaProxy := *u
 	viaProxy.Host = proxy.addr
-	conn, err := pgx.Connect(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-
-	done := make(chan runResult, 1)
-	go func() {
-		done <- runAt(t, time.Now, noPrompt, "", "recover", "--archive", h.spec, "--database-url", viaProxy.String(), "--offline", "--yes", "--concurrency", "1")
-	}()
-	var pid int32
-	var port int32
-	for i := 0; i < 300 && pid == 0; i++ {
-		_ = conn.QueryRow(ctx, `SELECT l.pid, a.client_port FROM pg_locks l JOIN pg_stat_activity a USING (pid)
-			WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&pid, &port)
-		if pid == 0 {
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	if pid == 0 {
-		t.Fatal("run A never took its lock")
-	}
+	run := startLockedRun(t, h.spec, db, viaProxy.String())
 	i0 := 0
 	left := func() int {
 		n := 0
@@ -160,17 +132,17 @@ func TestLockSessionGoneSilentIsNoticed(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	atFreeze := left()
-	if !proxy.freeze(int(port)) {
-		t.Fatalf("no proxied connection from port %d", port)
+	if !proxy.freeze(int(run.port)) {
+		t.Fatalf("no proxied connection from port %d", run.port)
 	}
-	if _, err := conn.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
+	if _, err := run.conn.Exec(context.Background(), `SELECT pg_terminate_backend($1)`, run.pid); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second) // ten of the watcher's checks
 	before := left()
-	b := runAt(t, time.Now, noPrompt, "", "recover", "--archive", h.spec, "--database-url", db, "--offline", "--yes", "--limit", "5")
+	b := recoverAlongside(t, h.spec, db)
 	select {
-	case a := <-done:
+	case a := <-run.done:
 		t.Fatalf("run A ended (exit %d) before B was checked; the test proves nothing: %s", a.code, a.stderr)
 	default:
 	}
@@ -178,7 +150,7 @@ func TestLockSessionGoneSilentIsNoticed(t *testing.T) {
 	proxy.unfreeze()
 	var a runResult
 	select {
-	case a = <-done:
+	case a = <-run.done:
 	case <-time.After(120 * time.Second):
 		t.Fatal("run A did not end")
 	}

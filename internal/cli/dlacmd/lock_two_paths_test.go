@@ -1,17 +1,11 @@
 package dlacmd
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
-
-	"github.com/deadletter/deadletter/internal/dla/gen"
 )
 
 func firstLines(s string, n int) string {
@@ -31,9 +25,7 @@ func firstLines(s string, n int) string {
 // or by a marker file inside it, would not depend on the path. Here a bind
 // mount gives the second path (the test needs root; it is skipped without).
 func TestSameLocalArchiveByTwoPathsIsOneLock(t *testing.T) {
-	h := localHostile(t)
-	ctx := context.Background()
-	generateInto(t, filepath.Dir(h.spec), gen.Options{Stack: "demo", Count: 1500, Seed: 3, MinGranules: 1, MaxGranules: 3, Malformed: -1})
+	h, db := lockArchive(t, 1500)
 	second := filepath.Join(t.TempDir(), "mnt")
 	if err := os.Mkdir(second, 0o755); err != nil {
 		t.Fatal(err)
@@ -42,35 +34,16 @@ func TestSameLocalArchiveByTwoPathsIsOneLock(t *testing.T) {
 		t.Skipf("cannot bind-mount a second path to the archive: %v", err)
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(second, 0) })
-	db := hostileDB(t)
-	conn, err := pgx.Connect(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	done := make(chan runResult, 1)
-	go func() {
-		done <- runAt(t, time.Now, noPrompt, "", "recover", "--archive", h.spec, "--database-url", db, "--offline", "--yes", "--concurrency", "1")
-	}()
-	var locked bool
-	for i := 0; i < 300 && !locked; i++ {
-		_ = conn.QueryRow(ctx, `SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND granted
-			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&locked)
-		if !locked {
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	if !locked {
-		t.Fatal("run A never took its lock")
-	}
-	b := runAt(t, time.Now, noPrompt, "", "recover", "--archive", filepath.Join(second, "demo"), "--database-url", db, "--offline", "--yes", "--limit", "5")
+	run := startLockedRun(t, h.spec, db, "")
+	b := recoverAlongside(t, filepath.Join(second, "demo"), db)
+	var a runResult
 	running := true
 	select {
-	case <-done:
+	case a = <-run.done:
 		running = false
 	default:
+		a = <-run.done
 	}
-	a := <-done
 	if !running {
 		t.Fatalf("run A ended before B was checked; the test proves nothing (A exit %d)", a.code)
 	}

@@ -63,13 +63,7 @@ func newMigrateEnv(t *testing.T) *migrateEnv {
 		}
 	}
 	e.proxy = testsupport.NewProxy(t, testsupport.S3Endpoint(t))
-	for k, v := range map[string]string{
-		"AWS_ENDPOINT_URL_S3": e.proxy.URL, "AWS_REGION": "us-east-1",
-		"AWS_ACCESS_KEY_ID": testsupport.AccessKey, "AWS_SECRET_ACCESS_KEY": testsupport.SecretKey,
-		"AWS_EC2_METADATA_DISABLED": "true", "AWS_PROFILE": "", "AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
-	} {
-		t.Setenv(k, v)
-	}
+	testsupport.SetAWSEnv(t, map[string]string{"AWS_ENDPOINT_URL_S3": e.proxy.URL})
 	return e
 }
 
@@ -288,9 +282,8 @@ func TestMigrateLegacyFaultBetweenCopyAndDelete(t *testing.T) {
 		}
 	}
 
-	var lost atomic.Int32
 	e.proxy.SetHook(nil)
-	e.proxy.SetLoseReply(func(op string) bool { return op == "DeleteObject" && lost.Add(1) == 1 })
+	e.proxy.LoseFirstReplies("DeleteObject", 1)
 	r, results = e.migrate(t, "--yes")
 	if r.code != cmdutil.ExitPartial {
 		t.Fatalf("second run: exit %d: %s", r.code, r.stderr)

@@ -40,17 +40,9 @@ func TestRecoverClosedStdoutNeverDeletesUnwritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	setup := func() (string, string, archive.Store) {
-		dbURL := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
 		root := t.TempDir()
-		store, err := archive.NewLocal(root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := gen.Generate(gen.Options{Stack: "s", Count: 150, Seed: 21, Days: 2, MinGranules: 1, MaxGranules: 3},
-			func(o gen.Object) error { return store.Put(context.Background(), o.Key, o.Body) }); err != nil {
-			t.Fatal(err)
-		}
-		return dbURL, root, store
+		store := generateInto(t, root, gen.Options{Stack: "s", Count: 150, Seed: 21, Days: 2, MinGranules: 1, MaxGranules: 3})
+		return testsupport.NewCumulusDatabase(t, gen.ReferenceSeed()), root, store
 	}
 	env := map[string]string{"DEADLETTER_NO_PROMPT": "1"}
 	// The full run: which objects a run deletes (they are written).

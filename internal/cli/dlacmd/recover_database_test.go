@@ -23,17 +23,7 @@ import (
 func localGeneratedArchive(t *testing.T, n int) string {
 	t.Helper()
 	dir := t.TempDir()
-	err := gen.Generate(gen.Options{Stack: "demo", Count: n, Seed: 3, Days: 3, Malformed: -1, Start: time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)},
-		func(o gen.Object) error {
-			p := filepath.Join(dir, filepath.FromSlash(o.Key))
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return err
-			}
-			return os.WriteFile(p, o.Body, 0o644)
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
+	generateInto(t, dir, gen.Options{Stack: "demo", Count: n, Seed: 3, Days: 3, Malformed: -1, Start: time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)})
 	return filepath.Join(dir, "demo")
 }
 
@@ -171,11 +161,7 @@ func TestRecoverStoppedByAnUnreachableEndpointSaysWhichInOneLine(t *testing.T) {
 	archiveDir := localGeneratedArchive(t, 6)
 	before := treeDigest(t, archiveDir)
 	url := testsupport.NewCumulusDatabaseOf(t, testsupport.Generation(t), gen.ReferenceSeed())
-	for k, v := range map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:1", "AWS_REGION": "us-east-1",
-		"AWS_ACCESS_KEY_ID": testsupport.AccessKey, "AWS_SECRET_ACCESS_KEY": testsupport.SecretKey, "AWS_EC2_METADATA_DISABLED": "true",
-		"AWS_MAX_ATTEMPTS": "1", "AWS_PROFILE": "", "AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull} {
-		t.Setenv(k, v)
-	}
+	testsupport.SetAWSEnv(t, map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:1", "AWS_MAX_ATTEMPTS": "1"})
 	r := runAt(t, time.Now, map[string]string{"DEADLETTER_NO_PROMPT": "1"}, "", "recover", "--archive", archiveDir,
 		"--database-url", url, "--yes", "--concurrency", "1")
 	if r.code != 3 || !strings.Contains(r.stderr, "stopped: ") || !strings.Contains(r.stderr, "cannot reach the AWS endpoint http://127.0.0.1:1 (S3)") {

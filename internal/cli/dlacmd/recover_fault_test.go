@@ -21,8 +21,7 @@ func faultArchive(t *testing.T) (*recoverEnv, string, *testsupport.Proxy) {
 	e := newRecoverEnv(t, testsupport.Seed3Seed(t), nil)
 	bucket := testsupport.NewBucket(t, e.s3)
 	testsupport.UploadTree(t, e.s3, bucket, seed3+"/archive/demo", "demo/")
-	proxy := testsupport.NewProxy(t, testsupport.S3Endpoint(t))
-	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.URL)
+	proxy := proxyS3(t)
 	return e, bucket, proxy
 }
 
@@ -37,6 +36,17 @@ func results(t *testing.T, stdout string) []map[string]any {
 			t.Fatalf("bad ndjson %q", line)
 		}
 		out = append(out, o)
+	}
+	return out
+}
+
+// objectsByKey is the object lines of a recover's ndjson, by key.
+func objectsByKey(t *testing.T, stdout string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for _, o := range results(t, stdout) {
+		if o["type"] == "object" {
+			out[o["key"].(string)] = o
+		}
 	}
 	return out
 }

@@ -1,8 +1,6 @@
 package dlacmd
 
 import (
-	"context"
-	"encoding/json"
 	"io/fs"
 	"path/filepath"
 	"regexp"
@@ -12,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/dla/gen"
 	"github.com/deadletter/deadletter/internal/testsupport"
@@ -39,15 +36,7 @@ func TestRecoverOptimisedMatchesBaseline(t *testing.T) {
 			run := func(flags ...string) outcome {
 				dbURL := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
 				root := t.TempDir()
-				store, err := archive.NewLocal(root)
-				if err != nil {
-					t.Fatal(err)
-				}
-				err = gen.Generate(gen.Options{Stack: "s", Count: 400, Seed: 11, Days: 4, MinGranules: 1, MaxGranules: 5},
-					func(o gen.Object) error { return store.Put(context.Background(), o.Key, o.Body) })
-				if err != nil {
-					t.Fatal(err)
-				}
+				generateInto(t, root, gen.Options{Stack: "s", Count: 400, Seed: 11, Days: 4, MinGranules: 1, MaxGranules: 5})
 				args := append([]string{"recover", "--archive", root + "/s", "--database-url", dbURL, "--include-legacy", "--offline",
 					"--yes", "--concurrency", strconv.Itoa(conc), "-o", "ndjson"}, flags...)
 				r := runAt(t, func() time.Time { return now }, map[string]string{"DEADLETTER_NO_PROMPT": "1"}, "", args...)
@@ -78,7 +67,7 @@ func TestRecoverOptimisedMatchesBaseline(t *testing.T) {
 				t.Errorf("output differs:\n optimised only\n%s\n baseline only\n%s", only(opt.lines, base.lines), only(base.lines, opt.lines))
 			}
 			for _, table := range []string{"executions", "pdrs", "granules", "files", "granules_executions"} {
-				if a, b := jsonLines(t, opt.tables[table]), jsonLines(t, base.tables[table]); a != b {
+				if a, b := testsupport.TableLines(t, opt.tables[table]), testsupport.TableLines(t, base.tables[table]); a != b {
 					t.Errorf("%s differs:\n optimised\n%s\n baseline\n%s", table, a, b)
 				}
 			}
@@ -97,21 +86,6 @@ func TestRecoverOptimisedMatchesBaseline(t *testing.T) {
 			}
 		})
 	}
-}
-
-// jsonLines is a table's rows as sorted JSON lines.
-func jsonLines(t *testing.T, rows []map[string]any) string {
-	t.Helper()
-	lines := make([]string, 0, len(rows))
-	for _, r := range rows {
-		b, err := json.Marshal(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, string(b))
-	}
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
 }
 
 // only is the lines of a that b does not hold.

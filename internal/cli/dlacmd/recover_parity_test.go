@@ -38,13 +38,7 @@ func newRecoverEnvOf(t testing.TB, gen cumulusdb.Generation, seed []byte, execut
 	t.Helper()
 	e := &recoverEnv{dbURL: testsupport.NewCumulusDatabaseOf(t, gen, seed), s3: testsupport.S3Client(t)}
 	e.sfn = testsupport.NewSFNFake(t, executions)
-	for k, v := range map[string]string{
-		"AWS_ENDPOINT_URL_S3": testsupport.S3Endpoint(t), "AWS_ENDPOINT_URL_SFN": e.sfn.URL,
-		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": testsupport.AccessKey, "AWS_SECRET_ACCESS_KEY": testsupport.SecretKey,
-		"AWS_EC2_METADATA_DISABLED": "true", "AWS_PROFILE": "", "AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
-	} {
-		t.Setenv(k, v)
-	}
+	testsupport.SetAWSEnv(t, map[string]string{"AWS_ENDPOINT_URL_S3": testsupport.S3Endpoint(t), "AWS_ENDPOINT_URL_SFN": e.sfn.URL})
 	e.env = map[string]string{"DEADLETTER_NO_PROMPT": "1"}
 	return e
 }
@@ -91,16 +85,7 @@ func TestRecoverParityWithCumulusV21(t *testing.T) {
 	if strings.Contains(r.stdout+r.stderr, "password") {
 		t.Errorf("output mentions a password")
 	}
-	got := map[string]map[string]any{}
-	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
-		var o map[string]any
-		if err := json.Unmarshal([]byte(line), &o); err != nil {
-			t.Fatalf("bad ndjson line %q", line)
-		}
-		if o["type"] == "object" {
-			got[o["key"].(string)] = o
-		}
-	}
+	got := objectsByKey(t, r.stdout)
 
 	// Which objects the documented improvements change: an expired
 	// execution history (v21: TypeError on DescribeExecution), a detail given

@@ -62,6 +62,21 @@ func TestStatsBarsGolden(t *testing.T) {
 	}
 }
 
+// statsCharts are the report's charts whose numbers are those of dla stats
+// --by a dimension.
+var statsCharts = []struct{ chart, by string }{{"per-day", "date"}, {"errors", "error"}, {"collections", "collection"}}
+
+// sampleStats is dla stats -o json of the sample archive by a dimension.
+func sampleStats(t *testing.T, by string) StatsReport {
+	t.Helper()
+	var stats StatsReport
+	s := run(t, false, nil, "", "stats", "--archive", sampleArchive, "--by", by, "-o", "json")
+	if err := json.Unmarshal([]byte(s.stdout), &stats); err != nil {
+		t.Fatal(err)
+	}
+	return stats
+}
+
 // The report of the sample archive: one file, no external reference, every
 // chart's numbers those of dla stats, every key linked to its command.
 func TestReportOfTheSampleArchive(t *testing.T) {
@@ -80,12 +95,8 @@ func TestReportOfTheSampleArchive(t *testing.T) {
 			t.Errorf("the report holds %q", bad)
 		}
 	}
-	for _, c := range []struct{ chart, by string }{{"per-day", "date"}, {"errors", "error"}, {"collections", "collection"}} {
-		var stats StatsReport
-		s := run(t, false, nil, "", "stats", "--archive", sampleArchive, "--by", c.by, "-o", "json")
-		if err := json.Unmarshal([]byte(s.stdout), &stats); err != nil {
-			t.Fatal(err)
-		}
+	for _, c := range statsCharts {
+		stats := sampleStats(t, c.by)
 		bars := regexp.MustCompile(`<rect class="bar" data-chart="`+c.chart+`" data-category="[^"]*"(?: data-series="[^"]*")? data-value="(\d+)"`).FindAllStringSubmatch(page, -1)
 		sum := 0
 		for _, m := range bars {

@@ -32,25 +32,38 @@ func writeObject(t *testing.T, dir, rel string, body []byte) {
 	}
 }
 
-// escapeArchive holds one object whose error text carries terminal escape
-// sequences, and one unreadable object whose key carries one.
-func escapeArchive(t *testing.T) string {
+// sampleBody is the bytes of sampleObject.
+func sampleBody(t *testing.T) []byte {
 	t.Helper()
 	raw, err := os.ReadFile(sampleObject)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return raw
+}
+
+// withError is the archived object raw with its error text set to text
+// (nil: no error text at all).
+func withError(t *testing.T, raw []byte, text any) []byte {
+	t.Helper()
 	var obj map[string]any
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		t.Fatal(err)
 	}
-	obj["error"] = hostileError
+	obj["error"] = text
 	b, err := json.Marshal(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b
+}
+
+// escapeArchive holds one object whose error text carries terminal escape
+// sequences, and one unreadable object whose key carries one.
+func escapeArchive(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
-	writeObject(t, dir, "sqs/2024-03-02/hostile-object", b)
+	writeObject(t, dir, "sqs/2024-03-02/hostile-object", withError(t, sampleBody(t), hostileError))
 	writeObject(t, dir, "sqs/2024-03-02/evil\x1b[2Jkey", []byte("not json"))
 	return filepath.Join(dir, "demo")
 }
@@ -165,10 +178,7 @@ func TestSearchTableFitsTheTerminal(t *testing.T) {
 // TestSummariesCountInWords: "1 match", "1 object".
 func TestSummariesCountInWords(t *testing.T) {
 	dir := t.TempDir()
-	raw, err := os.ReadFile(sampleObject)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := sampleBody(t)
 	writeObject(t, dir, "sqs/2024-03-02/only", raw)
 	archive := filepath.Join(dir, "demo")
 	r := run(t, false, nil, "", "search", "--archive", archive, "-o", "keys")
@@ -191,10 +201,7 @@ func TestSummariesCountInWords(t *testing.T) {
 // without the flag every one is listed (exit 3).
 func TestIgnoreUnreadableListsAFew(t *testing.T) {
 	dir := t.TempDir()
-	raw, err := os.ReadFile(sampleObject)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := sampleBody(t)
 	writeObject(t, dir, "sqs/2024-03-02/good", raw)
 	for i := range 12 {
 		writeObject(t, dir, fmt.Sprintf("sqs/2024-03-02/bad-%02d", i), []byte(`{"truncated":`))
@@ -222,10 +229,7 @@ func TestIgnoreUnreadableListsAFew(t *testing.T) {
 // "unreadable: invalid character 'ï'"; it is read, with a problem note.
 func TestByteOrderMarkObjectIsReadable(t *testing.T) {
 	dir := t.TempDir()
-	raw, err := os.ReadFile(sampleObject)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := sampleBody(t)
 	writeObject(t, dir, "sqs/2024-03-02/bom", append([]byte("\xEF\xBB\xBF"), raw...))
 	archive := filepath.Join(dir, "demo")
 	r := run(t, false, nil, "", "search", "--archive", archive, "-o", "keys")

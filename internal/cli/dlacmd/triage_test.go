@@ -263,36 +263,12 @@ func TestTriageOfHostileErrorTexts(t *testing.T) {
 	n := 0
 	for text, copies := range texts {
 		for i := 0; i < copies; i++ {
-			var m map[string]any
-			if err := json.Unmarshal(sample, &m); err != nil {
-				t.Fatal(err)
-			}
-			m["error"] = strings.Replace(text, "1", strconv.Itoa(i+1), 1)
-			b, err := json.Marshal(m)
-			if err != nil {
-				t.Fatal(err)
-			}
 			n++
-			p := filepath.Join(root, "demo", "dead-letter-archive", "sqs", "2024-03-0"+strconv.Itoa(1+n%3), "obj-"+strconv.Itoa(n))
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeObject(t, root, "sqs/2024-03-0"+strconv.Itoa(1+n%3)+"/obj-"+strconv.Itoa(n), withError(t, sample, strings.Replace(text, "1", strconv.Itoa(i+1), 1)))
 		}
 	}
 	// No error text at all, under a key that cannot be listed one per line.
-	var m map[string]any
-	if err := json.Unmarshal(sample, &m); err != nil {
-		t.Fatal(err)
-	}
-	m["error"] = nil
-	b, _ := json.Marshal(m)
-	odd := filepath.Join(root, "demo", "dead-letter-archive", "sqs", "2024-03-02", "odd\nname '$(id)")
-	if err := os.WriteFile(odd, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeObject(t, root, "sqs/2024-03-02/odd\nname '$(id)", withError(t, sample, nil))
 	archive := filepath.Join(root, "demo")
 	r := run(t, true, map[string]string{"NO_COLOR": "1"}, "", "triage", "--archive", archive)
 	if r.code != 0 {

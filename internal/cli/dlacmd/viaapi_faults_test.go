@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/deadletter/deadletter/internal/archive"
-	"github.com/deadletter/deadletter/internal/cli/iostreams"
 	"github.com/deadletter/deadletter/internal/cumulusapi"
 	"github.com/deadletter/deadletter/internal/testsupport"
 	"github.com/deadletter/deadletter/internal/workflow/apirecover"
@@ -56,8 +55,7 @@ func diffArchive(before, after map[string]string) []string {
 // deleted, not moved to a new name.
 func TestViaAPIStagingDeleteFailureLeavesNoDuplicate(t *testing.T) {
 	e := newViaAPIEnv(t)
-	proxy := testsupport.NewProxy(t, testsupport.S3Endpoint(t))
-	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.URL)
+	proxy := proxyS3(t)
 	var deletes atomic.Int32
 	proxy.SetHook(func(op string, _ []byte) ([]byte, *testsupport.Reply) {
 		// The third object's delete is refused (not retried by the SDK);
@@ -208,24 +206,6 @@ func TestViaAPICleanupKeepsReArchivedObject(t *testing.T) {
 	}
 }
 
-// recoverIn is viaAPIEnv.recover with stdin and a context of the test's.
-func (e *viaAPIEnv) recoverIn(t *testing.T, ctx context.Context, stdin string, args ...string) runResult {
-	t.Helper()
-	ios, in, out, errOut := iostreams.Test()
-	in.WriteString(stdin)
-	env := map[string]string{"CUMULUS_API_TOKEN": testAPIToken, "DEADLETTER_NO_PROMPT": "1"}
-	getenv := func(k string) string { return env[k] }
-	ios.SetEnv(getenv)
-	f := NewFactory(ios, getenv)
-	f.APIPoll = 5 * time.Millisecond
-	code := Run(ctx, f, append([]string{"recover", "--archive", "s3://" + e.bucket + "/demo", "--via-api", e.api.URL}, args...))
-	r := runResult{code: code, stdout: out.String(), stderr: errOut.String()}
-	if strings.Contains(r.stdout+r.stderr, testAPIToken) {
-		t.Fatalf("the token was printed:\n%s\n%s", r.stdout, r.stderr)
-	}
-	return r
-}
-
 // PROPERTY (no loss): keys given on stdin with -0 that hold a space, '+',
 // '%', unicode, a newline, a tab and 200 bytes go into staging and, after a
 // failed operation, back to exactly their keys with --cleanup, byte for byte;
@@ -338,8 +318,7 @@ func TestViaAPIOverlappingRunsLoseNothing(t *testing.T) {
 func TestViaAPIConcurrentStagingDoesNotDoubleAnObject(t *testing.T) {
 	e := newViaAPIEnv(t)
 	e.api.FailOperation = true
-	proxy := testsupport.NewProxy(t, testsupport.S3Endpoint(t))
-	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.URL)
+	proxy := proxyS3(t)
 	direct := archive.NewS3(e.c, e.bucket)
 	const otherRun = "demo/dead-letter-archive/recover-staging/20240101T000000Z-0ther000/"
 	var raced string
@@ -386,8 +365,7 @@ func TestViaAPIConcurrentStagingDoesNotDoubleAnObject(t *testing.T) {
 // message (same cause as TestViaAPIStagingDeleteFailureLeavesNoDuplicate).
 func TestViaAPICancelDuringStagingLeavesNoDuplicate(t *testing.T) {
 	e := newViaAPIEnv(t)
-	proxy := testsupport.NewProxy(t, testsupport.S3Endpoint(t))
-	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.URL)
+	proxy := proxyS3(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var puts atomic.Int32
@@ -580,8 +558,7 @@ func TestViaAPINDJSONIsOneLine(t *testing.T) {
 func TestViaAPICleanupFailureSaysHowToFinish(t *testing.T) {
 	e := newViaAPIEnv(t)
 	bomVictim(t, e, "2024-03-03") // staged, and left there by Cumulus
-	proxy := testsupport.NewProxy(t, testsupport.S3Endpoint(t))
-	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.URL)
+	proxy := proxyS3(t)
 	selected := 0 // staged: what dla can read (the unparseable one is left out)
 	for k, v := range e.before {
 		if strings.Contains(k, "/sqs/2024-03-03/") && (json.Valid([]byte(v)) || strings.HasPrefix(v, "\ufeff")) {

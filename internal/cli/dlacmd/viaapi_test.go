@@ -3,7 +3,6 @@ package dlacmd
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -43,13 +42,7 @@ func newViaAPIEnv(t *testing.T) *viaAPIEnv {
 	e.api.Written = func(_ string, raw []byte) bool { return !strings.Contains(string(raw), "KnexTimeoutError") }
 	e.api.RunningPolls = 2
 	e.before = e.snapshot(t)
-	for k, v := range map[string]string{
-		"AWS_ENDPOINT_URL_S3": testsupport.S3Endpoint(t), "AWS_REGION": "us-east-1",
-		"AWS_ACCESS_KEY_ID": testsupport.AccessKey, "AWS_SECRET_ACCESS_KEY": testsupport.SecretKey,
-		"AWS_EC2_METADATA_DISABLED": "true", "AWS_PROFILE": "", "AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
-	} {
-		t.Setenv(k, v)
-	}
+	testsupport.SetAWSEnv(t, map[string]string{"AWS_ENDPOINT_URL_S3": testsupport.S3Endpoint(t)})
 	return e
 }
 
@@ -67,15 +60,30 @@ func (e *viaAPIEnv) snapshot(t *testing.T) map[string]string {
 	return out
 }
 
+// recover runs dla recover --via-api on the archive with token; the
+// token must never be printed.
 func (e *viaAPIEnv) recover(t *testing.T, token string, args ...string) runResult {
 	t.Helper()
-	ios, _, out, errOut := iostreams.Test()
+	return e.recoverWith(t, context.Background(), token, "", args...)
+}
+
+// recoverIn is recover with the test's token, stdin and a context of the
+// test's.
+func (e *viaAPIEnv) recoverIn(t *testing.T, ctx context.Context, stdin string, args ...string) runResult {
+	t.Helper()
+	return e.recoverWith(t, ctx, testAPIToken, stdin, args...)
+}
+
+func (e *viaAPIEnv) recoverWith(t *testing.T, ctx context.Context, token, stdin string, args ...string) runResult {
+	t.Helper()
+	ios, in, out, errOut := iostreams.Test()
+	in.WriteString(stdin)
 	env := map[string]string{"CUMULUS_API_TOKEN": token, "DEADLETTER_NO_PROMPT": "1"}
 	getenv := func(k string) string { return env[k] }
 	ios.SetEnv(getenv)
 	f := NewFactory(ios, getenv)
 	f.APIPoll = 5 * time.Millisecond
-	code := Run(context.Background(), f, append([]string{"recover", "--archive", "s3://" + e.bucket + "/demo", "--via-api", e.api.URL}, args...))
+	code := Run(ctx, f, append([]string{"recover", "--archive", "s3://" + e.bucket + "/demo", "--via-api", e.api.URL}, args...))
 	r := runResult{code: code, stdout: out.String(), stderr: errOut.String()}
 	if strings.Contains(r.stdout+r.stderr, testAPIToken) {
 		t.Fatalf("the token was printed:\n%s\n%s", r.stdout, r.stderr)
