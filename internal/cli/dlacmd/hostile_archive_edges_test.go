@@ -1,7 +1,6 @@
 package dlacmd
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -10,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -73,36 +71,6 @@ func TestLocalObjectNamedDotTmpIsVisible(t *testing.T) {
 	r = runAt(t, time.Now, noPrompt, "", "recover", "--archive", h.spec, "--database-url", hostileDB(t), "--offline", "--yes")
 	if _, ok := h.get(hostileRoot + "sqs/2024-03-02/.tmp-0123456789abcdef"); ok {
 		t.Errorf("recover (exit %d) left the object in place without a word of it:\n%s", r.code, r.stderr)
-	}
-}
-
-// On a terminal, text output escapes the Unicode bidirectional controls
-// (U+202E RIGHT-TO-LEFT OVERRIDE and kin: "a key can read as another on a
-// terminal"), but -o json on a terminal escapes only C0, C1 and DEL: a
-// collection name or key holding U+202E reaches the terminal raw from
-// show -o json and search -o json, so what the operator reads is not what
-// the archive holds. JSON can carry them escaped (\u202e) and stay exact.
-func TestJSONOnATerminalEscapesBidiControls(t *testing.T) {
-	h := localHostile(t)
-	msg := bytes.ReplaceAll(recoverableMessage(t), []byte("MYD09GQ"), []byte("M\u202eQG90"))
-	h.put(hostileRoot+"sqs/2024-03-02/bidi\u202enosj.exe", msg)
-	for _, args := range [][]string{
-		{"show", "--archive", h.spec, "-o", "json", "sqs/2024-03-02/bidi\u202enosj.exe"},
-		{"search", "--archive", h.spec, "-o", "json"},
-		{"search", "--archive", h.spec, "-o", "ndjson"},
-	} {
-		r := run(t, true, nil, "", args...)
-		if r.code != 0 {
-			t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
-		}
-		if strings.Contains(r.stdout, "\u202e") {
-			t.Errorf("%s -o %s on a terminal printed a raw U+202E (RIGHT-TO-LEFT OVERRIDE)", args[0], args[slices.Index(args, "-o")+1])
-		}
-	}
-	// The same on a terminal as text is escaped, which is what makes the
-	// JSON case an inconsistency rather than a choice.
-	if r := run(t, true, nil, "", "search", "--archive", h.spec); strings.Contains(r.stdout, "\u202e") {
-		t.Errorf("search's table printed a raw U+202E too")
 	}
 }
 

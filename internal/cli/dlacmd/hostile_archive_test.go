@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -254,25 +255,41 @@ func TestRecoverCountsInWords(t *testing.T) {
 	}
 }
 
-// On a terminal, -o json is not escaped: JSON escapes C0 controls, but a
-// C1 control such as U+009B (CSI) in an archived value reaches the terminal
-// raw from show -o json and search -o json (item 14: on a TTY, escape C0
-// and C1 controls in every value that came from the archive).
-func TestJSONOnATerminalEscapesC1Controls(t *testing.T) {
-	h := localHostile(t)
-	msg := bytes.ReplaceAll(recoverableMessage(t), []byte("MYD09GQ"), []byte("M\u009b2J"))
-	h.put(hostileRoot+"sqs/2024-03-02/c1", msg)
-	for _, args := range [][]string{
-		{"show", "--archive", h.spec, "-o", "json", "sqs/2024-03-02/c1"},
-		{"search", "--archive", h.spec, "-o", "json"},
+// On a terminal, -o json escapes what a terminal would act on and JSON
+// alone does not: a C1 control such as U+009B (CSI), and the Unicode
+// bidirectional controls (U+202E RIGHT-TO-LEFT OVERRIDE and kin: a key can
+// read as another). Both reached the terminal raw from show -o json and
+// search -o json (item 14: on a TTY, escape C0 and C1 controls in every
+// value that came from the archive); JSON carries them escaped (\u202e)
+// and stays exact. Text output escapes them as well, so that JSON is no
+// exception.
+func TestJSONOnATerminalEscapesControls(t *testing.T) {
+	for _, c := range []struct {
+		name, control, collection, key string
+	}{
+		{"C1 CSI", "\u009b", "M\u009b2J", "sqs/2024-03-02/c1"},
+		{"RIGHT-TO-LEFT OVERRIDE", "\u202e", "M\u202eQG90", "sqs/2024-03-02/bidi\u202enosj.exe"},
 	} {
-		r := run(t, true, nil, "", args...)
-		if r.code != 0 {
-			t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
-		}
-		if strings.Contains(r.stdout, "\u009b") {
-			t.Errorf("%s -o json on a terminal printed a raw C1 CSI (U+009B)", args[0])
-		}
+		t.Run(c.name, func(t *testing.T) {
+			h := localHostile(t)
+			h.put(hostileRoot+c.key, bytes.ReplaceAll(recoverableMessage(t), []byte("MYD09GQ"), []byte(c.collection)))
+			for _, args := range [][]string{
+				{"show", "--archive", h.spec, "-o", "json", c.key},
+				{"search", "--archive", h.spec, "-o", "json"},
+				{"search", "--archive", h.spec, "-o", "ndjson"},
+			} {
+				r := run(t, true, nil, "", args...)
+				if r.code != 0 {
+					t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
+				}
+				if strings.Contains(r.stdout, c.control) {
+					t.Errorf("%s -o %s on a terminal printed a raw %s", args[0], args[slices.Index(args, "-o")+1], c.name)
+				}
+			}
+			if r := run(t, true, nil, "", "search", "--archive", h.spec); strings.Contains(r.stdout, c.control) {
+				t.Errorf("search's table printed a raw %s too", c.name)
+			}
+		})
 	}
 }
 
