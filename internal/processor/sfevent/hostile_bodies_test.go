@@ -20,8 +20,7 @@ import (
 // with its reason; nothing panics.
 func TestHostileBodiesAreWrittenOrDeadLetteredNeverLost(t *testing.T) {
 	rec := &sqsRecorder{}
-	dbURL := testsupport.NewCumulusDatabase(t, testsupport.Seed3Seed(t))
-	h := testHandler(t, dbURL, testsupport.NewSFNFake(t, nil), rec)
+	h, dbURL := seed3Handler(t, rec)
 	withBody := func(id string, body any) json.RawMessage {
 		b, _ := json.Marshal(map[string]any{"messageId": id, "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:in", "body": body})
 		return b

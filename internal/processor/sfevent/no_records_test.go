@@ -16,8 +16,7 @@ import (
 // records is a success.
 func TestAnInvocationWithoutRecordsFails(t *testing.T) {
 	rec := &sqsRecorder{}
-	dbURL := testsupport.NewCumulusDatabase(t, testsupport.Seed3Seed(t))
-	h := testHandler(t, dbURL, testsupport.NewSFNFake(t, nil), rec)
+	h, dbURL := seed3Handler(t, rec)
 	for _, ev := range []string{`{}`, `null`, `{"Records":null}`, eventBody("direct", "MOD09GQ", "006")} {
 		resp, err := h.Handle(context.Background(), []byte(ev))
 		if err == nil || !strings.Contains(err.Error(), "not an SQS event") {

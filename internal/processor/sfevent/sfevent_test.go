@@ -61,6 +61,15 @@ func failedIDs(t *testing.T, h *Handler, event []byte) []string {
 	return ids
 }
 
+// seed3Handler is a handler of a new seed-3 database, with a Step Functions
+// fake that knows no execution, sending its dead letters to dlq; it
+// returns the handler and the database.
+func seed3Handler(t *testing.T, dlq SQSAPI) (*Handler, string) {
+	t.Helper()
+	dbURL := testsupport.NewCumulusDatabase(t, testsupport.Seed3Seed(t))
+	return testHandler(t, dbURL, testsupport.NewSFNFake(t, nil), dlq), dbURL
+}
+
 // dlqWriter is a handler of a new seed-3 database (with a Step Functions
 // fake that knows no execution) whose DeadLetterQueue is a new queue on
 // the test SQS server, and what the tests look at.
@@ -77,11 +86,11 @@ type dlqWriter struct {
 func newDLQWriter(t *testing.T, api SQSAPI) *dlqWriter {
 	t.Helper()
 	c := testsupport.SQSClient(t)
-	w := &dlqWriter{c: c, dlq: testsupport.NewQueue(t, c, "sfevent-dlq-", false), dbURL: testsupport.NewCumulusDatabase(t, testsupport.Seed3Seed(t))}
+	w := &dlqWriter{c: c, dlq: testsupport.NewQueue(t, c, "sfevent-dlq-", false)}
 	if api == nil {
 		api = c
 	}
-	w.h = testHandler(t, w.dbURL, testsupport.NewSFNFake(t, nil), api)
+	w.h, w.dbURL = seed3Handler(t, api)
 	w.h.DeadLetterQueue = w.dlq
 	w.h.Log = &w.logs
 	return w
