@@ -1,8 +1,6 @@
 package main_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -10,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
 // TestClosedStdoutStopsPrintingNotSafety: `dla recover -o ndjson | head -1`.
@@ -23,31 +23,16 @@ func TestClosedStdoutStopsPrintingNotSafety(t *testing.T) {
 	ctx := context.Background()
 	cmd := exec.Command(dlaBin, "recover", "--archive", filepath.Join(root, "demo"), "--include-legacy", "--database-url", dbURL,
 		"--offline", "--yes", "--concurrency", "2", "-o", "ndjson")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("no first line: %v (%s)", err, stderr.String())
-	}
+	line, stderr, state := testsupport.HeadOne(t, cmd, nil)
 	var first map[string]any
 	if err := json.Unmarshal([]byte(line), &first); err != nil {
 		t.Fatalf("first line %q: %v", line, err)
 	}
-	stdout.Close() // head -1 exits
-	err = cmd.Wait()
-	ee, ok := err.(*exec.ExitError)
-	if !ok || ee.ExitCode() != 1 {
-		t.Fatalf("after stdout closed: %v (exit code %d, -1 means killed by a signal), want exit 1; stderr:\n%s", err, ee.ExitCode(), stderr.String())
+	if state.ExitCode() != 1 {
+		t.Fatalf("after stdout closed: %s (exit code %d, -1 means killed by a signal), want exit 1; stderr:\n%s", state, state.ExitCode(), stderr)
 	}
-	if !strings.Contains(stderr.String(), "stdout was closed") {
-		t.Errorf("stderr does not say stdout was closed:\n%s", stderr.String())
+	if !strings.Contains(stderr, "stdout was closed") {
+		t.Errorf("stderr does not say stdout was closed:\n%s", stderr)
 	}
 	gone := 0
 	for _, k := range keys {

@@ -12,8 +12,7 @@ import (
 // a refused DeleteMessageBatch.
 func TestSQSAccessDeniedDoesNotTalkOfABucket(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, 2)
-	w.seed(8)
+	w := seededWorld(t, 8)
 	_, denied := w.denyDeletes()
 	_, stderr, code := w.run(denied, "", w.replayArgs("--yes", "-o", "json")...)
 	if code != 4 {

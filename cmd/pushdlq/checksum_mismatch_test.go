@@ -22,8 +22,7 @@ import (
 // the request went out must be uncertain.
 func TestChecksumMismatchAfterAcceptedSendIsUncertain(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, 2)
-	w.seed(16)
+	w := seededWorld(t, 16)
 	proxy := testsupport.NewProxy(t, w.endpoint)
 	md5 := regexp.MustCompile(`"MD5OfMessageBody":"[0-9a-f]{32}"`)
 	proxy.SetAfter(func(op string, _, resp []byte) []byte {

@@ -19,8 +19,7 @@ import (
 // again and replays the rest: every message ends up in exactly one place.
 func TestDeleteDeniedStopsAndResumeDeletesWithoutResending(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, 2)
-	w.seed(80)
+	w := seededWorld(t, 80)
 	proxy, denied := w.denyDeletes()
 	stdout, stderr, code := w.run(denied, "", w.replayArgs("--yes", "-o", "json")...)
 	if code != 4 {

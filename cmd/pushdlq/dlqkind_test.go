@@ -40,8 +40,7 @@ func TestFIFODLQIsRefused(t *testing.T) {
 // receive nothing; with --allow-redrive they read it, with a warning.
 func TestDLQWithItsOwnRedrivePolicyNeedsAllowRedrive(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, 2)
-	w.seed(16)
+	w := seededWorld(t, 16)
 	other := testsupport.CreateQueue(t, w.c, "e2e"+testsupport.RandomHex(3)+"-dlq-dlq", nil)
 	q, err := sqsmove.Describe(context.Background(), w.c, other)
 	if err != nil {

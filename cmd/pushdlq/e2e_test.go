@@ -54,6 +54,15 @@ func newWorld(t *testing.T, priorities ...int) *world {
 	return w
 }
 
+// seededWorld is a world with priority queues P1 and P2 whose DLQ holds n
+// seeded messages.
+func seededWorld(t *testing.T, n int) *world {
+	t.Helper()
+	w := newWorld(t, 1, 2)
+	w.seed(n)
+	return w
+}
+
 // seed puts a realistic mix on the DLQ: eligible 1004 and 2003 failures in
 // the window at priorities 1 and 2 (createdAt in all three forms), a code
 // that is not selected, failures before the window, manual redrives
@@ -185,8 +194,7 @@ func (w *world) exactlyOnce(places map[string][]string, want func(string) string
 
 func TestReplayDryRunChangesNothing(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, 2)
-	w.seed(40)
+	w := seededWorld(t, 40)
 	stdout, stderr, code := w.run(nil, "", w.replayArgs("--dry-run", "-o", "json")...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -209,8 +217,7 @@ func TestReplayDryRunChangesNothing(t *testing.T) {
 
 func TestReplayMovesTheSliceAndNothingElse(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, 2)
-	w.seed(48)
+	w := seededWorld(t, 48)
 	stdout, stderr, code := w.run(nil, "", w.replayArgs("--yes", "-o", "ndjson", "--rate", "1000")...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -257,8 +264,7 @@ func TestReplayMovesTheSliceAndNothingElse(t *testing.T) {
 
 func TestReplayParksLikeTheProcessor(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, 2)
-	w.seed(16)
+	w := seededWorld(t, 16)
 	stdout, stderr, code := w.run(nil, "", w.replayArgs("--yes", "--ineligible", "park", "-o", "json")...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -351,10 +357,8 @@ func TestReplayKilledMidRunThenResumed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			w := newWorld(t, 1, 2)
-			w.seed(160)
-			journal := w.killReplayAt(bin, tc.op, tc.nth, "3s")
-			stdout, uncertain := w.resumeAfterKill(journal)
+			w := seededWorld(t, 160)
+			_, stdout, uncertain := w.killThenResume(bin, tc.op, tc.nth)
 			skipped := gjson.Get(stdout, "skipped_duplicates").Int()
 			if tc.op == "SendMessageBatch" && (len(uncertain) == 0 || len(uncertain) > 10 || skipped != 0) {
 				t.Errorf("%d in flight per the journal (want one batch), %d skipped", len(uncertain), skipped)
@@ -428,6 +432,15 @@ func (w *world) killReplayAt(binary, op string, nth int, visibility string) (jou
 	return journal
 }
 
+// killThenResume is killReplayAt (visibility 3 s) then resumeAfterKill,
+// with this build.
+func (w *world) killThenResume(binary, op string, nth int) (journal, summary string, uncertain map[string]bool) {
+	w.t.Helper()
+	journal = w.killReplayAt(binary, op, nth, "3s")
+	summary, uncertain = w.resumeAfterKill(journal)
+	return journal, summary, uncertain
+}
+
 // resumeAfterKill waits until what a killed run held is visible again (it
 // ran with --visibility-timeout 3s), resumes its journal, which must exit
 // 0 and list as possible duplicates only messages the journal has in
@@ -496,8 +509,7 @@ func journalUncertain(t *testing.T, path string) map[string]bool {
 
 func TestInspectExportAndReplayFromFile(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, 2)
-	w.seed(24)
+	w := seededWorld(t, 24)
 	stdout, stderr, code := w.run(nil, "", "inspect", "--dlq", w.dlq, "--all", "-o", "json")
 	if code != 0 {
 		t.Fatalf("inspect: exit %d: %s", code, stderr)
@@ -547,8 +559,7 @@ func TestInspectExportAndReplayFromFile(t *testing.T) {
 
 func TestReplayFromEnvAndGuardrails(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, 2)
-	w.seed(8)
+	w := seededWorld(t, 8)
 	env := []string{"PUSH_DLQ_QUEUE_URL=" + w.dlq, "PUSH_QUEUE_BASE_URL=" + w.base,
 		"PROCESS_START_AT=" + winStart, "PROCESS_END_AT=" + winEnd, "PROCESS_ERROR_CODES=1004,2003"}
 	stdout, stderr, code := w.run(env, "", "replay", "--from-env", "--dry-run", "-o", "json")

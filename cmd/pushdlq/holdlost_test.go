@@ -20,8 +20,7 @@ import (
 // place, apart from the possible duplicates the summaries list.
 func TestPausedRunPastItsVisibilityTimeoutSendsNothingItNoLongerHolds(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, 2)
-	w.seed(200)
+	w := seededWorld(t, 200)
 	dir := t.TempDir()
 	journalA := filepath.Join(dir, "a.ndjson")
 	cmd := w.command(t.TempDir(), w.replayArgs("--yes", "--rate", "20", "--visibility-timeout", "3s", "--journal", journalA, "-o", "json")...)

@@ -19,8 +19,7 @@ import (
 // exits 3 (`help exit-codes`: 0 means everything selected was moved).
 func TestInFlightElsewhereWithVisibleWorkExits3(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, 2)
-	w.seed(40)
+	w := seededWorld(t, 40)
 	testsupport.Receive(t, w.c, w.dlq, 10, 120) // another consumer
 	stdout, stderr, code := w.run(nil, "", w.replayArgs("--yes", "-o", "json")...)
 	if code != 3 || gjson.Get(stdout, "in_flight_elsewhere").Int() != 10 || gjson.Get(stdout, "sent").Int() == 0 || !strings.Contains(stderr, "in flight 10") {
@@ -50,8 +49,7 @@ func TestDelayedMessagesAreMentioned(t *testing.T) {
 // elsewhere.
 func TestResumeCountsMessagesHeldElsewhereOnce(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, 2)
-	w.seed(20)
+	w := seededWorld(t, 20)
 	journal := writeJournal(t, killedHolding("", w.ids)...)
 	testsupport.Receive(t, w.c, w.dlq, 20, 120) // another consumer
 	q, err := sqsmove.Describe(context.Background(), w.c, w.dlq)

@@ -12,8 +12,7 @@ import (
 // naming the lock, before it reads the DLQ or touches the journal.
 func TestSecondRunOnALockedJournalIsRefused(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, 2)
-	w.seed(16)
+	w := seededWorld(t, 16)
 	journal := writeJournal(t, killedHolding(w.dlq, w.ids)...)
 	before, _ := os.ReadFile(journal)
 	unlock, err := sqsmove.LockJournal(journal) // the first run

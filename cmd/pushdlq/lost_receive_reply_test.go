@@ -18,8 +18,7 @@ import (
 // without saying so.
 func TestLostReceiveReplyIsNotReportedAsDone(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, 2)
-	w.seed(80)
+	w := seededWorld(t, 80)
 	drop := testsupport.NewDropReplyProxy(t, w.endpoint, func(op string, nth int, _ []byte) bool {
 		return op == "ReceiveMessage" && nth == 2
 	})

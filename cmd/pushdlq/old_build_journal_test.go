@@ -31,10 +31,8 @@ func TestOldBuildJournalIsResumedByThisBuild(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			w := newWorld(t, 1, 2)
-			w.seed(160)
-			journal := w.killReplayAt(old, tc.op, tc.nth, "3s")
-			stdout, uncertain := w.resumeAfterKill(journal)
+			w := seededWorld(t, 160)
+			journal, stdout, uncertain := w.killThenResume(old, tc.op, tc.nth)
 			skipped := gjson.Get(stdout, "skipped_duplicates").Int()
 			if tc.op == "SendMessageBatch" && (len(uncertain) == 0 || skipped != 0) {
 				t.Errorf("%d in flight per the old journal (want one batch), %d skipped", len(uncertain), skipped)

@@ -29,8 +29,7 @@ func TestResumeAfterKillWithPipelinedDeleteAndSendInFlight(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			w := newWorld(t, 1, 2)
-			w.seed(240)
+			w := seededWorld(t, 240)
 			proxy := w.hangProxy()
 			var mu sync.Mutex
 			calls := map[string]int{}

@@ -22,8 +22,7 @@ import (
 // anything, or at least count those in what it says is in both places.
 func TestResumeWhileDeletesAreStillDeniedSaysWhatIsInBothPlaces(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, 2)
-	w.seed(80)
+	w := seededWorld(t, 80)
 	proxy, env := w.denyDeletes()
 	journal := filepath.Join(t.TempDir(), "journal.ndjson")
 	stdout, stderr, code := w.run(env, "", w.replayArgs("--yes", "-o", "json", "--journal", journal)...)

@@ -17,8 +17,7 @@ import (
 // be refused before anything is sent, and never written to.
 func TestResumeGivenAnExportFileRefusesAndLeavesItAlone(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, 2)
-	w.seed(16)
+	w := seededWorld(t, 16)
 	file := filepath.Join(t.TempDir(), "dlq.ndjson")
 	if _, stderr, code := w.run(nil, "", "export", "--dlq", w.dlq, "--out", file, "--yes"); code != 0 {
 		t.Fatalf("export: exit %d\n%s", code, stderr)

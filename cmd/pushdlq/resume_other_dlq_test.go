@@ -18,10 +18,8 @@ import (
 // (exit 2) before the DLQ is read.
 func TestResumeWithAnotherDLQsJournalIsRefused(t *testing.T) {
 	t.Parallel()
-	a := newWorld(t, 1, 2)
-	a.seed(16)
-	b := newWorld(t, 1, 2)
-	b.seed(16)
+	a := seededWorld(t, 16)
+	b := seededWorld(t, 16)
 	journal := writeJournal(t, killedHolding(a.dlq, a.ids)...) // A's run, killed after it journalled what it holds
 
 	stdout, stderr, code := b.run(nil, "", b.replayArgs("--yes", "--resume", journal, "-o", "json")...)

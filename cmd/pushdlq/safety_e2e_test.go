@@ -1,10 +1,7 @@
 package main_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,46 +16,17 @@ import (
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
-// readOneLineThenClose runs cmd with its stdout read by a reader that
-// takes one line and closes the pipe (`| head -1`). While the run goes on
-// it checks that no spool file is in tmp. It returns the line, stderr and
-// how the process ended.
+// readOneLineThenClose runs cmd as `| head -1` reads it
+// (testsupport.HeadOne); while the run goes on, with message bodies in its
+// spool, it checks that no spool file is in tmp: the file must already be
+// unlinked, so that not even SIGKILL can leave it behind.
 func readOneLineThenClose(t *testing.T, cmd *exec.Cmd, tmp string) (line, stderr string, state *os.ProcessState) {
 	t.Helper()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errOut bytes.Buffer
-	cmd.Stderr = &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err = bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("no first line: %v; stderr: %s", err, errOut.String())
-	}
-	// The run holds message bodies in its spool right now: the file must
-	// already be unlinked, so that not even SIGKILL can leave it behind.
-	if left, _ := os.ReadDir(tmp); len(left) != 0 {
-		t.Errorf("%d files in TMPDIR while the run holds messages (%s): spools must be unlinked once open", len(left), left[0].Name())
-	}
-	stdout.Close()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err = <-done:
-	case <-time.After(90 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("the run did not end after its stdout was closed: %s", errOut.String())
-	}
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatal(err)
-	}
-	return line, errOut.String(), cmd.ProcessState
+	return testsupport.HeadOne(t, cmd, func() {
+		if left, _ := os.ReadDir(tmp); len(left) != 0 {
+			t.Errorf("%d files in TMPDIR while the run holds messages (%s): spools must be unlinked once open", len(left), left[0].Name())
+		}
+	})
 }
 
 // checkStoppedCleanly asserts a run that lost its stdout exited non-zero
@@ -92,8 +60,7 @@ func (w *world) checkStoppedCleanly(state *os.ProcessState, stderr, tmp string) 
 // which releases what it holds, completes its journal, and exits 1.
 func TestReplayWithClosedStdoutReleasesAndJournals(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, 2)
-	w.seed(160)
+	w := seededWorld(t, 160)
 	tmp := t.TempDir()
 	journal := filepath.Join(t.TempDir(), "journal.ndjson")
 	cmd := w.command(tmp, w.replayArgs("--yes", "-o", "ndjson", "--rate", "20", "--journal", journal)...)
@@ -150,8 +117,7 @@ func TestExportWithClosedStdoutReleases(t *testing.T) {
 // Nothing is left in two places.
 func TestResumeRightAfterAKillWaitsForTheHeldMessages(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, 2)
-	w.seed(160)
+	w := seededWorld(t, 160)
 	journal := w.killReplayAt(bin, "DeleteMessageBatch", 4, "4s") // sent, not deleted
 
 	// At once: everything is still invisible.
@@ -186,8 +152,7 @@ func TestResumeThatWouldWaitTooLongSaysUntilWhen(t *testing.T) {
 // replay does not claim success.
 func TestInFlightMessagesAreReported(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, 2)
-	w.seed(8)
+	w := seededWorld(t, 8)
 	testsupport.Receive(t, w.c, w.dlq, 8, 60) // another consumer
 	stdout, stderr, code := w.run(nil, "", w.replayArgs("--yes", "-o", "json")...)
 	if code != 3 || !strings.Contains(stderr, "8 messages are in flight: another consumer or an interrupted run holds them") || strings.Contains(stderr, "\nnothing to replay") {
@@ -209,8 +174,7 @@ func TestInFlightMessagesAreReported(t *testing.T) {
 // summaries named.
 func TestLostReplyIsListedAsPossibleDuplicates(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, 2)
-	w.seed(48)
+	w := seededWorld(t, 48)
 	drop := testsupport.NewDropReplyProxy(t, w.endpoint, func(op string, nth int, _ []byte) bool {
 		return op == "SendMessageBatch" && nth == 3 // after the two canaries
 	})

@@ -36,8 +36,7 @@ func TestStreamedReplayHitWhileTheScanStillRuns(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			w := newWorld(t, 1, 2)
-			w.seed(320)
+			w := seededWorld(t, 320)
 			proxy := w.hangProxy()
 			var mu sync.Mutex
 			received, sends, receivedAtHit := 0, 0, -1

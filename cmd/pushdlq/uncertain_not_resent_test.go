@@ -23,8 +23,7 @@ import (
 // run lists it: an unlisted duplicate.
 func TestUncertainSendNotResentIsStillListed(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, 2)
-	w.seed(16)
+	w := seededWorld(t, 16)
 	x := w.ids[0] // code 1004, priority 1, in the window
 	// The killed run's send reached P1.
 	testsupport.SendBodies(t, w.c, w.base+"P1", []string{w.bodies[0]}, nil)

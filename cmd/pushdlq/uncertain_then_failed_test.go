@@ -23,8 +23,7 @@ import (
 // twice, and no summary of any run names it.
 func TestUncertainThenFailedIsStillAPossibleDuplicate(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, 2)
-	w.seed(16)
+	w := seededWorld(t, 16)
 	x, body := w.ids[0], w.bodies[0]                                 // code 1004, priority 1, in the window
 	testsupport.SendBodies(t, w.c, w.base+"P1", []string{body}, nil) // run 1's send arrived
 	journal := writeJournal(t, append(killedHolding(w.dlq, w.ids), sqsmove.Event{Event: sqsmove.EvSend, Batch: 1, Target: w.base + "P1", IDs: []string{x}})...)

@@ -3,6 +3,7 @@ package testsupport
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,4 +120,46 @@ func ReadLines(t testing.TB, path string) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// HeadOne runs cmd with its stdout read as `| head -1` reads it: one line,
+// then the pipe is closed. during, when not nil, runs once the line is read
+// and before the pipe is closed (while the run is surely still going). It
+// returns the line, what the command wrote on stderr and how it ended; a
+// command that does not end within 90 s of losing its stdout is killed and
+// fails the test.
+func HeadOne(t testing.TB, cmd *exec.Cmd, during func()) (line, stderr string, state *os.ProcessState) {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err = bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("no first line: %v; stderr: %s", err, errOut.String())
+	}
+	if during != nil {
+		during()
+	}
+	stdout.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(90 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("the run did not end after its stdout was closed: %s", errOut.String())
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return line, errOut.String(), cmd.ProcessState
 }
