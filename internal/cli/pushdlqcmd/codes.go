@@ -1,6 +1,7 @@
 package pushdlqcmd
 
 import (
+	"context"
 	"strconv"
 	"strings"
 
@@ -11,34 +12,46 @@ import (
 	"github.com/deadletter/deadletter/internal/pushpolicy"
 )
 
+// CodesOptions are `pushdlq codes`'s options.
+type CodesOptions struct {
+	Factory *Factory
+	Output  *cmdutil.Output
+}
+
 // NewCmdCodes builds `pushdlq codes`.
-func NewCmdCodes(f *Factory, runF func(*cobra.Command) error) *cobra.Command {
-	var out *cmdutil.Output
+func NewCmdCodes(f *Factory, runF func(context.Context, *CodesOptions) error) *cobra.Command {
+	opts := &CodesOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "codes",
 		Short: "List the push error codes (PushErrorCode)",
 		Args:  cmdutil.UsageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := out.Validate(); err != nil {
+			if err := opts.Output.Validate(); err != nil {
 				return err
 			}
 			if runF != nil {
-				return runF(cmd)
+				return runF(cmd.Context(), opts)
 			}
-			if out.Value == "json" {
-				return output.WriteJSON(f.IO.Out, pushpolicy.Codes)
-			}
-			t := output.NewTable(f.IO, "CODE", "NAME", "DESCRIPTION")
-			for _, c := range pushpolicy.Codes {
-				if err := t.Row(strconv.Itoa(c.Code), c.Name, c.Description); err != nil {
-					return err
-				}
-			}
-			return t.Flush()
+			return runCodes(cmd.Context(), opts)
 		},
 	}
-	out = cmdutil.AddOutputFlag(cmd, "table", "json")
+	opts.Output = cmdutil.AddOutputFlag(cmd, "table", "json")
 	return cmd
+}
+
+// runCodes prints the code table.
+func runCodes(_ context.Context, opts *CodesOptions) error {
+	f := opts.Factory
+	if opts.Output.Value == "json" {
+		return output.WriteJSON(f.IO.Out, pushpolicy.Codes)
+	}
+	t := output.NewTable(f.IO, "CODE", "NAME", "DESCRIPTION")
+	for _, c := range pushpolicy.Codes {
+		if err := t.Row(strconv.Itoa(c.Code), c.Name, c.Description); err != nil {
+			return err
+		}
+	}
+	return t.Flush()
 }
 
 // knownCodes lists the code table in one line: "1001 PublishFailed, ...".
