@@ -73,6 +73,16 @@ func Listings(s Store) int {
 	return 1
 }
 
+// LocalReads reports whether s reads its objects from a local folder (a
+// read takes microseconds, not a network round trip).
+func LocalReads(s Store) bool {
+	if c, ok := s.(*contained); ok {
+		s = c.inner
+	}
+	_, ok := s.(*Local)
+	return ok
+}
+
 // ErrSelfCopy is returned by Move when source and destination are the same.
 var ErrSelfCopy = errors.New("source and destination are the same key")
 

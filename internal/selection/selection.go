@@ -61,7 +61,27 @@ type job struct {
 	match  bool
 	bytes  int64
 	skip   bool // prefiltered
-	done   chan struct{}
+}
+
+// objectRun is consecutive objects handed to one worker: one object from a
+// store read over the network (each read a round trip, worth a worker of
+// its own), localRun from a local folder, where a read takes microseconds
+// and handing each object over alone (a channel send to the worker, one to
+// the printer, a wake-up each) cost more than reading it.
+type objectRun struct {
+	jobs []job
+	done chan struct{}
+}
+
+// localRun is how many objects of a local folder go to a worker at once.
+const localRun = 16
+
+// runSize is how many consecutive objects of store go to a worker at once.
+var runSize = func(store archive.Store) int {
+	if archive.LocalReads(store) {
+		return localRun
+	}
+	return 1
 }
 
 // Run looks at every object in scope and calls emit, in order, for each
@@ -74,26 +94,47 @@ func Run(ctx context.Context, store archive.Store, scope Scope, concurrency int,
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	jobs := make(chan *job)
-	ordered := make(chan *job, concurrency*4)
+	size := runSize(store)
+	jobs := make(chan *objectRun)
+	ordered := make(chan *objectRun, max(concurrency*4/size, concurrency+2))
 	listErr := make(chan error, 1)
 	go func() {
 		defer close(ordered)
 		defer close(jobs)
-		listErr <- produce(ctx, store, scope, func(e archive.Entry) error {
-			j := &job{entry: e, done: make(chan struct{})}
+		var cur *objectRun
+		flush := func() error {
+			r := cur
+			cur = nil
+			if r == nil {
+				return nil
+			}
 			select {
-			case ordered <- j:
+			case ordered <- r:
 			case <-ctx.Done():
 				return ctx.Err()
 			}
 			select {
-			case jobs <- j:
+			case jobs <- r:
 				return nil
 			case <-ctx.Done():
 				return ctx.Err()
 			}
+		}
+		err := produce(ctx, store, scope, func(e archive.Entry) error {
+			if cur == nil {
+				cur = &objectRun{jobs: make([]job, 0, size), done: make(chan struct{})}
+			}
+			cur.jobs = append(cur.jobs, job{entry: e})
+			if len(cur.jobs) == size {
+				return flush()
+			}
+			return nil
 		})
+		// What was listed before an error is still looked at.
+		if ferr := flush(); err == nil {
+			err = ferr
+		}
+		listErr <- err
 	}()
 
 	prefilter := scope.Filter.Prefilter()
@@ -102,41 +143,46 @@ func Run(ctx context.Context, store archive.Store, scope Scope, concurrency int,
 	}
 	for range concurrency {
 		go func() {
-			for j := range jobs {
-				work(ctx, store, scope, prefilter, j)
-				close(j.done)
+			for r := range jobs {
+				for i := range r.jobs {
+					work(ctx, store, scope, prefilter, &r.jobs[i])
+				}
+				close(r.done)
 			}
 		}()
 	}
 
 	var st Stats
 	var emitErr error
-	for j := range ordered {
+	for r := range ordered {
 		select {
-		case <-j.done:
+		case <-r.done:
 		case <-ctx.Done():
 		}
-		if emitErr != nil || ctx.Err() != nil {
-			continue // drain so the producer can finish
-		}
-		st.Listed++
-		st.Bytes += j.bytes
-		switch {
-		case j.skip:
-			st.Prefiltered++
-		case j.result.Err != nil:
-			st.Unreadable++
-			emitErr = emit(j.result)
-		case j.match:
-			st.Matched++
-			emitErr = emit(j.result)
-			if emitErr == nil && scope.Limit > 0 && st.Matched >= scope.Limit {
-				st.Truncated = true
+		for i := range r.jobs {
+			j := &r.jobs[i]
+			if emitErr != nil || ctx.Err() != nil {
+				break // drain so the producer can finish
+			}
+			st.Listed++
+			st.Bytes += j.bytes
+			switch {
+			case j.skip:
+				st.Prefiltered++
+			case j.result.Err != nil:
+				st.Unreadable++
+				emitErr = emit(j.result)
+			case j.match:
+				st.Matched++
+				emitErr = emit(j.result)
+				if emitErr == nil && scope.Limit > 0 && st.Matched >= scope.Limit {
+					st.Truncated = true
+					cancel()
+				}
+			}
+			if emitErr != nil {
 				cancel()
 			}
-		}
-		if emitErr != nil {
-			cancel()
 		}
 	}
 	err := <-listErr
