@@ -2,6 +2,7 @@ package dlarecover
 
 import (
 	"context"
+	"encoding/json"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/dla/gen"
+	"github.com/deadletter/deadletter/internal/selection"
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
@@ -85,4 +87,31 @@ func (fx *runFixture) left() []string {
 // tables are the database's rows after a run, as DumpTables gives them.
 func (fx *runFixture) tables(t *testing.T) map[string][]map[string]any {
 	return testsupport.DumpTables(t, fx.dbURL, fx.runStart)
+}
+
+// outcome is what a run left: its object lines (JSON), its summary (without
+// its seconds), the tables, and what is left in the archive.
+type outcome struct {
+	lines  []string
+	sum    Summary
+	tables map[string][]map[string]any
+	left   []string
+}
+
+// outcome runs r over scope and returns what it left.
+func (fx *runFixture) outcome(t *testing.T, r *Run, scope selection.Scope) outcome {
+	t.Helper()
+	var o outcome
+	if err := r.Run(context.Background(), scope, func(obj Object) error {
+		b, err := json.Marshal(obj)
+		o.lines = append(o.lines, string(b))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	o.sum = *r.Sum
+	o.sum.Seconds = 0
+	o.tables = fx.tables(t)
+	o.left = fx.left()
+	return o
 }

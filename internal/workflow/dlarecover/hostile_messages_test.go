@@ -140,14 +140,7 @@ func TestHostileMessagesMatchBaseline(t *testing.T) {
 				object{fmt.Sprintf("%s%02d-%s-again", prefix, i, mu.name), []byte(body)})
 		}
 	}
-	type outcome struct {
-		lines  []string
-		sum    Summary
-		tables map[string][]map[string]any
-		left   []string
-	}
 	run := func(old bool) outcome {
-		ctx := context.Background()
 		fx := newRunFixture(t)
 		pool, store, spool := fx.pool, fx.store, fx.spool
 		for _, o := range objects {
@@ -156,19 +149,7 @@ func TestHostileMessagesMatchBaseline(t *testing.T) {
 		r := &Run{Store: store, Layout: layout, DB: testsupport.CumulusDB(t, pool), Pool: pool,
 			Writer:      &recovery.Writer{Now: func() time.Time { return now }, NoMsgIndex: old, Unbatched: old},
 			Concurrency: 1, Now: func() time.Time { return now }, Sum: &Summary{Selected: spool.Len()}, Objects: spool, NoPrefetch: old}
-		var o outcome
-		if err := r.Run(ctx, selection.Scope{Layout: layout}, func(obj Object) error {
-			b, err := json.Marshal(obj)
-			o.lines = append(o.lines, string(b))
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		o.sum = *r.Sum
-		o.sum.Seconds = 0
-		o.tables = fx.tables(t)
-		o.left = fx.left()
-		return o
+		return fx.outcome(t, r, selection.Scope{Layout: layout})
 	}
 	nu, old := run(false), run(true)
 	if nu.sum.Written == 0 || nu.sum.Failed == 0 || nu.sum.Deleted < 4*deleteBatch {

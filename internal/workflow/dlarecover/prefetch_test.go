@@ -127,14 +127,6 @@ func TestPrefetchOverlapsTheNextMessagesReadsAndChangesNoResult(t *testing.T) {
 	}
 }
 
-// outcome is what a run of prefetchRun left.
-type outcome struct {
-	lines  []string
-	sum    Summary
-	tables map[string][]map[string]any
-	left   []string
-}
-
 // prefetchRun runs a generated archive (every generation and status,
 // malformed objects, 1 to 4 granules per message, objects Unwrap rejects)
 // through Run at concurrency 1 into a fresh database, with sfn as the Step
@@ -142,12 +134,10 @@ type outcome struct {
 // tables and what is left in the archive.
 func prefetchRun(t *testing.T, noPrefetch bool, sfn recovery.StepFunctions) outcome {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	ctx := context.Background()
 	fx := newRunFixture(t)
 	pool, store, spool := fx.pool, fx.store, fx.spool
-	var err error
 	firstDay := ""
-	err = gen.Generate(gen.Options{Stack: "s", Count: 150, Seed: 5, Days: 3, MinGranules: 1, MaxGranules: 4},
+	err := gen.Generate(gen.Options{Stack: "s", Count: 150, Seed: 5, Days: 3, MinGranules: 1, MaxGranules: 4},
 		func(o gen.Object) error {
 			if info := (dla.Layout{Stack: "s"}).ParseKey(o.Key); firstDay == "" && info.Area == dla.AreaSQS && info.Date != "" {
 				firstDay = info.Date
@@ -168,18 +158,5 @@ func prefetchRun(t *testing.T, noPrefetch bool, sfn recovery.StepFunctions) outc
 	r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, pool), Pool: pool,
 		Writer: &recovery.Writer{Now: func() time.Time { return now }, SFN: sfn}, Concurrency: 1,
 		Now: func() time.Time { return now }, Sum: &Summary{Selected: spool.Len()}, Objects: spool, NoPrefetch: noPrefetch}
-	var o outcome
-	err = r.Run(ctx, selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(obj Object) error {
-		b, err := json.Marshal(obj)
-		o.lines = append(o.lines, string(b))
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.sum = *r.Sum
-	o.sum.Seconds = 0
-	o.tables = fx.tables(t)
-	o.left = fx.left()
-	return o
+	return fx.outcome(t, r, selection.Scope{Layout: dla.Layout{Stack: "s"}})
 }
