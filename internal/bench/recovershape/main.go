@@ -324,18 +324,27 @@ func serveSFN(args []string) error {
 	return nil
 }
 
-func topics(args []string) error {
-	fl := flag.NewFlagSet("topics", flag.ExitOnError)
-	prefix := fl.String("prefix", "bench", "topic and queue name prefix")
+// topicClients parses the -prefix flag of the topics and purge commands
+// and builds their clients.
+func topicClients(command string, args []string) (prefix string, snsc *sns.Client, sqsc *sqs.Client, err error) {
+	fl := flag.NewFlagSet(command, flag.ExitOnError)
+	p := fl.String("prefix", "bench", "topic and queue name prefix")
 	_ = fl.Parse(args)
-	ctx := context.Background()
-	cfg, err := awsConfig(ctx)
+	cfg, err := awsConfig(context.Background())
+	if err != nil {
+		return "", nil, nil, err
+	}
+	return *p, sns.NewFromConfig(cfg), sqs.NewFromConfig(cfg), nil
+}
+
+func topics(args []string) error {
+	prefix, snsc, sqsc, err := topicClients("topics", args)
 	if err != nil {
 		return err
 	}
-	snsc, sqsc := sns.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
+	ctx := context.Background()
 	for _, topic := range recovery.Topics {
-		name := *prefix + "-" + string(topic)
+		name := prefix + "-" + string(topic)
 		t, err := snsc.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(name)})
 		if err != nil {
 			return fmt.Errorf("create topic %s: %w", name, err)
@@ -359,17 +368,13 @@ func topics(args []string) error {
 // purge empties the queues subscribed to the topics, so that what the runs
 // before published does not pile up in fauxqs (which slows as they grow).
 func purge(args []string) error {
-	fl := flag.NewFlagSet("purge", flag.ExitOnError)
-	prefix := fl.String("prefix", "bench", "topic and queue name prefix")
-	_ = fl.Parse(args)
-	ctx := context.Background()
-	cfg, err := awsConfig(ctx)
+	prefix, _, sqsc, err := topicClients("purge", args)
 	if err != nil {
 		return err
 	}
-	sqsc := sqs.NewFromConfig(cfg)
+	ctx := context.Background()
 	for _, topic := range recovery.Topics {
-		name := *prefix + "-" + string(topic) + "-sub"
+		name := prefix + "-" + string(topic) + "-sub"
 		q, err := sqsc.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
 		if err != nil {
 			return fmt.Errorf("queue %s: %w", name, err)
