@@ -79,6 +79,7 @@ func TestContainedStoreRefusesEveryVerb(t *testing.T) {
 	refused("delete", s.Delete(ctx, outside))
 	// The digest is right: only containment can refuse it.
 	refused("delete if digest", archive.DeleteIfDigest(ctx, s, outside, md5.Sum([]byte("{}"))))
+	refused("remove if digest", archive.RemoveIfDigest(ctx, s, outside, md5.Sum([]byte("{}"))))
 	refused("list", s.List(ctx, "demo/", false, func(archive.Entry) error { return nil }))
 	failed, err := s.DeleteMany(ctx, []string{outside, inside})
 	if err != nil || len(failed) != 1 || !errors.Is(failed[outside], archive.ErrOutside) {
