@@ -165,3 +165,24 @@ func seededProviders(t *testing.T) *recovery.Providers {
 	}
 	return &recovery.Providers{CMR: cumulusdb.DefaultProvider, Metrics: cumulusdb.DefaultProvider}
 }
+
+// A granule without files is published with its references all the same
+// (collection, execution, provider) and no files: CompleteGranule reads the
+// references and the files in one statement, the files joined to them.
+func TestGranuleWithoutFilesIsPublishedWithItsReferences(t *testing.T) {
+	w, n := notifying(t)
+	write(t, w, message("e2", "completed", 1000, "", granule("G2", "")))
+	var rec gjson.Result
+	for _, x := range n.All {
+		if x.Topic == recovery.TopicGranule {
+			rec = gjson.Get(x.Message, "record")
+		}
+	}
+	if rec.Get("granuleId").String() != "G2" || rec.Get("collectionId").String() != "C___1" || rec.Get("provider").String() != "P" ||
+		!strings.HasSuffix(rec.Get("execution").String(), arn+"e2") {
+		t.Fatalf("granule record without its references: %s", rec.Raw)
+	}
+	if files := rec.Get("files"); files.Exists() && len(files.Array()) != 0 {
+		t.Fatalf("files %s, want none", files.Raw)
+	}
+}
