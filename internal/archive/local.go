@@ -81,12 +81,18 @@ func checkLocalKey(key string) error {
 	if key == "" || strings.HasPrefix(key, "/") || strings.HasSuffix(key, "/") {
 		return fmt.Errorf("invalid key %q", key)
 	}
-	for _, seg := range strings.Split(key, "/") {
+	// Segment by segment, without splitting: this runs for every object a
+	// scan reads.
+	for rest := key; ; {
+		seg, after, more := strings.Cut(rest, "/")
 		if seg == "" || seg == "." || seg == ".." || strings.ContainsRune(seg, filepath.Separator) {
 			return fmt.Errorf("invalid key %q", key)
 		}
+		if !more {
+			return nil
+		}
+		rest = after
 	}
-	return nil
 }
 
 // at is where a key lives: an os.Root and the path below it. A key of three
@@ -102,17 +108,25 @@ func (l *Local) locate(key string) (at, error) {
 	if err := checkLocalKey(key); err != nil {
 		return at{}, err
 	}
-	segs := strings.SplitN(key, "/", 3)
-	if len(segs) < 3 {
+	// top is the key's first two segments and rel the rest, both slices of
+	// key (no allocation per object).
+	first := strings.IndexByte(key, '/')
+	second := -1
+	if first >= 0 {
+		if j := strings.IndexByte(key[first+1:], '/'); j >= 0 {
+			second = first + 1 + j
+		}
+	}
+	if second < 0 {
 		r, err := l.rootOf("")
 		return at{r: r, rel: key}, err
 	}
-	top := segs[0] + "/" + segs[1]
+	top := key[:second]
 	r, err := l.rootOf(top)
 	if err != nil {
 		return at{}, fmt.Errorf("%s: %w", key, err)
 	}
-	return at{r: r, top: top, rel: segs[2]}, nil
+	return at{r: r, top: top, rel: key[second+1:]}, nil
 }
 
 // rootOf opens (once) the os.Root of top, refusing a top folder that is a
