@@ -50,9 +50,33 @@ type Decoded struct {
 
 // DecodeError says why an object could not be decoded. The Decoded value
 // returned with it holds whatever was decoded before the failure.
-type DecodeError struct{ Reason string }
+type DecodeError struct {
+	once   sync.Once
+	reason string
+	// invalid, with prefix set, is a copy of the JSON that did not validate:
+	// Error explains why (encoding/json validating it again, which costs
+	// more than reading the object) the first time it is asked, and drops
+	// it. A scan that reports only a few of its unreadable objects never
+	// pays for the others; the text is the same whenever it is made.
+	invalid []byte
+	prefix  string // the reason, before ": " and why invalid is not JSON
+}
 
-func (e *DecodeError) Error() string { return e.Reason }
+func (e *DecodeError) Error() string {
+	e.once.Do(func() {
+		if e.prefix != "" {
+			e.reason = e.prefix + ": " + jsonSyntaxReason(e.invalid)
+			e.invalid, e.prefix = nil, ""
+		}
+	})
+	return e.reason
+}
+
+// invalidJSONError is the *DecodeError of data that is not valid JSON: the
+// reason reads prefix + ": " + why, made when it is first asked for.
+func invalidJSONError(data []byte, prefix string) error {
+	return &DecodeError{invalid: bytes.Clone(data), prefix: prefix}
+}
 
 // IsDecodeError reports whether err is a *DecodeError.
 func IsDecodeError(err error) bool {
@@ -61,7 +85,7 @@ func IsDecodeError(err error) bool {
 }
 
 func decodeErrorf(format string, args ...any) error {
-	return &DecodeError{Reason: fmt.Sprintf(format, args...)}
+	return &DecodeError{reason: fmt.Sprintf(format, args...)}
 }
 
 // utf8BOM is the UTF-8 byte-order mark, accepted at the start of an object.
@@ -96,7 +120,7 @@ func Decode(raw []byte) (*Decoded, error) {
 	case deep:
 		return d, decodeErrorf("object is %s", depthReason)
 	case !valid:
-		return d, decodeErrorf("object is not valid JSON: %s", jsonSyntaxReason(raw))
+		return d, invalidJSONError(raw, "object is not valid JSON")
 	}
 	if ls.kind != '{' {
 		return d, decodeErrorf("object is a JSON %s, not an object", jsonKind(gjson.ParseBytes(raw)))
@@ -177,7 +201,7 @@ func Decode(raw []byte) (*Decoded, error) {
 				d.Depth = n
 				d.fillFromMetadata()
 				d.Generation = generationOf(isDLARecord(topFields), n, false, false)
-				return d, decodeErrorf("layer %d %s is not valid JSON: %s", n, layer.BodyKey, jsonSyntaxReason(data))
+				return d, invalidJSONError(data, fmt.Sprintf("layer %d %s is not valid JSON", n, layer.BodyKey))
 			}
 			ls = next
 			continue
@@ -711,7 +735,7 @@ func jsonKind(v gjson.Result) string {
 
 // jsonSyntaxReason explains why raw is not valid JSON (only on the error path).
 func jsonSyntaxReason(raw []byte) string {
-	if len(strings.TrimSpace(string(raw))) == 0 {
+	if len(bytes.TrimSpace(raw)) == 0 { // no copy of raw
 		return "empty"
 	}
 	var v json.RawMessage

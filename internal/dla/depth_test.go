@@ -26,8 +26,8 @@ func wantTooDeep(t *testing.T, raw []byte, reason string) *Decoded {
 	if !errors.As(err, &de) {
 		t.Fatalf("Decode: err %v, want a *DecodeError", err)
 	}
-	if de.Reason != reason {
-		t.Fatalf("reason %q, want %q", de.Reason, reason)
+	if de.Error() != reason {
+		t.Fatalf("reason %q, want %q", de.Error(), reason)
 	}
 	if d == nil || d.Size != int64(len(raw)) {
 		t.Fatalf("decoded %+v, want the size at least", d)

@@ -285,7 +285,9 @@ func finish(runErr error, st selection.Stats, ignoreUnreadable bool) error {
 // stopOnAuth aborts the run when an object could not be fetched for lack of
 // credentials or permission: every other object would fail the same way.
 func stopOnAuth(r selection.Result) error {
-	if r.Err != nil && cmdutil.IsAuthError(r.Err) {
+	// An object that was read but is not JSON is never about credentials
+	// (and its reason is not worked out unless it is shown).
+	if r.Err != nil && !dla.IsDecodeError(r.Err) && cmdutil.IsAuthError(r.Err) {
 		return fmt.Errorf("reading %s: %w", r.Entry.Key, r.Err)
 	}
 	return nil
