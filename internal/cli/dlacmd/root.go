@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -21,8 +22,25 @@ func Main() int {
 	// SIGPIPE ignored, the write fails with EPIPE and the command stops
 	// starting new work, finishes what is in flight and exits non-zero.
 	signal.Ignore(syscall.SIGPIPE)
+	tuneGC(os.Getenv)
 	ios := iostreams.System()
 	return Run(ctx, NewFactory(ios, os.Getenv), os.Args[1:])
+}
+
+// tuneGC collects garbage four times less often than Go's default (unless
+// GOGC or GOMEMLIMIT says otherwise): dla is a short-lived command whose
+// scans make garbage at the speed they read, and with GOGC=100 a year-shaped
+// search spent about a tenth of its CPU collecting (docs/performance.md).
+// Memory stays bounded: a soft limit of 1 GiB makes the collector work
+// harder as the heap nears it. A search that decodes every object peaks at
+// about 110 MiB instead of 60.
+func tuneGC(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(1 << 30)
+	}
 }
 
 // Run executes one command line and reports errors on stderr.
