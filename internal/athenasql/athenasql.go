@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/deadletter/deadletter/internal/dla"
@@ -51,7 +52,9 @@ var dateRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 // nameRE is what a Glue database or table name may be: Glue lower-cases
 // names and allows letters, digits and underscores (Cumulus's are
 // <prefix>_dla_glue_table).
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,255}$`)
+// Compiled on first use: a bounded repeat compiles into a long program,
+// which every dla command paid for at start-up.
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_]{1,255}$`) })
 
 // Literal quotes s as a Trino string literal.
 func Literal(s string) (string, error) {
@@ -66,7 +69,7 @@ func Literal(s string) (string, error) {
 
 // Identifier quotes a Glue database or table name.
 func Identifier(s string) (string, error) {
-	if !nameRE.MatchString(s) {
+	if !nameRE().MatchString(s) {
 		return "", fmt.Errorf("%q: not a Glue name (letters, digits and underscores)", s)
 	}
 	return `"` + strings.ToLower(s) + `"`, nil

@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/deadletter/deadletter/internal/shellword"
 )
@@ -79,13 +80,15 @@ func (l *Links) Commands() []Command { return l.commands }
 // Write renders the page: one HTML file with its CSS inline, no script,
 // and nothing fetched.
 func Write(w io.Writer, p Page) error {
-	return pageTemplate.Execute(w, p)
+	return pageTemplate().Execute(w, p)
 }
 
-var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
-	"cmd":   func(p Page, n int) Command { return p.Commands[n-1] },
-	"clean": clean,
-}).Parse(`<!DOCTYPE html>
+// pageTemplate is parsed on first use, not at every command's start-up.
+var pageTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Funcs(template.FuncMap{
+		"cmd":   func(p Page, n int) Command { return p.Commands[n-1] },
+		"clean": clean,
+	}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -153,6 +156,7 @@ a { color: #0a58a8; }
 </body>
 </html>
 `))
+})
 
 // Legend is the HTML list naming each series' colour.
 func Legend(series []Series) template.HTML {

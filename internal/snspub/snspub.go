@@ -71,8 +71,10 @@ type TopicError struct {
 
 func (e *TopicError) Error() string { return "SNS topics: " + e.Problem }
 
-// topicName is what SNS allows a topic's name to be.
-var topicName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}(\.fifo)?$`)
+// topicName is what SNS allows a topic's name to be (compiled on first
+// use: a bounded repeat compiles into a long program, which every command
+// paid for at start-up).
+var topicName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}(\.fifo)?$`) })
 
 // Validate checks that all three are set and are SNS topic ARNs (with a
 // name SNS allows: letters, digits, - and _), of standard topics: all
@@ -84,7 +86,7 @@ func (t Topics) Validate() error {
 	}
 	for _, topic := range recovery.Topics {
 		a, err := arn.Parse(t.ARN(topic))
-		if err != nil || a.Service != "sns" || !topicName.MatchString(a.Resource) {
+		if err != nil || a.Service != "sns" || !topicName().MatchString(a.Resource) {
 			return &TopicError{EnvVar: topic.EnvVar(), Value: t.ARN(topic),
 				Problem: fmt.Sprintf("%s %q is not an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)", topic.EnvVar(), t.ARN(topic))}
 		}
