@@ -214,6 +214,47 @@ func (h *Hold) anyHeld() bool {
 	return false
 }
 
+// InState counts the messages received so far that are in state st.
+func (h *Hold) InState(st State) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, s := range h.state {
+		if s == st {
+			n++
+		}
+	}
+	return n
+}
+
+// Readmit makes the Extra messages (received after a scan was told to
+// stop, still invisible) Held again and passes each to fn, in receive
+// order, as a scan would, until fn says stop (the rest stay Extra). A
+// caller that reads on after its scan stopped at SQS's in-flight limit
+// deals with them in its next round: released instead, they would be
+// received again and not passed on (the hold has seen them).
+func (h *Hold) Readmit(fn func(ord int, m *Message) (stop bool)) error {
+	if h.extraCount() == 0 {
+		return nil
+	}
+	stopped := false
+	return h.Each(func(ord int, st State, m *Message) error {
+		if st != Extra || stopped {
+			return nil
+		}
+		h.mu.Lock()
+		if h.state[ord] != Extra { // lost meanwhile
+			h.mu.Unlock()
+			return nil
+		}
+		h.state[ord] = Held
+		h.extras--
+		h.mu.Unlock()
+		stopped = fn(ord, m)
+		return nil
+	})
+}
+
 // State reports a message's state.
 func (h *Hold) State(ord int) State {
 	h.mu.Lock()

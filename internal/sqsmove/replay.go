@@ -83,6 +83,10 @@ type Replayer struct {
 	countsMu      sync.Mutex
 	fatal         error
 	fatalOnce     sync.Once
+	// begun: the run event is written; a later Run (a replay that reads on
+	// past SQS's in-flight limit) goes on in the same journal run.
+	begun      bool
+	maxEntries int
 }
 
 type entry struct {
@@ -102,8 +106,13 @@ type batch struct {
 var ErrTargetRejected = errors.New("target queue rejected the canary message")
 
 // begin sets the defaults, starts the rate limiter and writes the run
-// event; it returns the most entries a batch may have.
+// event; it returns the most entries a batch may have. Called again (Run
+// once more), it keeps all that and writes no second run event: a resume
+// would take a second one for a run that was interrupted.
 func (r *Replayer) begin() (int, error) {
+	if r.begun {
+		return r.maxEntries, nil
+	}
 	if r.Concurrency <= 0 {
 		r.Concurrency = 4
 	}
@@ -116,13 +125,23 @@ func (r *Replayer) begin() (int, error) {
 		r.limiter = newLimiter(r.Rate)
 		maxEntries = min(maxEntries, r.limiter.maxBatch())
 	}
-	return maxEntries, r.Journal.Write(Event{Event: EvRun, Target: r.Source, Info: r.RunInfo})
+	if err := r.Journal.Write(Event{Event: EvRun, Target: r.Source, Info: r.RunInfo}); err != nil {
+		return maxEntries, err
+	}
+	r.begun, r.maxEntries = true, maxEntries
+	return maxEntries, nil
 }
 
 // Run replays every held message that routes somewhere. Messages that
 // route nowhere, fail or are abandoned stay held; the caller releases them.
 // It returns an error only for what stops the whole run (the journal cannot
 // be written, the credentials are refused).
+//
+// Run may be called again once it returned, after more messages were
+// received into the Hold (a replay that reads on past SQS's in-flight
+// limit): it replays the messages held since (every earlier one is done,
+// or still held because it failed: the caller reads on only when none
+// is), in the same journal run, and the counts it returns go on adding up.
 func (r *Replayer) Run(ctx context.Context) (Counts, error) {
 	maxEntries, err := r.begin()
 	if err != nil {
