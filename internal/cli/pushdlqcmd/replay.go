@@ -280,7 +280,12 @@ func runReplay(ctx context.Context, opts *ReplayOptions) error {
 		Plan: func(p *pushreplay.Plan) { printPlan(w, opts, p) },
 		Confirm: func(p *pushreplay.Plan) (bool, error) {
 			ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Replay %s?", output.Plural(p.Eligible, "message")), "yes")
-			if err != nil || !ok {
+			switch {
+			case err == nil && ok:
+			case p.Round > 1:
+				fmt.Fprintf(w, "nothing more sent: the %s round %d read are released; what the earlier rounds sent or parked stays so\n",
+					output.Plural(p.Scanned, "message"), p.Round)
+			default:
 				fmt.Fprintln(w, "nothing sent; every message is released")
 			}
 			return ok, err
@@ -373,6 +378,10 @@ func usageExit(err error) error {
 func printPlan(w io.Writer, opts *ReplayOptions, p *pushreplay.Plan) {
 	policy := opts.Policy
 	fmt.Fprintf(w, "\nPlan for %s\n", p.Source)
+	if p.Round > 1 {
+		fmt.Fprintf(w, "  round    %d, read on past SQS's in-flight limit: what this round read (the earlier rounds sent %d and parked %d)\n",
+			p.Round, p.EarlierSent, p.EarlierParked)
+	}
 	fmt.Fprintf(w, "  window   %s … %s (inclusive, on createdAt; epoch ms %d … %d)\n", isoMs(policy.Start), isoMs(policy.End), policy.Start, policy.End)
 	if opts.Window != "" {
 		if a, b, _ := strings.Cut(opts.Window, "/"); pushpolicy.IsDateOnly(a) || pushpolicy.IsDateOnly(b) {

@@ -132,6 +132,11 @@ type Plan struct {
 	// Nothing: there is nothing to send, park or delete; the run ends
 	// after the plan (unless it is a dry run, which ends there anyway).
 	Nothing bool
+	// Round is 1, or the round of a park run that read on past SQS's
+	// in-flight limit: Counts are then what that round's scan found, and
+	// EarlierSent and EarlierParked what the earlier rounds moved.
+	Round                      int
+	EarlierSent, EarlierParked int
 }
 
 // RunResult is what a run came to, once every message it held is
@@ -148,7 +153,8 @@ type RunResult struct {
 	DeleteRefused *DeleteRefusedError
 	// InFlightLimit: SQS's in-flight limit ended the scan of DLQ (as it
 	// was described when opened); what was read was planned and replayed,
-	// the rest was not read.
+	// the rest was not read. A park run that read on past the limit
+	// (rounds.go) and then read the DLQ to its end has none.
 	InFlightLimit *sqsmove.InFlightLimitError
 	DLQ           *sqsmove.Queue
 	// Unresolved counts the resumed journal's uncertain messages that this
@@ -213,6 +219,17 @@ type replayRun struct {
 	targetIsDLQ map[string]bool
 	ctx         context.Context
 	progress    Progress
+	// The rounds of a park run that reads on past SQS's in-flight limit
+	// (rounds.go): the replayer kept for them, the round (1 for the
+	// first), the counts when it began, and what the earlier ones moved.
+	rp                     *sqsmove.Replayer
+	round                  int
+	roundBase              Counts
+	roundSent, roundParked int
+	// parkedCopies holds the ids of the copies this run parked; copySeen:
+	// a scan received one (its delay ran out during the run).
+	parkedCopies map[string]bool
+	copySeen     bool
 }
 
 // Run replays. It returns a nil RunResult when it stopped before holding
@@ -223,9 +240,10 @@ type replayRun struct {
 // it ran to its end, whatever became of each message: see
 // RunResult.Partial); a *UsageError is a refusal of its inputs.
 func (r *Run) Run(ctx context.Context) (*RunResult, error) {
-	rr := &replayRun{Run: r, failures: failureTally{},
-		counts:  Counts{ByTarget: map[TargetKey]int{}, Ineligible: map[pushpolicy.Reason]int{}},
-		summary: Summary{Type: "summary", DryRun: r.DryRun, Codes: r.Policy.CodesString(), PossibleDuplicateIDs: []string{}, HoldLostIDs: []string{}, Failures: []TargetFailure{}}}
+	rr := &replayRun{Run: r, failures: failureTally{}, round: 1, parkedCopies: map[string]bool{},
+		counts:    newCounts(),
+		roundBase: newCounts(),
+		summary:   Summary{Type: "summary", DryRun: r.DryRun, Codes: r.Policy.CodesString(), PossibleDuplicateIDs: []string{}, HoldLostIDs: []string{}, Failures: []TargetFailure{}}}
 	start, end := r.Policy.Window()
 	rr.summary.WindowStart, rr.summary.WindowEnd = start.Format(time.RFC3339Nano), end.Format(time.RFC3339Nano)
 	return rr.run(ctx)
@@ -294,41 +312,54 @@ func (r *replayRun) run(ctx context.Context) (res *RunResult, err error) {
 	if ctx.Err() != nil {
 		return nil, cmp.Or(replayErr, ctx.Err())
 	}
-	if err := r.checkTargets(); err != nil {
-		return nil, err
-	}
-	r.makePlan(ctx)
-	if r.Plan != nil {
-		r.Plan(r.plan)
-	}
-	if r.DryRun || r.plan.Nothing {
-		return nil, nil
-	}
-	if r.streaming != nil {
-		return nil, replayErr
-	}
-	if !r.Yes {
-		if r.Confirm == nil {
+	// Rounds: a park run whose scan SQS's in-flight limit stopped replays
+	// what it read (every message is sent or parked, and so deleted: no
+	// longer in flight), then reads on (rounds.go).
+	for {
+		if err := r.checkTargets(); err != nil {
+			return nil, r.stopRound(err)
+		}
+		r.makePlan(ctx, r.counts.since(r.roundBase))
+		if r.Plan != nil {
+			r.Plan(r.plan)
+		}
+		if r.DryRun || r.plan.Nothing {
 			return nil, nil
 		}
-		if ok, err := r.Confirm(r.plan); err != nil || !ok {
+		if r.streaming != nil {
+			return nil, replayErr
+		}
+		if !r.Yes {
+			if r.Confirm == nil {
+				return nil, r.stopRound(nil)
+			}
+			if ok, err := r.Confirm(r.plan); err != nil || !ok {
+				return nil, r.stopRound(err)
+			}
+		}
+		if err := r.replay(ctx); err != nil || limit == nil || !r.mayReadOn() {
 			return nil, err
 		}
+		var more bool
+		if more, err = r.readOn(ctx, &limit); err != nil || !more {
+			return nil, r.stopRound(err)
+		}
 	}
-	return nil, r.replay(ctx)
 }
 
 // makePlan checks the plan's target queues and counts the DLQ's messages
-// that are not in it.
-func (r *replayRun) makePlan(ctx context.Context) {
+// that are not in it; counts are what this round's scan found (the whole
+// scan, unless the run reads on past SQS's in-flight limit).
+func (r *replayRun) makePlan(ctx context.Context, counts Counts) {
 	// The DLQ's counts and the target queues, read at the same time.
 	checked := make(chan int, 1)
-	go func() { checked <- r.checkTargetQueues(ctx) }()
+	go func() { checked <- r.checkTargetQueues(ctx, counts) }()
 	r.inFlightElsewhere(ctx)
 	missing := <-checked
-	r.plan = &Plan{Source: r.source, Counts: r.counts, Targets: r.targets, Missing: missing, ResumedUncertain: len(r.resumed.Uncertain),
+	r.plan = &Plan{Source: r.source, Counts: counts, Targets: r.targets, Missing: missing, ResumedUncertain: len(r.resumed.Uncertain),
 		InFlightElsewhere: r.summary.InFlightElsewhere, Delayed: r.summary.Delayed, StillHeld: r.summary.StillHeld,
-		Nothing: r.counts.Eligible == 0 && r.Ineligible != "park" && r.counts.AlreadySent == 0}
+		Nothing: counts.Eligible == 0 && r.Ineligible != "park" && counts.AlreadySent == 0,
+		Round:   r.round, EarlierSent: r.roundSent, EarlierParked: r.roundParked}
 }
 
 // checkTargets refuses a plan that would send to the DLQ itself.
@@ -355,10 +386,10 @@ func (r *replayRun) api(ctx context.Context) (sqsmove.API, error) {
 
 // checkTargetQueues reads every target queue of the plan and returns how
 // many do not exist; the plan shows why for each.
-func (r *replayRun) checkTargetQueues(ctx context.Context) int {
+func (r *replayRun) checkTargetQueues(ctx context.Context, counts Counts) int {
 	var targets []string
 	seen := map[string]bool{}
-	for k := range r.counts.ByTarget {
+	for k := range counts.ByTarget {
 		if !seen[k.Target] {
 			seen[k.Target] = true
 			targets = append(targets, k.Target)
@@ -391,6 +422,8 @@ func (r *replayRun) inFlightElsewhere(ctx context.Context) {
 		return
 	}
 	if r.Max == 0 { // a scan stopped by Max did not look for them all
+		// Counted again in each round, as messages come back.
+		r.summary.StillHeld = 0
 		for id := range r.resumed.Held {
 			if !r.resumed.Moved[id] {
 				r.summary.StillHeld++
@@ -409,6 +442,8 @@ func (r *replayRun) inFlightElsewhere(ctx context.Context) {
 	// as still_held; when they are invisible (another consumer has them)
 	// they are in the DLQ's in-flight count too: count them once.
 	n := max(0, after.InFlight-int64(r.hold.Outstanding())-int64(r.summary.StillHeld))
-	r.summary.Delayed = int(after.Delayed)
+	// The copies this run parked in its earlier rounds are delayed in the
+	// DLQ (for 15 minutes, longer than a round): not someone else's.
+	r.summary.Delayed = max(0, int(after.Delayed)-r.summary.Parked)
 	r.summary.InFlightElsewhere = int(n)
 }

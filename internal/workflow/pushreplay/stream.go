@@ -77,6 +77,14 @@ func (r *replayRun) load(ctx context.Context) error {
 func (r *replayRun) observe(ord int, m *sqsmove.Message) bool {
 	st := r.decide(m.Body)
 	r.mu.Lock() // the replay's progress reads the counts
+	if r.parkedCopies[m.MessageID] {
+		// A copy this run parked, visible again: not a message of the DLQ
+		// to count or park again. The scan stops, and so does the run
+		// (rounds.go); the copy is released.
+		r.copySeen = true
+		r.mu.Unlock()
+		return true
+	}
 	r.counts.Scanned++
 	delete(r.resumed.Held, m.MessageID) // it came back: the interrupted run no longer holds it
 	if r.resumed.Moved[m.MessageID] {
@@ -149,6 +157,9 @@ func (r *replayRun) decide(body string) Step {
 // parked only under Ineligible "park" (and only when there is a DLQ);
 // otherwise they route nowhere and are released.
 func (r *replayRun) route(m *sqsmove.Message) sqsmove.Route {
+	if r.isParkedCopy(m.MessageID) {
+		return sqsmove.Route{} // released, never parked twice
+	}
 	st := r.decide(m.Body)
 	if st.Decision.Eligible || (r.Ineligible == "park" && r.s != nil) {
 		return st.Route
@@ -156,16 +167,23 @@ func (r *replayRun) route(m *sqsmove.Message) sqsmove.Route {
 	return sqsmove.Route{}
 }
 
+// replay replays the held messages; each round of a run that reads on
+// past SQS's in-flight limit goes through the same replayer (one journal
+// run, counts that add up).
 func (r *replayRun) replay(ctx context.Context) error {
-	rp, err := r.replayer(ctx)
-	if err != nil {
-		return err
+	if r.rp == nil {
+		rp, err := r.replayer(ctx)
+		if err != nil {
+			return err
+		}
+		r.rp = rp
 	}
-	counts, err := rp.Run(ctx)
+	counts, err := r.rp.Run(ctx)
 	return r.replayed(counts, err)
 }
 
-// replayer opens the journal and prepares the replay of the held messages.
+// replayer opens the journal (once a run) and prepares the replay of the
+// held messages.
 func (r *replayRun) replayer(ctx context.Context) (*sqsmove.Replayer, error) {
 	path, err := r.journalPath()
 	if err != nil {
@@ -201,14 +219,17 @@ func (r *replayRun) replayer(ctx context.Context) (*sqsmove.Replayer, error) {
 			defer r.mu.Unlock()
 			done++
 			r.progress.Update("replaying: %d of %d done", done, r.counts.Eligible+r.counts.AlreadySent)
+			if res.Outcome == sqsmove.OutcomeParked && res.NewID != "" {
+				r.parkedCopies[res.NewID] = true
+			}
 			r.record(res)
 			r.emit(res)
 		},
 	}, nil
 }
 
-// replayed notes what the replay came to in the summary, and what
-// stopped it.
+// replayed notes what the replay came to in the summary (the replayer's
+// counts: over every round so far), and what stopped it.
 func (r *replayRun) replayed(counts sqsmove.Counts, err error) error {
 	r.progress.Clear()
 	r.summary.Sent, r.summary.Parked, r.summary.Failed = counts.Sent, counts.Parked, counts.Failed
