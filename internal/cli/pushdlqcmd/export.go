@@ -46,7 +46,14 @@ attributes: SentTimestamp, ApproximateReceiveCount, MessageGroupId, ...).
 The file is written as FILE.partial, flushed, synced to disk and renamed to
 FILE before anything else happens. Nothing is deleted from the DLQ unless
 --delete is given; then only the messages that are in the synced file are
-deleted, and every other message is made visible again.`,
+deleted, and every other message is made visible again.
+
+A DLQ deeper than SQS's in-flight limit (about 120,000 messages received
+and not yet deleted) stops the scan there. With --delete the export reads
+on (after asking, unless --yes): it syncs FILE.partial, deletes the
+messages it holds, and scans again, appending to the same file, until the
+DLQ is read to its end. Otherwise the file holds what was read, and the
+run says how far it got and exits 3.`,
 		Example: `  pushdlq export --dlq push-dlq --out push-dlq-2025-11-14.ndjson
   pushdlq export --dlq push-dlq --out drained.ndjson --delete --yes`,
 		Args: cmdutil.UsageArgs(cobra.NoArgs),
@@ -114,6 +121,7 @@ type exportFile struct {
 	w              *bufio.Writer
 	sum            hash.Hash
 	n              int64
+	dirSynced      bool
 }
 
 func createExport(path string, stdout io.Writer) (*exportFile, error) {
@@ -144,6 +152,33 @@ func (e *exportFile) write(m *sqsmove.Message) error {
 	return nil
 }
 
+// sync flushes the partial file and syncs it to disk (and, the first
+// time, its directory, which holds the new file's name): the write-ahead
+// of deleting the messages it holds.
+func (e *exportFile) sync() error {
+	if err := e.w.Flush(); err != nil {
+		return fmt.Errorf("write %s: %w", e.partial, err)
+	}
+	if e.f == nil {
+		return errors.New("stdout cannot be synced")
+	}
+	if err := e.f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", e.partial, err)
+	}
+	if !e.dirSynced {
+		d, err := os.Open(filepath.Dir(e.partial))
+		if err == nil {
+			err = d.Sync()
+			d.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("sync the directory of %s: %w", e.partial, err)
+		}
+		e.dirSynced = true
+	}
+	return nil
+}
+
 // commit flushes, syncs, renames and syncs the directory.
 func (e *exportFile) commit() error {
 	if err := e.w.Flush(); err != nil {
@@ -169,8 +204,8 @@ func (e *exportFile) commit() error {
 }
 
 // abort leaves the partial file for inspection: it is never mistaken for
-// a complete export, and it may hold the only copy of nothing (nothing was
-// deleted).
+// a complete export. It is never removed: once an export read on past
+// SQS's in-flight limit, it holds the only copy of what was deleted.
 func (e *exportFile) abort() {
 	if e.f != nil {
 		e.w.Flush()
@@ -199,19 +234,73 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 		return err
 	}
 	var writeErr error
-	scanErr := s.Scan(ctx, opts.Max, func(_ int, m *sqsmove.Message) bool {
+	write := func(_ int, m *sqsmove.Message) bool {
 		if writeErr = out.write(m); writeErr != nil {
 			return true
 		}
 		sum.Exported++
-		return false
-	})
+		return opts.Max > 0 && sum.Exported >= opts.Max
+	}
+	scanErr := s.Scan(ctx, 0, write)
 	// SQS's in-flight limit ends the scan, not the export: the file holds
-	// what was read, is committed, and (--delete) those are deleted; the
-	// run says how far it got and exits 3.
+	// what was read. With --delete the run reads on, in rounds: once what
+	// it read is synced to the partial file and deleted from the DLQ, it
+	// is no longer in flight, and the next scan appends to the same file
+	// (and the same digest). Without --delete, or when the operator
+	// declines, the file is committed and the run says how far it got.
 	var overLimit *sqsmove.InFlightLimitError
 	if errors.As(scanErr, &overLimit) {
 		scanErr = nil
+	}
+	round := 1
+	for overLimit != nil && opts.Delete && opts.Out != "-" && writeErr == nil && ctx.Err() == nil && !(opts.Max > 0 && sum.Exported >= opts.Max) {
+		held := sum.Exported - sum.Deleted
+		if !opts.Yes {
+			ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("SQS's in-flight limit stopped the scan. Delete the %s read so far (synced to %s) and read on?",
+				output.Plural(held, "message"), out.partial), "yes")
+			if err != nil {
+				return exportStopped(f, out, &sum, err, false)
+			}
+			if !ok {
+				break // as a run that does not read on: commit, delete (asked), run again for the rest
+			}
+		}
+		// Write-ahead: a message is deleted only once its line is on disk.
+		if writeErr = out.sync(); writeErr != nil {
+			break
+		}
+		deleted, failed := deleteHeld(ctx, s.Hold)
+		sum.Deleted += deleted
+		sum.DeleteFailed += failed
+		if failed > 0 {
+			fmt.Fprintf(f.IO.ErrOut, "%s could not be deleted; they stay in the DLQ (and are in %s)\n", output.Plural(failed, "message"), out.partial)
+			return exportStopped(f, out, &sum, cmdutil.PartialError, false)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		round++
+		fmt.Fprintf(f.IO.ErrOut, "round %d: the %s read so far are in %s (synced) and deleted from the DLQ: reading on past SQS's in-flight limit\n",
+			round, output.Plural(sum.Exported, "message"), out.partial)
+		before := sum.Exported
+		overLimit = nil
+		// Messages received after the scan stopped are still held: this
+		// round's first.
+		scanErr = s.Hold.Readmit(write)
+		if scanErr == nil && writeErr == nil && !(opts.Max > 0 && sum.Exported >= opts.Max) {
+			scanErr = s.Scan(ctx, 0, write)
+		}
+		if errors.As(scanErr, &overLimit) {
+			scanErr = nil
+		}
+		if overLimit != nil && sum.Exported == before {
+			fmt.Fprintln(f.IO.ErrOut, "stopped reading on: SQS's in-flight limit stopped the scan again before it read anything new (the messages in flight are not this run's)")
+			break
+		}
+	}
+	if overLimit != nil {
+		// The run did not read the whole DLQ: it says how far it got and
+		// exits 3.
 		rest := "the file holds them and every other message is released; run again for the rest"
 		if opts.Delete {
 			rest = "the file holds them; once they are deleted, run again for the rest"
@@ -224,22 +313,10 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 		}()
 	}
 	if err := errors.Join(scanErr, writeErr, ctx.Err()); err != nil {
-		out.abort()
-		if opts.Out == "-" {
-			// A reader that went away (`export --out - | head -1`): stop
-			// printing; the deferred close releases every message.
-			if writeErr != nil {
-				return stoppedError("nothing was deleted; every message is released")
-			}
-			fmt.Fprintln(f.IO.ErrOut, "export stopped: nothing was deleted; every message is released")
-			return err
-		}
-		fmt.Fprintf(f.IO.ErrOut, "export stopped: nothing was deleted; the messages read so far are in %s\n", out.partial)
-		return err
+		return exportStopped(f, out, &sum, err, writeErr != nil)
 	}
 	if err := out.commit(); err != nil {
-		out.abort()
-		return err
+		return exportStopped(f, out, &sum, err, false)
 	}
 	sum.Bytes = out.n
 	digest := hex.EncodeToString(out.sum.Sum(nil))
@@ -247,22 +324,60 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 	if opts.Out != "-" {
 		fmt.Fprintf(f.IO.ErrOut, "wrote %s to %s (synced)\n", output.Plural(sum.Exported, "message"), opts.Out)
 	}
-	if !opts.Delete || sum.Exported == 0 {
+	held := sum.Exported - sum.Deleted
+	if !opts.Delete || held == 0 {
 		return nil
 	}
 	if !opts.Yes {
-		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Delete the %s now in %s from %s?", output.Plural(sum.Exported, "message"), opts.Out, sqsmove.Name(s.Queue.URL)), "yes")
+		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Delete the %s now in %s from %s?", output.Plural(held, "message"), opts.Out, sqsmove.Name(s.Queue.URL)), "yes")
 		if err != nil || !ok {
-			fmt.Fprintln(f.IO.ErrOut, "nothing deleted")
+			if sum.Deleted > 0 {
+				fmt.Fprintf(f.IO.ErrOut, "the last %s were not deleted (released); the %s deleted before are in %s\n",
+					output.Plural(held, "message"), output.Plural(sum.Deleted, "message"), opts.Out)
+			} else {
+				fmt.Fprintln(f.IO.ErrOut, "nothing deleted")
+			}
 			return err
 		}
 	}
-	sum.Deleted, sum.DeleteFailed = deleteHeld(ctx, s.Hold)
-	if sum.DeleteFailed > 0 {
-		fmt.Fprintf(f.IO.ErrOut, "%s could not be deleted; they stay in the DLQ (and in the file)\n", output.Plural(sum.DeleteFailed, "message"))
+	deleted, failed := deleteHeld(ctx, s.Hold)
+	sum.Deleted += deleted
+	sum.DeleteFailed += failed
+	if failed > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "%s could not be deleted; they stay in the DLQ (and in the file)\n", output.Plural(failed, "message"))
 		return cmdutil.PartialError
 	}
 	return ctx.Err()
+}
+
+// exportStopped ends an export that stopped before its file was
+// committed. The partial file is kept, never removed: once a round was
+// deleted it is the only copy of those messages, and the operator is told
+// how many. A failed delete (exit 3) writes the summary, which then names
+// the partial file; any other stop exits with its error's code.
+func exportStopped(f *Factory, out *exportFile, sum *ExportSummary, err error, stdoutGone bool) error {
+	out.abort()
+	w := f.IO.ErrOut
+	switch {
+	case out.final == "-" && stdoutGone:
+		// A reader that went away (`export --out - | head -1`): stop
+		// printing; the deferred close releases every message (--delete
+		// needs a file: nothing was deleted).
+		return stoppedError("nothing was deleted; every message is released")
+	case out.final == "-":
+		fmt.Fprintln(w, "export stopped: nothing was deleted; every message is released")
+	case sum.Deleted == 0:
+		fmt.Fprintf(w, "export stopped: nothing was deleted; the messages read so far are in %s\n", out.partial)
+	default:
+		fmt.Fprintf(w, "export stopped: %s deleted from the DLQ, each once its line was synced to %s; keep that file, it is their only copy. "+
+			"It holds %s more, which were not deleted (they stay in the DLQ); the rest of the DLQ was not read\n",
+			map[bool]string{true: "1 message was", false: fmt.Sprintf("%d messages were", sum.Deleted)}[sum.Deleted == 1],
+			out.partial, output.Plural(sum.Exported-sum.Deleted, "message"))
+		sum.File, sum.Bytes = out.partial, out.n
+		digest := hex.EncodeToString(out.sum.Sum(nil))
+		sum.SHA256 = &digest
+	}
+	return err
 }
 
 // deleteHeld deletes every message still held (Extra ones were never
