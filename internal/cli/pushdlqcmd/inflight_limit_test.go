@@ -1,7 +1,6 @@
 package pushdlqcmd
 
 import (
-	"context"
 	"encoding/json"
 	"path/filepath"
 	"strconv"
@@ -9,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deadletter/deadletter/internal/cli/iostreams"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/testsupport"
 	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
@@ -18,30 +16,11 @@ import (
 // limitedDLQ is a push DLQ of n messages (1004, priority 1, one minute
 // apart from 2025-11-14T08:00Z) seen through a proxy that enforces an
 // in-flight limit of limit messages; it returns the DLQ, the base URL,
-// the bodies and a runner of pushdlq through the proxy.
+// the bodies and a runner of pushdlq through the proxy (newLimitWorld).
 func limitedDLQ(t *testing.T, n, limit int) (dlq, base string, bodies map[string]bool, run func(args ...string) (int, string, string)) {
 	t.Helper()
-	c := testsupport.SQSClient(t)
-	dlq, base = testsupport.NewPushQueues(t, c, "ol", 1)
-	bodies = map[string]bool{}
-	var list []string
-	for i := 0; i < n; i++ {
-		b := `{"action":"push","priority":1,"createdAt":` + strconv.FormatInt(1763107200000+int64(i)*60_000, 10) + `,"errorCode":1004,"errorMessage":"PushFailed","n":` + strconv.Itoa(i) + `}`
-		bodies[b] = true
-		list = append(list, b)
-	}
-	testsupport.SendBodies(t, c, dlq, list, nil)
-	proxy := testsupport.NewInFlightLimitProxy(t, testsupport.SQSEndpoint(t), limit)
-	run = func(args ...string) (int, string, string) {
-		ios, _, out, errOut := iostreams.Test()
-		f := NewFactory(ios, func(string) string { return "" })
-		f.SQS = func(context.Context) (sqsmove.API, string, error) {
-			return testsupport.SQSClientAt(proxy.URL), "SQS via a limit proxy", nil
-		}
-		code := Run(context.Background(), f, append(args, "--visibility-timeout", "30s"))
-		return code, out.String(), errOut.String()
-	}
-	return dlq, base, bodies, run
+	w := newLimitWorld(t, n, limit, 0)
+	return w.dlq, w.base, w.all(), w.runYes
 }
 
 // census drains the queues and checks that each body is in exactly one of
@@ -67,11 +46,13 @@ func census(t *testing.T, bodies map[string]bool, extra map[string]int, queues .
 
 // A DLQ deeper than SQS's in-flight limit: inspect, triage, a dry run and
 // export each say how far they got (exit 3, never exit 4, never the SDK's
-// chain), and keep every message; export --delete gets through the whole
-// queue in runs, each message exported exactly once.
+// chain), and keep every message; export --delete whose operator declines
+// to read on past the limit (deleting what was read) gets through the
+// whole queue in runs, each message exported exactly once.
 func TestDLQPastTheInFlightLimitLosesNothingAndSaysHowFarItGot(t *testing.T) {
 	const n, limit = 60, 25
-	dlq, _, bodies, run := limitedDLQ(t, n, limit)
+	w := newLimitWorld(t, n, limit, 0)
+	dlq, bodies, run := w.dlq, w.all(), w.runYes
 	checkNote := func(what, stderr string) {
 		t.Helper()
 		if !strings.Contains(stderr, "pushdlq: read the first ") || !strings.Contains(stderr, "SQS's in-flight limit (OverLimit) stopped the scan") {
@@ -109,7 +90,11 @@ func TestDLQPastTheInFlightLimitLosesNothingAndSaysHowFarItGot(t *testing.T) {
 	exported := map[string]int{}
 	for i := 0; i < 10; i++ {
 		file := filepath.Join(dir, "drain-"+strconv.Itoa(i)+".ndjson")
-		code, _, stderr := run("export", "--dlq", dlq, "--out", file, "--delete", "--yes")
+		// No to reading on, yes to deleting what the file holds.
+		code, _, stderr, asked := w.run([]string{"and read on?=>no", "Delete the=>yes"}, "export", "--dlq", dlq, "--out", file, "--delete")
+		if (code == 3 && asked != 2) || asked > 2 {
+			t.Errorf("export --delete run %d: exit %d after %d questions:\n%s", i, code, asked, stderr)
+		}
 		for _, l := range testsupport.ReadLines(t, file) {
 			var m sqsmove.Message
 			if err := json.Unmarshal([]byte(l), &m); err != nil {
