@@ -317,6 +317,13 @@ func (l *Local) readDir(dirKey string) ([]fs.DirEntry, error) {
 		return nil, err
 	}
 	dir := path.Dir(a.rel)
+	if f := l.openDirQuick(a, dir); f != nil {
+		entries, err := f.ReadDir(-1) // walk sorts
+		if err != nil || !l.keepDirFile(a, dir, f) {
+			f.Close()
+		}
+		return entries, err
+	}
 	if err := l.realDir(a, dirKey, dir); err != nil {
 		return nil, err
 	}
@@ -324,8 +331,11 @@ func (l *Local) readDir(dirKey string) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return readDirTyped(f) // walk sorts
+	entries, err := readDirTyped(f) // walk sorts
+	if err != nil || !l.keepDirFile(a, dir, f) {
+		f.Close()
+	}
+	return entries, err
 }
 
 func (l *Local) walk(ctx context.Context, dirKey, namePrefix string, delimited bool, fn func(Entry) error) error {

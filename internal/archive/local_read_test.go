@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -88,6 +89,68 @@ func TestLocalQuickReadsMatchTheLongWay(t *testing.T) {
 			t.Errorf("%s: the short way gave %v, %q, %v; want it to read the file", k, done, b, err)
 		case !isRegular && done:
 			t.Errorf("%s: the short way read %q, %v; want it to leave it to the long way", k, b, err)
+		}
+	}
+}
+
+// TestLocalQuickListingMatchesTheLongWay: listing date folders the short way
+// (each opened relative to its open parent, O_NOFOLLOW|O_DIRECTORY) gives
+// the same entries and the same errors as the long way (checked and opened
+// through the os.Root) for every kind of folder entry: real folders (more
+// than the folders kept open, so that the cache is emptied on the way), a
+// link to a folder inside the archive, a link out of it, a file and a FIFO
+// where a folder is named, and a folder that is missing.
+func TestLocalQuickListingMatchesTheLongWay(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	sqs := filepath.Join(dir, "demo/dead-letter-archive/sqs")
+	outside := t.TempDir()
+	must(os.WriteFile(filepath.Join(outside, "secret"), []byte(`{"s":1}`), 0o600))
+	var folders []string
+	for i := range 300 {
+		name := fmt.Sprintf("2024-%02d-%02d", 1+i/28, 1+i%28)
+		folders = append(folders, name)
+		must(os.MkdirAll(filepath.Join(sqs, name), 0o755))
+		must(os.WriteFile(filepath.Join(sqs, name, "obj"), []byte(`{"n":1}`), 0o644))
+	}
+	must(os.Symlink(filepath.Join(sqs, folders[0]), filepath.Join(sqs, "2025-01-01")))
+	must(os.Symlink(outside, filepath.Join(sqs, "2025-01-02")))
+	must(os.WriteFile(filepath.Join(sqs, "2025-01-03"), []byte(`{}`), 0o644))
+	must(syscall.Mkfifo(filepath.Join(sqs, "2025-01-04"), 0o644))
+	folders = append(folders, "2025-01-01", "2025-01-02", "2025-01-03", "2025-01-04", "2025-01-05")
+
+	list := func(quick bool) string {
+		archive.SetQuickReads(t, quick)
+		s, err := archive.NewLocal(dir)
+		must(err)
+		var b bytes.Buffer
+		err = s.List(ctx, "demo/dead-letter-archive/sqs/", false, func(e archive.Entry) error {
+			fmt.Fprintf(&b, "%s %v\n", e.Key, e.IsPrefix)
+			return nil
+		})
+		fmt.Fprintf(&b, "walk: %v\n", err)
+		for _, f := range folders { // each folder on its own, as a scan lists them
+			err := s.List(ctx, "demo/dead-letter-archive/sqs/"+f+"/", false, func(e archive.Entry) error {
+				fmt.Fprintf(&b, "%s\n", e.Key)
+				return nil
+			})
+			fmt.Fprintf(&b, "%s: %v\n", f, err)
+		}
+		return b.String()
+	}
+	long, short := list(false), list(true)
+	if long != short {
+		t.Fatalf("the short way lists\n%s\nthe long way\n%s", short, long)
+	}
+	for _, want := range []string{"2025-01-01: demo/dead-letter-archive/sqs/2025-01-01/: sqs/2025-01-01 is a symbolic link", "2025-01-02: demo/dead-letter-archive/sqs/2025-01-02/: sqs/2025-01-02 is a symbolic link"} {
+		if !strings.Contains(long, want) {
+			t.Errorf("the listing says nothing like %q:\n%s", want, long)
 		}
 	}
 }
