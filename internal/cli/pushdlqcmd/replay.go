@@ -334,6 +334,9 @@ func replayOutcome(opts *ReplayOptions, out *stdoutGuard, stream *output.JSONStr
 	switch {
 	case out.Closed():
 		what := fmt.Sprintf("%s sent, %s released", output.Plural(s.Sent, "message"), output.Plural(s.Released, "message"))
+		if s.Parked > 0 {
+			what = fmt.Sprintf("%s sent, %d parked, %s released", output.Plural(s.Sent, "message"), s.Parked, output.Plural(s.Released, "message"))
+		}
 		if s.Journal != nil {
 			what += ", journal complete: " + *s.Journal
 		}
@@ -498,7 +501,12 @@ func messageLine(m pushreplay.Fate) MessageResult {
 // possible duplicates.
 func printUnfinished(w io.Writer, opts *ReplayOptions, s pushreplay.Summary) {
 	if len(s.Failures) > 0 {
-		fmt.Fprintf(w, "failed %d; they stay in the DLQ:\n", s.Failed)
+		// The rows count failed parks too (not_parked, target the DLQ).
+		n := 0
+		for _, r := range s.Failures {
+			n += r.Count
+		}
+		fmt.Fprintf(w, "failed %d; they stay in the DLQ:\n", n)
 		for _, r := range s.Failures {
 			fmt.Fprintf(w, "  %s: %s failed: %s\n", sqsmove.Name(r.Target), output.Plural(r.Count, "message"), r.Reason)
 		}
@@ -551,7 +559,7 @@ func writeReplaySummary(out io.Writer, stream *output.JSONStream, format string,
 		n     int
 	}{
 		{"uncertain", s.Uncertain}, {"possible duplicates", s.PossibleDuplicates}, {"in flight elsewhere", s.InFlightElsewhere},
-		{"hold lost", s.HoldLost}, {"delayed", s.Delayed}, {"still held", s.StillHeld}, {"abandoned", s.Abandoned},
+		{"hold lost", s.HoldLost}, {"not parked", s.NotParked}, {"delayed", s.Delayed}, {"still held", s.StillHeld}, {"abandoned", s.Abandoned},
 		{"release failed", s.ReleaseFailed},
 	} {
 		if c.n > 0 {

@@ -45,6 +45,15 @@ type Summary struct {
 	// in the DLQ again, or another consumer has them. HoldLostIDs lists them.
 	HoldLost    int      `json:"hold_lost"`
 	HoldLostIDs []string `json:"hold_lost_ids"`
+	// NotParked counts the ineligible messages a park run meant to park
+	// and did not (the park failed, got no reply, was abandoned or its hold
+	// was lost, or a later round's plan was declined): they stay in the DLQ
+	// (an uncertain one may be there twice: listed among the possible
+	// duplicates). They are not in failed, uncertain, abandoned or
+	// hold_lost, which count eligible messages: sent + failed + uncertain
+	// + hold_lost + abandoned = eligible, and in a park run parked +
+	// not_parked = ineligible.
+	NotParked int `json:"not_parked"`
 	// StillHeld counts messages an interrupted run held that a resume did
 	// not find in the DLQ.
 	StillHeld int             `json:"still_held"`
@@ -84,11 +93,27 @@ func (r *replayRun) record(res sqsmove.Result) {
 	switch {
 	case res.Outcome == sqsmove.OutcomeFailed && res.Err != nil:
 		r.failures.add(target, res.Err)
-	case res.Outcome == sqsmove.OutcomeHoldLost:
+	case res.Outcome == sqsmove.OutcomeHoldLost && !res.Route.Park:
 		r.summary.HoldLostIDs = append(r.summary.HoldLostIDs, res.Msg.MessageID)
 	case res.Outcome == sqsmove.OutcomeUncertain,
 		(res.Outcome == sqsmove.OutcomeSent || res.Outcome == sqsmove.OutcomeParked) && r.resumed.Uncertain[res.Msg.MessageID]:
 		r.summary.PossibleDuplicateIDs = append(r.summary.PossibleDuplicateIDs, res.Msg.MessageID)
+	}
+}
+
+// parkCounts counts by outcome the parks that did not happen.
+type parkCounts struct{ Failed, Uncertain, Abandoned, HoldLost int }
+
+func (p *parkCounts) add(o sqsmove.Outcome) {
+	switch o {
+	case sqsmove.OutcomeFailed:
+		p.Failed++
+	case sqsmove.OutcomeUncertain:
+		p.Uncertain++
+	case sqsmove.OutcomeAbandoned:
+		p.Abandoned++
+	case sqsmove.OutcomeHoldLost:
+		p.HoldLost++
 	}
 }
 

@@ -68,9 +68,10 @@ func (r *replayRun) mayReadOn() bool {
 		return false
 	}
 	s := r.summary
-	if left := r.hold.InState(sqsmove.Held) + r.hold.InState(sqsmove.Lost); left > 0 || s.Failed+s.Uncertain+s.HoldLost+s.Abandoned+s.DeleteFailed > 0 {
-		r.logf("not reading on past SQS's in-flight limit: %s of this run are still in the DLQ (failed, uncertain, not deleted or no longer held)",
-			messages(max(left, s.Failed+s.Uncertain+s.HoldLost+s.Abandoned+s.DeleteFailed)))
+	undone := s.Failed + s.Uncertain + s.HoldLost + s.Abandoned + s.NotParked + s.DeleteFailed
+	if left := r.hold.InState(sqsmove.Held) + r.hold.InState(sqsmove.Lost); left > 0 || undone > 0 {
+		r.logf("not reading on past SQS's in-flight limit: %s of this run are still in the DLQ (failed, uncertain, not parked, not deleted or no longer held)",
+			messages(max(left, undone)))
 		return false
 	}
 	return true
@@ -126,7 +127,7 @@ func (r *replayRun) readOn(ctx context.Context, limit **sqsmove.InFlightLimitErr
 // messages a round after the first read are reported abandoned (they stay
 // in the DLQ: released), so that sent + failed + uncertain + hold_lost +
 // abandoned = eligible over the whole run, as when a replay is
-// interrupted.
+// interrupted; its ineligible ones are counted not parked.
 func (r *replayRun) stopRound(err error) error {
 	if r.round < 2 {
 		return err
@@ -137,6 +138,7 @@ func (r *replayRun) stopRound(err error) error {
 		}
 		step := r.decide(m.Body)
 		if !step.Decision.Eligible {
+			r.summary.NotParked++ // released at the end, as its fate says
 			return nil
 		}
 		r.summary.Abandoned++

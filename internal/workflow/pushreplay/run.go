@@ -168,7 +168,7 @@ type RunResult struct {
 func (r *RunResult) Partial() bool {
 	s := r.Summary
 	return s.Failed > 0 || s.DeleteFailed > 0 || s.Abandoned > 0 || s.ReleaseFailed > 0 || s.Uncertain > 0 || s.StillHeld > 0 || s.HoldLost > 0 ||
-		s.InFlightElsewhere > 0 || s.Delayed > 0 || r.Unresolved > 0
+		s.NotParked > 0 || s.InFlightElsewhere > 0 || s.Delayed > 0 || r.Unresolved > 0
 }
 
 // DeleteRefusedError stops a run at once: the DLQ refused to delete a
@@ -230,6 +230,10 @@ type replayRun struct {
 	// a scan received one (its delay ran out during the run).
 	parkedCopies map[string]bool
 	copySeen     bool
+	// parkTrouble counts, by outcome, the parks that did not happen
+	// (ineligible messages: the summary's not_parked, not its failed,
+	// uncertain, abandoned or hold_lost).
+	parkTrouble parkCounts
 }
 
 // Run replays. It returns a nil RunResult when it stopped before holding

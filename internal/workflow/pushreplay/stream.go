@@ -222,6 +222,9 @@ func (r *replayRun) replayer(ctx context.Context) (*sqsmove.Replayer, error) {
 			if res.Outcome == sqsmove.OutcomeParked && res.NewID != "" {
 				r.parkedCopies[res.NewID] = true
 			}
+			if res.Route.Park {
+				r.parkTrouble.add(res.Outcome)
+			}
 			r.record(res)
 			r.emit(res)
 		},
@@ -232,9 +235,15 @@ func (r *replayRun) replayer(ctx context.Context) (*sqsmove.Replayer, error) {
 // counts: over every round so far), and what stopped it.
 func (r *replayRun) replayed(counts sqsmove.Counts, err error) error {
 	r.progress.Clear()
-	r.summary.Sent, r.summary.Parked, r.summary.Failed = counts.Sent, counts.Parked, counts.Failed
-	r.summary.DeleteFailed, r.summary.SkippedDuplicates, r.summary.Abandoned = counts.DeleteFailed, counts.SkippedDuplicates, counts.Abandoned
-	r.summary.Uncertain, r.summary.HoldLost = counts.Uncertain, counts.HoldLost
+	// The replayer counts every message it routes; a park that did not
+	// happen is an ineligible message's, counted not_parked.
+	r.mu.Lock()
+	p := r.parkTrouble
+	r.mu.Unlock()
+	r.summary.Sent, r.summary.Parked, r.summary.Failed = counts.Sent, counts.Parked, counts.Failed-p.Failed
+	r.summary.DeleteFailed, r.summary.SkippedDuplicates, r.summary.Abandoned = counts.DeleteFailed, counts.SkippedDuplicates, counts.Abandoned-p.Abandoned
+	r.summary.Uncertain, r.summary.HoldLost = counts.Uncertain-p.Uncertain, counts.HoldLost-p.HoldLost
+	r.summary.NotParked = p.Failed + p.Uncertain + p.Abandoned + p.HoldLost
 	if errors.Is(err, sqsmove.ErrDeleteRefused) {
 		r.deleteRefused = &DeleteRefusedError{Err: err, Count: counts.DeleteFailed, Journal: *r.summary.Journal}
 		return r.deleteRefused
