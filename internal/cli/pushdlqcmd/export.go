@@ -77,6 +77,14 @@ run says how far it got and exits 3.`,
 				if _, err := os.Stat(opts.Out); err == nil {
 					return cmdutil.UsageErrorf("%s already exists; choose another file (an export never overwrites one)", opts.Out)
 				}
+				// An export that stopped (or was killed) leaves its partial
+				// file, which after a round of --delete holds the only copy
+				// of the messages it deleted: refused before the DLQ is read,
+				// saying so, never overwritten.
+				if _, err := os.Stat(opts.Out + ".partial"); err == nil {
+					return cmdutil.UsageErrorf("%s.partial exists: an earlier export of %s that stopped left it, and if it ran with --delete it may hold the only copy of messages it deleted from the DLQ; "+
+						"keep it (its lines are messages: replay --from-file reads them), and choose another --out", opts.Out, opts.Out)
+				}
 			}
 			if opts.Delete {
 				if err := cmdutil.RequireYes(f.IO, opts.Yes, "export --delete"); err != nil {
