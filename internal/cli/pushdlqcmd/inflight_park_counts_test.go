@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
 	"github.com/deadletter/deadletter/internal/sqsmove"
@@ -107,5 +109,66 @@ func TestParkRunCountsParksThatDidNotHappenAsNotParked(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Two park replays at once on one DLQ, which keeps receiving messages
+// while they read on past the in-flight limit (each run's limit met partly
+// by the other's messages): each message is sent or parked by one of them,
+// once; each summary adds up, and the two account for every message.
+func TestTwoParkReplaysAtOnceOnAGrowingDLQLoseAndDoubleNothing(t *testing.T) {
+	const n, limit, late = 90, 25, 30
+	w := newLimitWorld(t, n, limit, 3)
+	c := testsupport.SQSClient(t)
+	var lateBodies []string
+	for i := range late {
+		code := map[bool]string{true: "1005", false: "1004"}[i%3 == 0]
+		lateBodies = append(lateBodies, `{"action":"push","priority":1,"createdAt":`+strconv.FormatInt(1763107200000+int64(i)*1000, 10)+`,"errorCode":`+code+`,"errorMessage":"late","late":`+strconv.Itoa(i)+`}`)
+		w.bodies[lateBodies[i]] = code == "1004"
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the producer
+		defer wg.Done()
+		for _, b := range lateBodies {
+			time.Sleep(50 * time.Millisecond)
+			testsupport.SendBodies(t, c, w.dlq, []string{b}, nil)
+		}
+	}()
+	var sums [2]pushreplay.Summary
+	for k := range sums {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, out, stderr := w.runCtx(context.Background(), w.replayArgs("--ineligible", "park", "--yes", "-o", "json")...)
+			if json.Unmarshal([]byte(out), &sums[k]) != nil || code != 0 && code != 3 {
+				t.Errorf("run %d: exit %d:\n%s\n%s", k, code, out, stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	moved := 0
+	for _, s := range sums {
+		checkAddsUp(t, s)
+		moved += s.Sent + s.Parked
+	}
+	places := w.places("")
+	isLate := map[string]bool{}
+	for _, b := range lateBodies {
+		isLate[b] = true
+	}
+	left := 0 // sent after both runs read the DLQ to its end
+	for b, eligible := range w.bodies {
+		at := places[b]
+		if len(at) == 1 && at[0] == "dlq" && isLate[b] {
+			left++
+			continue
+		}
+		if len(at) != 1 || (at[0] == "P1") != eligible || at[0] == "dlq" {
+			t.Errorf("a message (eligible %v) is in %v, want sent or parked once: %.80s", eligible, at, b)
+		}
+	}
+	if moved != n+late-left {
+		t.Errorf("the runs sent or parked %d, want %d: %+v", moved, n+late-left, sums)
 	}
 }
