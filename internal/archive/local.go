@@ -40,10 +40,10 @@ type Local struct {
 	// (which made a scan twice as slow).
 	foldersMu sync.Mutex
 	folders   map[folderKey]*os.Root
-	// dirFiles holds, per folder in folders, the folder opened for
-	// reading (opened through its os.Root), so that an object is read by
-	// one openat relative to it (see quickGet); nil where that is not done.
-	dirFiles map[folderKey]*os.File
+	// dirFiles holds folders opened for reading (through their top's
+	// os.Root, once checked), so that an object is read by one openat
+	// relative to its folder (see quickGet); empty where that is not done.
+	dirFiles dirCache
 }
 
 type folderKey struct{ top, dir string }
@@ -272,7 +272,6 @@ func (l *Local) folder(a at, key, dir string) (*os.Root, error) {
 	}
 	if len(l.folders) >= maxFolderRoots {
 		clear(l.folders) // the roots dropped are closed when collected
-		clear(l.dirFiles)
 	}
 	l.folders[k] = r
 	return r, nil
@@ -282,7 +281,7 @@ func (l *Local) folder(a at, key, dir string) (*os.Root, error) {
 func (l *Local) forgetFolder(a at, dir string) {
 	l.foldersMu.Lock()
 	delete(l.folders, folderKey{a.top, dir})
-	delete(l.dirFiles, folderKey{a.top, dir})
+	l.dirFiles.drop(folderKey{a.top, dir})
 	l.foldersMu.Unlock()
 }
 

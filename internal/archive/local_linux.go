@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"syscall"
 )
 
@@ -34,12 +33,12 @@ func (l *Local) quickGet(key string, buf []byte) (b []byte, done bool, err error
 	if dir == "." {
 		return nil, false, nil
 	}
-	df := l.dirFile(a, key, dir)
-	if df == nil {
+	h := l.dirFile(a, key, dir)
+	if h == nil {
 		return nil, false, nil
 	}
-	fd, err := openat(int(df.Fd()), name)
-	runtime.KeepAlive(df) // the folder stays open while its descriptor is used
+	fd, err := openat(int(h.f.Fd()), name)
+	l.releaseDir(h) // the folder is not closed while its descriptor is used
 	if err != nil {
 		return nil, false, nil
 	}
@@ -84,37 +83,38 @@ func readSized(r fdReader, buf []byte, size int64) ([]byte, error) {
 }
 
 // dirFile is dir's folder opened for reading, from the cache when it is
-// there; nil when it cannot be opened (the long way then reports why).
-func (l *Local) dirFile(a at, key, dir string) *os.File {
+// there, acquired (releaseDir when its descriptor is no longer used); nil
+// when it cannot be opened (the long way then reports why).
+func (l *Local) dirFile(a at, key, dir string) *dirHandle {
 	k := folderKey{a.top, dir}
 	l.foldersMu.Lock()
-	f := l.dirFiles[k]
+	h := l.dirFiles.acquire(k)
 	l.foldersMu.Unlock()
-	if f != nil {
-		return f
+	if h != nil {
+		return h
 	}
 	fr, err := l.folder(a, key, dir) // checks the folder (realDir) the first time
 	if err != nil {
 		return nil
 	}
-	f, err = fr.Open(".")
+	f, err := fr.Open(".")
 	if err != nil {
 		return nil
 	}
 	l.foldersMu.Lock()
 	defer l.foldersMu.Unlock()
-	if prev := l.dirFiles[k]; prev != nil {
-		f.Close()
-		return prev
+	if h := l.dirFiles.put(k, f, folderKey{a.top, path.Dir(dir)}); h != nil {
+		return h
 	}
-	if l.folders[k] != fr { // dropped from the cache meanwhile: use once
-		return f
-	}
-	if l.dirFiles == nil {
-		l.dirFiles = map[folderKey]*os.File{}
-	}
-	l.dirFiles[k] = f
-	return f
+	f.Close()
+	return l.dirFiles.acquire(k)
+}
+
+// releaseDir ends a use of a folder dirFile or openDirQuick acquired.
+func (l *Local) releaseDir(h *dirHandle) {
+	l.foldersMu.Lock()
+	l.dirFiles.release(h)
+	l.foldersMu.Unlock()
 }
 
 // keepDirFile offers the folder a listing opened (through its top's
@@ -122,30 +122,16 @@ func (l *Local) dirFile(a at, key, dir string) *os.File {
 // then opens the folder's objects relative to it, where it would open the
 // folder again as an os.Root and as a file (about a dozen system calls a
 // folder: an eighth of a scan of five years of date folders). It reports
-// whether f was kept; the caller closes it otherwise. At most
-// maxFolderRoots are kept, as in folder.
+// whether f was kept; the caller closes it otherwise. The parent it was
+// opened through stays kept, for the next folders beside it.
 func (l *Local) keepDirFile(a at, dir string, f *os.File) bool {
-	k := folderKey{a.top, dir}
 	l.foldersMu.Lock()
 	defer l.foldersMu.Unlock()
-	if l.dirFiles[k] != nil {
+	h := l.dirFiles.put(folderKey{a.top, dir}, f, folderKey{a.top, path.Dir(dir)})
+	if h == nil {
 		return false
 	}
-	if l.dirFiles == nil {
-		l.dirFiles = map[folderKey]*os.File{}
-	}
-	if len(l.dirFiles) >= maxFolderRoots {
-		// The files dropped are closed when collected; the parent stays,
-		// for openDirQuick to open the next folders beside this one.
-		pk := folderKey{a.top, path.Dir(dir)}
-		parent := l.dirFiles[pk]
-		clear(l.folders)
-		clear(l.dirFiles)
-		if parent != nil {
-			l.dirFiles[pk] = parent
-		}
-	}
-	l.dirFiles[k] = f
+	l.dirFiles.release(h)
 	return true
 }
 
@@ -165,20 +151,20 @@ func (l *Local) openDirQuick(a at, dir string) *os.File {
 		return nil
 	}
 	l.foldersMu.Lock()
-	pf := l.dirFiles[folderKey{a.top, parent}]
+	ph := l.dirFiles.acquire(folderKey{a.top, parent})
 	l.foldersMu.Unlock()
-	if pf == nil {
+	if ph == nil {
 		return nil
 	}
 	var fd int
 	var err error
 	for {
-		fd, err = syscall.Openat(int(pf.Fd()), name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_DIRECTORY, 0)
+		fd, err = syscall.Openat(int(ph.f.Fd()), name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_DIRECTORY, 0)
 		if !errors.Is(err, syscall.EINTR) {
 			break
 		}
 	}
-	runtime.KeepAlive(pf) // the parent stays open while its descriptor is used
+	l.releaseDir(ph)
 	if err != nil {
 		return nil
 	}
