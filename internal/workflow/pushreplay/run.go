@@ -298,8 +298,10 @@ func (r *replayRun) run(ctx context.Context) (res *RunResult, err error) {
 	if errors.As(err, &limit) {
 		err = nil
 	}
-	// A file that cannot be read is not a run: no summary of zeros.
-	unread := (r.FromFile != "" || r.refused) && err != nil
+	// A file that cannot be read, or a DLQ that could not be opened (no
+	// region, no such queue, credentials refused), is not a run: no
+	// summary of zeros.
+	unread := (r.FromFile != "" || r.refused || r.s == nil) && err != nil
 	defer func() {
 		r.finish()
 		res = &RunResult{Summary: r.summary, NoSummary: unread, Plan: r.plan, DeleteRefused: r.deleteRefused, Unresolved: r.unresolved}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -121,4 +122,28 @@ func lastJournalEvent(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return ev.Event
+}
+
+// A DLQ that cannot be opened (no region, no such queue, credentials
+// refused) is not a run: the error says why, and there is no summary of
+// zeros claiming that nothing was scanned.
+func TestRunThatCannotOpenTheDLQHasNoSummary(t *testing.T) {
+	run := &pushreplay.Run{
+		Options: pushreplay.Options{
+			Queue:   pushreplay.QueueOptions{DLQ: "https://sqs.us-east-1.amazonaws.com/123456789012/dlq", Visibility: 30 * time.Second, Wait: time.Second},
+			BaseURL: "https://sqs.us-east-1.amazonaws.com/123456789012/push", Policy: policy, Yes: true, Ineligible: "release", Concurrency: 4,
+			Journal: filepath.Join(t.TempDir(), "journal.ndjson"),
+		},
+		Out: pushreplay.Out{Logf: t.Logf},
+		SQS: func(context.Context) (sqsmove.API, string, error) {
+			return nil, "", errors.New("no AWS region: pass --region, set AWS_REGION, or set one in the profile")
+		},
+	}
+	res, err := run.Run(context.Background())
+	if err == nil {
+		t.Fatal("the run went on without a DLQ")
+	}
+	if res != nil && !res.NoSummary {
+		t.Fatalf("a run that never opened its DLQ has a summary: %+v", res.Summary)
+	}
 }
