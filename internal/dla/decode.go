@@ -72,9 +72,20 @@ func (e *DecodeError) Error() string {
 	return e.reason
 }
 
+// maxLazyReason bounds the copy a DecodeError keeps to explain itself
+// later: a scan holds the results of a few hundred objects at once (its
+// runs in flight), and a copy of each unreadable 64 MiB object took a
+// search of an archive of such objects to gigabytes. The reason of a
+// larger object is made at once, from the bytes read.
+const maxLazyReason = 64 << 10
+
 // invalidJSONError is the *DecodeError of data that is not valid JSON: the
-// reason reads prefix + ": " + why, made when it is first asked for.
+// reason reads prefix + ": " + why, made when it is first asked for (at
+// once for data larger than maxLazyReason).
 func invalidJSONError(data []byte, prefix string) error {
+	if len(data) > maxLazyReason {
+		return &DecodeError{reason: prefix + ": " + jsonSyntaxReason(data)}
+	}
 	return &DecodeError{invalid: bytes.Clone(data), prefix: prefix}
 }
 
