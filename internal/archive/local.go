@@ -151,9 +151,9 @@ func (l *Local) rootOf(top string) (*os.Root, error) {
 		}
 		dir = filepath.Join(l.root, first, second)
 	}
-	r, err := os.OpenRoot(dir)
+	r, err := os.OpenRoot(dir + string(filepath.Separator) + ".") // a folder, never a FIFO (folderPath)
 	if err != nil {
-		return nil, err
+		return nil, withoutDot(err, dir)
 	}
 	if prev, loaded := l.roots.LoadOrStore(top, r); loaded {
 		r.Close()
@@ -189,6 +189,26 @@ func (l *Local) realDir(a at, key, dir string) error {
 	}
 	l.dirs.Store(id, struct{}{})
 	return nil
+}
+
+// folderPath names the folder dir (below an os.Root) so that it opens only
+// as a folder: with a last component "." every component of the name,
+// dir's own included, is opened as a folder (O_DIRECTORY), and a FIFO put
+// in the place of a folder checked earlier (realDir remembers its checks)
+// fails to open, where an open of it for reading would block until a
+// writer came. (os.Root opens the last component of a name without
+// O_DIRECTORY, so does os.OpenRoot.) withoutDot takes the "." out of an
+// error again.
+func folderPath(dir string) string { return dir + "/." }
+
+// withoutDot is err with the path in it named as folderPath's caller
+// named it (dir, not dir + "/.").
+func withoutDot(err error, dir string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && (pe.Path == dir+"/." || pe.Path == dir+string(filepath.Separator)+".") {
+		pe.Path = dir
+	}
+	return err
 }
 
 // openFile opens the regular file at key for reading, refusing links.
@@ -257,9 +277,9 @@ func (l *Local) folder(a at, key, dir string) (*os.Root, error) {
 	if err := l.realDir(a, key, dir); err != nil {
 		return nil, err
 	}
-	r, err := a.r.OpenRoot(dir)
+	r, err := a.r.OpenRoot(folderPath(dir))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", key, withoutDot(err, dir))
 	}
 	l.foldersMu.Lock()
 	defer l.foldersMu.Unlock()
@@ -309,7 +329,8 @@ func (l *Local) readDir(dirKey string) ([]fs.DirEntry, error) {
 		} else if st.Mode()&fs.ModeSymlink != 0 && p != l.root {
 			return nil, fmt.Errorf("%s is %w", dirKey, ErrSymlink)
 		}
-		return os.ReadDir(p)
+		entries, err := os.ReadDir(p + string(filepath.Separator) + ".") // a folder, never a FIFO (folderPath)
+		return entries, withoutDot(err, p)
 	}
 	a, err := l.locate(strings.TrimSuffix(dirKey, "/") + "/x")
 	if err != nil {
@@ -326,9 +347,9 @@ func (l *Local) readDir(dirKey string) ([]fs.DirEntry, error) {
 	if err := l.realDir(a, dirKey, dir); err != nil {
 		return nil, err
 	}
-	f, err := a.r.Open(dir)
+	f, err := a.r.Open(folderPath(dir))
 	if err != nil {
-		return nil, err
+		return nil, withoutDot(err, dir)
 	}
 	entries, err := readDirTyped(f) // walk sorts
 	if err != nil || !l.keepDirFile(a, dir, f) {
@@ -604,7 +625,7 @@ const staleTempAge = 10 * time.Minute
 // was linked into place before the kill (the temporary name is then a
 // second link to the same bytes).
 func (l *Local) removeStaleTemps(a at, dir string) bool {
-	f, err := a.r.Open(dir)
+	f, err := a.r.Open(folderPath(dir))
 	if err != nil {
 		return false
 	}

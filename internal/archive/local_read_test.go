@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/deadletter/deadletter/internal/archive"
 )
@@ -151,6 +152,70 @@ func TestLocalQuickListingMatchesTheLongWay(t *testing.T) {
 	for _, want := range []string{"2025-01-01: demo/dead-letter-archive/sqs/2025-01-01/: sqs/2025-01-01 is a symbolic link", "2025-01-02: demo/dead-letter-archive/sqs/2025-01-02/: sqs/2025-01-02 is a symbolic link"} {
 		if !strings.Contains(long, want) {
 			t.Errorf("the listing says nothing like %q:\n%s", want, long)
+		}
+	}
+}
+
+// TestLocalFolderSwappedForAFIFONeverBlocks: a date folder checked by a
+// listing, then put away and replaced by a FIFO while the command runs,
+// is refused by every later listing, read and stat with an error naming
+// it, never opened as a FIFO (an open for reading blocks until a writer
+// comes: the command would hang). os.Root opens the last component of a
+// name without O_DIRECTORY; the folder's check is remembered, so nothing
+// looks at it again.
+func TestLocalFolderSwappedForAFIFONeverBlocks(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	sqs := filepath.Join(dir, "demo/dead-letter-archive/sqs")
+	root := "demo/dead-letter-archive/sqs/"
+	var folders []string
+	for i := range 60 { // more than the folders kept open
+		name := fmt.Sprintf("2024-%02d-%02d", 1+i/28, 1+i%28)
+		folders = append(folders, name)
+		must(os.MkdirAll(filepath.Join(sqs, name), 0o755))
+		must(os.WriteFile(filepath.Join(sqs, name, "obj"), []byte(`{}`), 0o644))
+	}
+	s, err := archive.NewLocal(dir)
+	must(err)
+	list := func(prefix string) error {
+		return s.List(ctx, prefix, false, func(archive.Entry) error { return nil })
+	}
+	must(list(root)) // every folder checked, and the first ones let go since
+	swapped := filepath.Join(sqs, folders[0])
+	must(os.Rename(swapped, filepath.Join(t.TempDir(), "away")))
+	must(syscall.Mkfifo(swapped, 0o644))
+	key := root + folders[0] + "/obj"
+	for _, op := range []struct {
+		name string
+		do   func() error
+	}{
+		{"list", func() error { return list(root + folders[0] + "/") }},
+		{"stat", func() error { _, err := s.Stat(ctx, key); return err }},
+		{"get", func() error { _, err := s.GetInto(ctx, key, nil); return err }},
+	} {
+		done := make(chan error, 1)
+		go func() { done <- op.do() }()
+		select {
+		case err := <-done:
+			want := key // a read's error names its key
+			if op.name == "list" {
+				want = folders[0]
+			}
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s of a folder swapped for a FIFO: %v; want an error naming %s", op.name, err, want)
+			}
+		case <-time.After(5 * time.Second):
+			f, err := os.OpenFile(swapped, os.O_WRONLY, 0) // let it go
+			if err == nil {
+				f.Close()
+			}
+			t.Errorf("%s of a folder swapped for a FIFO blocked", op.name)
 		}
 	}
 }
