@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -242,8 +243,10 @@ func (l *Local) openFile(key string) (*os.File, fs.FileInfo, error) {
 	// folder's os.Root costs three more system calls: a scan was a third
 	// slower), then checked to be the very file the folder's root shows:
 	// a folder swapped for a link on the way would open another file, with
-	// another identity, and is refused.
-	f, err := os.Open(filepath.Join(l.root, filepath.FromSlash(key)))
+	// another identity, and is refused. O_NONBLOCK: a FIFO put in the
+	// file's place since the lstat opens at once (and is refused so),
+	// where an open for reading would wait for a writer.
+	f, err := os.OpenFile(filepath.Join(l.root, filepath.FromSlash(key)), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, fmt.Errorf("%s: %w", key, ErrNotFound)
 	} else if err != nil {

@@ -219,3 +219,62 @@ func TestLocalFolderSwappedForAFIFONeverBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalObjectSwappedForAFIFOBetweenCheckAndOpenNeverBlocks: an object
+// replaced by a FIFO (and back, over and over) while it is read or stated
+// never blocks the command: the long way checks the object (lstat) and
+// then opens it by its path, and a FIFO renamed into place between the two
+// must fail its identity check, not hang the open until a writer comes.
+func TestLocalObjectSwappedForAFIFOBetweenCheckAndOpenNeverBlocks(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	day := filepath.Join(dir, "demo/dead-letter-archive/sqs/2024-03-01")
+	if err := os.MkdirAll(day, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	obj := filepath.Join(day, "obj")
+	key := "demo/dead-letter-archive/sqs/2024-03-01/obj"
+	if err := os.WriteFile(obj, []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := archive.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	swapped := make(chan struct{})
+	go func() {
+		defer close(swapped)
+		fifo, file := filepath.Join(day, "f"), filepath.Join(day, "r")
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if syscall.Mkfifo(fifo, 0o644) == nil {
+				os.Rename(fifo, obj)
+			}
+			if os.WriteFile(file, []byte(`{}`), 0o644) == nil {
+				os.Rename(file, obj)
+			}
+		}
+	}()
+	defer func() { close(stop); <-swapped }()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 3000 {
+			s.Stat(ctx, key)
+			b, err := s.GetInto(ctx, key, nil)
+			if err == nil && string(b) != `{}` {
+				t.Errorf("read %q", b)
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("a read or stat of an object swapped for a FIFO blocked")
+	}
+}
