@@ -1,8 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,7 +10,6 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
@@ -52,32 +49,6 @@ func (w *world) roundsProxy(op string, nth int, reached bool) (url string, stuck
 		p.SetHook(func(o string, _ []byte) ([]byte, *testsupport.Reply) { block(o); return nil, nil })
 	}
 	return p.URL, ch
-}
-
-// delayedIn lists the bodies delayed in a queue (fauxqs's inspection
-// endpoint: a receive cannot see a parked message for 15 minutes).
-func delayedIn(t *testing.T, queueURL string) []string {
-	t.Helper()
-	resp, err := http.Get(testsupport.SQSEndpoint(t) + "/_fauxqs/queues/" + sqsmove.Name(queueURL))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var v struct {
-		Messages struct {
-			Delayed []struct {
-				Body string `json:"body"`
-			} `json:"delayed"`
-		} `json:"messages"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, m := range v.Messages.Delayed {
-		out = append(out, m.Body)
-	}
-	return out
 }
 
 // A park replay reading on past the in-flight limit, killed (SIGKILL) in
@@ -131,7 +102,7 @@ func TestParkReplayKilledInALaterRoundResumesWithoutLossOrResend(t *testing.T) {
 				t.Errorf("%d in flight per the journal, %d skipped: want the hung send in flight, or the hung delete's batch skipped", doubt, skipped)
 			}
 			places := w.places(1, 2)
-			for _, b := range delayedIn(t, w.dlq) {
+			for _, b := range testsupport.DelayedBodies(t, w.dlq) {
 				places[b] = append(places[b], "delayed")
 			}
 			for _, b := range w.bodies {

@@ -137,6 +137,34 @@ func QueueEmpty(t testing.TB, c *sqs.Client, queueURL string) bool {
 	return a["ApproximateNumberOfMessages"] == "0" && a["ApproximateNumberOfMessagesNotVisible"] == "0" && a["ApproximateNumberOfMessagesDelayed"] == "0"
 }
 
+// DelayedBodies lists the bodies of the messages delayed in a queue, from
+// fauxqs's inspection endpoint: a receive cannot see a parked message for
+// 15 minutes.
+func DelayedBodies(t testing.TB, queueURL string) []string {
+	t.Helper()
+	name := queueURL[strings.LastIndexByte(queueURL, '/')+1:]
+	resp, err := http.Get(SQSEndpoint(t) + "/_fauxqs/queues/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Messages struct {
+			Delayed []struct {
+				Body string `json:"body"`
+			} `json:"delayed"`
+		} `json:"messages"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("inspect %s: %d %v", queueURL, resp.StatusCode, err)
+	}
+	var out []string
+	for _, m := range v.Messages.Delayed {
+		out = append(out, m.Body)
+	}
+	return out
+}
+
 // Proxy sits between a client and a real server to count calls and inject
 // faults. Hook sees each request (its X-Amz-Target operation and body)
 // and may answer it itself, or let it through, possibly rewritten.

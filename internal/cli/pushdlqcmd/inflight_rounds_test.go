@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -155,7 +154,7 @@ func (w *limitWorld) places(file string) map[string][]string {
 	for _, m := range testsupport.Drain(w.t, c, w.base+"P1", time.Second) {
 		at[*m.Body] = append(at[*m.Body], "P1")
 	}
-	for _, b := range delayedBodies(w.t, w.dlq) {
+	for _, b := range testsupport.DelayedBodies(w.t, w.dlq) {
 		at[b] = append(at[b], "delayed")
 	}
 	for _, m := range testsupport.Drain(w.t, c, w.dlq, 2*time.Second) {
@@ -172,31 +171,6 @@ func (w *limitWorld) places(file string) map[string][]string {
 		}
 	}
 	return at
-}
-
-// delayedBodies lists the bodies of the messages delayed in a queue.
-func delayedBodies(t *testing.T, queueURL string) []string {
-	t.Helper()
-	resp, err := http.Get(testsupport.SQSEndpoint(t) + "/_fauxqs/queues/" + sqsmove.Name(queueURL))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var v struct {
-		Messages struct {
-			Delayed []struct {
-				Body string `json:"body"`
-			} `json:"delayed"`
-		} `json:"messages"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("inspect %s: %d %v", queueURL, resp.StatusCode, err)
-	}
-	var out []string
-	for _, m := range v.Messages.Delayed {
-		out = append(out, m.Body)
-	}
-	return out
 }
 
 // rounds counts the rounds a run said it read on in, and the first.
