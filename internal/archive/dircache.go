@@ -74,7 +74,28 @@ func (c *dirCache) put(k folderKey, f *os.File, keep folderKey) *dirHandle {
 	h := &dirHandle{f: f, refs: 1}
 	c.m[k] = h
 	c.order = append(c.order, k)
+	if len(c.order) > 2*maxDirFiles {
+		c.compact()
+	}
 	return h
+}
+
+// compact drops from order the keys no longer kept, and all but the last
+// of a key put more than once (folders dropped by a move or a prune leave
+// their keys behind, and an old one would let a folder put again go
+// early).
+func (c *dirCache) compact() {
+	last := make(map[folderKey]int, len(c.m))
+	for i, k := range c.order {
+		last[k] = i
+	}
+	kept := c.order[:0]
+	for i, k := range c.order {
+		if c.m[k] != nil && last[k] == i {
+			kept = append(kept, k)
+		}
+	}
+	c.order = kept
 }
 
 // drop lets k's folder go: closed now, or by the last read using it.

@@ -102,3 +102,31 @@ func TestAScanOfManyFoldersKeepsFewOpen(t *testing.T) {
 		t.Fatalf("up to %d more descriptors open during the scan, want at most %d", most, limit)
 	}
 }
+
+// TestDirCacheForgetsTheKeysOfFoldersDroppedByHand: folders dropped one by
+// one (a move or a prune) leave no trace in the cache's order, so that it
+// stays small and a folder put again is not let go for its old place.
+func TestDirCacheForgetsTheKeysOfFoldersDroppedByHand(t *testing.T) {
+	var c dirCache
+	keep := folderKey{"t", "keep"}
+	f, err := os.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.release(c.put(keep, f, folderKey{}))
+	for i := range 10 * maxDirFiles {
+		k := folderKey{"t", fmt.Sprint(i)}
+		f, err := os.Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.release(c.put(k, f, keep))
+		c.drop(k)
+	}
+	if len(c.order) > 2*maxDirFiles+1 {
+		t.Fatalf("the order holds %d keys for %d folders kept", len(c.order), len(c.m))
+	}
+	if c.m[keep] == nil {
+		t.Fatal("the folder kept first was let go")
+	}
+}
