@@ -277,7 +277,7 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 		if writeErr = out.sync(); writeErr != nil {
 			break
 		}
-		deleted, failed := deleteHeld(ctx, s.Hold)
+		deleted, failed := deleteExported(ctx, f.IO.ErrOut, s.Hold, held, out.partial)
 		sum.Deleted += deleted
 		sum.DeleteFailed += failed
 		if failed > 0 {
@@ -348,7 +348,7 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 			return err
 		}
 	}
-	deleted, failed := deleteHeld(ctx, s.Hold)
+	deleted, failed := deleteExported(ctx, f.IO.ErrOut, s.Hold, held, opts.Out)
 	sum.Deleted += deleted
 	sum.DeleteFailed += failed
 	if failed > 0 {
@@ -386,6 +386,22 @@ func exportStopped(f *Factory, out *exportFile, sum *ExportSummary, err error, s
 		sum.SHA256 = &digest
 	}
 	return err
+}
+
+// deleteExported deletes the want exported messages not deleted yet.
+// Those whose hold was lost meanwhile (a renewal of their visibility was
+// refused, or the run was paused past it: another consumer may have them)
+// cannot be deleted by this run; they count as not deleted, said on w:
+// they are in the file and still in the DLQ. Before, the run ended with
+// exported > deleted and delete_failed 0, and exit 0.
+func deleteExported(ctx context.Context, w io.Writer, hold *sqsmove.Hold, want int, file string) (deleted, failed int) {
+	deleted, failed = deleteHeld(ctx, hold)
+	if lost := want - deleted - failed; lost > 0 && ctx.Err() == nil {
+		fmt.Fprintf(w, "%s in %s were not deleted: this run no longer held them (a renewal of their visibility was refused, or the run was paused past --visibility-timeout); they are in the DLQ as well as in the file\n",
+			output.Plural(lost, "message"), file)
+		failed += lost
+	}
+	return deleted, failed
 }
 
 // deleteHeld deletes every message still held (Extra ones were never
