@@ -156,14 +156,7 @@ func (l *Local) openDirQuick(a at, dir string) *os.File {
 	if ph == nil {
 		return nil
 	}
-	var fd int
-	var err error
-	for {
-		fd, err = syscall.Openat(int(ph.f.Fd()), name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_DIRECTORY, 0)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
+	fd, err := openatFlags(int(ph.f.Fd()), name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_DIRECTORY)
 	l.releaseDir(ph)
 	if err != nil {
 		return nil
@@ -172,9 +165,16 @@ func (l *Local) openDirQuick(a at, dir string) *os.File {
 	return os.NewFile(uintptr(fd), filepath.Join(l.root, filepath.FromSlash(a.top), filepath.FromSlash(dir)))
 }
 
+// openat opens an object relative to its folder: never through a link, and
+// never waiting on a FIFO or taking a terminal.
 func openat(dirfd int, name string) (int, error) {
+	return openatFlags(dirfd, name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY)
+}
+
+// openatFlags is openat(2) relative to dirfd, retried on EINTR.
+func openatFlags(dirfd int, name string, flags int) (int, error) {
 	for {
-		fd, err := syscall.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+		fd, err := syscall.Openat(dirfd, name, flags, 0)
 		if !errors.Is(err, syscall.EINTR) {
 			return fd, err
 		}
