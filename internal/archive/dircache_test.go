@@ -59,17 +59,7 @@ func TestAScanOfManyFoldersKeepsFewOpen(t *testing.T) {
 	}
 	dir := t.TempDir()
 	sqs := filepath.Join(dir, "demo/dead-letter-archive/sqs")
-	for i := range 300 {
-		d := filepath.Join(sqs, fmt.Sprintf("2024-%02d-%02d", 1+i/28, 1+i%28))
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for j := range 2 {
-			if err := os.WriteFile(filepath.Join(d, fmt.Sprint(j)), []byte(`{}`), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	WriteDateFolders(t, sqs, 300, 2, func(string, int) []byte { return []byte(`{}`) })
 	fds := func() int {
 		es, err := os.ReadDir("/proc/self/fd")
 		if err != nil {

@@ -39,18 +39,9 @@ func scanWithDescriptorLimit(t *testing.T, lim string) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	top := "demo/dead-letter-archive"
-	for i := range 80 {
-		d := filepath.Join(dir, top, "sqs", fmt.Sprintf("2024-%02d-%02d", 1+i/28, 1+i%28))
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for j := range 3 {
-			k, _ := filepath.Rel(dir, filepath.Join(d, fmt.Sprint("o", j)))
-			if err := os.WriteFile(filepath.Join(dir, k), []byte(filepath.ToSlash(k)), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	WriteDateFolders(t, filepath.Join(dir, top, "sqs"), 80, 3, func(date string, j int) []byte {
+		return []byte(top + "/sqs/" + date + "/o" + fmt.Sprint(j)) // its key
+	})
 	l, err := NewLocal(dir)
 	if err != nil {
 		t.Fatal(err)

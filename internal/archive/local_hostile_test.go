@@ -34,17 +34,8 @@ func TestLocalReadsAmidFolderSwapsMovesAndDropsGiveOnlyTheirOwnBytes(t *testing.
 	outside := t.TempDir()
 	top := "demo/dead-letter-archive"
 	sqs := filepath.Join(dir, top, "sqs")
-	var dates []string
-	for i := range 120 {
-		d := fmt.Sprintf("2024-%02d-%02d", 1+i/28, 1+i%28)
-		dates = append(dates, d)
-		must(os.MkdirAll(filepath.Join(sqs, d), 0o755))
-		must(os.MkdirAll(filepath.Join(outside, d), 0o755))
-		for j := range 3 {
-			must(os.WriteFile(filepath.Join(sqs, d, fmt.Sprint("o", j)), []byte(`{"k":"sqs/`+d+`/o`+fmt.Sprint(j)+`"}`), 0o644))
-			must(os.WriteFile(filepath.Join(outside, d, fmt.Sprint("o", j)), []byte(`{"k":"OUTSIDE"}`), 0o644))
-		}
-	}
+	dates := WriteDateFolders(t, sqs, 120, 3, func(d string, j int) []byte { return []byte(`{"k":"sqs/` + d + `/o` + fmt.Sprint(j) + `"}`) })
+	WriteDateFolders(t, outside, 120, 3, func(string, int) []byte { return []byte(`{"k":"OUTSIDE"}`) })
 	var mdates []string
 	for i := range 20 {
 		d := fmt.Sprintf("2025-01-%02d", 1+i)

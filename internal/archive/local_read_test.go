@@ -113,13 +113,7 @@ func TestLocalQuickListingMatchesTheLongWay(t *testing.T) {
 	sqs := filepath.Join(dir, "demo/dead-letter-archive/sqs")
 	outside := t.TempDir()
 	must(os.WriteFile(filepath.Join(outside, "secret"), []byte(`{"s":1}`), 0o600))
-	var folders []string
-	for i := range 300 {
-		name := fmt.Sprintf("2024-%02d-%02d", 1+i/28, 1+i%28)
-		folders = append(folders, name)
-		must(os.MkdirAll(filepath.Join(sqs, name), 0o755))
-		must(os.WriteFile(filepath.Join(sqs, name, "obj"), []byte(`{"n":1}`), 0o644))
-	}
+	folders := archive.WriteDateFolders(t, sqs, 300, 1, func(string, int) []byte { return []byte(`{"n":1}`) })
 	must(os.Symlink(filepath.Join(sqs, folders[0]), filepath.Join(sqs, "2025-01-01")))
 	must(os.Symlink(outside, filepath.Join(sqs, "2025-01-02")))
 	must(os.WriteFile(filepath.Join(sqs, "2025-01-03"), []byte(`{}`), 0o644))
@@ -174,13 +168,7 @@ func TestLocalFolderSwappedForAFIFONeverBlocks(t *testing.T) {
 	}
 	sqs := filepath.Join(dir, "demo/dead-letter-archive/sqs")
 	root := "demo/dead-letter-archive/sqs/"
-	var folders []string
-	for i := range 60 { // more than the folders kept open
-		name := fmt.Sprintf("2024-%02d-%02d", 1+i/28, 1+i%28)
-		folders = append(folders, name)
-		must(os.MkdirAll(filepath.Join(sqs, name), 0o755))
-		must(os.WriteFile(filepath.Join(sqs, name, "obj"), []byte(`{}`), 0o644))
-	}
+	folders := archive.WriteDateFolders(t, sqs, 60, 1, func(string, int) []byte { return []byte(`{}`) }) // more than the folders kept open
 	s, err := archive.NewLocal(dir)
 	must(err)
 	list := func(prefix string) error {
@@ -190,7 +178,7 @@ func TestLocalFolderSwappedForAFIFONeverBlocks(t *testing.T) {
 	swapped := filepath.Join(sqs, folders[0])
 	must(os.Rename(swapped, filepath.Join(t.TempDir(), "away")))
 	must(syscall.Mkfifo(swapped, 0o644))
-	key := root + folders[0] + "/obj"
+	key := root + folders[0] + "/o0"
 	for _, op := range []struct {
 		name string
 		do   func() error
