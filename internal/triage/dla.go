@@ -25,13 +25,26 @@ const (
 	KindGranule        = "granule"
 )
 
-// Need is one record a message needs: its kind and natural key.
+// Need is one record a message needs: its kind and natural key, the
+// whole key the message gives (a collection as name___version).
 type Need struct {
 	Kind string `json:"kind"`
 	Name string `json:"name"`
+	// CollectionCumulusID is the rest of a granule's key when the message
+	// gives it (Cumulus looks a granule up by granule_id and
+	// collection_cumulus_id): the granule must exist in that collection.
+	CollectionCumulusID string `json:"collection_cumulus_id,omitempty"`
 }
 
-func (n Need) String() string { return n.Kind + " " + n.Name }
+func (n Need) String() string { return n.Kind + " " + n.label() }
+
+// label is the need's name as printed, with the rest of its key.
+func (n Need) label() string {
+	if n.CollectionCumulusID != "" {
+		return n.Name + " (collection_cumulus_id " + n.CollectionCumulusID + ")"
+	}
+	return n.Name
+}
 
 // Group is the objects of one error class: what triage prints a line for.
 type Group struct {
@@ -220,11 +233,12 @@ var tableKinds = map[string]string{
 // needsOf is what one message needs, by its rule.
 func needsOf(rule Rule, d Counted) []Need {
 	var out []Need
-	add := func(kind, name string) {
-		if name != "" && !slices.Contains(out, Need{kind, name}) {
-			out = append(out, Need{kind, name})
+	addNeed := func(n Need) {
+		if n.Name != "" && !slices.Contains(out, n) {
+			out = append(out, n)
 		}
 	}
+	add := func(kind, name string) { addNeed(Need{Kind: kind, Name: name}) }
 	switch rule.Needs {
 	case NeedsReferences:
 		coll := d.Collection
@@ -243,7 +257,7 @@ func needsOf(rule Rule, d Counted) []Need {
 			if !ok {
 				kind = m[1]
 			}
-			add(kind, identifierName(m[2]))
+			addNeed(identifiedNeed(kind, m[2]))
 		}
 	case NeedsProvider:
 		p := d.Provider
@@ -255,23 +269,41 @@ func needsOf(rule Rule, d Counted) []Need {
 	return out
 }
 
-// identifierName is the natural key of Cumulus's identifiers object:
-// its name, arn, granule_id or id, else the object as written.
-func identifierName(ids string) string {
+// identifiedNeed is the record Cumulus's identifiers object names, keyed
+// by all of the key it gives: a collection by name and version
+// (name___version, as the lookup takes it), a granule by granule_id and,
+// when given, collection_cumulus_id; the others by their name, arn or
+// id. An object it cannot read is kept as written.
+func identifiedNeed(kind, ids string) Need {
+	dec := json.NewDecoder(strings.NewReader(ids))
+	dec.UseNumber() // a cumulus_id stays as written (no 1e+06)
 	var m map[string]any
-	if json.Unmarshal([]byte(ids), &m) != nil {
-		return ids
+	if dec.Decode(&m) != nil {
+		return Need{Kind: kind, Name: ids}
 	}
-	for _, k := range []string{"name", "arn", "granule_id", "id"} {
-		if v, ok := m[k]; ok {
+	str := func(k string) string {
+		if v, ok := m[k]; ok && v != nil {
 			return fmt.Sprint(v)
 		}
+		return ""
 	}
-	return ids
+	switch name, version := str("name"), str("version"); {
+	case kind == KindCollection && name != "" && version != "":
+		return Need{Kind: kind, Name: name + "___" + version}
+	case kind == KindGranule && str("granule_id") != "":
+		return Need{Kind: kind, Name: str("granule_id"), CollectionCumulusID: str("collection_cumulus_id")}
+	}
+	for _, k := range []string{"name", "arn", "granule_id", "id"} {
+		if v := str(k); v != "" {
+			return Need{Kind: kind, Name: v}
+		}
+	}
+	return Need{Kind: kind, Name: ids}
 }
 
-// Lookup says whether a record exists now (cumulusdb.Exists).
-type Lookup func(ctx context.Context, kind, name string) (bool, error)
+// Lookup says whether a record exists now, by its whole key
+// (cumulusdb.Exists, and a granule's collection_cumulus_id).
+type Lookup func(ctx context.Context, n Need) (bool, error)
 
 // CheckReadiness asks the database, once per distinct need, whether the
 // fix-first groups' records exist now, and counts the messages whose every
@@ -287,7 +319,7 @@ func (t *Triage) CheckReadiness(ctx context.Context, exists Lookup) error {
 			ok, seen := known[n]
 			if !seen {
 				var err error
-				if ok, err = exists(ctx, n.Kind, n.Name); err != nil {
+				if ok, err = exists(ctx, n); err != nil {
 					return err
 				}
 				known[n] = ok
@@ -391,7 +423,7 @@ func names(needs []Need) string {
 		if _, ok := byKind[n.Kind]; !ok {
 			kinds = append(kinds, n.Kind)
 		}
-		byKind[n.Kind] = append(byKind[n.Kind], n.Name)
+		byKind[n.Kind] = append(byKind[n.Kind], n.label())
 	}
 	sort.Strings(kinds)
 	var parts []string
@@ -451,6 +483,8 @@ func (g *Group) SortedCollections() []string {
 // SortedNeeds are the group's needs, by kind then name.
 func (g *Group) SortedNeeds() []Need {
 	out := g.needList(nil)
-	slices.SortFunc(out, func(a, b Need) int { return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name)) })
+	slices.SortFunc(out, func(a, b Need) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name), cmp.Compare(a.CollectionCumulusID, b.CollectionCumulusID))
+	})
 	return out
 }

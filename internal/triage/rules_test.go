@@ -124,9 +124,9 @@ func TestReadinessCountsTheMessagesWhoseEveryNeedExists(t *testing.T) {
 	tr.Add(msg("c", strings.Replace(missing, "%s", "P2", 1), ""))
 	tr.Add(msg("d", "Error: Provider reference is required for a PDR", ""))
 	lookups := map[string]int{}
-	err := tr.CheckReadiness(context.Background(), func(_ context.Context, kind, name string) (bool, error) {
-		lookups[kind+" "+name]++
-		return name == "P2", nil
+	err := tr.CheckReadiness(context.Background(), func(_ context.Context, n Need) (bool, error) {
+		lookups[n.String()]++
+		return n.Name == "P2", nil
 	})
 	if err != nil {
 		t.Fatal(err)
