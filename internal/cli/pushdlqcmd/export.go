@@ -2,6 +2,7 @@ package pushdlqcmd
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -29,14 +31,19 @@ type ExportOptions struct {
 	Delete  bool
 	Yes     bool
 	Max     int
-	Output  *cmdutil.Output
+	// Resume finishes the export that left Out.partial: the messages
+	// already in it are not written again (and, with Delete, are deleted
+	// from the DLQ), the rest is appended.
+	Resume   bool
+	WaitHeld time.Duration // with Resume: how long to wait for messages in flight
+	Output   *cmdutil.Output
 }
 
 // NewCmdExport builds `pushdlq export`.
 func NewCmdExport(f *Factory, runF func(context.Context, *ExportOptions) error) *cobra.Command {
 	opts := &ExportOptions{Factory: f}
 	cmd := &cobra.Command{
-		Use:   "export --dlq URL|NAME --out FILE.ndjson [--delete]",
+		Use:   "export --dlq URL|NAME --out FILE.ndjson [--delete] [--resume]",
 		Short: "Write every DLQ message to an NDJSON file",
 		Long: `Receive every message of the DLQ and write it to an NDJSON file, one message
 per line: message_id, body, message_attributes and attributes (the system
@@ -53,9 +60,19 @@ and not yet deleted) stops the scan there. With --delete the export reads
 on (after asking, unless --yes): it syncs FILE.partial, deletes the
 messages it holds, and scans again, appending to the same file, until the
 DLQ is read to its end. Otherwise the file holds what was read, and the
-run says how far it got and exits 3.`,
+run says how far it got and exits 3.
+
+An export that stopped or was killed leaves FILE.partial, and a new export
+to FILE is refused. --resume finishes it: it waits (at most --wait-held)
+until nothing of the DLQ is in flight, scans the DLQ again, appends the
+messages that are not in FILE.partial (by message id) and, with --delete,
+deletes from the DLQ both those and the ones it finds already in the file,
+which it does not write again. FILE.partial becomes FILE only once the
+scan read the whole DLQ and every delete succeeded: every message is then
+in exactly one place. Otherwise the run exits 3 and says to run it again.`,
 		Example: `  pushdlq export --dlq push-dlq --out push-dlq-2025-11-14.ndjson
-  pushdlq export --dlq push-dlq --out drained.ndjson --delete --yes`,
+  pushdlq export --dlq push-dlq --out drained.ndjson --delete --yes
+  pushdlq export --dlq push-dlq --out drained.ndjson --delete --resume --yes`,
 		Args: cmdutil.UsageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := opts.Output.Validate(); err != nil {
@@ -73,17 +90,30 @@ run says how far it got and exits 3.`,
 			if opts.Max < 0 {
 				return cmdutil.UsageErrorf("--max %d: want 0 (all) or more", opts.Max)
 			}
+			if opts.Resume && opts.Out == "-" {
+				return cmdutil.UsageErrorf("--resume needs --out FILE: it finishes the export that left FILE.partial")
+			}
+			if opts.Resume && opts.Max > 0 {
+				return cmdutil.UsageErrorf("--resume reads the whole DLQ (a message of FILE.partial may be anywhere in it): --max cannot be given")
+			}
+			if opts.WaitHeld < 0 {
+				return cmdutil.UsageErrorf("--wait-held %s: want 0 or more", opts.WaitHeld)
+			}
 			if opts.Out != "-" {
 				if _, err := os.Stat(opts.Out); err == nil {
+					if opts.Resume {
+						return cmdutil.UsageErrorf("--resume: %s already exists: that export was finished (an export never overwrites a file)", opts.Out)
+					}
 					return cmdutil.UsageErrorf("%s already exists; choose another file (an export never overwrites one)", opts.Out)
 				}
 				// An export that stopped (or was killed) leaves its partial
 				// file, which after a round of --delete holds the only copy
-				// of the messages it deleted: refused before the DLQ is read,
-				// saying so, never overwritten.
-				if _, err := os.Stat(opts.Out + ".partial"); err == nil {
-					return cmdutil.UsageErrorf("%s.partial exists: an earlier export of %s that stopped left it, and if it ran with --delete it may hold the only copy of messages it deleted from the DLQ; "+
-						"keep it (its lines are messages: replay --from-file reads them), and choose another --out", opts.Out, opts.Out)
+				// of the messages it deleted, and maybe others still in the
+				// DLQ: refused before the DLQ is read, never overwritten, and
+				// the refusal says how to finish it (--resume). Another
+				// --out would put those others in both files.
+				if _, err := os.Stat(opts.Out + ".partial"); err == nil && !opts.Resume {
+					return partialLeftError(f, opts)
 				}
 			}
 			if opts.Delete {
@@ -103,6 +133,8 @@ run says how far it got and exits 3.`,
 	fl.BoolVar(&opts.Delete, "delete", false, "delete from the DLQ what was written to the file")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask before deleting")
 	fl.IntVar(&opts.Max, "max", 0, "export at most this many messages (0: all)")
+	fl.BoolVar(&opts.Resume, "resume", false, "finish the export that stopped and left FILE.partial: append what is not in it, and with --delete delete what is")
+	fl.DurationVar(&opts.WaitHeld, "wait-held", defaultWaitHeld, "with --resume: how long to wait for messages of the DLQ in flight (the stopped export's) to be visible again")
 	opts.Output = cmdutil.AddOutputFlag(cmd, "table", "json")
 	return cmd
 }
@@ -119,6 +151,12 @@ type ExportSummary struct {
 	DeleteFailed  int     `json:"delete_failed"`
 	Released      int     `json:"released"`
 	ReleaseFailed int     `json:"release_failed"`
+	// Resumed: the lines FILE.partial held when a --resume began (they
+	// are counted in Exported); AlreadyInFile: the messages the resume
+	// received that were among them, not written again (deleted, with
+	// --delete, and counted in Deleted).
+	Resumed       int `json:"resumed"`
+	AlreadyInFile int `json:"already_in_file"`
 }
 
 // exportFile writes messages to FILE.partial and publishes it as FILE
@@ -130,6 +168,10 @@ type exportFile struct {
 	sum            hash.Hash
 	n              int64
 	dirSynced      bool
+	// A resumed export: the message ids of the lines that were in the
+	// partial file (never written again), and how many lines that was.
+	inFile  map[string]bool
+	resumed int
 }
 
 func createExport(path string, stdout io.Writer) (*exportFile, error) {
@@ -223,8 +265,26 @@ func (e *exportFile) abort() {
 
 func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 	f := opts.Factory
+	if opts.Out != "-" {
+		unlock, err := exportLock(opts.Out)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
+	var out *exportFile
+	if opts.Resume {
+		// Read (and a torn last line cut) before the DLQ is opened: a file
+		// that is not an export is refused having read nothing.
+		if out, err = openPartial(opts.Out, f.IO.ErrOut); err != nil {
+			return err
+		}
+	}
 	s, err := openSession(ctx, f, opts.Queue)
 	if err != nil {
+		if out != nil {
+			out.abort()
+		}
 		return err
 	}
 	sum := ExportSummary{Type: "summary", Queue: s.Queue.URL, File: opts.Out}
@@ -237,16 +297,34 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 		}
 	}()
 	s.Banner("export")
-	out, err := createExport(opts.Out, f.IO.Out)
-	if err != nil {
+	if opts.Resume {
+		sum.Resumed, sum.Exported = out.resumed, out.resumed
+		fmt.Fprintf(f.IO.ErrOut, "resuming the export to %s: %s holds %s (synced); a message received again that is one of them is not written again%s\n",
+			opts.Out, out.partial, output.Plural(out.resumed, "message"), map[bool]string{true: " but deleted from the DLQ", false: ""}[opts.Delete])
+		if opts.Delete {
+			if err := waitUntilNothingInFlight(ctx, f, opts, s, out.partial); err != nil {
+				out.abort()
+				return err
+			}
+		}
+	} else if out, err = createExport(opts.Out, f.IO.Out); err != nil {
 		return err
 	}
+	// queued counts the messages held to be deleted with --delete: those
+	// written, and (resuming) those received again that the file has.
+	queued := 0
 	var writeErr error
 	write := func(_ int, m *sqsmove.Message) bool {
+		if out.inFile[m.MessageID] {
+			sum.AlreadyInFile++
+			queued++
+			return false
+		}
 		if writeErr = out.write(m); writeErr != nil {
 			return true
 		}
 		sum.Exported++
+		queued++
 		return opts.Max > 0 && sum.Exported >= opts.Max
 	}
 	scanErr := s.Scan(ctx, 0, write)
@@ -262,12 +340,12 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 	}
 	round := 1
 	for overLimit != nil && opts.Delete && opts.Out != "-" && writeErr == nil && ctx.Err() == nil && !(opts.Max > 0 && sum.Exported >= opts.Max) {
-		held := sum.Exported - sum.Deleted
+		held := queued - sum.Deleted
 		if !opts.Yes {
 			ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("SQS's in-flight limit stopped the scan. Delete the %s read so far (synced to %s) and read on?",
 				output.Plural(held, "message"), out.partial), "yes")
 			if err != nil {
-				return exportStopped(f, out, &sum, err, false)
+				return exportStopped(f, opts, out, &sum, err, false)
 			}
 			if !ok {
 				break // as a run that does not read on: commit, delete (asked), run again for the rest
@@ -282,7 +360,7 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 		sum.DeleteFailed += failed
 		if failed > 0 {
 			fmt.Fprintf(f.IO.ErrOut, "%s could not be deleted; they stay in the DLQ (and are in %s)\n", output.Plural(failed, "message"), out.partial)
-			return exportStopped(f, out, &sum, cmdutil.PartialError, false)
+			return exportStopped(f, opts, out, &sum, cmdutil.PartialError, false)
 		}
 		if ctx.Err() != nil {
 			break
@@ -290,7 +368,7 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 		round++
 		fmt.Fprintf(f.IO.ErrOut, "round %d: the %s read so far are in %s (synced) and deleted from the DLQ: reading on past SQS's in-flight limit\n",
 			round, output.Plural(sum.Exported, "message"), out.partial)
-		before := sum.Exported
+		before := queued
 		overLimit = nil
 		// Messages received after the scan stopped are still held: this
 		// round's first.
@@ -301,10 +379,16 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 		if errors.As(scanErr, &overLimit) {
 			scanErr = nil
 		}
-		if overLimit != nil && sum.Exported == before {
+		if overLimit != nil && queued == before {
 			fmt.Fprintln(f.IO.ErrOut, "stopped reading on: SQS's in-flight limit stopped the scan again before it read anything new (the messages in flight are not this run's)")
 			break
 		}
+	}
+	if err := errors.Join(scanErr, writeErr, ctx.Err()); err != nil {
+		return exportStopped(f, opts, out, &sum, err, writeErr != nil)
+	}
+	if opts.Resume && opts.Delete {
+		return finishResumed(ctx, f, opts, s, out, &sum, queued, overLimit)
 	}
 	if overLimit != nil {
 		// The run did not read the whole DLQ: it says how far it got and
@@ -320,11 +404,8 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 			}
 		}()
 	}
-	if err := errors.Join(scanErr, writeErr, ctx.Err()); err != nil {
-		return exportStopped(f, out, &sum, err, writeErr != nil)
-	}
 	if err := out.commit(); err != nil {
-		return exportStopped(f, out, &sum, err, false)
+		return exportStopped(f, opts, out, &sum, err, false)
 	}
 	sum.Bytes = out.n
 	digest := hex.EncodeToString(out.sum.Sum(nil))
@@ -332,7 +413,7 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 	if opts.Out != "-" {
 		fmt.Fprintf(f.IO.ErrOut, "wrote %s to %s (synced)\n", output.Plural(sum.Exported, "message"), opts.Out)
 	}
-	held := sum.Exported - sum.Deleted
+	held := queued - sum.Deleted
 	if !opts.Delete || held == 0 {
 		return nil
 	}
@@ -358,14 +439,74 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 	return ctx.Err()
 }
 
+// finishResumed ends a resumed export --delete whose scan ended without
+// an error. Unlike a first run, it deletes before it commits: FILE.partial
+// becomes FILE only when no line of it can still be in the DLQ: the scan
+// read the DLQ to its end, nothing else of the DLQ was in flight after it
+// (a line among those would not have been seen), and every message it
+// holds (written, or received again and already in the file) was deleted.
+// Otherwise the partial file stays, and the run says to run it again.
+func finishResumed(ctx context.Context, f *Factory, opts *ExportOptions, s *pushreplay.Session, out *exportFile, sum *ExportSummary, queued int, overLimit *sqsmove.InFlightLimitError) error {
+	w := f.IO.ErrOut
+	var notAll string
+	if overLimit != nil {
+		notAll = inFlightLimitNote(overLimit, s.Queue.Visible+s.Queue.InFlight, "lines of "+out.partial+" may be among the messages not read, so it is not made "+out.final)
+	} else if n, err := inFlightElsewhere(ctx, s); err != nil {
+		return exportStopped(f, opts, out, sum, err, false)
+	} else if n > 0 {
+		notAll = fmt.Sprintf("%s of %s in flight after the scan that this run does not hold (the stopped export's, if its visibility timeout has not run out, or another consumer's): lines of %s may be among them, so it is not made %s",
+			output.Plural(n, "message"), sqsmove.Name(s.Queue.URL), out.partial, out.final)
+	}
+	if held := queued - sum.Deleted; held > 0 {
+		if err := out.sync(); err != nil { // write-ahead, as each round
+			return exportStopped(f, opts, out, sum, err, false)
+		}
+		if !opts.Yes {
+			ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Delete the %s of %s still in %s?", output.Plural(held, "message"), out.partial, sqsmove.Name(s.Queue.URL)), "yes")
+			if err != nil || !ok {
+				fmt.Fprintf(w, "the last %s were not deleted (released): they are in %s and in the DLQ\n", output.Plural(held, "message"), out.partial)
+				return exportStopped(f, opts, out, sum, cmp.Or(err, error(cmdutil.PartialError)), false)
+			}
+		}
+		deleted, failed := deleteExported(ctx, w, s.Hold, held, out.partial)
+		sum.Deleted += deleted
+		sum.DeleteFailed += failed
+		if failed > 0 {
+			fmt.Fprintf(w, "%s could not be deleted; they stay in the DLQ (and are in %s)\n", output.Plural(failed, "message"), out.partial)
+			return exportStopped(f, opts, out, sum, cmdutil.PartialError, false)
+		}
+		if err := ctx.Err(); err != nil {
+			return exportStopped(f, opts, out, sum, err, false)
+		}
+	}
+	if notAll != "" {
+		fmt.Fprintln(w, notAll)
+		return exportStopped(f, opts, out, sum, cmdutil.PartialError, false)
+	}
+	if err := out.commit(); err != nil {
+		return exportStopped(f, opts, out, sum, err, false)
+	}
+	sum.Bytes = out.n
+	digest := hex.EncodeToString(out.sum.Sum(nil))
+	sum.SHA256 = &digest
+	fmt.Fprintf(w, "wrote %s to %s (synced): %d were in %s already, %d appended; %d received again were already in it (deleted, not written again); the DLQ holds none of them\n",
+		output.Plural(sum.Exported, "message"), out.final, sum.Resumed, out.partial, sum.Exported-sum.Resumed, sum.AlreadyInFile)
+	return nil
+}
+
 // exportStopped ends an export that stopped before its file was
 // committed. The partial file is kept, never removed: once a round was
 // deleted it is the only copy of those messages, and the operator is told
-// how many. A failed delete (exit 3) writes the summary, which then names
-// the partial file; any other stop exits with its error's code.
-func exportStopped(f *Factory, out *exportFile, sum *ExportSummary, err error, stdoutGone bool) error {
+// how many, and the command that finishes the export (--resume). A failed
+// delete (exit 3) writes the summary, which then names the partial file;
+// any other stop exits with its error's code.
+func exportStopped(f *Factory, opts *ExportOptions, out *exportFile, sum *ExportSummary, err error, stdoutGone bool) error {
 	out.abort()
 	w := f.IO.ErrOut
+	finish := func() {
+		fmt.Fprintf(w, "finish the export (the lines of %s still in the DLQ are deleted from it and not written again, the rest of the DLQ is appended, every message ends in exactly one place) with:\n  %s\n",
+			out.partial, exportResumeCommand(f, opts, opts.Delete))
+	}
 	switch {
 	case out.final == "-" && stdoutGone:
 		// A reader that went away (`export --out - | head -1`): stop
@@ -374,13 +515,20 @@ func exportStopped(f *Factory, out *exportFile, sum *ExportSummary, err error, s
 		return stoppedError("nothing was deleted; every message is released")
 	case out.final == "-":
 		fmt.Fprintln(w, "export stopped: nothing was deleted; every message is released")
-	case sum.Deleted == 0:
+	case sum.Deleted == 0 && out.resumed == 0:
 		fmt.Fprintf(w, "export stopped: nothing was deleted; the messages read so far are in %s\n", out.partial)
+		finish()
 	default:
-		fmt.Fprintf(w, "export stopped: %s deleted from the DLQ, each once its line was synced to %s; keep that file, it is their only copy. "+
-			"It holds %s more, which were not deleted (they stay in the DLQ); the rest of the DLQ was not read\n",
-			map[bool]string{true: "1 message was", false: fmt.Sprintf("%d messages were", sum.Deleted)}[sum.Deleted == 1],
-			out.partial, output.Plural(sum.Exported-sum.Deleted, "message"))
+		if out.resumed == 0 {
+			fmt.Fprintf(w, "export stopped: %s deleted from the DLQ, each once its line was synced to %s; keep that file, it is their only copy. "+
+				"It holds %s more, which were not deleted (they stay in the DLQ); the rest of the DLQ was not read\n",
+				map[bool]string{true: "1 message was", false: fmt.Sprintf("%d messages were", sum.Deleted)}[sum.Deleted == 1],
+				out.partial, output.Plural(sum.Exported-sum.Deleted, "message"))
+		} else {
+			fmt.Fprintf(w, "export stopped: this run deleted %s from the DLQ, each once its line was synced to %s; keep that file: it holds %s, and is the only copy of those no longer in the DLQ\n",
+				output.Plural(sum.Deleted, "message"), out.partial, output.Plural(sum.Exported, "message"))
+		}
+		finish()
 		sum.File, sum.Bytes = out.partial, out.n
 		digest := hex.EncodeToString(out.sum.Sum(nil))
 		sum.SHA256 = &digest

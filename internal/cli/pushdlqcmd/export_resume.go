@@ -1,0 +1,206 @@
+package pushdlqcmd
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cli/output"
+	"github.com/deadletter/deadletter/internal/shellword"
+	"github.com/deadletter/deadletter/internal/sqsmove"
+	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
+)
+
+// Finishing a stopped export (--resume).
+//
+// An export --delete that stopped or was killed leaves FILE.partial. Each
+// of its whole lines is a message that is either no longer in the DLQ
+// (deleted: a line is deleted only once it is synced; a delete whose reply
+// was lost either reached SQS or did not) or still in it (the run died
+// between the write and the delete). The file cannot tell which. A resume
+// makes every line the first kind, and adds the rest of the DLQ:
+//
+//   - it cuts a torn last line (a line without its newline was never synced,
+//     so never deleted: that message is still in the DLQ) and syncs the file
+//     before anything is deleted;
+//   - it waits until nothing of the DLQ is in flight (the killed run's hold
+//     runs out after its --visibility-timeout), so that every line still in
+//     the DLQ is visible to its scan;
+//   - a received message whose MessageId is a line of the file is held and
+//     deleted with its round, never written again; any other is appended,
+//     synced and deleted as in a first run (a message received twice within
+//     the run is held once, by the hold's seen-set);
+//   - FILE.partial becomes FILE only when the scan read the DLQ to its end,
+//     every delete succeeded and nothing else of the DLQ was in flight after
+//     the scan; otherwise it stays FILE.partial and the run says to run the
+//     same command again.
+//
+// So when a resume exits 0, every line of FILE is a message that is not in
+// the DLQ, each message once; a resume that is itself killed leaves a
+// FILE.partial of the same kind, finished by the same command.
+
+// exportLock takes FILE.partial.lock, so that an export and a resume (or
+// two resumes) never write one partial file at once: a second resume would
+// not know the first one's lines, and write a message twice.
+func exportLock(out string) (unlock func(), err error) {
+	unlock, err = sqsmove.LockJournal(out + ".partial")
+	if errors.Is(err, sqsmove.ErrJournalLocked) {
+		return nil, cmdutil.UsageErrorf("%s.partial is being written by another export of %s (its lock %s.partial.lock is taken); wait for that run to end", out, out, out)
+	}
+	return unlock, err
+}
+
+// exportResumeCommand is the command that finishes an export to opts.Out
+// that stopped, built from this invocation's DLQ and AWS flags and quoted
+// for the shell, so that it runs as printed.
+func exportResumeCommand(f *Factory, opts *ExportOptions, del bool) string {
+	words := []string{"pushdlq", "export", "--dlq", opts.Queue.DLQ, "--out", opts.Out}
+	if del {
+		words = append(words, "--delete")
+	}
+	words = append(words, "--resume")
+	if del && opts.Yes {
+		words = append(words, "--yes")
+	}
+	if opts.Queue.Visibility != 0 && opts.Queue.Visibility != 2*time.Minute {
+		words = append(words, "--visibility-timeout", opts.Queue.Visibility.String())
+	}
+	if opts.Queue.AllowRedrive {
+		words = append(words, "--allow-redrive")
+	}
+	if opts.WaitHeld != 0 && opts.WaitHeld != defaultWaitHeld {
+		words = append(words, "--wait-held", opts.WaitHeld.String())
+	}
+	if s := f.AWS; s != nil {
+		for _, fl := range [][2]string{{"--profile", s.Profile}, {"--region", s.Region}, {"--endpoint-url", s.EndpointURL}} {
+			if fl[1] != "" {
+				words = append(words, fl[0], fl[1])
+			}
+		}
+	}
+	return shellword.Join(words...)
+}
+
+const defaultWaitHeld = 15 * time.Minute
+
+// partialLeftError refuses an export to FILE while FILE.partial exists
+// and says how to finish the export that left it.
+func partialLeftError(f *Factory, opts *ExportOptions) error {
+	finish := "\n  " + exportResumeCommand(f, opts, true)
+	if !opts.Delete {
+		finish = "\n  " + exportResumeCommand(f, opts, true) +
+			"\nor, if it ran without --delete (then it deleted nothing), finish it without deleting with:\n  " + exportResumeCommand(f, opts, false)
+	}
+	return cmdutil.UsageErrorf("%s.partial exists: an earlier export to %s stopped (or was killed) and left it; if it ran with --delete, it may hold the only copy of messages it deleted from the DLQ, "+
+		"and others that are still in the DLQ as well. Keep it, and finish that export: the messages of the file still in the DLQ are deleted from it and not written again, "+
+		"the rest of the DLQ is appended, and the file becomes %s, every message in exactly one place. Run:%s", opts.Out, opts.Out, opts.Out, finish)
+}
+
+// openPartial reopens FILE.partial to finish the export that left it: its
+// whole lines are read (each must be an exported message), their message
+// ids kept and their bytes hashed; a torn last line is cut off, and the
+// file is synced before anything is deleted.
+func openPartial(path string, errOut io.Writer) (*exportFile, error) {
+	partial := path + ".partial"
+	f, err := os.OpenFile(partial, os.O_RDWR, 0)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, cmdutil.UsageErrorf("--resume: %s does not exist: there is no stopped export to %s to finish (run without --resume)", partial, path)
+		}
+		return nil, fmt.Errorf("open %s: %w", partial, err)
+	}
+	e := &exportFile{final: path, partial: partial, f: f, sum: sha256.New(), inFile: map[string]bool{}}
+	r := bufio.NewReaderSize(f, 1<<20)
+	for lineNo := 1; ; lineNo++ {
+		b, err := r.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			if len(b) > 0 {
+				// Never synced with its newline, so never deleted: the
+				// message is still in the DLQ, and the scan writes it again.
+				fmt.Fprintf(errOut, "cut the torn last line of %s (%d bytes): the stopped export died writing it; that message was not deleted, it is still in the DLQ\n", partial, len(b))
+			}
+			break
+		} else if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("read %s: %w", partial, err)
+		}
+		var m sqsmove.Message
+		if err := json.Unmarshal(bytes.TrimSpace(b), &m); err != nil || m.MessageID == "" {
+			f.Close()
+			return nil, cmdutil.UsageErrorf("--resume: line %d of %s is not an exported message; it was left as it is", lineNo, partial)
+		}
+		e.inFile[m.MessageID] = true
+		e.sum.Write(b)
+		e.n += int64(len(b))
+		e.resumed++
+	}
+	if err := f.Truncate(e.n); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cut the torn last line of %s: %w", partial, err)
+	}
+	if _, err := f.Seek(e.n, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("seek %s: %w", partial, err)
+	}
+	e.w = bufio.NewWriterSize(f, 1<<20)
+	// What the stopped run wrote may not be on disk yet (a kill keeps the
+	// page cache, a power cut does not): a line is deleted only once synced.
+	if err := e.sync(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// waitUntilNothingInFlight waits, up to --wait-held, until nothing of the
+// DLQ is in flight: the stopped export's messages stay invisible until its
+// visibility timeout runs out, and a line of the file still in the DLQ is
+// deleted only once a scan receives it again.
+func waitUntilNothingInFlight(ctx context.Context, f *Factory, opts *ExportOptions, s *pushreplay.Session, partial string) error {
+	if s.Queue.InFlight == 0 {
+		return nil
+	}
+	w := f.IO.ErrOut
+	fmt.Fprintf(w, "%s of %s in flight: the stopped export held them until its --visibility-timeout runs out, or another consumer holds them; "+
+		"those that are lines of %s are deleted only once received again: waiting for them (at most --wait-held %s)\n",
+		output.Plural(int(s.Queue.InFlight), "message"), sqsmove.Name(s.Queue.URL), partial, opts.WaitHeld)
+	deadline := time.Now().Add(opts.WaitHeld)
+	for n := s.Queue.InFlight; n > 0; {
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("%s of %s still in flight after --wait-held %s (another consumer holds them? `pushdlq processor disarm` stops the push-dlq processor); nothing was received, %s is left as it is; "+
+				"run this again once they are visible:\n  %s", output.Plural(int(n), "message"), sqsmove.Name(s.Queue.URL), opts.WaitHeld, partial, exportResumeCommand(f, opts, opts.Delete))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(min(f.pollInterval(), time.Until(deadline)+time.Millisecond)):
+		}
+		q, err := sqsmove.Describe(ctx, s.API, s.Queue.URL)
+		if err != nil {
+			return err
+		}
+		n = q.InFlight
+		s.Queue.Visible = q.Visible
+	}
+	fmt.Fprintln(w, "nothing is in flight any more: reading the DLQ")
+	return nil
+}
+
+// inFlightElsewhere is the DLQ's in-flight count that is not this run's,
+// after its scan: a line of the file among them was not seen by the scan.
+func inFlightElsewhere(ctx context.Context, s *pushreplay.Session) (int, error) {
+	q, err := sqsmove.Describe(ctx, s.API, s.Queue.URL)
+	if err != nil {
+		return 0, err
+	}
+	ours := s.Hold.InState(sqsmove.Held) + s.Hold.InState(sqsmove.Extra)
+	return max(0, int(q.InFlight)-ours), nil
+}
