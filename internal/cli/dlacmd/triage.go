@@ -37,6 +37,7 @@ type TriageOptions struct {
 	DatabaseURL string
 	DBSecret    string
 	Probe       int
+	Verbose     bool
 	Output      *cmdutil.Output
 }
 
@@ -66,7 +67,11 @@ archive, selection and AWS flags), or 'dla search ... -o keys' and
 
 With a database (--database-url, --db-secret or $DATABASE_URL), the records a
 fix-first group needs are looked up (read only): a group whose records all
-exist now is "ready". Without one, readiness is not checked, and says so.`,
+exist now is "ready". Without one, readiness is not checked, and says so.
+
+Objects that cannot be read or decoded are a group of their own, and each
+is named on stderr with the reason; triage then exits 3, as search and
+stats do, unless --ignore-unreadable (which names the first 5; -v all).`,
 		Example: `  dla triage --archive s3://bucket/stack --from 2024-03-01
   dla triage --archive s3://bucket/stack --db-secret stack-db-login -o json`,
 		Args: cmdutil.UsageArgs(cobra.NoArgs),
@@ -93,6 +98,7 @@ exist now is "ready". Without one, readiness is not checked, and says so.`,
 	opts.Engine.register(cmd)
 	cmd.Flags().StringVar(&opts.DatabaseURL, "database-url", "", "PostgreSQL connection string, to check readiness (default $DATABASE_URL; read only)")
 	cmd.Flags().StringVar(&opts.DBSecret, "db-secret", "", "Secrets Manager secret (ARN or name) with the database login, to check readiness")
+	cmd.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "with --ignore-unreadable, list every unreadable object, not only the first 5")
 	cmd.Flags().IntVar(&opts.Probe, "probe", 0, "run recover's dry run (rolled back, --offline) on up to N objects of each group and say how many would be written now; needs a database")
 	opts.Output = cmdutil.AddOutputFlag(cmd, "text", "json")
 	return cmd
@@ -154,13 +160,15 @@ func runTriage(ctx context.Context, opts *TriageOptions) error {
 	t := triage.New()
 	t.ProbeSize = opts.Probe
 	t.OddKey = func(k string) bool { return !lineSafeKey(k) }
-	unreadable := 0
+	// Unreadable objects are a group, and named on stderr as search and
+	// stats name them: exit 3 means each one was (finish).
+	ul := newUnreadableLog(f, progress, opts.Select.ignoreUnreadable, opts.Verbose)
 	st, runErr := selection.Run(ctx, store, scope, opts.Select.concurrency, func(r selection.Result) error {
 		if r.Unreadable() {
 			if err := stopOnAuth(r); err != nil {
 				return err
 			}
-			unreadable++
+			ul.report(r)
 			t.AddUnreadable(r.Entry.Key, scope.Layout.ParseKey(r.Entry.Key).Date)
 		} else {
 			t.Add(r.Decoded)
@@ -172,12 +180,16 @@ func runTriage(ctx context.Context, opts *TriageOptions) error {
 	if runErr != nil {
 		return runErr
 	}
+	ul.done()
 	if opts.Probe > 0 {
 		if err := probe(ctx, opts, t, store, scope, loc); err != nil {
 			return err
 		}
 	}
-	return finishTriage(ctx, opts, t, loc, st.Listed, unreadable, "")
+	if err := finishTriage(ctx, opts, t, loc, st.Listed, st.Unreadable, ""); err != nil {
+		return err
+	}
+	return finish(nil, st, opts.Select.ignoreUnreadable)
 }
 
 // probe runs recover's dry run on each group's sample: every write in a
@@ -260,6 +272,9 @@ func finishTriage(ctx context.Context, opts *TriageOptions, t *triage.Triage, lo
 	}
 	if source == "" {
 		source = fmt.Sprintf("%d read from %s", listed, loc)
+		if unreadable > 0 {
+			source += fmt.Sprintf(", %d unreadable", unreadable)
+		}
 	}
 	fmt.Fprintf(f.IO.ErrOut, "%s in %s, %s; %s\n", output.Plural(rep.Total, "object"), output.Plural(len(rep.Groups), "group"), source, note)
 	return nil

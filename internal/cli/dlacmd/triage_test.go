@@ -25,15 +25,21 @@ import (
 	"github.com/deadletter/deadletter/internal/triage"
 )
 
+// triageOf runs triage -o json; its exit is 0, or 3 when some objects were
+// unreadable (without --ignore-unreadable).
 func triageOf(t *testing.T, env map[string]string, args ...string) TriageReport {
 	t.Helper()
 	r := run(t, false, env, "", append([]string{"triage", "-o", "json"}, args...)...)
-	if r.code != 0 {
-		t.Fatalf("triage: exit %d: %s", r.code, r.stderr)
-	}
 	var rep TriageReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-		t.Fatalf("triage -o json: %v\n%s", err, r.stdout)
+		t.Fatalf("triage -o json: exit %d: %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
+	}
+	want := 0
+	if rep.Unreadable > 0 && !slices.Contains(args, "--ignore-unreadable") {
+		want = 3
+	}
+	if r.code != want {
+		t.Fatalf("triage: exit %d, want %d (%d unreadable): %s", r.code, want, rep.Unreadable, r.stderr)
 	}
 	return rep
 }
@@ -41,7 +47,7 @@ func triageOf(t *testing.T, env map[string]string, args ...string) TriageReport 
 // The sample archive's triage, as JSON and as the piped text, is pinned.
 func TestTriageOfTheSampleArchive(t *testing.T) {
 	r := run(t, false, nil, "", "triage", "--archive", sampleArchive, "-o", "json")
-	if r.code != 0 {
+	if r.code != 3 { // the sample holds unreadable objects
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	abs, err := filepath.Abs(sampleArchive)
@@ -50,7 +56,7 @@ func TestTriageOfTheSampleArchive(t *testing.T) {
 	}
 	golden.Check(t, filepath.Join("testdata", "triage_sample_json.golden"), strings.ReplaceAll(r.stdout, abs, "SAMPLE")) // where the clone is
 	r = run(t, false, nil, "", "triage", "--archive", sampleArchive)
-	if r.code != 0 {
+	if r.code != 3 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	golden.Check(t, filepath.Join("testdata", "triage_sample_piped.golden"), r.stdout)
@@ -79,6 +85,48 @@ func TestTriageOfSeed3(t *testing.T) {
 	golden.Check(t, filepath.Join("testdata", "triage_seed3.golden"), b.String())
 	if rep.Total != 150 || rep.Unreadable != 3 {
 		t.Errorf("total %d, unreadable %d; want 150 and 3", rep.Total, rep.Unreadable)
+	}
+}
+
+// Unreadable objects make triage exit 3, as its --ignore-unreadable help
+// and search and stats say: each is named on stderr with its reason and
+// is a group of its own on stdout; with --ignore-unreadable the exit is 0
+// and the first 5 are named.
+func TestTriageExitsPartialWhenObjectsAreUnreadable(t *testing.T) {
+	unreadable := []string{
+		"demo/dead-letter-archive/sqs/2024-03-03/e49d04ff-a020-40d3-873c-d49bfb240ffc-f06fc7ad-4c45-4045-a798-a5d66362798f",
+		"demo/dead-letter-archive/sqs/2024-03-04/ed9fb8e8-9017-4a91-a226-07b6dfd13afe-a34caf5c-f375-4937-a87d-958a71cb1d2c",
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"text", nil, 3},
+		{"json", []string{"-o", "json"}, 3},
+		{"ignored", []string{"--ignore-unreadable"}, 0},
+		{"ignored json", []string{"--ignore-unreadable", "-o", "json"}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := run(t, false, nil, "", append([]string{"triage", "--archive", sampleArchive, "--from", "2024-03-03", "--to", "2024-03-04"}, c.args...)...)
+			if r.code != c.code {
+				t.Errorf("exit %d, want %d: %s", r.code, c.code, r.stderr)
+			}
+			for _, key := range unreadable {
+				if !strings.Contains(r.stderr, "dla: unreadable "+key+": ") {
+					t.Errorf("stderr does not name %s:\n%s", key, r.stderr)
+				}
+			}
+			if slices.Contains(c.args, "json") {
+				var rep TriageReport
+				if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Unreadable != 2 ||
+					!slices.ContainsFunc(rep.Groups, func(g TriageGroup) bool { return g.ErrorClass == nil && g.Count == 2 }) {
+					t.Errorf("the JSON does not count the unreadable objects as a group (%v):\n%s", err, r.stdout)
+				}
+			} else if !strings.Contains(r.stdout, "(unreadable)") {
+				t.Errorf("stdout lacks the unreadable group:\n%s", r.stdout)
+			}
+		})
 	}
 }
 
@@ -427,7 +475,7 @@ func TestTriageWithAthenaGroupsInSQLAndClassifiesHere(t *testing.T) {
 	args := []string{"triage", "--archive", archiveURL, "--from", "2024-03-01", "--to", "2024-03-05", "-o", "json"}
 	local := run(t, false, nil, "", args...)
 	athena := run(t, false, nil, "", append(args, "--engine", "athena")...)
-	if local.code != 0 || athena.code != 0 {
+	if local.code != 3 || athena.code != 0 { // unreadable objects are not in the Glue table
 		t.Fatalf("local exit %d (%s), athena exit %d (%s)", local.code, local.stderr, athena.code, athena.stderr)
 	}
 	var lr, ar TriageReport
