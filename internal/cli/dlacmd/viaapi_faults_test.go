@@ -405,16 +405,7 @@ func TestViaAPICancelDuringPollingSaysHowToCleanUp(t *testing.T) {
 	e.api.RunningPolls = 1000
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	target, _ := url.Parse(e.api.URL)
-	rp := httputil.NewSingleHostReverseProxy(target)
-	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/asyncOperations/") {
-			cancel() // Ctrl-C at the first poll (not at the check before staging)
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	defer gw.Close()
-	e.api.URL = gw.URL
+	e.api.URL = cancelAtFirstPoll(t, e.api.URL, cancel)
 	r := e.recoverIn(t, ctx, "", "--date", "2024-03-02", "--yes", "--cleanup", "-o", "json")
 	if r.code != 130 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
@@ -440,6 +431,22 @@ func TestViaAPICancelDuringPollingSaysHowToCleanUp(t *testing.T) {
 	if d := diffArchive(e.before, e.snapshot(t)); len(d) != 0 {
 		t.Errorf("after --cleanup-staging: %q", d)
 	}
+}
+
+// cancelAtFirstPoll is a gateway to the API at apiURL that calls cancel
+// (Ctrl-C) at the first poll of an operation, not at the check before
+// staging; it returns the gateway's URL.
+func cancelAtFirstPoll(t *testing.T, apiURL string, cancel func()) string {
+	target, _ := url.Parse(apiURL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/asyncOperations/") {
+			cancel()
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(gw.Close)
+	return gw.URL
 }
 
 // DEFECT (minor), with a PROPERTY: --cleanup-staging must refuse anything

@@ -76,6 +76,13 @@ func (e *viaAPIEnv) recoverIn(t *testing.T, ctx context.Context, stdin string, a
 
 func (e *viaAPIEnv) recoverWith(t *testing.T, ctx context.Context, token, stdin string, args ...string) runResult {
 	t.Helper()
+	return runViaAPI(t, ctx, token, stdin, append([]string{"recover", "--archive", "s3://" + e.bucket + "/demo", "--via-api", e.api.URL}, args...)...)
+}
+
+// runViaAPI runs dla in-process with token as $CUMULUS_API_TOKEN, no
+// prompt and short polls; the test's token must never be printed.
+func runViaAPI(t *testing.T, ctx context.Context, token, stdin string, args ...string) runResult {
+	t.Helper()
 	ios, in, out, errOut := iostreams.Test()
 	in.WriteString(stdin)
 	env := map[string]string{"CUMULUS_API_TOKEN": token, "DEADLETTER_NO_PROMPT": "1"}
@@ -83,7 +90,7 @@ func (e *viaAPIEnv) recoverWith(t *testing.T, ctx context.Context, token, stdin 
 	ios.SetEnv(getenv)
 	f := NewFactory(ios, getenv)
 	f.APIPoll = 5 * time.Millisecond
-	code := Run(ctx, f, append([]string{"recover", "--archive", "s3://" + e.bucket + "/demo", "--via-api", e.api.URL}, args...))
+	code := Run(ctx, f, args)
 	r := runResult{code: code, stdout: out.String(), stderr: errOut.String()}
 	if strings.Contains(r.stdout+r.stderr, testAPIToken) {
 		t.Fatalf("the token was printed:\n%s\n%s", r.stdout, r.stderr)
@@ -250,14 +257,8 @@ func TestRecoverViaAPIUnreachableStagesNothingAndNamesTheAPI(t *testing.T) {
 		{"http://127.0.0.1:1", "connection refused"},
 		{"http://no-such-host.invalid", `the host "no-such-host.invalid" does not resolve`},
 	} {
-		ios, _, _, errOut := iostreams.Test()
-		env := map[string]string{"CUMULUS_API_TOKEN": testAPIToken, "DEADLETTER_NO_PROMPT": "1"}
-		getenv := func(k string) string { return env[k] }
-		ios.SetEnv(getenv)
-		f := NewFactory(ios, getenv)
-		f.APIPoll = 5 * time.Millisecond
-		code := Run(context.Background(), f, []string{"recover", "--archive", "s3://" + e.bucket + "/demo", "--via-api", c.url, "--date", "2024-03-02", "--yes"})
-		line := errOut.String()
+		r := runViaAPI(t, context.Background(), testAPIToken, "", "recover", "--archive", "s3://"+e.bucket+"/demo", "--via-api", c.url, "--date", "2024-03-02", "--yes")
+		code, line := r.code, r.stderr
 		if code != cmdutil.ExitFailure || !strings.Contains(line, "cannot reach the Cumulus API at "+c.url) || !strings.Contains(line, c.why) ||
 			!strings.Contains(line, "nothing was staged") || strings.Contains(line, "endpoint-url") || strings.Contains(line, "--cleanup-staging") {
 			t.Errorf("%s: exit %d:\n%s", c.url, code, line)
