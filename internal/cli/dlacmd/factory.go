@@ -90,6 +90,6 @@ func (f *Factory) OpenArchive(ctx context.Context, loc archive.Location) (archiv
 	layout := dla.Layout{Stack: loc.Stack}
 	store := archive.Contain(s, layout.Root())
 	// Objects a --via-api run left in staging are seen by no verb: say so.
-	warnStaging(ctx, f.IO.ErrOut, store, layout, loc.String())
+	warnStaging(ctx, f, store, layout, loc.String())
 	return store, nil
 }

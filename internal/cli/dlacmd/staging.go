@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"sort"
 	"strings"
@@ -69,11 +68,28 @@ var errStop = errors.New("stop")
 // stagingCountCap bounds the objects counted in one staging folder.
 const stagingCountCap = 100000
 
-// warnStaging warns on w about each staging folder of the archive that
-// holds objects: a --via-api run that did not finish, and the command
+// dlaCommand is "dla VERB" with this invocation's archive and AWS flags
+// (--profile, --region, --endpoint-url: triage's next commands are built
+// by the same triageCommand.base) and words, each quoted for bash and zsh:
+// a command printed for the operator runs as printed and reaches the same
+// archive, whatever its stack's name holds and however the endpoint was
+// given.
+func dlaCommand(f *Factory, archiveArg, verb string, words ...string) string {
+	return shellword.Join(append(triageCommand{f: f, archive: archiveArg}.base(verb), words...)...)
+}
+
+// cleanupStagingCommand is the command that moves what is in a staging
+// folder back to its keys.
+func cleanupStagingCommand(f *Factory, archiveArg, api, staging string) string {
+	return dlaCommand(f, archiveArg, "recover", "--via-api", api, "--cleanup-staging", staging)
+}
+
+// warnStaging warns on stderr about each staging folder of the archive
+// that holds objects: a --via-api run that did not finish, and the command
 // that moves them back. archiveArg is the archive as the operator names
 // it.
-func warnStaging(ctx context.Context, w io.Writer, store archive.Store, layout dla.Layout, archiveArg string) {
+func warnStaging(ctx context.Context, f *Factory, store archive.Store, layout dla.Layout, archiveArg string) {
+	w := f.IO.ErrOut
 	base := layout.Root() + apirecover.StagingFolder
 	folders := map[string]bool{}
 	manifests := map[string]bool{}
@@ -125,8 +141,8 @@ func warnStaging(ctx context.Context, w io.Writer, store archive.Store, layout d
 			}
 		}
 		fmt.Fprintf(w, "dla: warning: %s in %s, staged by a recover --via-api that did not finish (no other verb sees them);\n"+
-			"  once no Cumulus operation is working on them, move them back with: dla recover --archive %s --via-api %s --cleanup-staging %s\n",
-			count, output.OneLine(run), shellword.Quote(archiveArg), api, shellword.Quote(run))
+			"  once no Cumulus operation is working on them, move them back with: %s\n",
+			count, output.OneLine(run), cleanupStagingCommand(f, archiveArg, api, run))
 	}
 }
 

@@ -59,9 +59,14 @@ func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 	if err != nil || (api.Scheme != "https" && api.Scheme != "http") || api.Host == "" {
 		return cmdutil.UsageErrorf("--via-api %q: want the Cumulus API's URL, https://...", opts.ViaAPI)
 	}
-	token, err := apiToken(f, opts.TokenFile)
-	if err != nil {
-		return err
+	// The way back (--cleanup-staging) only moves objects in the archive:
+	// it asks nothing of the API, so it needs no token, and the command
+	// printed for it runs from any shell.
+	token := ""
+	if opts.CleanupStaging == "" {
+		if token, err = apiToken(f, opts.TokenFile); err != nil {
+			return err
+		}
 	}
 	var scope selection.Scope
 	var loc archive.Location
@@ -88,6 +93,9 @@ func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 	if err != nil {
 		return err
 	}
+	// Every command printed for the operator names this archive with this
+	// invocation's AWS flags, quoted for the shell (dlaCommand).
+	archiveArg := loc.String()
 	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
 	v := &apirecover.Run{Store: store, Layout: scope.Layout, Bucket: loc.Bucket,
 		Client:  &cumulusapi.Client{BaseURL: opts.ViaAPI, Token: token, Backoff: f.apiPoll(time.Second)},
@@ -102,6 +110,9 @@ func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 			progress.Clear()
 			fmt.Fprintf(f.IO.ErrOut, format+"\n", args...)
 		},
+		CleanupCommand: func(staging string) string {
+			return cleanupStagingCommand(f, archiveArg, opts.ViaAPI, staging)
+		},
 		Progress: progress.Update, Clear: progress.Clear}
 	res := &apirecover.Result{Type: "via_api", API: opts.ViaAPI}
 
@@ -114,7 +125,7 @@ func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 		if err != nil {
 			return err
 		}
-		return viaAPIFinish(opts, res)
+		return viaAPIFinish(opts, res, archiveArg)
 	}
 
 	// The API and the token, before anything is read or staged.
@@ -173,11 +184,11 @@ func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 		fmt.Fprintln(f.IO.ErrOut, "dry run: nothing was staged, Cumulus was not asked")
 		// The result says what the run would leave out (exit 3, as the
 		// run itself).
-		return viaAPIFinish(opts, res)
+		return viaAPIFinish(opts, res, archiveArg)
 	}
 	if len(res.LeftOut) == plan.Objects {
 		fmt.Fprintln(f.IO.ErrOut, "nothing staged: every object was left out")
-		return viaAPIFinish(opts, res)
+		return viaAPIFinish(opts, res, archiveArg)
 	}
 	if !opts.Yes {
 		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Recover %s through the Cumulus API at %s?", output.Plural(plan.Objects, "object"), opts.ViaAPI), "yes")
@@ -195,8 +206,8 @@ func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 		return err
 	}
 	defer dropManifest(context.WithoutCancel(ctx), store, v.Staging)
-	fmt.Fprintf(f.IO.ErrOut, "staging into %s; if this run is stopped, move what is there back with: dla recover --archive %s --via-api %s --cleanup-staging %s\n",
-		output.Escape(v.Staging), output.Escape(loc.String()), output.Escape(opts.ViaAPI), output.Escape(v.Staging))
+	fmt.Fprintf(f.IO.ErrOut, "staging into %s; if this run is stopped, move what is there back with: %s\n",
+		output.Escape(v.Staging), v.CleanupCommand(v.Staging))
 	keys := func(yield func(string) error) error {
 		return plan.Spool.Keys(func(k string) error {
 			if leftOut[k] {
@@ -222,13 +233,14 @@ func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 			return err
 		}
 	}
-	return viaAPIFinish(opts, res)
+	return viaAPIFinish(opts, res, archiveArg)
 }
 
 // viaAPIFinish prints the summary and turns the outcome into the exit code:
 // 0 when Cumulus recovered everything, 3 when objects failed or are still
 // in staging, 1 when the operation failed.
-func viaAPIFinish(opts *RecoverOptions, res *apirecover.Result) error {
+// archiveArg is the archive as the printed commands name it.
+func viaAPIFinish(opts *RecoverOptions, res *apirecover.Result, archiveArg string) error {
 	f := opts.Factory
 	if res.Left == nil {
 		res.Left = []string{}
@@ -258,14 +270,13 @@ func viaAPIFinish(opts *RecoverOptions, res *apirecover.Result) error {
 	if res.MovedBack > 0 {
 		fmt.Fprintf(w, "moved back from staging: %s\n", output.Plural(res.MovedBack, "object"))
 	}
-	viaAPILeftOut(opts, res)
+	viaAPILeftOut(opts, res, archiveArg)
 	if len(res.Left) > 0 {
 		fmt.Fprintf(w, "left in staging (%s):\n", output.Escape(res.Staging))
 		for _, k := range res.Left {
 			fmt.Fprintf(w, "  %s\n", output.Escape(k))
 		}
-		fmt.Fprintf(w, "move them back with: dla recover --archive %s --via-api %s --cleanup-staging %s\n",
-			output.Escape(opts.Select.value), output.Escape(opts.ViaAPI), output.Escape(res.Staging))
+		fmt.Fprintf(w, "move them back with: %s\n", cleanupStagingCommand(f, archiveArg, opts.ViaAPI, res.Staging))
 	}
 	switch {
 	case res.OperationID != "" && res.Status != "SUCCEEDED":
@@ -277,8 +288,9 @@ func viaAPIFinish(opts *RecoverOptions, res *apirecover.Result) error {
 }
 
 // viaAPILeftOut names the objects left out and the command that recovers
-// them here, where a failure's move never replaces an object.
-func viaAPILeftOut(opts *RecoverOptions, res *apirecover.Result) {
+// them here, where a failure's move never replaces an object: a dry run of
+// exactly those keys, first.
+func viaAPILeftOut(opts *RecoverOptions, res *apirecover.Result, archiveArg string) {
 	if len(res.LeftOut) == 0 {
 		return
 	}
@@ -291,6 +303,11 @@ func viaAPILeftOut(opts *RecoverOptions, res *apirecover.Result) {
 		}
 		fmt.Fprintf(w, "  %s -> %s: %s\n", output.OneLine(l.Key), output.OneLine(dst), output.OneLine(l.Reason))
 	}
-	fmt.Fprintf(w, "recover them here instead (a failure goes to the next free name, never over another object):\n"+
-		"  dla recover --archive %s --database-url URL KEY...   (or the keys one per line on stdin: -)\n", output.Escape(opts.Select.value))
+	words := []string{"--dry-run", "--"}
+	for _, l := range res.LeftOut {
+		words = append(words, l.Key)
+	}
+	fmt.Fprintf(w, "recover them here instead (a failure goes to the next free name, never over another object), into the database\n"+
+		"of $DATABASE_URL (or add --database-url or --db-secret); a dry run first, then the same without --dry-run:\n  %s\n",
+		dlaCommand(opts.Factory, archiveArg, "recover", words...))
 }

@@ -155,6 +155,11 @@ type Run struct {
 	Staging string
 	// PollMin and PollMax bound the waits between polls (2 s to 30 s).
 	PollMin, PollMax time.Duration
+	// CleanupCommand is the command that moves back what is in a staging
+	// folder, as the operator is to run it: the caller builds it from its
+	// own invocation (archive, AWS flags) and quotes it for the shell. Nil:
+	// no command is printed, only the folder.
+	CleanupCommand func(staging string) string
 	// Logf writes one line for the operator (stderr; the caller escapes
 	// what it prints); Progress updates the progress line and Clear
 	// clears it.
@@ -220,7 +225,7 @@ func (v *Run) Stage(ctx context.Context, keys func(yield func(string) error) err
 	back, left, uerr := v.Unstage(context.WithoutCancel(ctx))
 	msg := fmt.Sprintf("%v; the %d staged objects were moved back", err, back)
 	if uerr != nil || len(left) > 0 {
-		msg = fmt.Sprintf("%v; moving the staged objects back: %d moved, %d left in %s (%v)", err, back, len(left), v.Staging, uerr)
+		msg = fmt.Sprintf("%v; moving the staged objects back: %d moved, %d left in %s (%v); move them back%s", err, back, len(left), v.Staging, uerr, v.cleanupAdvice())
 	}
 	return n, errors.New(msg)
 }
@@ -231,8 +236,16 @@ func (v *Run) Hint(opID string) {
 	if opID != "" {
 		v.Logf("dla: stopped watching; the operation goes on in Cumulus (GET /asyncOperations/%s).", opID)
 	}
-	v.Logf("dla: once it ends, move what it left back with: dla recover --archive s3://%s/%s --via-api %s --cleanup-staging %s",
-		v.Bucket, strings.TrimSuffix(v.Layout.Stack, "/"), v.Client.BaseURL, v.Staging)
+	v.Logf("dla: once it ends, move what it left back%s", v.cleanupAdvice())
+}
+
+// cleanupAdvice is " with: COMMAND" (CleanupCommand), or the folder and
+// the flag when the caller gave no command.
+func (v *Run) cleanupAdvice() string {
+	if v.CleanupCommand == nil {
+		return " from " + v.Staging + " with dla recover --cleanup-staging"
+	}
+	return " with: " + v.CleanupCommand(v.Staging)
 }
 
 // Leftovers lists what is still in the staging folder.
@@ -295,7 +308,10 @@ func (v *Run) sameAsOriginal(ctx context.Context, staged, orig string) bool {
 func (v *Run) Run(ctx context.Context, res *Result) error {
 	op, err := v.Client.RecoverCumulusMessages(ctx, v.Bucket, v.Staging)
 	if err != nil && cumulusapi.NotStarted(err) {
-		back, left, _ := v.Unstage(context.WithoutCancel(ctx))
+		back, left, uerr := v.Unstage(context.WithoutCancel(ctx))
+		if uerr != nil || len(left) > 0 {
+			return fmt.Errorf("%w; nothing was recovered, and %d staged objects were moved back (%d left in %s; move them back%s)", err, back, len(left), v.Staging, v.cleanupAdvice())
+		}
 		return fmt.Errorf("%w; nothing was recovered, and %d staged objects were moved back (%d left in %s)", err, back, len(left), v.Staging)
 	}
 	if err != nil { // the request may have reached Cumulus: leave staging to it
