@@ -68,8 +68,10 @@ until nothing of the DLQ is in flight, scans the DLQ again, appends the
 messages that are not in FILE.partial (by message id) and, with --delete,
 deletes from the DLQ both those and the ones it finds already in the file,
 which it does not write again. FILE.partial becomes FILE only once the
-scan read the whole DLQ and every delete succeeded: every message is then
-in exactly one place. Otherwise the run exits 3 and says to run it again.`,
+scan read the whole DLQ, every delete succeeded and nothing else of the
+DLQ was in flight: every message is then in exactly one place. Otherwise
+FILE.partial stays, and the run exits 3 (1 when messages stay in flight
+past --wait-held) and prints the command to run again.`,
 		Example: `  pushdlq export --dlq push-dlq --out push-dlq-2025-11-14.ndjson
   pushdlq export --dlq push-dlq --out drained.ndjson --delete --yes
   pushdlq export --dlq push-dlq --out drained.ndjson --delete --resume --yes`,
