@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/smithy-go"
 	"github.com/spf13/cobra"
 
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
@@ -63,8 +64,10 @@ Steps:
      ineligible counts by reason, messages in flight elsewhere, and the
      identity (account, region, profile, endpoint);
   2. --dry-run stops there and releases every message (exit 3 if a target
-     queue is missing); otherwise confirm, or pass --yes when not on a
-     terminal;
+     queue is missing; if one could not be checked: no credentials, access
+     denied, an endpoint that cannot be reached, one line says why and the
+     exit is 4 for credentials or permission, else 1); otherwise confirm, or
+     pass --yes when not on a terminal;
   3. send one canary message to each target queue (a missing queue or a
      refused permission stops that target before the rest are touched), then
      the rest in batches of up to 10 messages and 256 KiB; delete from the DLQ
@@ -308,8 +311,15 @@ func replayOutcome(opts *ReplayOptions, out *stdoutGuard, stream *output.JSONStr
 	if res.NoSummary {
 		return replayExit(err)
 	}
-	if err == nil && opts.DryRun && res.Plan != nil && res.Plan.Missing > 0 {
-		err = cmdutil.PartialError // a dry run found a target queue missing
+	if err == nil && opts.DryRun && res.Plan != nil {
+		if u := uncheckedTargets(res.Plan); u != nil {
+			// The plan could not be checked (no credentials, an endpoint
+			// that cannot be reached): the command failed, so no summary.
+			return u.dryRunError()
+		}
+		if res.Plan.Missing > 0 {
+			err = cmdutil.PartialError // a dry run found a target queue missing
+		}
 	}
 	err = replayExit(err)
 	if werr := writeReplaySummary(out, stream, opts.Output.Value, res.Summary); werr != nil && err == nil && !out.Closed() {
@@ -405,15 +415,23 @@ func printPlan(w io.Writer, opts *ReplayOptions, p *pushreplay.Plan) {
 		}
 		return keys[i].Priority < keys[j].Priority
 	})
+	unchecked := uncheckedTargets(p)
 	for _, k := range keys {
 		code, name := codeLabel(k.Code)
 		note := ""
 		if c, bad := p.Targets[k.Target]; bad && c.Missing {
 			note = "  MISSING: " + pushreplay.ErrorReason(c.Err)
-		} else if bad {
-			note = "  (could not check it: " + pushreplay.ErrorReason(c.Err) + ")"
+		} else if reason, ok := unchecked.reason(k.Target); ok {
+			note = "  (not checked)"
+			if unchecked.shared == "" {
+				note = "  (not checked: " + reason + ")"
+			}
 		}
 		fmt.Fprintf(w, "    %6d  code %s %-24s priority %-3d -> %s%s\n", p.ByTarget[k], code, name, k.Priority, sqsmove.Name(k.Target), note)
+	}
+	if unchecked != nil && unchecked.shared != "" && !opts.DryRun {
+		// A dry run ends with this line as its error.
+		fmt.Fprintf(w, "  not checked: %s\n", unchecked.shared)
 	}
 	action := "released untouched"
 	if opts.Ineligible == "park" {
@@ -574,4 +592,100 @@ func writeReplaySummary(out io.Writer, stream *output.JSONStream, format string,
 	}
 	_, err := fmt.Fprint(out, b.String())
 	return err
+}
+
+// targetsUnchecked is why target queues of a plan could not be checked
+// (whether they exist is not known): an endpoint that cannot be reached,
+// no credentials, access denied. Each reason is one line
+// (awsconfig.Explain, through cmdutil.ErrorLine), without the SDK's
+// operation chain or the queue (its row names it); shared is the reason
+// when every such queue has the same one, as an endpoint or credentials
+// failure gives, so that it is said once.
+type targetsUnchecked struct {
+	queues  []string          // sorted
+	reasons map[string]string // by queue
+	shared  string
+	auth    bool // credentials or permission: exit 4
+}
+
+// uncheckedTargets is nil when every target queue of the plan was
+// checked (found, or missing).
+func uncheckedTargets(p *pushreplay.Plan) *targetsUnchecked {
+	u := &targetsUnchecked{reasons: map[string]string{}}
+	note := func(queue string, err error) {
+		u.queues = append(u.queues, queue)
+		u.reasons[queue] = checkReason(err)
+		u.auth = u.auth || cmdutil.IsAuthError(err)
+	}
+	if p.Unchecked != nil { // no client: none was checked
+		for k := range p.ByTarget {
+			if _, seen := u.reasons[k.Target]; !seen {
+				note(k.Target, p.Unchecked)
+			}
+		}
+	}
+	for queue, c := range p.Targets {
+		if _, seen := u.reasons[queue]; !seen && !c.Missing && c.Err != nil {
+			note(queue, c.Err)
+		}
+	}
+	if len(u.queues) == 0 {
+		return nil
+	}
+	sort.Strings(u.queues)
+	u.shared = u.reasons[u.queues[0]]
+	for _, q := range u.queues {
+		if u.reasons[q] != u.shared {
+			u.shared = ""
+		}
+	}
+	return u
+}
+
+// reason is why queue was not checked; ok is false when it was.
+func (u *targetsUnchecked) reason(queue string) (string, bool) {
+	if u == nil {
+		return "", false
+	}
+	r, ok := u.reasons[queue]
+	return r, ok
+}
+
+// dryRunError is a dry run's failure to check its plan: one line, exit 4
+// for credentials or permission, else 1.
+func (u *targetsUnchecked) dryRunError() error {
+	code := cmdutil.ExitFailure
+	if u.auth {
+		code = cmdutil.ExitAuth
+	}
+	names := make([]string, len(u.queues))
+	for i, q := range u.queues {
+		names[i] = sqsmove.Name(q)
+	}
+	what := "the target queue " + names[0]
+	if len(names) > 1 {
+		what = "the target queues " + strings.Join(names, ", ")
+	}
+	line := fmt.Sprintf("dry run: could not check %s: %s", what, u.shared)
+	if u.shared == "" {
+		line = fmt.Sprintf("dry run: could not check %s (the plan says why for each)", what)
+	}
+	return &cmdutil.ExitError{Code: code, Err: errors.New(line)}
+}
+
+// checkReason is an error of a target queue's check in one line: the
+// common AWS failures explained (cmdutil.ErrorLine), less what was wrapped
+// around the SDK's error (the queue, which the plan's row names).
+func checkReason(err error) string {
+	line := cmdutil.ErrorLine(err)
+	if line == err.Error() {
+		return pushreplay.ErrorReason(err) // not a failure ErrorLine knows
+	}
+	var oe *smithy.OperationError
+	if errors.As(err, &oe) {
+		if prefix, ok := strings.CutSuffix(err.Error(), oe.Error()); ok {
+			line = strings.TrimPrefix(line, prefix)
+		}
+	}
+	return line
 }

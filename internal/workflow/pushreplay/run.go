@@ -123,6 +123,9 @@ type Plan struct {
 	// ones that could not be read; Missing counts those that do not exist.
 	Targets map[string]TargetCheck
 	Missing int
+	// Unchecked is why no target queue could be checked at all (no SQS
+	// client: an unknown profile, no region); nil when they were.
+	Unchecked error
 	// ResumedUncertain counts the messages whose send the resumed journal
 	// left uncertain.
 	ResumedUncertain int
@@ -204,9 +207,10 @@ type replayRun struct {
 	summary    Summary
 	// failures groups failed messages by target and reason; targets holds
 	// what checking the plan's target queues found.
-	failures failureTally
-	targets  map[string]TargetCheck
-	plan     *Plan
+	failures  failureTally
+	targets   map[string]TargetCheck
+	unchecked error // why the targets could not be checked at all
+	plan      *Plan
 	// deleteRefused is what stopped the run when the DLQ refused a delete.
 	deleteRefused *DeleteRefusedError
 	// streamed: the replay starts during the scan (Yes, a fresh run
@@ -362,7 +366,7 @@ func (r *replayRun) makePlan(ctx context.Context, counts Counts) {
 	go func() { checked <- r.checkTargetQueues(ctx, counts) }()
 	r.inFlightElsewhere(ctx)
 	missing := <-checked
-	r.plan = &Plan{Source: r.source, Counts: counts, Targets: r.targets, Missing: missing, ResumedUncertain: len(r.resumed.Uncertain),
+	r.plan = &Plan{Source: r.source, Counts: counts, Targets: r.targets, Missing: missing, Unchecked: r.unchecked, ResumedUncertain: len(r.resumed.Uncertain),
 		InFlightElsewhere: r.summary.InFlightElsewhere, Delayed: r.summary.Delayed, StillHeld: r.summary.StillHeld,
 		Nothing: counts.Eligible == 0 && r.Ineligible != "park" && counts.AlreadySent == 0,
 		Round:   r.round, EarlierSent: r.roundSent, EarlierParked: r.roundParked}
@@ -406,7 +410,7 @@ func (r *replayRun) checkTargetQueues(ctx context.Context, counts Counts) int {
 	}
 	api, err := r.api(ctx)
 	if err != nil {
-		r.logf("warning: could not check the target queues: %v", err)
+		r.unchecked = err // the plan says why (Plan.Unchecked)
 		return 0
 	}
 	r.targets = checkTargets(ctx, api, targets)
