@@ -53,7 +53,7 @@ import (
 func exportLock(out string) (unlock func(), err error) {
 	unlock, err = sqsmove.LockJournal(out + ".partial")
 	if errors.Is(err, sqsmove.ErrJournalLocked) {
-		return nil, cmdutil.UsageErrorf("%s.partial is being written by another export of %s (its lock %s.partial.lock is taken); wait for that run to end", out, out, out)
+		return nil, cmdutil.UsageErrorf("%s.partial is being written by another export of %s (its lock %s.partial.lock is taken); wait for that run to end (on a system without flock a killed run leaves the lock file: remove it if no export is running)", out, out, out)
 	}
 	return unlock, err
 }
