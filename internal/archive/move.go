@@ -73,27 +73,27 @@ type DigestDeleter interface {
 }
 
 // DigestRemover is a Store that deletes an object only while the MD5 of
-// its bytes is a given one, in one request where it can, not telling an
-// object it deleted from one already gone.
+// its bytes is a given one, in one request where it can.
 type DigestRemover interface {
 	// RemoveIfDigest deletes key if its bytes' MD5 is sum (ErrChanged if
-	// it holds other bytes); an object already gone is no error.
+	// it holds other bytes, ErrNotFound if the store said it is gone; an
+	// answer that does not tell, such as a 204 to the delete of a missing
+	// key, is no error).
 	RemoveIfDigest(ctx context.Context, key string, sum [md5.Size]byte) error
 }
 
 // RemoveIfDigest deletes key only while the MD5 of its bytes is sum, as
-// DeleteIfDigest, for a caller to whom "gone already" and "deleted" are the
-// same (recover's delete of what it wrote): an object already gone is no
-// error. On S3 it is one conditional DeleteObject where the server honours
-// If-Match (S3.RemoveIfDigest).
+// DeleteIfDigest (recover's delete of what it wrote): ErrChanged if it holds
+// other bytes, ErrNotFound (wrapped) when the store answered that it was
+// gone already (another run moved or deleted it), nil when it was deleted
+// or when the store's answer does not tell the two apart. On S3 it is one
+// conditional DeleteObject where the server honours If-Match
+// (S3.RemoveIfDigest).
 func RemoveIfDigest(ctx context.Context, s Store, key string, sum [md5.Size]byte) error {
 	if r, ok := s.(DigestRemover); ok {
 		return r.RemoveIfDigest(ctx, key, sum)
 	}
-	if err := DeleteIfDigest(ctx, s, key, sum); !errors.Is(err, ErrNotFound) {
-		return err
-	}
-	return nil
+	return DeleteIfDigest(ctx, s, key, sum)
 }
 
 // DeleteIfDigest deletes key only while the MD5 of its bytes is sum (the

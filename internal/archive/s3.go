@@ -241,8 +241,9 @@ const neverETag = `"00000000000000000000000000000000"`
 // one request: DeleteObject with If-Match on the ETag a single-part upload
 // has (the MD5), where the server honours If-Match on DeleteObject (S3
 // does since 2025-09; some S3-compatible servers ignore it, and would
-// delete whatever the object holds). An object already gone is no error
-// (S3 answers 404 with If-Match; some servers 204).
+// delete whatever the object holds). An object already gone is
+// ErrNotFound where the server says so (S3 answers 404 NoSuchKey with
+// If-Match), and no error where it does not (some servers answer 204).
 //
 // Whether the server honours it is learnt once per store, on the first
 // call: after DeleteIfDigest's HEAD found the object unchanged, a
@@ -264,8 +265,10 @@ func (s *S3) RemoveIfDigest(ctx context.Context, key string, sum [md5.Size]byte)
 		_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key),
 			IfMatch: aws.String(`"` + hex.EncodeToString(sum[:]) + `"`)})
 		switch {
-		case err == nil || isCode(err, "NoSuchKey") || isCode(err, "NotFound"):
+		case err == nil:
 			return nil
+		case isCode(err, "NoSuchKey") || isCode(err, "NotFound"):
+			return fmt.Errorf("s3://%s/%s: %w", s.bucket, key, ErrNotFound)
 		case !isCode(err, "PreconditionFailed"):
 			return fmt.Errorf("delete s3://%s/%s: %w", s.bucket, key, err)
 		}
@@ -273,10 +276,7 @@ func (s *S3) RemoveIfDigest(ctx context.Context, key string, sum [md5.Size]byte)
 	case ifMatchUnknown:
 		probe = s.learnIfMatch
 	}
-	if err := s.deleteIfDigest(ctx, key, sum, probe); !errors.Is(err, ErrNotFound) {
-		return err
-	}
-	return nil
+	return s.deleteIfDigest(ctx, key, sum, probe)
 }
 
 // learnIfMatch is the probe: key holds the bytes to delete (a HEAD just
