@@ -633,8 +633,13 @@ func writeSummary(opts *RecoverOptions, s *RecoverSummary) error {
 	if s.DryRun {
 		verb = "dry run"
 	}
-	fmt.Fprintf(f.IO.ErrOut, "%s: %d of %s: %d written, %d dropped, %d failed, %d unreadable, %d left in place, %d not processed\n",
-		verb, s.Processed, output.Plural(s.Selected, "object"), s.Written, s.Dropped, s.Failed, s.Unreadable, s.Left, s.NotProcessed)
+	gone := ""
+	if s.GoneElsewhere > 0 {
+		// Not this run's failures: another run moved or deleted them first.
+		gone = fmt.Sprintf(", %d gone elsewhere (already moved or deleted by another run)", s.GoneElsewhere)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "%s: %d of %s: %d written, %d dropped, %d failed, %d unreadable, %d left in place%s, %d not processed\n",
+		verb, s.Processed, output.Plural(s.Selected, "object"), s.Written, s.Dropped, s.Failed, s.Unreadable, s.Left, gone, s.NotProcessed)
 	fmt.Fprintf(f.IO.ErrOut, "  archive: %d deleted, %d moved to failed-sqs\n", s.Deleted, s.Moved)
 	fmt.Fprintf(f.IO.ErrOut, "  database (Cumulus %s): %s, %s (%d dropped), granules %d written, %d dropped, %d failed, %d marked failed for their files\n",
 		s.Schema, output.Plural(s.Executions, "execution"), output.Plural(s.Pdrs, "PDR"), s.PdrsDropped, s.GranulesWritten, s.GranulesDropped, s.GranulesFailed, s.FilesFailed)

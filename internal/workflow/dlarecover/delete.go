@@ -18,16 +18,22 @@ var deleteBatch = 1000
 
 // pendingDelete is a written object to delete: with the digest of the
 // bytes that were written, it is deleted only while it still holds them.
+// What the delete did is set before done is closed.
 type pendingDelete struct {
 	key     string
 	sum     [16]byte
-	checked bool // sum is set
+	checked bool          // sum is set
+	done    chan struct{} // closed once its delete returned
+	gone    bool          // it was gone already: another run moved or deleted it
+	err     error         // why it was not deleted (it stays in place)
 }
 
 // deleteConcurrency bounds the conditional deletes of one batch in flight.
 const deleteConcurrency = 16
 
 // remove deletes a written object (batched), unless --keep or --dry-run.
+// Its action is set once the delete returned (settle): a line never says
+// "deleted" of an object still in place.
 func (r *Run) remove(ctx context.Context, o *Object, d *dla.Decoded) {
 	switch {
 	case r.DryRun:
@@ -35,15 +41,15 @@ func (r *Run) remove(ctx context.Context, o *Object, d *dla.Decoded) {
 	case r.Keep:
 		o.Action = "kept"
 	default:
-		o.Action = "deleted"
-		r.mu.Lock()
-		pd := pendingDelete{key: o.Key}
+		pd := &pendingDelete{key: o.Key, done: make(chan struct{})}
 		if d != nil && d.HasDigest {
 			pd.sum, pd.checked = d.Digest, true
 		}
+		o.pending = pd
+		r.mu.Lock()
 		r.toDelete = append(r.toDelete, pd)
 		full := len(r.toDelete) >= deleteBatch
-		var batch []pendingDelete
+		var batch []*pendingDelete
 		if full && r.deletes != nil {
 			batch, r.toDelete = r.toDelete, nil
 		}
@@ -54,6 +60,51 @@ func (r *Run) remove(ctx context.Context, o *Object, d *dla.Decoded) {
 		case full:
 			_ = r.flushDeletes(ctx)
 		}
+	}
+}
+
+// settle waits until the delete of o (a written object, when it has one
+// pending) returned, sending the objects gathered for deleting on their
+// way first if it has not, and sets its action: "deleted", ActionGone when
+// the store said it was gone already, or "left" (with why) when it stays
+// in place.
+func (r *Run) settle(ctx context.Context, o *Object) {
+	pd := o.pending
+	if pd == nil {
+		return
+	}
+	o.pending = nil
+	select {
+	case <-pd.done:
+	default:
+		r.sendDeletes(ctx)
+		<-pd.done
+	}
+	switch {
+	case pd.gone:
+		o.Action = ActionGone
+		o.Warnings = append(o.Warnings, goneNote+": it was gone when this run came to delete it")
+	case pd.err != nil:
+		o.Action = "left"
+		o.Error = "written, but not deleted (it stays in place; a re-run rewrites it harmlessly): " + pd.err.Error()
+	default:
+		o.Action = "deleted"
+	}
+}
+
+// sendDeletes hands the written objects gathered so far to the background
+// deleter, or deletes them in place when there is none.
+func (r *Run) sendDeletes(ctx context.Context) {
+	r.mu.Lock()
+	batch := r.toDelete
+	r.toDelete = nil
+	r.mu.Unlock()
+	switch {
+	case len(batch) == 0:
+	case r.deletes != nil:
+		r.deletes <- batch
+	default:
+		_ = r.deleteKeys(ctx, batch) // recorded by deleteFailed, reported at the end
 	}
 }
 
@@ -69,19 +120,26 @@ func (r *Run) flushDeletes(ctx context.Context) error {
 // deleteKeys deletes written objects: each one whose digest is known only
 // while it still holds the bytes that were written (an object rewritten
 // since the plan read it holds a message nobody wrote: it stays), the
-// others, if any, in one batch.
-func (r *Run) deleteKeys(ctx context.Context, batch []pendingDelete) error {
-	var keys []string
-	var checked []pendingDelete
+// others, if any, in one batch. Each one's outcome is set, and its done
+// closed, when it returns.
+func (r *Run) deleteKeys(ctx context.Context, batch []*pendingDelete) error {
+	defer func() {
+		for _, pd := range batch {
+			if pd.done != nil {
+				close(pd.done)
+			}
+		}
+	}()
+	var unchecked, checked []*pendingDelete
 	for _, pd := range batch {
 		if pd.checked {
 			checked = append(checked, pd)
 		} else {
-			keys = append(keys, pd.key)
+			unchecked = append(unchecked, pd)
 		}
 	}
 	errChecked := r.deleteChecked(ctx, checked)
-	if err := r.deleteUnchecked(ctx, keys); err != nil {
+	if err := r.deleteUnchecked(ctx, unchecked); err != nil {
 		return err
 	}
 	return errChecked
@@ -89,7 +147,7 @@ func (r *Run) deleteKeys(ctx context.Context, batch []pendingDelete) error {
 
 // deleteChecked deletes written objects, each only while the MD5 of its
 // bytes is the one written, deleteConcurrency at a time.
-func (r *Run) deleteChecked(ctx context.Context, batch []pendingDelete) error {
+func (r *Run) deleteChecked(ctx context.Context, batch []*pendingDelete) error {
 	if len(batch) == 0 {
 		return nil
 	}
@@ -108,20 +166,23 @@ func (r *Run) deleteChecked(ctx context.Context, batch []pendingDelete) error {
 	wg.Wait()
 	left := 0
 	for i, err := range errs {
+		pd := batch[i]
 		switch {
-		case err == nil || errors.Is(err, archive.ErrNotFound):
-			// Deleted, or gone already: nothing is left in place.
+		case err == nil:
+		case errors.Is(err, archive.ErrNotFound):
+			// Gone already (the store said so): another run moved or
+			// deleted it. Nothing is left in place.
+			pd.gone = true
 		case errors.Is(err, archive.ErrChanged):
-			r.Warnf("written but not deleted %s: it was rewritten since it was read, and what it holds now was not written (a re-run writes it)", batch[i].key)
+			pd.err = errors.New("it was rewritten since it was read, and what it holds now was not written (a re-run writes it)")
+			r.Warnf("written but not deleted %s: it was rewritten since it was read, and what it holds now was not written (a re-run writes it)", pd.key)
 			left++
 		default:
-			r.Warnf("written but not deleted %s: %v", batch[i].key, err)
+			pd.err = err
+			r.Warnf("written but not deleted %s: %v", pd.key, err)
 			left++
 		}
 	}
-	r.mu.Lock()
-	r.Sum.Deleted += len(batch) - left
-	r.mu.Unlock()
 	if left > 0 {
 		what := writtenObjects(left)
 		err := fmt.Errorf("%s could not be deleted (a re-run rewrites them harmlessly)", what)
@@ -131,26 +192,33 @@ func (r *Run) deleteChecked(ctx context.Context, batch []pendingDelete) error {
 	return nil
 }
 
-// deleteUnchecked deletes written objects whose digest is unknown.
-func (r *Run) deleteUnchecked(ctx context.Context, keys []string) error {
-	if len(keys) == 0 {
+// deleteUnchecked deletes written objects whose digest is unknown, in one
+// DeleteMany call (which does not tell an object deleted from one gone
+// already: both count as deleted).
+func (r *Run) deleteUnchecked(ctx context.Context, batch []*pendingDelete) error {
+	if len(batch) == 0 {
 		return nil
+	}
+	keys := make([]string, len(batch))
+	for i, pd := range batch {
+		keys[i] = pd.key
 	}
 	failed, err := r.Store.DeleteMany(ctx, keys)
 	if err != nil {
-		for _, k := range keys {
-			r.Warnf("written but not deleted %s: %v", k, err)
+		for _, pd := range batch {
+			pd.err = err
+			r.Warnf("written but not deleted %s: %v", pd.key, err)
 		}
 		err = fmt.Errorf("deleting %d written objects (they stay in place; a re-run rewrites them harmlessly): %w", len(keys), err)
 		r.deleteFailed(len(keys), err)
 		return err
 	}
-	r.mu.Lock()
-	r.Sum.Deleted += len(keys) - len(failed)
-	r.mu.Unlock()
 	if len(failed) > 0 {
-		for k, e := range failed {
-			r.Warnf("written but not deleted %s: %v", k, e)
+		for _, pd := range batch {
+			if e, ok := failed[pd.key]; ok {
+				pd.err = e
+				r.Warnf("written but not deleted %s: %v", pd.key, e)
+			}
 		}
 		what := writtenObjects(len(failed))
 		err := fmt.Errorf("%s could not be deleted (a re-run rewrites them harmlessly)", what)

@@ -14,7 +14,7 @@ type Object struct {
 	Key          string                    `json:"key"`
 	KeyBase64    *string                   `json:"key_base64,omitempty"` // the key's bytes when they are not UTF-8
 	Result       string                    `json:"result"`               // written, dropped, failed, unreadable, left
-	Action       string                    `json:"action"`               // deleted, moved, kept, left, none
+	Action       string                    `json:"action"`               // deleted, moved, kept, left, gone, none
 	MovedTo      string                    `json:"moved_to,omitempty"`
 	Error        string                    `json:"error,omitempty"`
 	ErrorClass   string                    `json:"error_class,omitempty"`
@@ -33,22 +33,40 @@ type Object struct {
 	seq       int                     // its place in the selection
 	skipped   bool                    // fed ahead, not started: the run stopped
 	held      []recovery.Notification // notifications to publish before the archive action
+	// pending is the batched delete of a written object: its line says
+	// "deleted" only once that delete returned (settle).
+	pending *pendingDelete
 }
+
+// ActionGone is the action of an object that was gone when this run came
+// to delete or move it: another run (into another database, or a run
+// resumed after one) moved or deleted it first. Such an object is counted
+// in GoneElsewhere alone, whatever its write did, and is no failure of
+// this run's.
+const ActionGone = "gone"
+
+// goneNote says why an object's action is ActionGone.
+const goneNote = "already moved or deleted by another run"
 
 // Summary sums a run (the summary record of `dla recover`).
 type Summary struct {
-	Type            string     `json:"type"`
-	DryRun          bool       `json:"dry_run"`
-	Keep            bool       `json:"keep"`
-	Database        string     `json:"database"`
-	Schema          string     `json:"schema"` // the Cumulus schema generation read from the catalog (v21, v22.0, v22.2, v22.3)
-	Selected        int        `json:"selected"`
-	Processed       int        `json:"processed"`
-	Written         int        `json:"written"`
-	Dropped         int        `json:"dropped"`
-	Failed          int        `json:"failed"`
-	Unreadable      int        `json:"unreadable"`
-	Left            int        `json:"left"`          // left in place (database/AWS unavailable, read errors)
+	Type       string `json:"type"`
+	DryRun     bool   `json:"dry_run"`
+	Keep       bool   `json:"keep"`
+	Database   string `json:"database"`
+	Schema     string `json:"schema"` // the Cumulus schema generation read from the catalog (v21, v22.0, v22.2, v22.3)
+	Selected   int    `json:"selected"`
+	Processed  int    `json:"processed"`
+	Written    int    `json:"written"`
+	Dropped    int    `json:"dropped"`
+	Failed     int    `json:"failed"`
+	Unreadable int    `json:"unreadable"`
+	Left       int    `json:"left"` // left in place (database/AWS unavailable, read errors)
+	// GoneElsewhere counts the objects gone when this run came to delete
+	// or move them: another run moved or deleted them first (action
+	// "gone"). They are processed, and not counted as written, dropped,
+	// failed, unreadable or left.
+	GoneElsewhere   int        `json:"gone_elsewhere"`
 	NotProcessed    int        `json:"not_processed"` // selected but never reached (a stop or an interrupt)
 	LeftAlone       int        `json:"unreadable_left_alone"`
 	Deleted         int        `json:"deleted"`
@@ -108,8 +126,14 @@ func (r *Run) count(o Object) {
 	s := r.Sum
 	s.Processed++
 	result := o.Result
-	if (result == recovery.Failed || result == "unreadable") && (o.Action == "left" || o.Action == "copied") {
+	switch {
+	case o.Action == ActionGone:
+		result = ActionGone // another run moved or deleted it: not this run's to count
+	case (result == recovery.Failed || result == "unreadable") && (o.Action == "left" || o.Action == "copied"):
 		result = "left" // its move failed: it is still where it was
+	}
+	if o.Action == "deleted" {
+		s.Deleted++
 	}
 	switch result {
 	case recovery.Written:
@@ -123,6 +147,8 @@ func (r *Run) count(o Object) {
 	case "left":
 		s.Left++
 		s.Processed--
+	case ActionGone:
+		s.GoneElsewhere++
 	}
 	if o.Execution == recovery.Written {
 		s.Executions++

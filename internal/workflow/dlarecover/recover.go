@@ -70,10 +70,10 @@ type Run struct {
 	NoPrefetch bool
 
 	mu       sync.Mutex
-	batcher  *notifyBatcher       // publishes the tails' notifications in batches (nil: one by one)
-	deletes  chan []pendingDelete // batches for the background deleter (nil: deleted in place)
-	deleted  chan struct{}        // closed when the background deleter is done
-	toDelete []pendingDelete
+	batcher  *notifyBatcher        // publishes the tails' notifications in batches (nil: one by one)
+	deletes  chan []*pendingDelete // batches for the background deleter (nil: deleted in place)
+	deleted  chan struct{}         // closed when the background deleter is done
+	toDelete []*pendingDelete
 	stopErr  error
 	// What the deletes could not do: written objects still in place, the
 	// failed calls, and the first call's error.
@@ -82,10 +82,13 @@ type Run struct {
 }
 
 type workItem struct {
-	seq  int
-	key  string
-	d    *dla.Decoded
-	err  error     // fetch/decode error
+	seq int
+	key string
+	d   *dla.Decoded
+	err error // fetch/decode error
+	// read: the plan read its bytes, so a fetch that finds it gone finds
+	// it moved or deleted since (by another run).
+	read bool
 	prep *prepared // the message prepared ahead (nil: prepare it when writing)
 	// ahead, when set, is the message being prepared by a goroutine of
 	// its own: prep is taken from it once it is done.
@@ -244,6 +247,9 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 				if res.skipped {
 					continue
 				}
+				// A written object's line says what its delete did, once
+				// that delete returned.
+				r.settle(workCtx, &res)
 				r.count(res)
 				if r.Progress != nil {
 					r.Progress(r.Sum)
@@ -257,7 +263,7 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 		}
 	}()
 	if !r.NoPrefetch && !r.DryRun && !r.Keep {
-		r.deletes, r.deleted = make(chan []pendingDelete, 1), make(chan struct{})
+		r.deletes, r.deleted = make(chan []*pendingDelete, 1), make(chan struct{})
 		go func() {
 			defer close(r.deleted)
 			for batch := range r.deletes {
@@ -267,13 +273,13 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 	}
 	seq := 0
 	preparing := make(chan struct{}, aheadOf(r.Concurrency))
-	feed := func(sr selection.Result) error {
+	feed := func(sr selection.Result, read bool) error {
 		select {
 		case window <- struct{}{}: // given back when its result is taken
 		case <-runCtx.Done():
 			return runCtx.Err()
 		}
-		it := workItem{seq: seq, key: sr.Entry.Key, d: sr.Decoded, err: sr.Err}
+		it := workItem{seq: seq, key: sr.Entry.Key, d: sr.Decoded, err: sr.Err, read: read}
 		if prefetch && it.err == nil && it.d != nil {
 			// Prepared by a goroutine of its own while the workers write
 			// the ones before; the worker waits for it.
@@ -305,17 +311,19 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 	}
 	var selErr error
 	if r.Objects != nil {
-		selErr = r.Objects.Replay(runCtx, func(key string, d *dla.Decoded) error {
+		selErr = r.Objects.replay(runCtx, func(key string, d *dla.Decoded, read bool) error {
 			if d != nil {
-				return feed(selection.Result{Entry: archive.Entry{Key: key}, Decoded: d})
+				return feed(selection.Result{Entry: archive.Entry{Key: key}, Decoded: d}, true)
 			}
 			one := scope
 			one.Keys, one.KeyStream = []string{key}, nil
-			_, err := selection.Run(runCtx, r.Store, one, 1, feed)
+			_, err := selection.Run(runCtx, r.Store, one, 1, func(sr selection.Result) error { return feed(sr, read) })
 			return err
 		})
 	} else {
-		_, selErr = selection.Run(runCtx, r.Store, scope, min(r.Concurrency*2, 64), feed)
+		// The keys alone were spooled: whether the plan read an object is
+		// not known here.
+		_, selErr = selection.Run(runCtx, r.Store, scope, min(r.Concurrency*2, 64), func(sr selection.Result) error { return feed(sr, false) })
 	}
 	close(items)
 	wg.Wait()

@@ -88,21 +88,20 @@ func TestObjectRewrittenAfterThePlanIsNotDeleted(t *testing.T) {
 				}
 				// Rewritten after the read: in the spooled case after the
 				// plan; fetched again, after the write pass's own read, the
-				// moment its write is done (the emit of its line comes after
-				// its delete is queued, and deletes are batched to the end).
+				// moment its write is done, just before its delete (its
+				// line comes only once the delete returned).
 				rewrite := func() {
 					if err := store.Put(ctx, key, bodies[1]); err != nil {
-						t.Fatal(err)
+						t.Error(err)
 					}
 				}
 				if spooled {
 					rewrite()
+				} else {
+					r.Store = &rewriteBeforeDelete{Store: store, rewrite: rewrite}
 				}
 				var lines []Object
 				err = r.Run(ctx, scope, func(o Object) error {
-					if !spooled {
-						rewrite()
-					}
 					lines = append(lines, o)
 					return nil
 				})
@@ -128,4 +127,16 @@ func TestObjectRewrittenAfterThePlanIsNotDeleted(t *testing.T) {
 			})
 		}
 	}
+}
+
+// rewriteBeforeDelete is a store where another process rewrites the object
+// just before recover's conditional delete of what it wrote.
+type rewriteBeforeDelete struct {
+	archive.Store
+	rewrite func()
+}
+
+func (s *rewriteBeforeDelete) RemoveIfDigest(ctx context.Context, key string, sum [md5.Size]byte) error {
+	s.rewrite()
+	return archive.RemoveIfDigest(ctx, s.Store, key, sum)
 }

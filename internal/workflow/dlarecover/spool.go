@@ -33,6 +33,9 @@ type ObjectSpool struct {
 type spooled struct {
 	Key     string
 	Refetch bool // read or decode failed in the plan: fetch it again
+	// Read: the plan read its bytes (a decode failed, not the read), so
+	// a re-fetch that finds it gone finds it moved or deleted since.
+	Read bool
 	ExecutionArn, Status, Time,
 	MessageSource, Message, Detail string
 	Problems  []string
@@ -57,7 +60,7 @@ func NewObjectSpool() (*ObjectSpool, error) {
 // Add appends an object as the plan read it: d and err as the selection
 // gave them.
 func (s *ObjectSpool) Add(key string, d *dla.Decoded, err error) error {
-	o := spooled{Key: key, Refetch: err != nil || d == nil}
+	o := spooled{Key: key, Refetch: err != nil || d == nil, Read: err == nil || dla.IsDecodeError(err)}
 	if !o.Refetch {
 		o.ExecutionArn, o.Status, o.Time, o.Problems = d.ExecutionArn, d.Status, d.Time, d.Problems
 		o.MessageSource, o.Message, o.Detail = d.MessageSource, d.Message, unwrapDetail(d.Detail)
@@ -106,6 +109,12 @@ func (s *ObjectSpool) Len() int { return s.count }
 // Replay yields the objects in the order they were added (it may be called
 // once, after the last Add): d is nil for an object to fetch again.
 func (s *ObjectSpool) Replay(ctx context.Context, yield func(key string, d *dla.Decoded) error) error {
+	return s.replay(ctx, func(key string, d *dla.Decoded, _ bool) error { return yield(key, d) })
+}
+
+// replay is Replay, telling for each object whether the plan read its
+// bytes (read: a decode failed, not the read itself).
+func (s *ObjectSpool) replay(ctx context.Context, yield func(key string, d *dla.Decoded, read bool) error) error {
 	if err := s.w.Flush(); err != nil {
 		return fmt.Errorf("spooling objects: %w", err)
 	}
@@ -129,7 +138,7 @@ func (s *ObjectSpool) Replay(ctx context.Context, yield func(key string, d *dla.
 			d = &dla.Decoded{Record: dla.Record{Key: o.Key, ExecutionArn: o.ExecutionArn, Status: o.Status, Time: o.Time, Problems: o.Problems},
 				MessageSource: o.MessageSource, Message: o.Message, Detail: o.Detail, Digest: o.Digest, HasDigest: o.HasDigest}
 		}
-		if err := yield(o.Key, d); err != nil {
+		if err := yield(o.Key, d, o.Read); err != nil {
 			return err
 		}
 	}

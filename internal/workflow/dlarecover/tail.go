@@ -38,6 +38,11 @@ func resultsAhead(concurrency int) int {
 func (r *Run) process(ctx context.Context, it workItem) (Object, func(*Object)) {
 	o := Object{Type: "object", Key: it.key, KeyBase64: dla.KeyBase64(it.key), DryRun: r.DryRun, seq: it.seq}
 	if it.err != nil && !dla.IsDecodeError(it.err) {
+		if it.read && r.sourceGone(ctx, it.key, it.err) {
+			// The plan read it (and could not decode it); it is gone now.
+			o.Result, o.Action, o.Error = ActionGone, ActionGone, fmt.Sprintf("%s: it was gone when this run came to read it again", goneNote)
+			return o, nil
+		}
 		// The object could not be fetched: nothing is known of it.
 		o.Result, o.Action, o.Error, o.ErrorClass = "left", "left", r.explain(it.err), "ReadError"
 		return o, nil
@@ -208,6 +213,18 @@ func (r *Run) move(ctx context.Context, o *Object, d *dla.Decoded) {
 		o.Action = "left" // already in failed-sqs under its date
 		o.MovedTo = dst
 		return
+	case errors.Is(err, archive.ErrSourceGone) && moved != "":
+		// Copied and confirmed, but the original was gone before its
+		// delete: another run moved or deleted it meanwhile. This run's
+		// copy stays (the other run may have written and deleted it: then
+		// this copy is the only one of a message this database failed).
+		o.Action, o.MovedTo = ActionGone, moved
+		o.Error += fmt.Sprintf(" (%s: it was gone before this run deleted it, after copying it to %s; that copy stays, maybe a second one)", goneNote, moved)
+		return
+	case err != nil && moved == "" && r.sourceGone(ctx, o.Key, err):
+		o.Action = ActionGone
+		o.Error += fmt.Sprintf(" (%s: it was gone when this run came to move it to %s)", goneNote, dst)
+		return
 	case err != nil && moved != "":
 		o.Action, o.MovedTo = "copied", moved
 		o.Error += fmt.Sprintf(" (%v)", err)
@@ -221,4 +238,18 @@ func (r *Run) move(ctx context.Context, o *Object, d *dla.Decoded) {
 	r.mu.Lock()
 	r.Sum.Moved++
 	r.mu.Unlock()
+}
+
+// sourceGone reports whether a move that copied nothing failed because
+// its source is gone: the store said so (archive.ErrNotFound, from S3's
+// NoSuchKey or 404, a local os.ErrNotExist), and says so again when asked
+// about the source alone (a not-found of the destination's folder is no
+// such answer). Anything else (a refusal, an outage, an answer that does
+// not tell) is not "gone": the object counts as left in place.
+func (r *Run) sourceGone(ctx context.Context, key string, err error) bool {
+	if !errors.Is(err, archive.ErrNotFound) {
+		return false
+	}
+	_, serr := r.Store.Stat(ctx, key)
+	return errors.Is(serr, archive.ErrNotFound)
 }
