@@ -93,6 +93,23 @@ pg_bin() {
   return 1
 }
 
+# german_locale: the de_DE.UTF-8 locale, so that PostgreSQL 15 (whose Debian
+# package carries its message translations) can answer in German: the tests
+# that decide whose an error is must not read the server's English. It must
+# exist before the server starts (glibc reads its locale archive once).
+german_locale() {
+  if locale -a 2>/dev/null | grep -qix 'de_DE.utf-\?8'; then return 0; fi
+  local sudo=()
+  [ "$(id -u)" = 0 ] || sudo=(sudo)
+  if [ ! -f /usr/share/i18n/locales/de_DE ]; then
+    log "installing Debian's locales package (for a German PostgreSQL)"
+    "${sudo[@]}" apt-get update -qq >"$STATE/locales-install.log" 2>&1 &&
+      DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq locales >>"$STATE/locales-install.log" 2>&1 ||
+      { cat "$STATE/locales-install.log" >&2; return 1; }
+  fi
+  "${sudo[@]}" localedef -i de_DE -f UTF-8 de_DE.UTF-8 || { log "localedef de_DE.UTF-8 failed"; return 1; }
+}
+
 start_pg() {
   local bin
   if ! bin=$(pg_bin); then
@@ -104,7 +121,12 @@ start_pg() {
       { cat "$STATE/pg-install.log" >&2; return 1; }
     bin=$(pg_bin) || { log "PostgreSQL installed but initdb not found"; return 1; }
   fi
+  german_locale
   pg_cluster "" "$bin" 55432
+  # Debian's PostgreSQL 15 has its messages in German too (postgres-15.mo):
+  # the server of the tests whose databases answer in German, whichever
+  # server the database matrix points DEADLETTER_TEST_DATABASE_URL at.
+  grep -o 'DEADLETTER_TEST_DATABASE_URL=.*' "$STATE/env" | sed 's/^/export /; s/_URL=/_URL_DE=/' >>"$STATE/env"
 }
 
 start_pg17() {

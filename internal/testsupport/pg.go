@@ -2,6 +2,7 @@ package testsupport
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"os"
 	"strings"
@@ -130,4 +131,40 @@ func ExecutionWritten(t testing.TB, dbURL, name string) bool {
 		t.Fatal(err)
 	}
 	return n == 1
+}
+
+// EnvDatabaseURLGerman names a test PostgreSQL server that has its
+// messages in German (Debian's PostgreSQL 15 and the de_DE.UTF-8 locale,
+// set up by scripts/services.sh).
+const EnvDatabaseURLGerman = "DEADLETTER_TEST_DATABASE_URL_DE"
+
+// NewGermanCumulusDatabase is NewCumulusDatabaseOf on the German server,
+// with lc_messages = de_DE.UTF-8 for every session of the database (as a
+// server configured in German would be). It fails (or skips, when the
+// services are not required) unless the server really answers in German.
+func NewGermanCumulusDatabase(t testing.TB, gen cumulusdb.Generation, seed []byte) string {
+	t.Helper()
+	t.Setenv(EnvDatabaseURL, need(t, EnvDatabaseURLGerman, "PostgreSQL with German messages"))
+	dbURL := NewCumulusDatabaseOf(t, gen, seed)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(dbURL)
+	if _, err := conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{strings.TrimPrefix(u.Path, "/")}.Sanitize()+" SET lc_messages = 'de_DE.UTF-8'"); err != nil {
+		conn.Close(ctx)
+		missing(t, "PostgreSQL at "+dbURL+" cannot answer in German (scripts/services.sh makes the de_DE.UTF-8 locale before it starts the server): "+err.Error())
+	}
+	conn.Close(ctx)
+	conn, err = pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "SELECT 1/0")
+	if err == nil || !strings.Contains(err.Error(), "Division durch Null") {
+		missing(t, "PostgreSQL at "+dbURL+" does not answer in German (its package has no translations?): "+fmt.Sprint(err))
+	}
+	return dbURL
 }
