@@ -151,14 +151,86 @@ GROUP BY t.name, c.relkind`, names)
 		return "", &SchemaError{Found: "NOT NULL column " + strings.Join(unfilled, ", ") + " without a default, which no write of dla fills (a newer Cumulus schema?)",
 			Expected: "the columns of Cumulus v21 or v22.0-v22.3"}
 	}
-	// v22.2 split the granules guard trigger in three (the update one
-	// refuses a change of collection).
-	var splitGranuleTriggers bool
-	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_trigger
-WHERE tgrelid = to_regclass('granules') AND tgname = 'granules_enforce_unique_granule_id_trigger_update')`).Scan(&splitGranuleTriggers); err != nil {
+	// The guard triggers on executions, granules and files, enabled, with
+	// the function each calls.
+	trows, err := q.Query(ctx, `SELECT c.relname::text || '.' || g.tgname, p.proname::text
+FROM pg_trigger g JOIN pg_class c ON c.oid = g.tgrelid JOIN pg_proc p ON p.oid = g.tgfoid
+WHERE g.tgrelid IN (to_regclass('executions'), to_regclass('granules'), to_regclass('files'))
+  AND NOT g.tgisinternal AND g.tgenabled <> 'D'`)
+	if err != nil {
 		return "", err
 	}
-	return classifyShapes(shapes, splitGranuleTriggers)
+	triggers := map[string]string{}
+	for trows.Next() {
+		var name, fn string
+		if err := trows.Scan(&name, &fn); err != nil {
+			trows.Close()
+			return "", err
+		}
+		triggers[name] = fn
+	}
+	if err := trows.Err(); err != nil {
+		return "", err
+	}
+	gen, err := classifyShapes(shapes, triggers[granuleUpdateTrigger] != "")
+	if err != nil || !gen.Partitioned() {
+		return gen, err
+	}
+	if m := missingTriggers(gen, triggers); len(m) > 0 {
+		return "", &SchemaError{Found: "Cumulus " + string(gen) + " tables without their guard trigger " + strings.Join(m, ", ") + " (dropped or disabled)",
+			Expected: "every guard trigger of Cumulus " + string(gen) + ": without them the writes would leave granules, files and executions out of the global-uniqueness tables"}
+	}
+	return gen, nil
+}
+
+// granuleUpdateTrigger came with v22.2, which split the granules guard
+// trigger in three (the update one refuses a change of collection).
+const granuleUpdateTrigger = "granules.granules_enforce_unique_granule_id_trigger_update"
+
+// guardTriggers are each v22 generation's guard triggers (table.trigger)
+// and the functions they call, from Cumulus's migrations (the DDL in
+// schema_v22.sql and schema_v22_guards_v22_0.sql).
+var guardTriggers = func() map[Generation]map[string]string {
+	split := func(table, trigger, fn string) map[string]string {
+		m := map[string]string{}
+		for _, op := range []string{"delete", "insert", "update"} {
+			m[table+"."+trigger+"_"+op] = fn + "_" + op
+		}
+		return m
+	}
+	union := func(ms ...map[string]string) map[string]string {
+		out := map[string]string{}
+		for _, m := range ms {
+			for k, v := range m {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	exec := map[string]string{"executions.executions_enforce_unique_arn_url_trigger": "executions_enforce_global_uniqueness"}
+	gran := map[string]string{"granules.granules_enforce_unique_granule_id_trigger": "granules_enforce_global_uniqueness"}
+	files := map[string]string{"files.files_enforce_unique_bucket_key_trigger": "files_enforce_global_uniqueness"}
+	splitExec := split("executions", "executions_enforce_unique_arn_url_trigger", "executions_enforce_global_uniqueness")
+	splitGran := split("granules", "granules_enforce_unique_granule_id_trigger", "granules_enforce_global_uniqueness")
+	return map[Generation]map[string]string{
+		V22:   union(exec, gran, files),
+		V22_2: union(exec, splitGran, files),
+		V22_3: union(splitExec, splitGran, files),
+	}
+}()
+
+// missingTriggers are gen's guard triggers that are not there (or are
+// disabled, or call another function), as "table.trigger (function)",
+// sorted.
+func missingTriggers(gen Generation, have map[string]string) []string {
+	var m []string
+	for t, fn := range guardTriggers[gen] {
+		if have[t] != fn {
+			m = append(m, t+" ("+fn+")")
+		}
+	}
+	sort.Strings(m)
+	return m
 }
 
 // classifyShapes is Detect's decision on what the catalog said.

@@ -84,6 +84,18 @@ func TestDetectRefusesUnknownAndHalfMigratedSchemas(t *testing.T) {
 		{"v21 without a table", cumulusdb.V21, `DROP TABLE granules_executions`, "no table granules_executions"},
 		{"v22 without its guard tables", cumulusdb.V22_3, `DROP TABLE executions_global_unique CASCADE`, "half-migrated schema (partitioned executions, granules, files; guard tables granules_global_unique, files_global_unique; no executions_global_unique)"},
 		{"v22 missing a partition key column", cumulusdb.V22_3, `ALTER TABLE files DROP COLUMN collection_cumulus_id CASCADE`, "Cumulus v22 tables without column files.collection_cumulus_id"},
+		// A damaged v22 is refused, not guessed as an older generation.
+		{"v22.2 without its granule and file guard triggers", cumulusdb.V22_2, `DROP TRIGGER granules_enforce_unique_granule_id_trigger_delete ON granules;
+DROP TRIGGER granules_enforce_unique_granule_id_trigger_insert ON granules;
+DROP TRIGGER granules_enforce_unique_granule_id_trigger_update ON granules;
+DROP TRIGGER files_enforce_unique_bucket_key_trigger ON files`,
+			"Cumulus v22.0 tables without their guard trigger files.files_enforce_unique_bucket_key_trigger (files_enforce_global_uniqueness), granules.granules_enforce_unique_granule_id_trigger (granules_enforce_global_uniqueness)"},
+		{"v22.2 with one granule trigger dropped", cumulusdb.V22_2, `DROP TRIGGER granules_enforce_unique_granule_id_trigger_insert ON granules`,
+			"Cumulus v22.2 tables without their guard trigger granules.granules_enforce_unique_granule_id_trigger_insert (granules_enforce_global_uniqueness_insert)"},
+		{"v22.3 with a trigger disabled", cumulusdb.V22_3, `ALTER TABLE executions DISABLE TRIGGER executions_enforce_unique_arn_url_trigger_insert`,
+			"Cumulus v22.3 tables without their guard trigger executions.executions_enforce_unique_arn_url_trigger_insert (executions_enforce_global_uniqueness_insert) (dropped or disabled)"},
+		{"v22.0 without its execution trigger's function", cumulusdb.V22, `DROP FUNCTION executions_enforce_global_uniqueness() CASCADE`,
+			"Cumulus v22.0 tables without their guard trigger executions.executions_enforce_unique_arn_url_trigger (executions_enforce_global_uniqueness)"},
 		{"v21 with a guard table", cumulusdb.V21, `CREATE TABLE granules_global_unique (granule_id text PRIMARY KEY)`, "half-migrated schema (unpartitioned executions, granules, files; guard tables granules_global_unique"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
