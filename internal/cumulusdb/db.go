@@ -45,6 +45,10 @@ type DB struct {
 	// message, so this cache is bounded: it starts over when full, and
 	// memory stays flat however many messages a run writes.
 	parents *boundedIDs
+	// watch resolves the relations errors name and compares the schema
+	// with the one the run started on (Watch; never compared when the DB
+	// was not made by Open).
+	watch *schemaWatch
 }
 
 // boundedIDs is a cache of at most max ids, emptied when full.
@@ -88,10 +92,15 @@ func (d *DB) Generation() Generation { return d.gen }
 
 // InTx returns a DB whose writes all go into tx; each write is a savepoint,
 // so a failed statement does not end the transaction.
-func (d *DB) InTx(tx pgx.Tx) *DB { return newDB(tx, true, d.gen) }
+func (d *DB) InTx(tx pgx.Tx) *DB {
+	db := newDB(tx, true, d.gen)
+	db.watch = d.watch
+	return db
+}
 
 func newDB(q querier, inTx bool, gen Generation) *DB {
-	return &DB{q: q, inTx: inTx, gen: gen, st: statementsFor(gen), ids: &sync.Map{}, parents: newBoundedIDs(parentCacheSize)}
+	return &DB{q: q, inTx: inTx, gen: gen, st: statementsFor(gen), ids: &sync.Map{}, parents: newBoundedIDs(parentCacheSize),
+		watch: &schemaWatch{gen: gen}}
 }
 
 // conflictRetries is how many times a unit is re-run after a race with
@@ -132,7 +141,7 @@ func (d *DB) one(ctx context.Context, fn func(q querier) error) error {
 	for attempt := 0; ; attempt++ {
 		err := d.once(ctx, fn)
 		if attempt == conflictRetries || !IsRace(err) || ctx.Err() != nil {
-			return Classify(err)
+			return d.classify(ctx, err)
 		}
 		time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
 	}
@@ -148,7 +157,7 @@ func (d *DB) write(ctx context.Context, insert, full string, run func(q querier,
 	if insert != "" {
 		err := d.once(ctx, func(q querier) error { return run(q, insert) })
 		if !IsRace(err) || ctx.Err() != nil {
-			return Classify(err)
+			return d.classify(ctx, err)
 		}
 	}
 	return d.one(ctx, func(q querier) error { return run(q, full) })
@@ -182,11 +191,11 @@ func (d *DB) GranuleScope(ctx context.Context, fn func(recovery.DB) error) error
 	}
 	sp, err := d.q.Begin(ctx)
 	if err != nil {
-		return Classify(err)
+		return d.classify(ctx, err)
 	}
-	err = fn(&DB{q: sp, inTx: true, gen: d.gen, st: d.st, ids: d.ids, parents: d.parents})
+	err = fn(&DB{q: sp, inTx: true, gen: d.gen, st: d.st, ids: d.ids, parents: d.parents, watch: d.watch})
 	if rerr := sp.Rollback(ctx); rerr != nil && err == nil {
-		err = Classify(rerr)
+		err = d.classify(ctx, rerr)
 	}
 	return err
 }
@@ -202,7 +211,7 @@ func (d *DB) lookup(ctx context.Context, cacheKey, sql string, args ...any) (*in
 		return nil, nil
 	}
 	if err != nil {
-		return nil, Classify(err)
+		return nil, d.classify(ctx, err)
 	}
 	if cacheKey != "" {
 		d.ids.Store(cacheKey, id)
@@ -328,7 +337,7 @@ WHERE g.granule_id = $1 AND g.collection_cumulus_id <> $2 LIMIT 1`, granuleID, c
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
 	}
-	return other, Classify(err)
+	return other, d.classify(ctx, err)
 }
 
 var granuleCols = []string{"granule_id", "status", "collection_cumulus_id", "created_at", "updated_at", "published",

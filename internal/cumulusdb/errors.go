@@ -34,35 +34,58 @@ const (
 // row (P0). Every other class is the environment's.
 var messageClasses = map[string]bool{"22": true, "23": true, "54": true, "P0": true}
 
-// ErrorOwner says whose a database error is. Errors that are not
-// PostgreSQL's own (a lost connection, a timeout, a cancelled context) are
-// the environment's.
+// ErrorOwner says whose a database error is, from the fields PostgreSQL
+// reports (never its text, which is in the server's language). Errors
+// that are not PostgreSQL's own (a lost connection, a timeout, a cancelled
+// context) are the environment's. Within the classes of the data, these
+// are the environment's too:
+//   - a row no partition takes (23514 naming no constraint): no message
+//     could pass until the partition exists;
+//   - a class-23 error on a table the writes never fill, or on a column
+//     of theirs that no write fills (a NOT NULL column added, or whose
+//     default was dropped, after the run began): no message could ever
+//     fill it.
+//
+// The table is the one the error names, or, for the errors of a DB's
+// writes, the table a partition belongs to, read from the catalog (DB's
+// classify); the columns are those the generation's writes fill.
 func ErrorOwner(err error) Whose {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || len(pgErr.Code) < 2 {
 		return OfTheEnvironment
 	}
-	if IsMissingPartition(pgErr) {
+	if !messageClasses[pgErr.Code[:2]] || isRoutingFailure(pgErr) {
 		return OfTheEnvironment
 	}
-	if pgErr.Code == "23502" && pgErr.ColumnName != "" && !writtenColumn[pgErr.ColumnName] {
-		// A NOT NULL column no write fills (added after the run began):
-		// no message could ever fill it.
-		return OfTheEnvironment
+	if pgErr.Code[:2] == "23" {
+		table, gen := pgErr.TableName, Generation("")
+		var re *resolvedError
+		if errors.As(err, &re) {
+			table, gen = re.rel.table, re.gen
+		}
+		_, written := WrittenColumns[table]
+		_, guard := guardColumns[table]
+		switch {
+		case re != nil || written || guard:
+			if !filledBy(gen, table, pgErr.ColumnName) {
+				return OfTheEnvironment
+			}
+		case pgErr.ColumnName != "" && !writtenColumn[pgErr.ColumnName]:
+			// A relation not read from the catalog (a partition's name):
+			// the column alone.
+			return OfTheEnvironment
+		}
 	}
-	if messageClasses[pgErr.Code[:2]] {
-		return OfTheMessage
-	}
-	return OfTheEnvironment
+	return OfTheMessage
 }
 
 // IsMissingPartition: the row's partition key has no partition (a v22
 // executions table whose quarter was never created and that has no
-// default partition). SQLSTATE 23514 like a CHECK violation, but no
-// message could ever pass it until the partition exists.
+// default partition). SQLSTATE 23514 like a CHECK violation, but naming
+// no constraint; no message could ever pass it until the partition exists.
 func IsMissingPartition(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23514" && strings.HasPrefix(pgErr.Message, "no partition of relation")
+	return errors.As(err, &pgErr) && isRoutingFailure(pgErr)
 }
 
 // Classify turns a database error into the error the write core expects:
@@ -107,7 +130,10 @@ var environmentHints = map[string]string{
 	"28000": "the role is not allowed to log in (check the user name and pg_hba.conf)",
 	"3D000": "the database does not exist",
 	"53300": "the server has no free connection slot: lower --concurrency or --db-max-pool",
-	"57P01": "the server is shutting down",
+	"57P01": "an administrator or a failover ended the session (pg_terminate_backend, a server restart or an Aurora failover): run again once the writer answers",
+	"57P02": "the server crashed and ended every session: run again once it is back",
+	"57P04": "the database was dropped",
+	"57P05": "the server ended an idle session (idle_session_timeout)",
 	"57P03": "the server is starting up or in recovery",
 }
 
@@ -127,7 +153,13 @@ func Explain(err error) (string, bool) {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		if IsMissingPartition(pgErr) {
-			return fmt.Sprintf("PostgreSQL: %s (SQLSTATE %s): the table has no partition for this row's date and no default partition; create it (Cumulus v22's partition procedures) and run again", pgErr.Message, pgErr.Code), true
+			var re *resolvedError
+			errors.As(err, &re)
+			var rel relation
+			if re != nil {
+				rel = re.rel
+			}
+			return missingPartitionLine(pgErr, rel), true
 		}
 		if ErrorOwner(err) != OfTheEnvironment {
 			return "", false

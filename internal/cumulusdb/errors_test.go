@@ -18,26 +18,37 @@ import (
 // the environment's: the run stops (transient) and nothing is moved.
 func TestClassifyTellsTheMessagesErrorsFromTheEnvironments(t *testing.T) {
 	for _, c := range []struct {
-		code, msg string
-		transient bool
-		line      string
+		code, msg                 string
+		table, column, constraint string
+		transient                 bool
+		line                      string
 	}{
-		{"25006", "cannot execute INSERT in a read-only transaction", true, "read-only"},
-		{"42501", "permission denied for table executions", true, "docs/permissions.md"},
-		{"42P10", "there is no unique or exclusion constraint matching the ON CONFLICT specification", true, "not the generation detected"},
-		{"42P01", `relation "granules" does not exist`, true, "missing"},
-		{"42703", `column "parent_created_at" does not exist`, true, "fully migrated"},
-		{"57P01", "terminating connection due to administrator command", true, "shutting down"},
-		{"53300", "sorry, too many clients already", true, "connection slot"},
-		{"23514", `no partition of relation "executions" found for row`, true, "no partition for this row's date"},
-		{"0A000", "cannot use ON CONFLICT on a partitioned table", true, "PostgreSQL:"},
-		{"23505", `duplicate key value violates unique constraint "granules_global_unique_pkey"`, false, ""},
-		{"23502", `null value in column "key" of relation "files" violates not-null constraint`, false, ""},
-		{"23514", `new row for relation "granules" violates check constraint "granules_status_check"`, false, ""},
-		{"22P02", `invalid input syntax for type json`, false, ""},
-		{"P0001", "UPDATE affected 0 rows (expected: 1)", false, ""},
+		{"25006", "cannot execute INSERT in a read-only transaction", "", "", "", true, "read-only"},
+		{"42501", "permission denied for table executions", "", "", "", true, "docs/permissions.md"},
+		{"42P10", "there is no unique or exclusion constraint matching the ON CONFLICT specification", "", "", "", true, "not the generation detected"},
+		{"42P01", `relation "granules" does not exist`, "", "", "", true, "missing"},
+		{"42703", `column "parent_created_at" does not exist`, "", "", "", true, "fully migrated"},
+		{"57P01", "terminating connection due to administrator command", "", "", "", true, "an administrator or a failover ended the session"},
+		{"53300", "sorry, too many clients already", "", "", "", true, "connection slot"},
+		{"23514", `no partition of relation "executions" found for row`, "executions", "", "", true, "no partition of executions takes this row"},
+		// The same in German: decided by the fields, never the words.
+		{"23514", "keine Partition von Relation »executions« für die Zeile gefunden", "executions", "", "", true, "no partition of executions takes this row"},
+		{"0A000", "cannot use ON CONFLICT on a partitioned table", "", "", "", true, "PostgreSQL:"},
+		// A NOT NULL column of a table the writes fill, which they do not
+		// (its default dropped, or added after the run began).
+		{"23502", `null value in column "updated_at" of relation "files" violates not-null constraint`, "files", "updated_at", "", true, "PostgreSQL:"},
+		{"23502", `Null-Wert in Spalte »status« von Relation »files« verletzt Not-Null-Constraint`, "files", "status", "", true, "PostgreSQL:"},
+		{"23502", `null value in column "created_at" of relation "granules_executions" violates not-null constraint`, "granules_executions", "created_at", "", true, "PostgreSQL:"},
+		// A table the writes never fill (someone's audit trigger).
+		{"23502", `null value in column "who" of relation "audit" violates not-null constraint`, "audit", "who", "", true, "PostgreSQL:"},
+		{"23505", `duplicate key value violates unique constraint "granules_global_unique_pkey"`, "granules_global_unique", "", "granules_global_unique_pkey", false, ""},
+		{"23502", `null value in column "key" of relation "files" violates not-null constraint`, "files", "key", "", false, ""},
+		{"23502", `null value in column "key" of relation "files" violates not-null constraint`, "", "key", "", false, ""},
+		{"23514", `new row for relation "granules" violates check constraint "granules_status_check"`, "granules", "", "granules_status_check", false, ""},
+		{"22P02", `invalid input syntax for type json`, "", "", "", false, ""},
+		{"P0001", "UPDATE affected 0 rows (expected: 1)", "", "", "", false, ""},
 	} {
-		err := cumulusdb.Classify(&pgconn.PgError{Code: c.code, Message: c.msg})
+		err := cumulusdb.Classify(&pgconn.PgError{Code: c.code, Message: c.msg, TableName: c.table, ColumnName: c.column, ConstraintName: c.constraint})
 		if recovery.IsTransient(err) != c.transient {
 			t.Errorf("%s %s: transient %v, want %v (%v)", c.code, c.msg, recovery.IsTransient(err), c.transient, err)
 			continue

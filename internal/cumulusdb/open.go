@@ -13,6 +13,9 @@ type Database struct {
 	Pool       *pgxpool.Pool
 	Generation Generation
 	Target     string // postgres://user@host:port/db, never the password
+	// Schema is the schema's fingerprint when the run began: an error
+	// that a change of it could explain is checked against it (DB).
+	Schema Fingerprint
 }
 
 // Open is the one setup of `dla recover` and the db-writer processor:
@@ -50,15 +53,19 @@ func Open(ctx context.Context, cfg *pgxpool.Config) (*Database, error) {
 	if err == nil {
 		err = CheckWritable(ctx, pool, gen, target)
 	}
+	var schema Fingerprint
+	if err == nil {
+		schema, err = fingerprint(ctx, pool)
+	}
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
-	return &Database{Pool: pool, Generation: gen, Target: target}, nil
+	return &Database{Pool: pool, Generation: gen, Target: target, Schema: schema}, nil
 }
 
 // DB is the write adapter of the database's generation.
-func (d *Database) DB() *DB { return NewFor(d.Pool, d.Generation) }
+func (d *Database) DB() *DB { return NewFor(d.Pool, d.Generation).Watch(d.Schema) }
 
 // Close closes the pool.
 func (d *Database) Close() { d.Pool.Close() }

@@ -197,7 +197,7 @@ func (d *DB) WriteGranules(ctx context.Context, gws []*recovery.GranuleWrite) ([
 			res[i], errs[i] = d.writeGranule(ctx, gw, "")
 			continue
 		}
-		res[i], errs[i] = d.granuleResult(gw, others[i], ids[i], Classify(errs[i]))
+		res[i], errs[i] = d.granuleResult(gw, others[i], ids[i], d.classify(ctx, errs[i]))
 	}
 	return res, errs
 }
@@ -220,7 +220,7 @@ func (d *DB) WriteFilesBatch(ctx context.Context, batch []recovery.FilesWrite) [
 		case IsRace(errs[i]) && ctx.Err() == nil:
 			errs[i] = d.writeFiles(ctx, fw.GranuleCumulusID, fw.Files, "")
 		default:
-			errs[i] = d.filesFallback(ctx, fw.GranuleCumulusID, fw.Files, Classify(errs[i]))
+			errs[i] = d.filesFallback(ctx, fw.GranuleCumulusID, fw.Files, d.classify(ctx, errs[i]))
 		}
 	}
 	return errs

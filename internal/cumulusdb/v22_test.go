@@ -158,7 +158,7 @@ func TestV22MissingPartitionIsTheEnvironments(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := w.Write(context.Background(), message("e11", "completed", 1000, "", granule("G11", "")))
-	if !recovery.IsTransient(err) || !strings.Contains(err.Error(), "no partition") || !strings.Contains(err.Error(), "create it") {
+	if !recovery.IsTransient(err) || !strings.Contains(err.Error(), "no partition") || !strings.Contains(err.Error(), "create the partition of 1970 Q1") {
 		t.Fatalf("want a transient error naming the missing partition, got %v (transient %v)", err, recovery.IsTransient(err))
 	}
 }

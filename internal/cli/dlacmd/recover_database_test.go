@@ -97,7 +97,14 @@ func TestRecoverRefusesADatabaseItCannotWriteBeforeMovingAnything(t *testing.T) 
 			[]string{"cannot connect to PostgreSQL at 127.0.0.1:1, database \"db\""}},
 		{"v22 without a partition for the dates", database(cumulusdb.V22_3,
 			`ALTER TABLE executions DETACH PARTITION executions_default; ALTER TABLE executions DETACH PARTITION executions_2024_q1`), 3,
-			[]string{`no partition of relation "executions" found for row`, "create it"}},
+			[]string{"no partition of executions takes this row", "created_at", "create the partition of"}},
+		// The same on a server that speaks German: decided from the
+		// SQLSTATE and the relation, never the words.
+		{"v22 without a partition for the dates, German server", func(t *testing.T) string {
+			url := testsupport.NewGermanCumulusDatabase(t, cumulusdb.V22_2, seed)
+			execSQL(t, url, `ALTER TABLE executions DETACH PARTITION executions_default; ALTER TABLE executions DETACH PARTITION executions_2024_q1`)
+			return url
+		}, 3, []string{"keine Partition von Relation", "no partition of executions takes this row", "created_at", "create the partition of"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			archiveDir := localGeneratedArchive(t, 12)

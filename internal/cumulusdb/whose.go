@@ -1,0 +1,327 @@
+package cumulusdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/deadletter/deadletter/internal/recovery"
+)
+
+// Whose an error is is decided from what PostgreSQL reports as fields, in
+// every language: the SQLSTATE, the relation (a partition mapped to the
+// table it belongs to, read from the catalog), the column and the
+// constraint. The message text is never read: a server whose lc_messages
+// is German says "keine Partition von Relation »executions« für die Zeile
+// gefunden" where an English one says "no partition of relation".
+
+// relation is what the catalog says of a relation PostgreSQL named in an
+// error.
+type relation struct {
+	// table is the table the relation is or belongs to: a partition's
+	// partitioned root (files_p3 is files).
+	table string
+	// partitioned: the named relation is itself partitioned, so a row it
+	// refused is one no partition of it takes.
+	partitioned bool
+	// key is its partition key's columns, comma-separated (when
+	// partitioned).
+	key string
+}
+
+// resolvedError is a PostgreSQL error with the relation it names read
+// from the catalog, and the generation the run writes.
+type resolvedError struct {
+	err error // holds the *pgconn.PgError
+	rel relation
+	gen Generation
+}
+
+func (e *resolvedError) Error() string { return e.err.Error() }
+func (e *resolvedError) Unwrap() error { return e.err }
+
+// guardColumns are the guard tables' columns, filled by Cumulus's triggers
+// from the columns the writes fill.
+var guardColumns = map[string][]string{
+	"executions_global_unique": {"arn", "url"},
+	"granules_global_unique":   {"granule_id"},
+	"files_global_unique":      {"bucket", "key"},
+}
+
+// filledBy reports whether column of table is one the writes of gen fill
+// (directly, or through a guard trigger). A table they never write is
+// filled by none: its NOT NULL or CHECK failures are someone else's. gen
+// "" (not known) takes every generation's columns.
+func filledBy(gen Generation, table, column string) bool {
+	cols, ours := WrittenColumns[table]
+	if !ours {
+		cols, ours = guardColumns[table]
+		if !ours || gen == V21 {
+			return false
+		}
+	}
+	if column == "" {
+		return true
+	}
+	if !slices.Contains(cols, column) {
+		return false
+	}
+	return gen.Partitioned() || gen == "" || !slices.Contains(v22Columns[table], column)
+}
+
+// isRoutingFailure: a row PostgreSQL could not route to a partition
+// (SQLSTATE 23514 with no constraint named: a CHECK violation always names
+// its constraint, "no partition of relation … found for row" and "violates
+// partition constraint" never do).
+func isRoutingFailure(pgErr *pgconn.PgError) bool {
+	return pgErr.Code == "23514" && pgErr.ConstraintName == ""
+}
+
+// schemaSuspect are the SQLSTATEs a schema changed under the run can
+// explain beside the data's own (class 22 and 23, P0): an undefined table,
+// column or function, an ON CONFLICT without its constraint, a column of
+// another type.
+var schemaSuspect = map[string]bool{"42P01": true, "42703": true, "42883": true, "42P10": true, "42804": true}
+
+// partitionKeyValue reads "(created_at) = (2024-03-02 00:00:00+00)" out of
+// a routing failure's detail: the key and value PostgreSQL prints as they
+// are, in every language ("Partition key of the failing row contains …",
+// "Partitionierungsschlüssel der fehlgeschlagenen Zeile enthält …").
+var partitionKeyValue = regexp.MustCompile(`\(([^()]+)\) = \(([^()]*)\)`)
+
+// missingPartitionLine is the stop line of a row no partition takes: the
+// table, the partition key and the row's value, the quarter for v22's
+// quarterly executions, and what to do.
+func missingPartitionLine(pgErr *pgconn.PgError, rel relation) string {
+	table := rel.table
+	if table == "" {
+		table = pgErr.TableName
+	}
+	if table == "" {
+		table = "the table"
+	}
+	key, value := rel.key, ""
+	if m := partitionKeyValue.FindStringSubmatch(pgErr.Detail); m != nil {
+		key, value = m[1], m[2]
+	}
+	if key == "" {
+		key = "partition key"
+	}
+	what := fmt.Sprintf("the row's %s", key)
+	if value != "" {
+		what = fmt.Sprintf("%s %s", key, value)
+	}
+	fix := "create the partition that takes it"
+	if t, err := time.Parse("2006-01-02", firstN(value, 10)); err == nil && key == "created_at" {
+		q := (int(t.Month())-1)/3 + 1
+		start := time.Date(t.Year(), time.Month((q-1)*3+1), 1, 0, 0, 0, 0, time.UTC)
+		what += fmt.Sprintf(", quarter %d Q%d", t.Year(), q)
+		fix = fmt.Sprintf("create the partition of %d Q%d (Cumulus v22's create_future_executions_partitions procedure, or CREATE TABLE %s_%d_q%d PARTITION OF %s FOR VALUES FROM ('%s') TO ('%s'))",
+			t.Year(), q, table, t.Year(), q, table, start.Format("2006-01-02"), start.AddDate(0, 3, 0).Format("2006-01-02"))
+	}
+	return fmt.Sprintf("PostgreSQL: no partition of %s takes this row (%s) and it has no default partition (SQLSTATE %s; the server said: %s): %s, then run again",
+		table, what, pgErr.Code, pgErr.Message, fix)
+}
+
+func firstN(s string, n int) string {
+	if len(s) < n {
+		return s
+	}
+	return s[:n]
+}
+
+// schemaWatch is what a run's DB knows of the schema it started on: the
+// relations its errors named, and the schema's fingerprint, read again
+// when an error could be the schema's doing.
+type schemaWatch struct {
+	gen  Generation
+	rels sync.Map // schema "\x00" name -> relation
+
+	mu      sync.Mutex
+	base    Fingerprint // the schema the run started on; nil: never compared
+	checked time.Time   // when the last comparison began
+	now     Fingerprint // what it read
+}
+
+// resolve reads the relation pgErr names from the catalog (once per
+// relation), on q. ok is false when it could not be read.
+func (w *schemaWatch) resolve(ctx context.Context, q querier, pgErr *pgconn.PgError) (relation, bool) {
+	k := pgErr.SchemaName + "\x00" + pgErr.TableName
+	if v, ok := w.rels.Load(k); ok {
+		return v.(relation), true
+	}
+	var rel relation
+	err := q.QueryRow(ctx, `SELECT r.relname::text, c.relkind = 'p',
+  coalesce((SELECT string_agg(a.attname::text, ',' ORDER BY k.n)
+    FROM pg_partitioned_table p, unnest(p.partattrs::int2[]) WITH ORDINALITY AS k(attnum, n)
+    JOIN pg_attribute a ON a.attnum = k.attnum
+    WHERE p.partrelid = c.oid AND a.attrelid = c.oid), '')
+FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_class r ON r.oid = coalesce(pg_partition_root(c.oid), c.oid)
+WHERE c.relname = $1 AND ($2 = '' OR n.nspname = $2)
+ORDER BY n.nspname = ANY (current_schemas(false)) DESC
+LIMIT 1`, pgErr.TableName, pgErr.SchemaName).Scan(&rel.table, &rel.partitioned, &rel.key)
+	if err != nil {
+		return relation{}, false
+	}
+	w.rels.Store(k, rel)
+	return rel, true
+}
+
+// SchemaChangedError: the schema is no longer the one the run started on.
+// An error it could explain is not blamed on the message: the run stops
+// with the object in place.
+type SchemaChangedError struct {
+	Changes []string
+	Cause   error // the error that made the run look again
+}
+
+func (e *SchemaChangedError) Unwrap() error { return e.Cause }
+
+func (e *SchemaChangedError) Error() string {
+	changes := e.Changes
+	more := ""
+	if len(changes) > 8 {
+		more = fmt.Sprintf(" and %d more", len(changes)-8)
+		changes = changes[:8]
+	}
+	code := ""
+	var pgErr *pgconn.PgError
+	if errors.As(e.Cause, &pgErr) {
+		code = " (SQLSTATE " + pgErr.Code + " on " + pgErr.TableName + ")"
+	}
+	return "the Cumulus schema changed during the run: " + strings.Join(changes, "; ") + more +
+		"; a write failed" + code + " on the changed schema, so no message is blamed for it and nothing more is moved: run again once the schema is one dla writes (dla recover checks it before it starts)"
+}
+
+// recheck compares the schema with the one the run started on, for an
+// error seen at since: a comparison that began after since answers for
+// it, so a burst of errors shares one. nil: unchanged (or never
+// compared).
+func (w *schemaWatch) recheck(ctx context.Context, q querier, since time.Time) ([]string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.base == nil {
+		return nil, nil
+	}
+	if w.checked.After(since) {
+		return changes(w.base, w.now), nil
+	}
+	began := time.Now()
+	now, err := fingerprint(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	w.checked, w.now = began, now
+	return changes(w.base, now), nil
+}
+
+// Fingerprint is a schema's shape as the writes depend on it: the tables'
+// kinds, their columns (type, NOT NULL, default), constraints and triggers
+// (with their functions' source), by name. Partitions are left out, and
+// the constraints PostgreSQL derives for each of them (a foreign key to a
+// partitioned table has one per partition): a deployment adds quarters as
+// time goes on.
+type Fingerprint map[string]string
+
+func fingerprint(ctx context.Context, q querier) (Fingerprint, error) {
+	names := append(append([]string{}, Tables...), v22Guards...)
+	rows, err := q.Query(ctx, `WITH t AS (SELECT name, to_regclass(quote_ident(name)) AS oid FROM unnest($1::text[]) AS name)
+SELECT 'table ' || t.name, coalesce((SELECT CASE c.relkind WHEN 'p' THEN 'partitioned' ELSE 'plain' END FROM pg_class c WHERE c.oid = t.oid), 'missing') FROM t
+UNION ALL
+SELECT 'column ' || t.name || '.' || a.attname, format_type(a.atttypid, a.atttypmod)
+  || CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END
+  || coalesce(' DEFAULT ' || pg_get_expr(d.adbin, d.adrelid), '')
+  || CASE WHEN a.attidentity <> '' THEN ' IDENTITY' ELSE '' END
+  || CASE WHEN a.attgenerated <> '' THEN ' GENERATED' ELSE '' END
+FROM t JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum > 0 AND NOT a.attisdropped
+LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+UNION ALL
+SELECT 'constraint ' || t.name || '.' || c.conname, pg_get_constraintdef(c.oid) || CASE WHEN c.convalidated THEN '' ELSE ' NOT VALID' END
+FROM t JOIN pg_constraint c ON c.conrelid = t.oid AND c.conparentid = 0
+UNION ALL
+SELECT 'trigger ' || t.name || '.' || g.tgname, pg_get_triggerdef(g.oid)
+  || CASE g.tgenabled WHEN 'D' THEN ' (disabled)' ELSE '' END || ' [function ' || md5(p.prosrc) || ']'
+FROM t JOIN pg_trigger g ON g.tgrelid = t.oid AND NOT g.tgisinternal
+JOIN pg_proc p ON p.oid = g.tgfoid`, names)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	f := Fingerprint{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, err
+		}
+		f[k] = v
+	}
+	return f, rows.Err()
+}
+
+// changes says what differs from base to now, one line each, sorted.
+func changes(base, now Fingerprint) []string {
+	var out []string
+	for k, was := range base {
+		is, ok := now[k]
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("%s (%s) is gone", k, was))
+		case is != was:
+			out = append(out, fmt.Sprintf("%s was %q, is %q", k, was, is))
+		}
+	}
+	for k, is := range now {
+		if _, ok := base[k]; !ok {
+			out = append(out, fmt.Sprintf("%s (%s) is new", k, is))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// classify is Classify for the errors of d's writes: the relation the
+// error names is read from the catalog (a partition is its table), and an
+// error that a schema changed under the run could explain first compares
+// the schema with the one the run started on. A changed schema is the
+// environment's, whatever the error: the object stays in place.
+func (d *DB) classify(ctx context.Context, err error) error {
+	var pgErr *pgconn.PgError
+	if err == nil || !errors.As(err, &pgErr) || d.watch == nil {
+		return Classify(err)
+	}
+	seen := time.Now()
+	if pgErr.TableName != "" {
+		if rel, ok := d.watch.resolve(ctx, d.q, pgErr); ok {
+			err = &resolvedError{err: err, rel: rel, gen: d.gen}
+		}
+	}
+	if owner := ErrorOwner(err); owner == OfTheMessage || schemaSuspect[pgErr.Code] || messageClasses[pgErr.Code[:min(2, len(pgErr.Code))]] {
+		changed, cerr := d.watch.recheck(ctx, d.q, seen)
+		switch {
+		case cerr != nil && owner == OfTheMessage && ctx.Err() == nil:
+			return &recovery.TransientError{Err: fmt.Errorf("PostgreSQL: %s (SQLSTATE %s), and the schema could not be read again to tell whether it changed under the run: %w", pgErr.Message, pgErr.Code, cerr)}
+		case len(changed) > 0:
+			return &recovery.TransientError{Err: &SchemaChangedError{Changes: changed, Cause: err}}
+		}
+	}
+	return Classify(err)
+}
+
+// Watch makes d's errors classified against the schema the run started on
+// (base, read by Open): the relations they name resolved from the
+// catalog, and the schema compared with base when an error could be its
+// doing.
+func (d *DB) Watch(base Fingerprint) *DB {
+	d.watch = &schemaWatch{gen: d.gen, base: base}
+	return d
+}
