@@ -344,27 +344,43 @@ func (t *Triage) CheckReadiness(ctx context.Context, exists Lookup) error {
 // Verdict is what to do with a group, in words: "retry now", "fix
 // first: …", "ready: …", "never as it is", "unknown", and what a probe
 // found.
-func (g *Group) Verdict() string {
-	v := g.verdict()
-	if p := g.Probe; p != nil {
-		v += fmt.Sprintf("; probe: %d of %d would be written now", p.Written, p.Tried)
-		top, n := "", 0
-		for class, k := range p.Failed {
-			if k > n || (k == n && class < top) {
-				top, n = class, k
-			}
+func (g *Group) Verdict() string { return g.verdict(namesShown, true) + g.probeNote(100) }
+
+// ShortVerdict is the verdict for one line of a terminal: at most shown
+// names of each kind (then "and N more"), the probe's commonest error cut
+// shorter, and without "(readiness not checked: no database given)",
+// which a terminal says once for every group.
+func (g *Group) ShortVerdict(shown int) string {
+	return g.verdict(max(shown, 1), false) + g.probeNote(40)
+}
+
+// probeNote is what a probe found ("; probe: 0 of 2 would be written now
+// (2: UnmetRequirementsError: …)"), its error class cut to cut runes.
+func (g *Group) probeNote(cut int) string {
+	p := g.Probe
+	if p == nil {
+		return ""
+	}
+	v := fmt.Sprintf("; probe: %d of %d would be written now", p.Written, p.Tried)
+	top, n := "", 0
+	for class, k := range p.Failed {
+		if k > n || (k == n && class < top) {
+			top, n = class, k
 		}
-		if n > 0 {
-			if r := []rune(top); len(r) > 100 {
-				top = string(r[:100]) + "…"
-			}
-			v += fmt.Sprintf(" (%d: %s)", n, top)
+	}
+	if n > 0 {
+		if r := []rune(top); len(r) > cut {
+			top = string(r[:cut]) + "…"
 		}
+		v += fmt.Sprintf(" (%d: %s)", n, top)
 	}
 	return v
 }
 
-func (g *Group) verdict() string {
+// verdict is the verdict without the probe, naming at most shown records
+// of each kind; unchecked adds the readiness note to an unchecked
+// fix-first group.
+func (g *Group) verdict(shown int, unchecked bool) string {
 	switch g.Rule.Class {
 	case Transient:
 		if g.Rule.DLAOnly {
@@ -376,12 +392,16 @@ func (g *Group) verdict() string {
 			return "never as it is: the messages name no " + string(g.Rule.Needs)
 		}
 		if !g.Checked {
-			return "fix first: " + g.needsPhrase() + " (readiness not checked: no database given)" + g.noProviderNote()
+			note := ""
+			if unchecked {
+				note = " (readiness not checked: no database given)"
+			}
+			return "fix first: " + g.needsPhrase(shown) + note + g.noProviderNote()
 		}
 		if len(g.Missing) == 0 {
-			return "ready: " + g.existPhrase() + g.noProviderNote()
+			return "ready: " + g.existPhrase(shown) + g.noProviderNote()
 		}
-		return fmt.Sprintf("fix first: %s; %d of %d ready now", g.missingPhrase(), g.Ready, g.Count) + g.noProviderNote()
+		return fmt.Sprintf("fix first: %s; %d of %d ready now", g.missingPhrase(shown), g.Ready, g.Count) + g.noProviderNote()
 	case Permanent:
 		return "never as it is"
 	}
@@ -395,12 +415,12 @@ func (g *Group) FixSteps() string {
 		return ""
 	}
 	if g.Checked {
-		return "create " + g.missingPhrase()
+		return "create " + g.missingPhrase(namesShown)
 	}
 	if g.Rule.Needs == NeedsReferences {
-		return "create the missing one of " + g.needsPhrase()
+		return "create the missing one of " + g.needsPhrase(namesShown)
 	}
-	return "create " + g.needsPhrase()
+	return "create " + g.needsPhrase(namesShown)
 }
 
 // noProviderNote counts the messages that name no provider, which no fix
@@ -414,9 +434,9 @@ func (g *Group) noProviderNote() string {
 
 const namesShown = 5
 
-// names lists needs of one kind ("provider LANCE_NRT, LPCLOUD"), at most
-// namesShown of each kind.
-func names(needs []Need) string {
+// names lists needs by kind ("providers LANCE_NRT, LPCLOUD"), at most
+// shown of each kind, then "and N more".
+func names(needs []Need, shown int) string {
 	byKind := map[string][]string{}
 	var kinds []string
 	for _, n := range needs {
@@ -431,9 +451,9 @@ func names(needs []Need) string {
 		v := byKind[k]
 		sort.Strings(v)
 		more := ""
-		if len(v) > namesShown {
-			more = fmt.Sprintf(" and %d more", len(v)-namesShown)
-			v = v[:namesShown]
+		if len(v) > shown {
+			more = fmt.Sprintf(" and %d more", len(v)-shown)
+			v = v[:shown]
 		}
 		plural := k
 		if len(v) > 1 || more != "" {
@@ -454,14 +474,14 @@ func (g *Group) needList(filter func(Need) bool) []Need {
 	return out
 }
 
-func (g *Group) needsPhrase() string { return names(g.needList(nil)) }
+func (g *Group) needsPhrase(shown int) string { return names(g.needList(nil), shown) }
 
-func (g *Group) missingPhrase() string {
-	return names(g.needList(func(n Need) bool { return g.Missing[n] }))
+func (g *Group) missingPhrase(shown int) string {
+	return names(g.needList(func(n Need) bool { return g.Missing[n] }), shown)
 }
 
-func (g *Group) existPhrase() string {
-	what := names(g.needList(nil))
+func (g *Group) existPhrase(shown int) string {
+	what := names(g.needList(nil), shown)
 	if len(g.Needs) == 1 {
 		return "the " + what + " now exists"
 	}

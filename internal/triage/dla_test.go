@@ -67,3 +67,28 @@ func TestReadinessLooksACollectionUpByNameAndVersion(t *testing.T) {
 		t.Errorf("exists: ready %d of 4, fix %q, verdict %q", g.Ready, g.FixSteps(), g.Verdict())
 	}
 }
+
+// ShortVerdict, for one line of a terminal, names at most the few records
+// asked for ("and N more") and leaves the readiness note to the summary;
+// Verdict (JSON, pipes, the report) is unchanged.
+func TestShortVerdictFoldsNames(t *testing.T) {
+	tr := New()
+	for _, p := range []string{"P1", "P2", "P3", "P4", "P5", "P6", "P7"} {
+		tr.Add(&dla.Decoded{Record: dla.Record{Key: p, Partition: "2024-03-01", HasError: true,
+			Error: `RecordDoesNotExist: Record in providers with identifiers {"name":"` + p + `"} does not exist.`}})
+	}
+	g := tr.Groups()[0]
+	if got, want := g.Verdict(), "fix first: providers P1, P2, P3, P4, P5 and 2 more (readiness not checked: no database given)"; got != want {
+		t.Errorf("Verdict = %q, want %q", got, want)
+	}
+	for n, want := range map[int]string{
+		3: "fix first: providers P1, P2, P3 and 4 more",
+		1: "fix first: providers P1 and 6 more",
+		0: "fix first: providers P1 and 6 more",
+		9: "fix first: providers P1, P2, P3, P4, P5, P6, P7",
+	} {
+		if got := g.ShortVerdict(n); got != want {
+			t.Errorf("ShortVerdict(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
