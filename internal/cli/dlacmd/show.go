@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/mattn/go-runewidth"
 	"github.com/spf13/cobra"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/pretty"
@@ -110,7 +111,7 @@ func runShow(ctx context.Context, opts *ShowOptions) error {
 		if n > 1 {
 			fmt.Fprintln(f.IO.Out)
 		}
-		return renderShow(f.IO.Out, renderer, color, output.EscapeFor(f.IO.IsStdoutTTY()), r)
+		return renderShowWidth(f.IO.Out, renderer, color, output.EscapeFor(f.IO.IsStdoutTTY()), f.IO.TerminalWidth(), r)
 	})
 	if js != nil {
 		if err := js.Close(); err != nil && runErr == nil {
@@ -256,7 +257,19 @@ const maxIndentGrowth = 16
 // on a terminal, the same text without escapes when piped. clean makes
 // values from the archive safe for a terminal (output.EscapeFor).
 func renderShow(w io.Writer, r *lipgloss.Renderer, color bool, clean func(string) string, res selection.Result) error {
+	return renderShowWidth(w, r, color, clean, 0, res)
+}
+
+// renderShowWidth is renderShow on a terminal of width columns (0: not a
+// terminal): the error text is folded at spaces to fit, and the JSON
+// layers are laid out for the width, so that no prose runs past the edge.
+// A word wider than the terminal (an ARN, a key) is never cut.
+func renderShowWidth(w io.Writer, r *lipgloss.Renderer, color bool, clean func(string) string, width int, res selection.Result) error {
 	d := res.Decoded
+	jsonWidth := 100
+	if width > 0 {
+		jsonWidth = min(jsonWidth, width)
+	}
 	title := r.NewStyle().Bold(true).Foreground(lipgloss.Color("12"))
 	head := r.NewStyle().Bold(true).Foreground(lipgloss.Color("3"))
 	label := r.NewStyle().Foreground(lipgloss.Color("8"))
@@ -289,7 +302,7 @@ func renderShow(w io.Writer, r *lipgloss.Renderer, color bool, clean func(string
 			b.WriteByte('\n')
 			return
 		}
-		out := pretty.PrettyOptions([]byte(raw), &pretty.Options{Width: 100, Prefix: "  ", Indent: "  ", SortKeys: false})
+		out := pretty.PrettyOptions([]byte(raw), &pretty.Options{Width: jsonWidth, Prefix: "  ", Indent: "  ", SortKeys: false})
 		out = []byte(clean(string(out)))
 		if color {
 			out = pretty.Color(out, nil)
@@ -333,7 +346,9 @@ func renderShow(w io.Writer, r *lipgloss.Renderer, color bool, clean func(string
 	if d.HasError {
 		section("Error")
 		for line := range strings.SplitSeq(strings.TrimRight(d.Error, "\n"), "\n") {
-			fmt.Fprintf(&b, "  %s\n", clean(line))
+			for _, part := range foldWords(clean(line), width-2) {
+				fmt.Fprintf(&b, "  %s\n", part)
+			}
 		}
 	}
 	if len(d.Metadata) > 0 {
@@ -363,6 +378,30 @@ func renderShow(w io.Writer, r *lipgloss.Renderer, color bool, clean func(string
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// foldWords breaks s at spaces into lines of at most width columns (a word
+// wider than that stays whole, on a line of its own); width <= 0: s as is.
+func foldWords(s string, width int) []string {
+	if width <= 0 || runewidth.StringWidth(s) <= width {
+		return []string{s}
+	}
+	var lines []string
+	line, lineWidth := "", 0
+	for _, word := range strings.Fields(s) {
+		ww := runewidth.StringWidth(word)
+		if line != "" && lineWidth+1+ww > width {
+			lines = append(lines, line)
+			line, lineWidth = "", 0
+		}
+		if line != "" {
+			line += " "
+			lineWidth++
+		}
+		line += word
+		lineWidth += ww
+	}
+	return append(lines, line)
 }
 
 func orNull(s string) string {
