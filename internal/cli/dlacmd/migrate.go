@@ -201,7 +201,8 @@ func runMigrate(ctx context.Context, opts *MigrateOptions) error {
 	if opts.DryRun {
 		done = "planned"
 	}
-	fmt.Fprintf(f.IO.ErrOut, "migrate-legacy: %d %s, %d already moved by another run, %d unreadable (left in place), %d failed (left in place)\n",
+	// Two lines, so that the summary fits 80 columns.
+	fmt.Fprintf(f.IO.ErrOut, "migrate-legacy: %d %s, %d already moved by another run;\n  left in place: %d unreadable, %d failed\n",
 		counts[done], done, counts["already moved"]+counts["gone"], counts["unreadable"], counts["failed"])
 	switch {
 	case counts["failed"] > 0:
