@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/mattn/go-runewidth"
 	"github.com/spf13/cobra"
 
 	"github.com/deadletter/deadletter/internal/archive"
@@ -494,10 +495,10 @@ func printPlan(w io.Writer, p *dlarecover.Plan, opts *RecoverOptions, topics sns
 			// as this is for people (stderr), terminal or not.
 			parts = append(parts, fmt.Sprintf("%s %d", output.Escape(k), g.m[k]))
 		}
-		fmt.Fprintf(w, "  by %-9s %s\n", g.name, strings.Join(parts, ", "))
+		fmt.Fprintln(w, foldParts(fmt.Sprintf("  by %-9s ", g.name), parts, peopleWidth))
 	}
 	if opts.Offline {
-		fmt.Fprintln(w, "  AWS reads off (--offline): no processing times, failed-step output, CMR dates or file sizes")
+		fmt.Fprintln(w, "  AWS reads off (--offline): no processing times, failed-step output,\n    CMR dates or file sizes")
 	} else {
 		fmt.Fprintf(w, "  Step Functions: about %s, %s\n", output.Plural(p.Describe, "DescribeExecution call"), output.Plural(p.History, "execution history"))
 	}
@@ -524,7 +525,8 @@ func runRecoverObjects(ctx context.Context, opts *RecoverOptions, run *dlarecove
 		emit, closeOut = func(o ObjectResult) error { return js.Write(o) }, js.Close
 	default:
 		w := output.TerminalOut(f.IO) // archive text is escaped on a terminal
-		emit = func(o ObjectResult) error { return printObjectText(w, o) }
+		width := f.IO.TerminalWidth() // 0 when piped: one line per object, as before
+		emit = func(o ObjectResult) error { return printObjectText(w, o, width) }
 	}
 	// Exit 3's promise: each unreadable object is named on stderr with its
 	// reason, whatever stdout carries (the first few and a count; -v: all).
@@ -566,13 +568,20 @@ func runRecoverObjects(ctx context.Context, opts *RecoverOptions, run *dlarecove
 	return nil
 }
 
-func printObjectText(w io.Writer, o ObjectResult) error {
+// printObjectText prints an object's result; on a terminal of width
+// columns (0: piped) where an object moved to goes on a line of its own and
+// the error is folded to fit, so that only a key is ever wider than it.
+func printObjectText(w io.Writer, o ObjectResult, width int) error {
 	line := fmt.Sprintf("%-10s %-12s %s", o.Result, o.Action, textKey(o.Key))
-	if o.MovedTo != "" {
+	if o.MovedTo != "" && width > 0 {
+		line += "\n    -> " + textKey(o.MovedTo)
+	} else if o.MovedTo != "" {
 		line += " -> " + textKey(o.MovedTo)
 	}
 	if o.Error != "" {
-		line += "\n    " + strings.ReplaceAll(firstLine(o.Error), "\n", " ")
+		for _, part := range foldWords(strings.ReplaceAll(firstLine(o.Error), "\n", " "), width-4) {
+			line += "\n    " + part
+		}
 	}
 	for _, g := range o.Granules {
 		if g.Outcome != recovery.Written {
@@ -593,6 +602,38 @@ func textKey(k string) string {
 		return k
 	}
 	return strconv.Quote(k)
+}
+
+// peopleWidth is the width the plan and the summary, on stderr for people,
+// are folded to: a terminal's narrowest usual width.
+const peopleWidth = 80
+
+// foldParts is lead followed by parts joined with ", ", folded after a comma
+// into lines of at most width columns, the next lines indented four
+// columns deeper than lead (a part wider than a line stays whole).
+func foldParts(lead string, parts []string, width int) string {
+	indent := strings.Repeat(" ", len(lead)-len(strings.TrimLeft(lead, " "))+4)
+	var b strings.Builder
+	b.WriteString(lead)
+	col := runewidth.StringWidth(lead)
+	for i, p := range parts {
+		if i < len(parts)-1 {
+			p += ","
+		}
+		pw := runewidth.StringWidth(p)
+		switch {
+		case i == 0:
+		case col+1+pw > width:
+			b.WriteString("\n" + indent)
+			col = len(indent)
+		default:
+			b.WriteByte(' ')
+			col++
+		}
+		b.WriteString(p)
+		col += pw
+	}
+	return b.String()
 }
 
 func firstLine(s string) string {
@@ -638,11 +679,16 @@ func writeSummary(opts *RecoverOptions, s *RecoverSummary) error {
 		// Not this run's failures: another run moved or deleted them first.
 		gone = fmt.Sprintf(", %d gone elsewhere (already moved or deleted by another run)", s.GoneElsewhere)
 	}
-	fmt.Fprintf(f.IO.ErrOut, "%s: %d of %s: %d written, %d dropped, %d failed, %d unreadable, %d left in place%s, %d not processed\n",
-		verb, s.Processed, output.Plural(s.Selected, "object"), s.Written, s.Dropped, s.Failed, s.Unreadable, s.Left, gone, s.NotProcessed)
+	fmt.Fprintln(f.IO.ErrOut, foldParts(fmt.Sprintf("%s: %d of %s: ", verb, s.Processed, output.Plural(s.Selected, "object")), []string{
+		fmt.Sprintf("%d written", s.Written), fmt.Sprintf("%d dropped", s.Dropped), fmt.Sprintf("%d failed", s.Failed),
+		fmt.Sprintf("%d unreadable", s.Unreadable), fmt.Sprintf("%d left in place%s", s.Left, gone), fmt.Sprintf("%d not processed", s.NotProcessed),
+	}, peopleWidth))
 	fmt.Fprintf(f.IO.ErrOut, "  archive: %d deleted, %d moved to failed-sqs\n", s.Deleted, s.Moved)
-	fmt.Fprintf(f.IO.ErrOut, "  database (Cumulus %s): %s, %s (%d dropped), granules %d written, %d dropped, %d failed, %d marked failed for their files\n",
-		s.Schema, output.Plural(s.Executions, "execution"), output.Plural(s.Pdrs, "PDR"), s.PdrsDropped, s.GranulesWritten, s.GranulesDropped, s.GranulesFailed, s.FilesFailed)
+	fmt.Fprintln(f.IO.ErrOut, foldParts(fmt.Sprintf("  database (Cumulus %s): ", s.Schema), []string{
+		output.Plural(s.Executions, "execution"), fmt.Sprintf("%s (%d dropped)", output.Plural(s.Pdrs, "PDR"), s.PdrsDropped),
+		fmt.Sprintf("granules %d written", s.GranulesWritten), fmt.Sprintf("%d dropped", s.GranulesDropped), fmt.Sprintf("%d failed", s.GranulesFailed),
+		fmt.Sprintf("%d marked failed for their files", s.FilesFailed),
+	}, peopleWidth))
 	if s.NoProcTimes > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "  %s written without processing times (DescribeExecution failed; v21 would have failed them)\n", output.Plural(s.NoProcTimes, "object"))
 	}
