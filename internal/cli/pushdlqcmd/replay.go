@@ -395,7 +395,8 @@ func printPlan(w io.Writer, opts *ReplayOptions, p *pushreplay.Plan) {
 		fmt.Fprintf(w, "  round    %d, read on past SQS's in-flight limit: what this round read (the earlier rounds sent %d and parked %d)\n",
 			p.Round, p.EarlierSent, p.EarlierParked)
 	}
-	fmt.Fprintf(w, "  window   %s … %s (inclusive, on createdAt; epoch ms %d … %d)\n", isoMs(policy.Start), isoMs(policy.End), policy.Start, policy.End)
+	// Two lines, so that the plan fits 80 columns.
+	fmt.Fprintf(w, "  window   %s … %s\n           inclusive, on createdAt (epoch ms %d … %d)\n", isoMs(policy.Start), isoMs(policy.End), policy.Start, policy.End)
 	if opts.Window != "" {
 		if a, b, _ := strings.Cut(opts.Window, "/"); pushpolicy.IsDateOnly(a) || pushpolicy.IsDateOnly(b) {
 			fmt.Fprintf(w, "           a date alone means midnight UTC at the start of that day: the window ends at %s\n", isoMs(policy.End))

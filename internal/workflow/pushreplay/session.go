@@ -134,7 +134,9 @@ func (s *Session) Banner(verb string) {
 	if acct == "" {
 		acct = "unknown"
 	}
-	s.out.logf("queue %s (account %s, %s)", sqsmove.Name(s.Queue.URL), acct, s.Where)
+	// The identity on a line of its own: with the queue's name it ran past
+	// 80 columns.
+	s.out.logf("queue %s (account %s)\n  %s", sqsmove.Name(s.Queue.URL), acct, s.Where)
 	if s.Queue.RedrivePolicy != "" {
 		s.out.logf("warning: %s has its own redrive policy (maxReceiveCount %s, to %s): receiving its messages may move them there (--allow-redrive)",
 			sqsmove.Name(s.Queue.URL), redriveMax(s.Queue.RedrivePolicy), redriveTarget(s.Queue.RedrivePolicy))
