@@ -21,7 +21,9 @@ func RequireYes(ios *iostreams.IOStreams, yes bool, what string) error {
 // Confirm asks a question on stderr and reads the answer from stdin; only
 // the word typed exactly (for example "yes") confirms. The default is no.
 func Confirm(ios *iostreams.IOStreams, question, word string) (bool, error) {
-	fmt.Fprintf(ios.ErrOut, "%s Type %q to continue: ", question, word)
+	// The question on a line of its own: one naming a file and a queue ran
+	// past 80 columns with the prompt after it.
+	fmt.Fprintf(ios.ErrOut, "%s\nType %q to continue: ", question, word)
 	line, err := bufio.NewReader(ios.In).ReadString('\n')
 	if err != nil && line == "" {
 		fmt.Fprintln(ios.ErrOut)
