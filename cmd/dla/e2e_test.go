@@ -16,7 +16,7 @@ import (
 
 var dlaBin string
 
-func TestMain(m *testing.M) { testsupport.RunWithBinary(m, "dla", "", &dlaBin) }
+func TestMain(m *testing.M) { testsupport.RunWithBinary(m, "dla", "DLA_E2E_BIN", &dlaBin) }
 
 const sample = "../../testdata/archive/demo"
 

@@ -1,0 +1,115 @@
+package main_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/deadletter/deadletter/internal/dla/gen"
+	"github.com/deadletter/deadletter/internal/testsupport"
+)
+
+// The tests of this file run each verb as an operator does, on a terminal
+// (a pseudo-terminal of 80, 120 and 200 columns, TERM=xterm-256color), and
+// check what the terminal shows: no escape sequence printed as text, no
+// line wider than the terminal unless it is a command to copy (or holds a
+// key, an ARN or a URL that cannot be cut), colour where it belongs and none
+// with NO_COLOR=1, TERM=dumb or on the data of a pipe (issue 31 item 2).
+
+// copyOfSample is a copy of the sample archive, for the verbs that move or
+// delete objects.
+func copyOfSample(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "demo")
+	if out, err := exec.Command("cp", "-r", sample, dir).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v: %s", err, out)
+	}
+	return dir
+}
+
+// sampleKey is the key of one object of the sample archive's 2024-03-02.
+func sampleKey(t *testing.T) string {
+	t.Helper()
+	names, err := os.ReadDir(filepath.Join(sample, "dead-letter-archive", "sqs", "2024-03-02"))
+	if err != nil || len(names) == 0 {
+		t.Fatalf("the sample archive's 2024-03-02: %v", err)
+	}
+	return "sqs/2024-03-02/" + names[0].Name()
+}
+
+var confirmYes = []testsupport.PTYAnswer{{Prompt: "to continue:", Reply: "yes"}}
+
+func dlaVerbs() []testsupport.PTYVerb {
+	fixed := func(args ...string) func(*testing.T) ([]string, []testsupport.PTYAnswer) {
+		return func(*testing.T) ([]string, []testsupport.PTYAnswer) { return args, nil }
+	}
+	return []testsupport.PTYVerb{
+		{Name: "search", Run: fixed("search", "--archive", sample, "--include-legacy", "--ignore-unreadable"), Codes: []int{0}, Colour: true},
+		{Name: "search-one-day", Run: fixed("search", "--archive", sample, "--date", "2024-03-02"), Codes: []int{0}, Colour: true},
+		{Name: "show", Run: func(t *testing.T) ([]string, []testsupport.PTYAnswer) {
+			return []string{"show", "--archive", sample, sampleKey(t)}, nil
+		}, Codes: []int{0}, Colour: true},
+		{Name: "stats", Run: fixed("stats", "--archive", sample, "--by", "error", "--ignore-unreadable"), Codes: []int{0}, Colour: true},
+		{Name: "stats-collection", Run: fixed("stats", "--archive", sample, "--by", "collection", "--ignore-unreadable"), Codes: []int{0}, Colour: true},
+		{Name: "triage", Run: fixed(triageArgs...), Codes: []int{0}, Colour: true, Check: checkTriageScreen},
+		{Name: "report", Run: func(t *testing.T) ([]string, []testsupport.PTYAnswer) {
+			return []string{"report", "--archive", sample, "--out", filepath.Join(t.TempDir(), "report.html")}, nil
+		}, Codes: []int{0}},
+		{Name: "recover", Run: func(t *testing.T) ([]string, []testsupport.PTYAnswer) {
+			db := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
+			return []string{"recover", "--archive", copyOfSample(t), "--include-legacy", "--offline", "--database-url", db}, confirmYes
+		}, Codes: []int{0, 3}, Check: func(t *testing.T, r testsupport.PTYResult) {
+			for _, want := range []string{"Type \"yes\" to continue", "written"} { // the plan, then the run and its summary
+				if !strings.Contains(r.Screen, want) {
+					t.Errorf("recover's screen lacks %q", want)
+				}
+			}
+		}},
+		{Name: "recover-dry-run", Run: func(t *testing.T) ([]string, []testsupport.PTYAnswer) {
+			db := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
+			return []string{"recover", "--archive", sample, "--include-legacy", "--offline", "--database-url", db, "--dry-run"}, nil
+		}, Codes: []int{0, 3}},
+		{Name: "migrate-legacy", Run: func(t *testing.T) ([]string, []testsupport.PTYAnswer) {
+			return []string{"migrate-legacy", "--archive", copyOfSample(t), "--offline"}, confirmYes
+		}, Codes: []int{0}, Check: func(t *testing.T, r testsupport.PTYResult) {
+			if !strings.Contains(r.Screen, "moved") {
+				t.Error("migrate-legacy moved nothing")
+			}
+		}},
+	}
+}
+
+var triageArgs = []string{"triage", "--archive", sample, "--ignore-unreadable"}
+
+// checkTriageScreen pins issue 31's bar for triage on a terminal: each
+// group's next command (as -o json gives it) on a line of its own, whole.
+func checkTriageScreen(t *testing.T, r testsupport.PTYResult) {
+	t.Helper()
+	out, stderr, _ := dla(t, nil, "", append(triageArgs, "-o", "json")...)
+	var report struct {
+		Groups []struct {
+			Class   string `json:"class"`
+			Command string `json:"command"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal([]byte(out), &report); err != nil || len(report.Groups) == 0 {
+		t.Fatalf("triage -o json: %v: %s", err, stderr)
+	}
+	for _, g := range report.Groups {
+		if !testsupport.CommandOnItsOwnLine(r.Screen, g.Command) {
+			t.Errorf("%d columns: the %s group's command is not whole on a line of its own: %s", r.Cols, g.Class, g.Command)
+		}
+	}
+}
+
+func TestEveryVerbOnATerminal(t *testing.T) {
+	for _, v := range dlaVerbs() {
+		t.Run(v.Name, func(t *testing.T) {
+			t.Parallel()
+			testsupport.RunOnTerminals(t, dlaBin, v)
+		})
+	}
+}
