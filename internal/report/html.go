@@ -91,19 +91,19 @@ var pageTemplate = sync.OnceValue(func() *template.Template {
 		"clean": clean,
 		"badge": BadgeClass,
 		"csp":   func() string { return contentSecurityPolicy },
-		"objects": func(n int) string {
+		"count": func(n int, unit string) string {
 			if n == 1 {
-				return "object"
+				return unit
 			}
-			return "objects"
+			return unit + "s"
 		},
 	}).Parse(`{{define "parts"}}{{range .}}{{if .Kind}}{{clean .Kind}} {{range $i, $n := .Shown}}{{if $i}}, {{end}}<span class="name">{{clean $n}}</span>{{end}} <b class="fold">and {{.More}} more</b>{{else}}{{clean .Text}}{{end}}{{end}}{{end}}
 {{- define "folds"}}{{range .}}{{if and .Kind (not .Above)}}<details class="more"><summary>The other {{.More}} {{clean .Kind}}</summary><ul class="names">{{range .Folded}}<li>{{clean .}}</li>{{end}}{{if .Unlisted}}<li class="unlisted">and {{.Unlisted}} that triage does not name here ('triage -o json' lists every one)</li>{{end}}</ul></details>
 {{end}}{{end}}{{end}}
-{{- define "triage"}}{{if .Summary}}<ul class="tsum">{{range .Summary}}<li><span class="badge {{badge .Class}}">{{clean .Class}}</span> {{.Objects}} {{objects .Objects}} in {{.Groups}} group{{if ne .Groups 1}}s{{end}}</li>{{end}}</ul>
+{{- define "triage"}}{{$unit := .Unit}}{{if .Summary}}<ul class="tsum">{{range .Summary}}<li><span class="badge {{badge .Class}}">{{clean .Class}}</span> {{.Objects}} {{count .Objects $unit}} in {{.Groups}} group{{if ne .Groups 1}}s{{end}}</li>{{end}}</ul>
 <ol class="triage">
 {{range .Groups}}<li class="tg {{badge .Class}}" data-class="{{clean .Class}}" data-count="{{.Count}}" data-next="{{clean .Next}}">
-<div class="tg-head"><span class="count">{{.Count}} <small>{{objects .Count}}</small></span><span class="badge {{badge .Class}}">{{clean .Class}}</span><span class="what">{{clean .What}}</span></div>
+<div class="tg-head"><span class="count">{{.Count}} <small>{{count .Count $unit}}</small></span><span class="badge {{badge .Class}}">{{clean .Class}}</span><span class="what">{{clean .What}}</span></div>
 {{if .WhatWhole}}<details class="whole"><summary>The whole error class</summary><p>{{clean .WhatWhole}}</p></details>
 {{end}}<div class="verdict">{{template "parts" .Verdict}}</div>
 {{template "folds" .Verdict}}<div class="step">{{template "parts" .Step}}</div>

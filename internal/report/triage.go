@@ -28,9 +28,15 @@ type TriageRow struct {
 // the class as a badge, the error class, the verdict with long lists of names
 // folded, and the command in a block of its own that one click selects whole.
 func TriageSection(rows []TriageRow, note string) Section {
+	return TriageSectionCounting(rows, note, "object")
+}
+
+// TriageSectionCounting is TriageSection for groups of unit ("message" for
+// a DLQ's triage).
+func TriageSectionCounting(rows []TriageRow, note, unit string) Section {
 	s := Section{ID: "triage", Title: "Triage: what to do with each group", Open: true,
 		Note: note + " Verdicts come from the rule table in docs/triage.md; each command selects exactly its group, and a click on it selects the whole of it to copy."}
-	v := &TriageView{}
+	v := &TriageView{Unit: unit}
 	byClass := map[string]*ClassCount{}
 	for _, r := range rows {
 		c := byClass[r.Class]
@@ -84,6 +90,7 @@ var classOrder = []string{"transient", "fix-first", "permanent", "unknown"}
 
 // TriageView is what the page template draws for a triage section.
 type TriageView struct {
+	Unit    string       // what a group counts: "object", "message"
 	Summary []ClassCount // objects and groups of each class
 	Groups  []TriageGroup
 }

@@ -118,3 +118,20 @@ func TestTriageFoldsLongListsOfNames(t *testing.T) {
 		t.Errorf("the fold of five names and 2 more:\n%s", page)
 	}
 }
+
+// A DLQ's triage counts messages, not objects.
+func TestPushTriageCountsMessages(t *testing.T) {
+	var b strings.Builder
+	rows := []report.TriageRow{{Count: 57, Class: "transient", What: "1004 PushFailed", Verdict: "v", Next: "no replay"}, {Count: 1, Class: "unknown", What: "w", Verdict: "v", Next: "no replay"}}
+	if err := report.Write(&b, report.Page{Title: "t", Sections: []report.Section{report.TriageSectionCounting(rows, "n", "message")}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"57 messages in 1 group", `57 <small>messages</small>`, `1 <small>message</small>`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if strings.Contains(b.String(), "object") {
+		t.Error("a DLQ's triage counts objects")
+	}
+}

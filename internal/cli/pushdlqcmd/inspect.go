@@ -193,7 +193,7 @@ func writeInspectHTML(f *Factory, path string, rep InspectReport, t *tally, tria
 	if rep.Sample {
 		note = "From a sample only: 'pushdlq triage' reads every message."
 	}
-	page.Sections = append([]report.Section{report.TriageSection(triageRows, note)}, page.Sections...)
+	page.Sections = append([]report.Section{report.TriageSectionCounting(triageRows, note, "message")}, page.Sections...)
 	page.Generated = f.Now().UTC().Format("2006-01-02 15:04:05Z") + " by pushdlq inspect"
 	var b bytes.Buffer
 	if err := report.Write(&b, page); err != nil {
