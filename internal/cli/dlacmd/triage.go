@@ -5,11 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/charmbracelet/lipgloss"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
@@ -59,11 +59,14 @@ verdict from the rule table in docs/triage.md:
               violation, not a writable Cumulus message, an unreadable object)
   unknown     no rule matches: look at one first
 
-Each group's line ends with the next command: 'dla recover ... --dry-run'
-for what a retry will fix, selecting exactly that group's objects (its
+Each group ends with the next command: 'dla recover ... --dry-run' for
+what a retry will fix, selecting exactly that group's objects (its
 --error-class and its first and last date folder, with this invocation's
 archive, selection and AWS flags), or 'dla search ... -o keys' and
-'dla show KEY' for what it will not.
+'dla show KEY' for what it will not. On a terminal a summary comes first
+(objects by class, what to do first), and each group is a header row
+fitted to the width, its verdict, and the command whole on a line of its
+own, to copy; piped, each group is one tab-separated line.
 
 With a database (--database-url, --db-secret or $DATABASE_URL), the records a
 fix-first group needs are looked up (read only): a group whose records all
@@ -136,6 +139,10 @@ type TriageGroup struct {
 	// Select lists exactly the group's objects (dla search … -o keys);
 	// null for unreadable objects, which no filter selects.
 	Select *string `json:"select"`
+
+	// shortVerdicts are the verdict for a terminal line, naming fewer
+	// records each (triage.Group.ShortVerdict).
+	shortVerdicts []string
 }
 
 // TriageSchema names the JSON form's version.
@@ -263,7 +270,11 @@ func finishTriage(ctx context.Context, opts *TriageOptions, t *triage.Triage, lo
 		}
 		return output.WriteJSON(output.JSONOut(f.IO), rep)
 	}
-	if err := printTriage(output.TerminalOut(f.IO), f, rep); err != nil {
+	if f.IO.IsStdoutTTY() {
+		if err := output.WriteTriage(f.IO, triageView(rep)); err != nil {
+			return err
+		}
+	} else if err := printTriage(f.IO.Out, rep); err != nil {
 		return err
 	}
 	note := "readiness not checked (no database given)"
@@ -276,7 +287,11 @@ func finishTriage(ctx context.Context, opts *TriageOptions, t *triage.Triage, lo
 			source += fmt.Sprintf(", %d unreadable", unreadable)
 		}
 	}
-	fmt.Fprintf(f.IO.ErrOut, "%s in %s, %s; %s\n", output.Plural(rep.Total, "object"), output.Plural(len(rep.Groups), "group"), source, note)
+	line := fmt.Sprintf("%s in %s, %s; %s", output.Plural(rep.Total, "object"), output.Plural(len(rep.Groups), "group"), source, note)
+	if f.IO.IsStderrTTY() { // folded to the terminal's width, as the groups are
+		line = output.Wrap(output.OneLine(line), cmp.Or(f.IO.TerminalWidth(), 80), "", "  ")
+	}
+	fmt.Fprintln(f.IO.ErrOut, line)
 	return nil
 }
 
@@ -430,6 +445,11 @@ func triageGroup(g *triage.Group, c triageCommand) TriageGroup {
 		out.Fix = &fix
 	}
 	out.Probe = g.Probe
+	for _, n := range []int{3, 2, 1} {
+		if v := g.ShortVerdict(n); !slices.Contains(out.shortVerdicts, v) {
+			out.shortVerdicts = append(out.shortVerdicts, v)
+		}
+	}
 	if !g.Unreadable {
 		list := []string{"-o", "keys", "--ignore-unreadable"}
 		if g.OddKeys {
@@ -463,55 +483,109 @@ func (g TriageGroup) next() string {
 	return g.Command
 }
 
-// printTriage writes one line per group: count, class, dates, collections,
-// error class, verdict, example key and the next step.
-func printTriage(w io.Writer, f *Factory, rep TriageReport) error {
-	tty := f.IO.IsStdoutTTY()
-	r := f.IO.Renderer()
-	styles := map[triage.Class]func(...string) string{
-		triage.Transient: r.NewStyle().Foreground(lipgloss.Color("2")).Render,
-		triage.FixFirst:  r.NewStyle().Foreground(lipgloss.Color("3")).Render,
-		triage.Permanent: r.NewStyle().Foreground(lipgloss.Color("9")).Render,
-		triage.Unknown:   r.NewStyle().Faint(true).Render,
-	}
-	sep := "\t"
-	if tty {
-		sep = "  "
-	}
+// printTriage writes one tab-separated line per group, for pipes: count,
+// class, dates, collections, error class, verdict, example key and the
+// next step, as stored (a terminal gets triageView).
+func printTriage(w io.Writer, rep TriageReport) error {
 	for _, g := range rep.Groups {
-		dates := "-"
-		if g.FirstDate != nil {
-			dates = *g.FirstDate
-			if *g.LastDate != *g.FirstDate {
-				dates += ".." + *g.LastDate
-			}
-		}
-		colls := "-"
-		if len(g.Collections) > 0 {
-			colls = g.Collections[0]
-			if len(g.Collections) > 1 {
-				colls += fmt.Sprintf(" (+%d)", len(g.Collections)-1)
-			}
-		}
-		errClass := "(unreadable)"
-		if g.ErrorClass != nil {
-			errClass = cmp.Or(*g.ErrorClass, "(no error text)")
-		}
-		class := string(g.Class)
-		if tty {
-			class = styles[g.Class](fmt.Sprintf("%-9s", class))
-		}
-		fields := []string{fmt.Sprint(g.Count), class, dates, colls, errClass, g.Verdict, "e.g. " + g.ExampleKey, "next: " + g.next()}
-		for i, s := range fields {
-			if i != 1 {
-				fields[i] = output.OneLine(s)
-			}
-		}
-		if _, err := fmt.Fprintln(w, strings.Join(fields, sep)); err != nil {
+		if err := output.WriteFields(w, fmt.Sprint(g.Count), string(g.Class), g.dates(), g.collections(), g.errorClass(),
+			g.Verdict, "e.g. "+g.ExampleKey, "next: "+g.next()); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// dates are the group's first and last date folder ("-" for none).
+func (g TriageGroup) dates() string {
+	if g.FirstDate == nil {
+		return "-"
+	}
+	if *g.LastDate == *g.FirstDate {
+		return *g.FirstDate
+	}
+	return *g.FirstDate + ".." + *g.LastDate
+}
+
+// collections are the commonest collection and how many others.
+func (g TriageGroup) collections() string {
+	if len(g.Collections) == 0 {
+		return "-"
+	}
+	if len(g.Collections) == 1 {
+		return g.Collections[0]
+	}
+	return fmt.Sprintf("%s (+%d)", g.Collections[0], len(g.Collections)-1)
+}
+
+func (g TriageGroup) errorClass() string {
+	if g.ErrorClass == nil {
+		return "(unreadable)"
+	}
+	return cmp.Or(*g.ErrorClass, "(no error text)")
+}
+
+// triageView is the terminal form: per group a header row (count, class,
+// dates, the commonest collection and "+N", the error class cut to fit),
+// the verdict naming a few records, and the next command on its own line;
+// first, what to do first.
+func triageView(rep TriageReport) output.TriageView {
+	v := output.TriageView{Unit: "object"}
+	var retry, create, look, retryG, createG, lookG, never int
+	unchecked := false
+	for _, g := range rep.Groups {
+		dates := "-"
+		if g.FirstDate != nil {
+			dates = *g.FirstDate
+			switch last := *g.LastDate; {
+			case last == dates:
+			case last[:4] == dates[:4] && len(last) == len(dates): // same year: 2024-03-01..03-05
+				dates += ".." + last[5:]
+			default:
+				dates += ".." + last
+			}
+		}
+		colls := "-"
+		if len(g.Collections) > 0 {
+			more := ""
+			if len(g.Collections) > 1 {
+				more = fmt.Sprintf(" +%d", len(g.Collections)-1)
+			}
+			colls = output.Cut(output.OneLine(g.Collections[0]), output.LeadCellWidth-len(more)) + more
+		}
+		v.Groups = append(v.Groups, output.TriageCard{Count: g.Count, Class: string(g.Class),
+			Cells: []string{dates, colls, g.errorClass()}, Verdicts: g.shortVerdicts, Command: g.Command})
+		switch {
+		case g.Fix != nil:
+			create, createG = create+g.Count, createG+1
+			unchecked = unchecked || g.Ready == nil
+		case g.Class == triage.Unknown || g.ErrorClass == nil:
+			look, lookG = look+g.Count, lookG+1
+		case strings.HasPrefix(g.Command, "dla recover "):
+			retry, retryG = retry+g.Count, retryG+1
+		default:
+			never += g.Count
+		}
+	}
+	if retry > 0 {
+		v.Steps = append(v.Steps, fmt.Sprintf("retry %s now (%s): each dla recover with --dry-run, then without",
+			output.Plural(retry, "object"), output.Plural(retryG, "group")))
+	}
+	if create > 0 {
+		v.Steps = append(v.Steps, fmt.Sprintf("create the records %s need (%s) and retry them",
+			output.Plural(create, "object"), output.Plural(createG, "group")))
+	}
+	if look > 0 {
+		v.Steps = append(v.Steps, fmt.Sprintf("open one object of each unknown or unreadable group (%s)", output.Plural(lookG, "group")))
+	}
+	v.Idle = "nothing failed in this selection"
+	if never > 0 {
+		v.Idle = fmt.Sprintf("nothing to retry: %s will never succeed as they are", output.Plural(never, "object"))
+	}
+	if unchecked {
+		v.Notes = append(v.Notes, "readiness not checked: no database given (--database-url or --db-secret looks up what exists now)")
+	}
+	return v
 }
 
 // triageRows are a triage's groups as the report page shows them.

@@ -3,9 +3,11 @@ package dlacmd
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"html"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -395,8 +397,14 @@ func TestTriageOfHostileErrorTexts(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	if len(lines) != len(texts)+1 {
-		t.Errorf("%d lines for %d groups:\n%s", len(lines), len(texts), r.stdout)
+	headers := 0
+	for _, l := range lines {
+		if triageHeaderRow.MatchString(l) {
+			headers++
+		}
+	}
+	if headers != len(texts)+1 {
+		t.Errorf("%d header rows for %d groups:\n%s", headers, len(texts)+1, r.stdout)
 	}
 	for _, l := range lines {
 		if strings.ContainsAny(l, "\x1b\x07\x00\r") || !utf8.ValidString(l) || len(l) > 4000 {
@@ -416,6 +424,52 @@ func TestTriageOfHostileErrorTexts(t *testing.T) {
 			t.Errorf("%.120q: selects %d, the group has %d", *g.Select, len(got), g.Count)
 		}
 	}
+}
+
+// triageHeaderRow is a group's first line on a terminal without colour:
+// its count, then its class as a badge.
+var triageHeaderRow = regexp.MustCompile(`^ *[0-9]+  \[(transient|fix-first|permanent|unknown)\]`)
+
+// On a terminal, triage opens with a summary (objects by class, what to
+// do first), and shows each group as a header row fitted to the width,
+// one verdict line and its next command whole on a line of its own; the
+// classes are coloured badges, and the colour codes are sent, never
+// shown as text (they were escaped as archived text: "\x1b[33mfix-first").
+// Piped, the output stays tab-separated (TestTriageOfTheSampleArchive).
+func TestTriageOnATerminal(t *testing.T) {
+	args := []string{"triage", "--archive", sampleArchive, "--ignore-unreadable"}
+	rep := triageOf(t, nil, args[1:]...)
+	for _, width := range []int{80, 100, 200} {
+		cols := strconv.Itoa(width)
+		for _, env := range []map[string]string{{"COLUMNS": cols}, {"COLUMNS": cols, "NO_COLOR": "1"}, {"COLUMNS": cols, "TERM": "dumb"}} {
+			r := run(t, true, env, "", args...)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			what := fmt.Sprintf("%d columns, env %v", width, env)
+			if bad := testsupport.LiteralEscapes(r.stdout); len(bad) > 0 {
+				t.Errorf("%s: escape sequences shown as text: %v", what, bad)
+			}
+			if color := env["NO_COLOR"] == "" && env["TERM"] == ""; testsupport.HasSGR(r.stdout) != color {
+				t.Errorf("%s: colour %v, want %v", what, !color, color)
+			}
+			screen := testsupport.ScreenLines(r.stdout)
+			if !strings.HasPrefix(screen[0].Plain, "71 objects in 8 groups: 15 transient, 35 fix-first, 18 permanent, 3 unknown") ||
+				!strings.HasPrefix(screen[1].Plain, "first: retry 15 objects now") {
+				t.Errorf("%s: the summary does not open the output:\n%s", what, r.stdout)
+			}
+			for _, g := range rep.Groups {
+				if !testsupport.CommandOnItsOwnLine(r.stdout, g.Command) {
+					t.Errorf("%s: the command is cut or not on a line of its own: %s", what, g.Command)
+				}
+			}
+			if bad := testsupport.TooWide(r.stdout, width); len(bad) > 0 {
+				t.Errorf("%s: lines wider than the terminal: %v", what, bad)
+			}
+		}
+	}
+	r := run(t, true, map[string]string{"COLUMNS": "100", "NO_COLOR": "1"}, "", args...)
+	golden.Check(t, filepath.Join("testdata", "triage_sample_tty.golden"), r.stdout)
 }
 
 // With --engine athena the grouping is one query and the classification
