@@ -115,25 +115,6 @@ func S3(cfg aws.Config, s Settings) *s3.Client {
 	})
 }
 
-// Describe names the target for the identity banner (never a secret).
-func Describe(cfg aws.Config, s Settings) string {
-	profile := s.Profile
-	if profile == "" {
-		profile = os.Getenv("AWS_PROFILE")
-	}
-	if profile == "" {
-		profile = "default"
-	}
-	endpoint := s.EndpointURL
-	if endpoint == "" {
-		endpoint = os.Getenv("AWS_ENDPOINT_URL")
-	}
-	if endpoint == "" {
-		endpoint = "aws"
-	}
-	return fmt.Sprintf("profile=%s region=%s endpoint=%s", profile, cfg.Region, endpoint)
-}
-
 // MaxIdleConnsPerHost keeps one idle connection per request a command can
 // have in flight (dla's --concurrency reaches 64 and more; pushdlq's workers
 // each hold several). The SDK's default keeps 10: above that, every finished

@@ -11,7 +11,8 @@ import (
 // isolate points the SDK at an empty shared config and clears AWS_* vars.
 func isolate(t *testing.T) {
 	t.Helper()
-	for _, k := range []string{"AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "DEADLETTER_DEBUG"} {
+	for _, k := range []string{"AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_SQS",
+		"AWS_ENDPOINT_URL_SNS", "AWS_ENDPOINT_URL_SFN", "AWS_ENDPOINT_URL_SECRETS_MANAGER", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "DEADLETTER_DEBUG"} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}

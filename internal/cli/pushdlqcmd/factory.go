@@ -48,7 +48,7 @@ func NewFactory(ios *iostreams.IOStreams, getenv func(string) string) *Factory {
 		if err != nil {
 			return nil, "", err
 		}
-		return awsconfig.SQS(cfg, *f.AWS), awsconfig.Describe(cfg, *f.AWS), nil
+		return awsconfig.SQS(cfg, *f.AWS), awsconfig.Describe(cfg, *f.AWS, awsconfig.ServiceSQS), nil
 	}
 	f.Lambda = func(ctx context.Context) (lambdactl.API, error) {
 		cfg, err := awsconfig.Load(ctx, *f.AWS)
