@@ -155,7 +155,11 @@ func runTriage(ctx context.Context, opts *TriageOptions) error {
 		}
 		return cmdutil.PartialError
 	}
-	if err := printTriage(output.TerminalOut(f.IO), f.IO.IsStdoutTTY(), rep); err != nil {
+	if f.IO.IsStdoutTTY() {
+		if err := output.WriteTriage(f.IO, triageView(rep)); err != nil {
+			return err
+		}
+	} else if err := printTriage(f.IO.Out, rep); err != nil {
 		return err
 	}
 	fmt.Fprintf(f.IO.ErrOut, "%s in %s\n", output.Plural(rep.Scanned, "message"), output.Plural(len(rep.Groups), "group"))
@@ -210,41 +214,99 @@ func sortCounts(c []TriageCount) {
 	})
 }
 
-// printTriage writes one line per group.
-func printTriage(w io.Writer, tty bool, rep TriageReport) error {
-	sep := "\t"
-	if tty {
-		sep = "  "
-	}
+// printTriage writes one tab-separated line per group, for pipes (a
+// terminal gets triageView).
+func printTriage(w io.Writer, rep TriageReport) error {
 	for _, g := range rep.Groups {
-		code := "-"
-		if g.Code != nil {
-			code = strconv.Itoa(*g.Code) + " " + g.Name
-		}
 		window := "-"
 		if g.Window != nil {
 			window = *g.Window
-		}
-		tpl := "-"
-		if len(g.Templates) > 0 {
-			tpl = g.Templates[0].Value
-			if len(g.Templates) > 1 {
-				tpl += fmt.Sprintf(" (+%d)", len(g.Templates)-1)
-			}
 		}
 		next := "no replay"
 		if g.Command != nil {
 			next = *g.Command
 		}
-		fields := []string{strconv.Itoa(g.Count), string(g.Class), code, window, tpl, g.Verdict, "next: " + next}
-		for i := range fields {
-			fields[i] = output.OneLine(fields[i])
-		}
-		if _, err := fmt.Fprintln(w, strings.Join(fields, sep)); err != nil {
+		if err := output.WriteFields(w, strconv.Itoa(g.Count), string(g.Class), g.code(), window, g.template(), g.Verdict, "next: "+next); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// code is the group's error code and name ("-" without one).
+func (g TriageGroup) code() string {
+	if g.Code == nil {
+		return "-"
+	}
+	return strconv.Itoa(*g.Code) + " " + g.Name
+}
+
+// template is the commonest message template, and how many others.
+func (g TriageGroup) template() string {
+	switch len(g.Templates) {
+	case 0:
+		return "-"
+	case 1:
+		return g.Templates[0].Value
+	}
+	return fmt.Sprintf("%s (+%d)", g.Templates[0].Value, len(g.Templates)-1)
+}
+
+// when is the burst's first and last createdAt to the minute, shortened
+// ("2024-03-01 10:00..10:14"), or why the group has no window.
+func (g TriageGroup) when() string {
+	if g.FirstCreatedAt == nil {
+		return cmp.Or(string(g.Problem), "-")
+	}
+	minute := func(iso string) string { return strings.Replace(iso[:min(len(iso), 16)], "T", " ", 1) }
+	first, last := minute(*g.FirstCreatedAt), minute(*g.LastCreatedAt)
+	switch {
+	case first == last:
+		return first
+	case len(first) == 16 && first[:11] == last[:11]: // the same day
+		return first + ".." + last[11:]
+	}
+	return first + ".." + last
+}
+
+// triageView is the terminal form: per group a header row (count, class,
+// burst, code, the commonest template cut to fit), the verdict, and the
+// replay command on its own line; first, what to do first.
+func triageView(rep TriageReport) output.TriageView {
+	v := output.TriageView{Unit: "message"}
+	var replay, replayG, look, never int
+	for _, g := range rep.Groups {
+		code := "no error code"
+		if g.Code != nil {
+			code = g.code()
+		}
+		card := output.TriageCard{Count: g.Count, Class: string(g.Class), Cells: []string{g.when(), code, g.template()}, Verdicts: []string{g.Verdict}}
+		switch {
+		case g.Command != nil:
+			card.Command = *g.Command
+			replay, replayG = replay+g.Count, replayG+1
+		case g.Class == triage.Unknown:
+			look += g.Count
+		default:
+			never += g.Count
+		}
+		v.Groups = append(v.Groups, card)
+	}
+	if replay > 0 {
+		v.Steps = append(v.Steps, fmt.Sprintf("replay %s (%s) once the cause is gone: each pushdlq replay with --dry-run, then without",
+			output.Plural(replay, "message"), output.Plural(replayG, "burst")))
+	}
+	if look > 0 {
+		v.Steps = append(v.Steps, fmt.Sprintf("look at the %s no rule classifies (pushdlq inspect)", output.Plural(look, "message")))
+	}
+	v.Idle = "the DLQ is empty"
+	if never > 0 {
+		v.Idle = fmt.Sprintf("nothing to replay: %s will never succeed as they are", output.Plural(never, "message"))
+	}
+	if rep.Sample {
+		v.Notes = append(v.Notes, fmt.Sprintf("a sample: only %s of the DLQ were read", output.Plural(rep.Scanned, "message")))
+	}
+	return v
 }
 
 // pushTriageRows are a push triage's groups as the report page shows them.

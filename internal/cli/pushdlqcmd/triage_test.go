@@ -3,6 +3,7 @@ package pushdlqcmd
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"html"
 	"os"
 	"path/filepath"
@@ -11,10 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
 	"github.com/deadletter/deadletter/internal/shellword"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/testsupport"
+	"github.com/deadletter/deadletter/internal/testsupport/golden"
 	"github.com/deadletter/deadletter/internal/triage"
 	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
 )
@@ -29,14 +33,13 @@ func runPushdlq(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errOut.String()
 }
 
-// A DLQ with two bursts of 1004, NotificationNotFound inside the first
-// burst (written late) and on its own a day later (deleted), a 2002, a
-// message without error metadata and one that is not JSON: each group gets
-// its verdict, and each printed replay, run as printed, selects exactly its
-// burst's messages.
-func TestPushTriageReplayCommandSelectsExactlyItsBurst(t *testing.T) {
-	c := testsupport.SQSClient(t)
-	dlq, base := testsupport.NewPushQueues(t, c, "tr", 1, 2)
+// triageDLQ is a DLQ with two bursts of 1004, NotificationNotFound inside
+// the first burst (written late) and on its own a day later (deleted), a
+// 2002, a message without error metadata and one that is not JSON.
+func triageDLQ(t *testing.T) (c *sqs.Client, dlq, base string, bodies []string) {
+	t.Helper()
+	c = testsupport.SQSClient(t)
+	dlq, base = testsupport.NewPushQueues(t, c, "tr", 1, 2)
 	at := func(s string) int64 {
 		ts, err := time.Parse(time.RFC3339, s)
 		if err != nil {
@@ -47,7 +50,6 @@ func TestPushTriageReplayCommandSelectsExactlyItsBurst(t *testing.T) {
 	msg := func(created int64, code int, text string) string {
 		return `{"action":"push","priority":1,"createdAt":` + strconv.FormatInt(created, 10) + `,"errorCode":` + strconv.Itoa(code) + `,"errorMessage":` + strconv.Quote(text) + `}`
 	}
-	var bodies []string
 	for i := 0; i < 5; i++ { // burst A of 1004, 08:30 to 08:42
 		bodies = append(bodies, msg(at("2025-11-14T08:30:00Z")+int64(i)*3*60_000+int64(i)*1000, 1004, "PushFailed: 2 of 3 endpoints failed for notification n-"+strconv.Itoa(i)))
 	}
@@ -59,7 +61,102 @@ func TestPushTriageReplayCommandSelectsExactlyItsBurst(t *testing.T) {
 	bodies = append(bodies, msg(at("2025-11-14T08:31:00Z"), 2002, "PushServiceNotSupported: WNS"))
 	bodies = append(bodies, `{"action":"push","priority":2,"createdAt":`+strconv.FormatInt(at("2025-11-14T08:31:00Z"), 10)+`}`, `not json`)
 	testsupport.SendBodies(t, c, dlq, bodies, nil)
+	return c, dlq, base, bodies
+}
 
+// runPushdlqTTY runs pushdlq against the test SQS server with stdout and
+// stderr on a terminal of width columns and the environment env (colour:
+// NO_COLOR, TERM).
+func runPushdlqTTY(t *testing.T, width int, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	ios, _, out, errOut := iostreams.Test()
+	ios.SetTTY(false, true, true)
+	ios.SetWidth(width)
+	ios.SetEnv(func(k string) string { return env[k] })
+	f := NewFactory(ios, func(string) string { return "" })
+	f.SQS = func(context.Context) (sqsmove.API, string, error) { return testsupport.SQSClient(t), "test SQS", nil }
+	code := Run(context.Background(), f, args)
+	return code, out.String(), errOut.String()
+}
+
+// On a terminal, pushdlq triage opens with a summary (messages by class,
+// what to do first) and shows each group as a header row fitted to the
+// width, its verdict, and its replay whole on a line of its own: it was
+// one line of 300 characters per group, each replay cut by the wrap.
+// Colour only where wanted, never shown as text; piped, tab-separated.
+func TestPushTriageOnATerminal(t *testing.T) {
+	_, dlq, base, _ := triageDLQ(t)
+	args := []string{"triage", "--dlq", dlq, "--queue-base-url", base}
+	_, out, _ := runPushdlq(t, append(args, "-o", "json")...)
+	var rep TriageReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		width int
+		env   map[string]string
+	}{{80, nil}, {100, nil}, {200, nil}, {100, map[string]string{"NO_COLOR": "1"}}, {100, map[string]string{"TERM": "dumb"}}} {
+		width, env := c.width, c.env
+		code, screen, stderr := runPushdlqTTY(t, width, env, args...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		what := fmt.Sprintf("%d columns, env %v", width, env)
+		if bad := testsupport.LiteralEscapes(screen); len(bad) > 0 {
+			t.Errorf("%s: escape sequences shown as text: %v", what, bad)
+		}
+		if testsupport.HasSGR(screen) != (env == nil) {
+			t.Errorf("%s: colour %v, want %v", what, env != nil, env == nil)
+		}
+		if bad := testsupport.TooWide(screen, width); len(bad) > 0 {
+			t.Errorf("%s: lines wider than the terminal: %v", what, bad)
+		}
+		for _, g := range rep.Groups {
+			if g.Command != nil && !testsupport.CommandOnItsOwnLine(screen, *g.Command) {
+				t.Errorf("%s: the replay is cut or not on a line of its own: %s\n%s", what, *g.Command, screen)
+			}
+		}
+		if lines := testsupport.ScreenLines(screen); !strings.HasPrefix(lines[0].Plain, "15 messages in 7 groups: 10 transient, 4 permanent, 1 unknown") ||
+			!strings.HasPrefix(lines[1].Plain, "first: replay 10 messages (3 bursts)") {
+			t.Errorf("%s: no summary first:\n%s", what, screen)
+		}
+	}
+	_, screen, _ := runPushdlqTTY(t, 100, map[string]string{"NO_COLOR": "1"}, args...)
+	screen = strings.ReplaceAll(strings.ReplaceAll(screen, dlq, "DLQ"), base, "BASE/")
+	golden.Check(t, filepath.Join("testdata", "triage_tty.golden"), screen)
+
+	_, piped, _ := runPushdlq(t, args...)
+	if lines := strings.Split(strings.TrimSuffix(piped, "\n"), "\n"); len(lines) != len(rep.Groups) || strings.Count(lines[0], "\t") != 6 || strings.Contains(piped, "\x1b") {
+		t.Errorf("piped: want one tab-separated line per group:\n%s", piped)
+	}
+}
+
+// The identity line names the endpoint SQS really uses: with only
+// AWS_ENDPOINT_URL_SQS set it said endpoint=aws while every request went
+// to the variable's endpoint.
+func TestIdentityLineNamesAWSEndpointURLSQS(t *testing.T) {
+	endpoint := testsupport.SQSEndpoint(t)
+	_, dlq, _, _ := triageDLQ(t)
+	testsupport.SetAWSEnv(t, map[string]string{"AWS_ENDPOINT_URL_SQS": endpoint, "AWS_ENDPOINT_URL": ""})
+	for _, verb := range [][]string{{"triage", "--dlq", dlq}, {"inspect", "--dlq", dlq}} {
+		ios, _, _, errOut := iostreams.Test()
+		code := Run(context.Background(), NewFactory(ios, os.Getenv), verb)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", verb[0], code, errOut)
+		}
+		if want := "endpoint=" + endpoint + " (AWS_ENDPOINT_URL_SQS)"; !strings.Contains(errOut.String(), want) || strings.Contains(errOut.String(), "endpoint=aws") {
+			t.Errorf("%s: the identity line does not say %q:\n%s", verb[0], want, errOut)
+		}
+	}
+}
+
+// A DLQ with two bursts of 1004, NotificationNotFound inside the first
+// burst (written late) and on its own a day later (deleted), a 2002, a
+// message without error metadata and one that is not JSON: each group gets
+// its verdict, and each printed replay, run as printed, selects exactly its
+// burst's messages.
+func TestPushTriageReplayCommandSelectsExactlyItsBurst(t *testing.T) {
+	c, dlq, base, bodies := triageDLQ(t)
 	code, out, stderr := runPushdlq(t, "triage", "--dlq", dlq, "--queue-base-url", base, "-o", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
