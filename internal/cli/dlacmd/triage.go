@@ -539,7 +539,7 @@ func triageView(rep TriageReport) output.TriageView {
 			dates = *g.FirstDate
 			switch last := *g.LastDate; {
 			case last == dates:
-			case last[:4] == dates[:4] && len(last) == len(dates): // same year: 2024-03-01..03-05
+			case len(dates) == 10 && len(last) == 10 && last[:5] == dates[:5]: // same year: 2024-03-01..03-05
 				dates += ".." + last[5:]
 			default:
 				dates += ".." + last

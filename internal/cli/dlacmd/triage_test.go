@@ -612,3 +612,22 @@ func TestTriageRefusesLimit(t *testing.T) {
 		t.Errorf("exit %d: %s", r.code, r.stderr)
 	}
 }
+
+// The terminal's date cell shortens a range within one year
+// (2024-03-01..03-05) and leaves any other as it is, whatever a date
+// folder is named.
+func TestTriageViewDates(t *testing.T) {
+	for _, c := range [][3]string{
+		{"2024-03-01", "2024-03-05", "2024-03-01..03-05"},
+		{"2023-12-30", "2024-01-02", "2023-12-30..2024-01-02"},
+		{"2024-03-01", "2024-03-01", "2024-03-01"},
+		{"x", "y", "x..y"},
+		{"", "2024-03-01", "..2024-03-01"},
+	} {
+		first, last := c[0], c[1]
+		v := triageView(TriageReport{Groups: []TriageGroup{{Count: 1, Class: triage.Unknown, FirstDate: &first, LastDate: &last}}})
+		if got := v.Groups[0].Cells[0]; got != c[2] {
+			t.Errorf("%s..%s: %q, want %q", first, last, got, c[2])
+		}
+	}
+}

@@ -263,7 +263,7 @@ func (g TriageGroup) when() string {
 	switch {
 	case first == last:
 		return first
-	case len(first) == 16 && first[:11] == last[:11]: // the same day
+	case len(first) == 16 && len(last) == 16 && first[:11] == last[:11]: // the same day
 		return first + ".." + last[11:]
 	}
 	return first + ".." + last
