@@ -308,7 +308,10 @@ func (d *DB) classify(ctx context.Context, err error) error {
 	if owner := ErrorOwner(err); owner == OfTheMessage || schemaSuspect[pgErr.Code] || messageClasses[pgErr.Code[:min(2, len(pgErr.Code))]] {
 		changed, cerr := d.watch.recheck(ctx, d.q, seen)
 		switch {
-		case cerr != nil && owner == OfTheMessage && ctx.Err() == nil:
+		case cerr != nil && owner == OfTheMessage && ctx.Err() == nil && !d.inTx:
+			// (Inside a dry run's transaction an error outside a savepoint
+			// leaves it unable to read the catalog; a dry run moves
+			// nothing, so its verdict stands as PostgreSQL gave it.)
 			return &recovery.TransientError{Err: fmt.Errorf("PostgreSQL: %s (SQLSTATE %s), and the schema could not be read again to tell whether it changed under the run: %w", pgErr.Message, pgErr.Code, cerr)}
 		case len(changed) > 0:
 			return &recovery.TransientError{Err: &SchemaChangedError{Changes: changed, Cause: err}}
