@@ -168,3 +168,20 @@ func NewGermanCumulusDatabase(t testing.TB, gen cumulusdb.Generation, seed []byt
 	}
 	return dbURL
 }
+
+// ExecSQL runs each statement on its own connection to dbURL, failing the
+// test on an error.
+func ExecSQL(t testing.TB, dbURL string, stmts ...string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, s := range stmts {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package dlacmd
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io/fs"
@@ -10,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/deadletter/deadletter/internal/cumulusdb"
 	"github.com/deadletter/deadletter/internal/dla/gen"
@@ -46,19 +43,6 @@ func treeDigest(t *testing.T, dir string) map[string]string {
 	return out
 }
 
-func execSQL(t *testing.T, url, sql string) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // A database recover cannot write is refused before any object is read,
 // moved or deleted, in one line that names what is wrong: an unknown or
 // half-migrated schema (exit 2), a read-only database, a role without the
@@ -71,7 +55,7 @@ func TestRecoverRefusesADatabaseItCannotWriteBeforeMovingAnything(t *testing.T) 
 		return func(t *testing.T) string {
 			url := testsupport.NewCumulusDatabaseOf(t, gen, seed)
 			if sql != "" {
-				execSQL(t, url, sql)
+				testsupport.ExecSQL(t, url, sql)
 			}
 			return url
 		}
@@ -90,7 +74,7 @@ func TestRecoverRefusesADatabaseItCannotWriteBeforeMovingAnything(t *testing.T) 
 			[]string{"found a half-migrated schema", "no executions_global_unique"}},
 		{"read-only", func(t *testing.T) string {
 			url := testsupport.NewCumulusDatabaseOf(t, testsupport.Generation(t), seed)
-			execSQL(t, url, `ALTER DATABASE `+strings.TrimPrefix(strings.SplitN(url[strings.LastIndex(url, "/"):], "?", 2)[0], "/")+` SET default_transaction_read_only = on`)
+			testsupport.ExecSQL(t, url, `ALTER DATABASE `+strings.TrimPrefix(strings.SplitN(url[strings.LastIndex(url, "/"):], "?", 2)[0], "/")+` SET default_transaction_read_only = on`)
 			return url
 		}, 1, []string{"cannot take the writes: sessions are read-only", "nothing was moved or deleted"}},
 		{"unreachable", func(t *testing.T) string { return "postgres://x@127.0.0.1:1/db?connect_timeout=5" }, 1,
@@ -102,7 +86,7 @@ func TestRecoverRefusesADatabaseItCannotWriteBeforeMovingAnything(t *testing.T) 
 		// SQLSTATE and the relation, never the words.
 		{"v22 without a partition for the dates, German server", func(t *testing.T) string {
 			url := testsupport.NewGermanCumulusDatabase(t, cumulusdb.V22_2, seed)
-			execSQL(t, url, `ALTER TABLE executions DETACH PARTITION executions_default; ALTER TABLE executions DETACH PARTITION executions_2024_q1`)
+			testsupport.ExecSQL(t, url, `ALTER TABLE executions DETACH PARTITION executions_default; ALTER TABLE executions DETACH PARTITION executions_2024_q1`)
 			return url
 		}, 3, []string{"keine Partition von Relation", "no partition of executions takes this row", "created_at", "create the partition of"}},
 	} {

@@ -98,7 +98,7 @@ func TestV22RecoverRefusesASchemaNewerThanItKnowsBeforeMovingAnything(t *testing
 	archiveDir := localGeneratedArchive(t, 12)
 	before := treeDigest(t, archiveDir)
 	url := testsupport.NewCumulusDatabaseOf(t, cumulusdb.V22_3, gen.ReferenceSeed())
-	execSQL(t, url, `ALTER TABLE granules ADD COLUMN mission text NOT NULL`)
+	testsupport.ExecSQL(t, url, `ALTER TABLE granules ADD COLUMN mission text NOT NULL`)
 	r := runAt(t, time.Now, map[string]string{"DEADLETTER_NO_PROMPT": "1"}, "", "recover", "--archive", archiveDir,
 		"--database-url", url, "--offline", "--yes", "--concurrency", "1", "-o", "ndjson")
 	after := treeDigest(t, archiveDir)

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/deadletter/deadletter/internal/archive"
@@ -101,21 +100,6 @@ func generateInto(t *testing.T, root string) {
 	}
 }
 
-func execSQL(t *testing.T, dbURL string, stmts ...string) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	for _, s := range stmts {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-}
-
 // TestASchemaChangedMidRunStopsWithTheObjectsInPlace: three migrations a
 // neighbour could run while recover writes (a NOT NULL column of files
 // losing its default; a NOT NULL column added to files; one added to
@@ -159,7 +143,7 @@ func TestASchemaChangedMidRunStopsWithTheObjectsInPlace(t *testing.T) {
 			start := time.Now().Add(-time.Second)
 			_, err := schemaRun(t, dbURL, root, 8, func(n int) {
 				if n == 12 {
-					execSQL(t, dbURL, c.change...)
+					testsupport.ExecSQL(t, dbURL, c.change...)
 				}
 			})
 			var stopped *StoppedError
@@ -176,7 +160,7 @@ func TestASchemaChangedMidRunStopsWithTheObjectsInPlace(t *testing.T) {
 					t.Errorf("%s moved to failed-sqs/ on the changed schema; the unchanged run leaves it elsewhere", k)
 				}
 			}
-			execSQL(t, dbURL, c.undo...)
+			testsupport.ExecSQL(t, dbURL, c.undo...)
 			if _, err := schemaRun(t, dbURL, root, 8, nil); err != nil {
 				t.Fatalf("re-run once undone: %v", err)
 			}
