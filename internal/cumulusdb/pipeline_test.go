@@ -22,7 +22,7 @@ import (
 // TestBatchedWritesMatchOneByOne writes the same messages into two
 // databases, one writer sending a message's granules and files in
 // pipelines (the default) and one sending every statement alone
-// (Writer.Unbatched, dla recover --x-no-batch), and requires the same
+// (Writer.Unbatched, DEADLETTER_BENCH_BASELINE=batch), and requires the same
 // result and error for every message and the same rows in every table.
 // The messages hold what a pipeline could get wrong: a granule refused for
 // another collection's granule_id, a files statement that fails (the files

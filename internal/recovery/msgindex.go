@@ -45,7 +45,7 @@ func Index(msg gjson.Result) Msg {
 }
 
 // Unindexed is msg read by gjson alone (the benchmark's baseline:
-// dla recover --x-no-msg-index).
+// DEADLETTER_BENCH_BASELINE=msg-index).
 func Unindexed(msg gjson.Result) Msg { return Msg{Result: msg} }
 
 // keysOf maps each key of an object to its value; dup reports a key

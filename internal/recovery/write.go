@@ -102,10 +102,10 @@ type Writer struct {
 	// nil: nothing is published. With one, DB must be a RecordSource.
 	Notifier Notifier
 	// Unbatched sends every statement alone, even to a GranuleBatcher:
-	// the benchmark's baseline (dla recover --x-no-batch).
+	// the benchmark's baseline (DEADLETTER_BENCH_BASELINE=batch).
 	Unbatched bool
 	// NoMsgIndex reads each message with gjson alone (Unindexed): the
-	// benchmark's baseline (dla recover --x-no-msg-index).
+	// benchmark's baseline (DEADLETTER_BENCH_BASELINE=msg-index).
 	NoMsgIndex bool
 }
 

@@ -49,14 +49,15 @@ type RecoverOptions struct {
 	Offline           bool
 	// SNS topic ARNs (default: v21's environment names).
 	Topics snspub.Topics
-	// Hidden switches for the benchmark's baseline: NoBatch sends every
-	// statement alone (--x-no-batch), NoSpool fetches and decodes every
-	// object again after the plan (--x-no-spool), NoGCTuning leaves the
-	// garbage collector at its default (--x-no-gc-tuning), NoPrefetch
-	// prepares each message and deletes written objects in the worker
-	// that writes it (--x-no-prefetch), NoMsgIndex reads each message with
-	// gjson alone (--x-no-msg-index), NoOneProc leaves the write pass at
-	// concurrency 1 on every processor (--x-no-one-proc).
+	// The benchmark's baseline switches, set by DEADLETTER_BENCH_BASELINE
+	// (recover_baseline.go), never by a flag: NoBatch sends every
+	// statement alone (batch), NoSpool fetches and decodes every object
+	// again after the plan (spool), NoGCTuning leaves the garbage
+	// collector at its default (gc-tuning), NoPrefetch prepares each
+	// message and deletes written objects in the worker that writes it
+	// (prefetch), NoMsgIndex reads each message with gjson alone
+	// (msg-index), NoOneProc leaves the write pass at concurrency 1 on
+	// every processor (one-proc).
 	NoBatch, NoSpool, NoGCTuning, NoPrefetch, NoMsgIndex, NoOneProc bool
 	// ViaAPI is a Cumulus API URL: recover through Cumulus's own recovery
 	// (viaapi.go), with the token from TokenFile or $CUMULUS_API_TOKEN.
@@ -164,6 +165,9 @@ later moves back what it left.`,
 			if err := opts.Output.Validate(); err != nil {
 				return err
 			}
+			if err := benchBaseline(opts); err != nil {
+				return err
+			}
 			opts.Args = args
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -195,17 +199,6 @@ later moves back what it left.`,
 	fl.StringVar(&opts.CleanupStaging, "cleanup-staging", "", "with --via-api, only move everything in this staging folder (a prefix a stopped run named) back; nothing else")
 	addNullFlag(cmd, &opts.Null)
 	opts.Output = cmdutil.AddOutputFlag(cmd, "text", "json", "ndjson")
-	// Hidden switches that turn an optimisation off, so that the benchmark
-	// measures before and after in one run (docs/performance.md).
-	fl.BoolVar(&opts.NoBatch, "x-no-batch", false, "send each statement alone (benchmark baseline)")
-	fl.BoolVar(&opts.NoSpool, "x-no-spool", false, "fetch and decode every object again after the plan (benchmark baseline)")
-	fl.BoolVar(&opts.NoGCTuning, "x-no-gc-tuning", false, "leave the garbage collector at its default (benchmark baseline)")
-	fl.BoolVar(&opts.NoPrefetch, "x-no-prefetch", false, "prepare each message, and delete written objects, in the worker that writes it (benchmark baseline)")
-	fl.BoolVar(&opts.NoMsgIndex, "x-no-msg-index", false, "read each message with gjson alone, without an index (benchmark baseline)")
-	fl.BoolVar(&opts.NoOneProc, "x-no-one-proc", false, "at concurrency 1, write on every processor (benchmark baseline)")
-	for _, name := range []string{"x-no-batch", "x-no-spool", "x-no-gc-tuning", "x-no-prefetch", "x-no-msg-index", "x-no-one-proc"} {
-		_ = fl.MarkHidden(name)
-	}
 	return cmd
 }
 

@@ -20,8 +20,8 @@ import (
 // every generation and status, no malformed objects) from a local directory
 // into a fresh local PostgreSQL database, at concurrency 1 and 8, with
 // --offline (no Step Functions reads), each twice side by side: as it runs
-// (run=optimised) and with every optimisation switched off by the hidden
-// flags (run=baseline: recoverBaselineFlags). It reports messages per
+// (run=optimised) and with every optimisation switched off
+// (run=baseline: DEADLETTER_BENCH_BASELINE=all). It reports messages per
 // second and the database round trips per granule and per message,
 // counted by a proxy in front of PostgreSQL (testsupport.TCPProxy: a
 // simple query, an extended-protocol Sync or the connection's startup sent
@@ -42,9 +42,6 @@ func BenchmarkRecover(b *testing.B) {
 	}
 }
 
-// recoverBaselineFlags switch off each optimisation of dla recover.
-var recoverBaselineFlags = []string{"--x-no-batch", "--x-no-spool", "--x-no-gc-tuning", "--x-no-prefetch", "--x-no-msg-index", "--x-no-one-proc"}
-
 func benchRecoverRun(b *testing.B, n, conc int, mode string) {
 	{
 		b.Run(fmt.Sprintf("messages=%d/concurrency=%d/run=%s", n, conc, mode), func(b *testing.B) {
@@ -59,10 +56,11 @@ func benchRecoverRun(b *testing.B, n, conc int, mode string) {
 				start := time.Now()
 				args := []string{"recover", "--archive", dir, "--database-url", pg.ViaProxy(b, dbURL), "--include-legacy",
 					"--offline", "--yes", "--concurrency", strconv.Itoa(conc), "-o", "ndjson"}
+				env := map[string]string{"DEADLETTER_NO_PROMPT": "1"}
 				if mode == "baseline" {
-					args = append(args, recoverBaselineFlags...)
+					env[EnvBenchBaseline] = "all"
 				}
-				r := runAt(b, time.Now, map[string]string{"DEADLETTER_NO_PROMPT": "1"}, "", args...)
+				r := runAt(b, time.Now, env, "", args...)
 				elapsed += time.Since(start)
 				b.StopTimer()
 				var sum struct {

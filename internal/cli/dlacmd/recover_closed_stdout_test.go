@@ -61,20 +61,21 @@ func TestRecoverClosedStdoutNeverDeletesUnwritten(t *testing.T) {
 	if len(deletable) < 20 {
 		t.Fatalf("only %d objects deleted by the full run", len(deletable))
 	}
-	for _, flags := range [][]string{nil, recoverBaselineFlags} {
+	for _, baseline := range []bool{false, true} {
 		for _, conc := range []int{1, 8} {
 			dbURL, root, store := setup()
 			ios, _, _, errOut := iostreams.Test()
 			ios.Out = &epipeAfter{n: 1}
-			getenv := func(k string) string { return env[k] }
+			runEnv := baselineEnv(env, baseline)
+			getenv := func(k string) string { return runEnv[k] }
 			ios.SetEnv(getenv)
 			f := NewFactory(ios, getenv)
 			f.Now = func() time.Time { return now }
-			args := append([]string{"recover", "--archive", root + "/s", "--database-url", dbURL, "--include-legacy", "--offline",
-				"--yes", "--concurrency", strconv.Itoa(conc), "-o", "ndjson"}, flags...)
+			args := []string{"recover", "--archive", root + "/s", "--database-url", dbURL, "--include-legacy", "--offline",
+				"--yes", "--concurrency", strconv.Itoa(conc), "-o", "ndjson"}
 			code := Run(context.Background(), f, args)
 			name := "new"
-			if flags != nil {
+			if baseline {
 				name = "old"
 			}
 			if code == 0 || !strings.Contains(errOut.String(), "stdout") {

@@ -19,7 +19,7 @@ import (
 // (every generation and status, 3% malformed objects, 1 to 5 granules per
 // message) twice, into two databases, at concurrency 1 and 4: as dla runs,
 // and with every optimisation switched off by the hidden flags
-// (recoverBaselineFlags: statements one by one, every object fetched and
+// (DEADLETTER_BENCH_BASELINE=all: statements one by one, every object fetched and
 // decoded again after the plan, the default garbage collector). The
 // object lines, the summary, every table and what is left in the archive
 // (deleted, moved to failed-sqs, left) must be the same.
@@ -33,13 +33,13 @@ func TestRecoverOptimisedMatchesBaseline(t *testing.T) {
 				tables map[string][]map[string]any
 				left   []string
 			}
-			run := func(flags ...string) outcome {
+			run := func(baseline bool) outcome {
 				dbURL := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
 				root := t.TempDir()
 				generateInto(t, root, gen.Options{Stack: "s", Count: 400, Seed: 11, Days: 4, MinGranules: 1, MaxGranules: 5})
-				args := append([]string{"recover", "--archive", root + "/s", "--database-url", dbURL, "--include-legacy", "--offline",
-					"--yes", "--concurrency", strconv.Itoa(conc), "-o", "ndjson"}, flags...)
-				r := runAt(t, func() time.Time { return now }, map[string]string{"DEADLETTER_NO_PROMPT": "1"}, "", args...)
+				args := []string{"recover", "--archive", root + "/s", "--database-url", dbURL, "--include-legacy", "--offline",
+					"--yes", "--concurrency", strconv.Itoa(conc), "-o", "ndjson"}
+				r := runAt(t, func() time.Time { return now }, baselineEnv(map[string]string{"DEADLETTER_NO_PROMPT": "1"}, baseline), "", args...)
 				if r.code != 0 && r.code != cmdutil.ExitPartial {
 					t.Fatalf("exit %d: %s", r.code, r.stderr)
 				}
@@ -62,7 +62,7 @@ func TestRecoverOptimisedMatchesBaseline(t *testing.T) {
 				sort.Strings(o.left)
 				return o
 			}
-			opt, base := run(), run(recoverBaselineFlags...)
+			opt, base := run(false), run(true)
 			if a, b := strings.Join(opt.lines, "\n"), strings.Join(base.lines, "\n"); a != b {
 				t.Errorf("output differs:\n optimised only\n%s\n baseline only\n%s", only(opt.lines, base.lines), only(base.lines, opt.lines))
 			}

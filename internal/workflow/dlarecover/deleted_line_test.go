@@ -50,7 +50,7 @@ func (h *heldDeletes) DeleteMany(ctx context.Context, keys []string) (map[string
 // deletes wait, no written object's line is out; once they fail, each
 // line says the object was left, with why, and none says "deleted". Both
 // the conditional deletes (digest known) and the batch call, with the
-// background deleter and without (--x-no-prefetch).
+// background deleter and without (DEADLETTER_BENCH_BASELINE=prefetch).
 func TestDeletedLineOnlyOnceTheDeleteReturned(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	for _, noPrefetch := range []bool{false, true} {

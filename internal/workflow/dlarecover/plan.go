@@ -25,8 +25,8 @@ type Plan struct {
 	Schema      string           `json:"schema"`
 	Archive     string           `json:"archive"`
 	Area        string           `json:"area"`
-	Spool       *selection.Spool `json:"-"` // the keys (with --x-no-spool)
-	ObjectSpool *ObjectSpool     `json:"-"` // the decoded objects; nil with --x-no-spool
+	Spool       *selection.Spool `json:"-"` // the keys (with DEADLETTER_BENCH_BASELINE=spool)
+	ObjectSpool *ObjectSpool     `json:"-"` // the decoded objects; nil with DEADLETTER_BENCH_BASELINE=spool
 	// CumulusFailed, with --via-api, is where Cumulus's recovery would
 	// put an object that fails ("" when it would leave it: unreadable);
 	// ByFailed gathers the keys by that destination.

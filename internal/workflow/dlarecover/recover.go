@@ -60,7 +60,7 @@ type Run struct {
 	// NoPrefetch unwraps and indexes each message in the worker that
 	// writes it, publishes its notifications and deletes or moves it in
 	// that worker, as before (the benchmark's baseline: dla recover
-	// --x-no-prefetch). Otherwise the messages are prepared ahead
+	// DEADLETTER_BENCH_BASELINE=prefetch). Otherwise the messages are prepared ahead
 	// (unwrapped, indexed, their granules built with their AWS reads:
 	// nothing that reads or depends on the database) by goroutines of
 	// their own while the workers write the ones before, each object's

@@ -1,0 +1,56 @@
+package dlacmd
+
+import (
+	"strings"
+	"testing"
+)
+
+// The benchmark's baseline switches are an environment variable read by
+// recover alone, not flags an operator meets: the old --x-no-* flags are
+// unknown, DEADLETTER_BENCH_BASELINE sets each switch or all, and an
+// unknown name is a usage error rather than a benchmark of nothing.
+func TestBenchBaselineIsAnEnvironmentVariableNotAFlag(t *testing.T) {
+	if r := run(t, false, nil, "", "recover", "--archive", t.TempDir(), "--x-no-batch", "--dry-run"); r.code != 2 || !strings.Contains(r.stderr, "unknown flag") {
+		t.Fatalf("--x-no-batch: exit %d: %s", r.code, r.stderr)
+	}
+	for _, c := range []struct {
+		env  string
+		want RecoverOptions
+	}{
+		{"all", RecoverOptions{NoBatch: true, NoSpool: true, NoGCTuning: true, NoPrefetch: true, NoMsgIndex: true, NoOneProc: true}},
+		{"batch, prefetch", RecoverOptions{NoBatch: true, NoPrefetch: true}},
+		{"", RecoverOptions{}},
+	} {
+		opts := &RecoverOptions{Factory: &Factory{Getenv: func(k string) string {
+			if k == EnvBenchBaseline {
+				return c.env
+			}
+			return ""
+		}}}
+		if err := benchBaseline(opts); err != nil {
+			t.Fatalf("%q: %v", c.env, err)
+		}
+		got := [6]bool{opts.NoBatch, opts.NoSpool, opts.NoGCTuning, opts.NoPrefetch, opts.NoMsgIndex, opts.NoOneProc}
+		want := [6]bool{c.want.NoBatch, c.want.NoSpool, c.want.NoGCTuning, c.want.NoPrefetch, c.want.NoMsgIndex, c.want.NoOneProc}
+		if got != want {
+			t.Errorf("%q: %v, want %v", c.env, got, want)
+		}
+	}
+	r := run(t, false, map[string]string{EnvBenchBaseline: "no-such"}, "", "recover", "--archive", t.TempDir(), "--dry-run")
+	if r.code != 2 || !strings.Contains(r.stderr, `unknown switch "no-such"`) {
+		t.Fatalf("an unknown switch: exit %d: %s", r.code, r.stderr)
+	}
+}
+
+// baselineEnv is env with every optimisation of recover off when baseline
+// is set (the benchmark's baseline), for tests that compare the two.
+func baselineEnv(env map[string]string, baseline bool) map[string]string {
+	out := map[string]string{}
+	for k, v := range env {
+		out[k] = v
+	}
+	if baseline {
+		out[EnvBenchBaseline] = "all"
+	}
+	return out
+}
