@@ -227,10 +227,16 @@ func (w *schemaWatch) recheck(ctx context.Context, q querier, since time.Time) (
 
 // Fingerprint is a schema's shape as the writes depend on it: the tables'
 // kinds, their columns (type, NOT NULL, default), constraints and triggers
-// (with their functions' source), by name. Partitions are left out, and
-// the constraints PostgreSQL derives for each of them (a foreign key to a
-// partitioned table has one per partition): a deployment adds quarters as
-// time goes on.
+// (with their functions' source), by name; what was added to one
+// partition only (a CHECK constraint, a trigger, a NOT NULL, a cloned
+// trigger disabled there), which refuses the rows routed to it as surely
+// as on the table; and every function of the schemas holding the tables
+// and their trigger functions (not an extension's), since a trigger's
+// function may call another that a neighbour replaces. Partitions
+// themselves are left out, and what PostgreSQL derives for each of them
+// (their inherited constraints and cloned triggers, a foreign key to a
+// partitioned table's one per partition): a deployment adds quarters as
+// time goes on (create_future_executions_partitions).
 type Fingerprint map[string]string
 
 func fingerprint(ctx context.Context, q querier) (Fingerprint, error) {
@@ -252,7 +258,30 @@ UNION ALL
 SELECT 'trigger ' || t.name || '.' || g.tgname, pg_get_triggerdef(g.oid)
   || CASE g.tgenabled WHEN 'D' THEN ' (disabled)' ELSE '' END || ' [function ' || md5(p.prosrc) || ']'
 FROM t JOIN pg_trigger g ON g.tgrelid = t.oid AND NOT g.tgisinternal
-JOIN pg_proc p ON p.oid = g.tgfoid`, names)
+JOIN pg_proc p ON p.oid = g.tgfoid
+UNION ALL
+SELECT 'constraint ' || c.relid::regclass::text || '.' || k.conname, pg_get_constraintdef(k.oid) || CASE WHEN k.convalidated THEN '' ELSE ' NOT VALID' END
+FROM t CROSS JOIN LATERAL pg_partition_tree(t.oid) c JOIN pg_constraint k ON k.conrelid = c.relid AND k.conparentid = 0 AND k.conislocal
+WHERE c.level > 0
+UNION ALL
+SELECT 'trigger ' || c.relid::regclass::text || '.' || g.tgname, pg_get_triggerdef(g.oid)
+  || CASE g.tgenabled WHEN 'D' THEN ' (disabled)' ELSE '' END || ' [function ' || md5(p.prosrc) || ']'
+FROM t CROSS JOIN LATERAL pg_partition_tree(t.oid) c JOIN pg_trigger g ON g.tgrelid = c.relid AND NOT g.tgisinternal
+JOIN pg_proc p ON p.oid = g.tgfoid
+LEFT JOIN pg_trigger pg ON pg.oid = g.tgparentid
+WHERE c.level > 0 AND (g.tgparentid = 0 OR g.tgenabled IS DISTINCT FROM pg.tgenabled)
+UNION ALL
+SELECT 'column ' || c.relid::regclass::text || '.' || a.attname, 'NOT NULL on the partition only'
+FROM t CROSS JOIN LATERAL pg_partition_tree(t.oid) c JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum > 0 AND NOT a.attisdropped AND a.attnotnull
+JOIN pg_attribute r ON r.attrelid = t.oid AND r.attname = a.attname AND NOT r.attnotnull
+WHERE c.level > 0
+UNION ALL
+SELECT 'function ' || p.oid::regprocedure::text, md5(pg_get_functiondef(p.oid))
+FROM pg_proc p
+WHERE p.prokind IN ('f', 'p')
+  AND p.pronamespace IN (SELECT c.relnamespace FROM t JOIN pg_class c ON c.oid = t.oid
+    UNION SELECT f.pronamespace FROM t JOIN pg_trigger g ON g.tgrelid = t.oid JOIN pg_proc f ON f.oid = g.tgfoid)
+  AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')`, names)
 	if err != nil {
 		return nil, err
 	}

@@ -102,3 +102,79 @@ func TestATerminatedSessionSaysAnAdministratorOrAFailoverEndedIt(t *testing.T) {
 		t.Fatalf("Explain(%v) = %q, %v", err, line, ok)
 	}
 }
+
+// A neighbour's change that refuses rows without touching the tables
+// themselves is a schema change too: a CHECK constraint, a trigger or a
+// NOT NULL added to partitions only, a cloned guard trigger disabled on
+// one partition, or a function a trigger calls replaced by one that
+// raises. Each makes the write fail with a class-23 or P0 error, which
+// is the message's on an unchanged schema; here the run must stop with
+// the object in place (a TransientError naming what changed), on every
+// v22 generation and on a German server. Cumulus's own
+// create_future_executions_partitions, run mid-run, is no change: a
+// message's own error after it still fails the message.
+func TestAChangeToPartitionsOrToAFunctionATriggerCallsStopsTheRun(t *testing.T) {
+	ctx := context.Background()
+	eachPartition := func(table, stmt string) string {
+		return `DO $$ DECLARE p text; BEGIN FOR p IN SELECT relid::regclass::text FROM pg_partition_tree('` + table + `') WHERE isleaf LOOP EXECUTE format('` + stmt + `', p); END LOOP; END $$`
+	}
+	cases := []struct {
+		name, before, change, names string
+	}{
+		{"a CHECK on granules' partitions", "",
+			eachPartition("granules", `ALTER TABLE %s ADD CONSTRAINT no_g1 CHECK (granule_id <> ''G1'')`), "no_g1"},
+		{"a NOT NULL on files' partitions", "",
+			eachPartition("files", `ALTER TABLE %s ALTER COLUMN checksum_type SET NOT NULL`), "checksum_type"},
+		{"a trigger on an executions partition", "",
+			`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN RAISE EXCEPTION 'refused'; END $f$;
+CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON executions_2024_q1 FOR EACH ROW EXECUTE FUNCTION refuse()`, "executions_2024_q1.refuse"},
+		{"a function a trigger calls replaced",
+			`CREATE FUNCTION audit_helper() RETURNS void LANGUAGE sql AS $f$ SELECT $f$;
+CREATE FUNCTION audit() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN PERFORM audit_helper(); RETURN NEW; END $f$;
+CREATE TRIGGER audit BEFORE INSERT OR UPDATE ON granules FOR EACH ROW EXECUTE FUNCTION audit()`,
+			`CREATE OR REPLACE FUNCTION audit_helper() RETURNS void LANGUAGE plpgsql AS $f$ BEGIN RAISE EXCEPTION 'refused'; END $f$`, "audit_helper"},
+	}
+	for _, gen := range []cumulusdb.Generation{cumulusdb.V22, cumulusdb.V22_2, cumulusdb.V22_3, "de"} {
+		for _, c := range cases {
+			t.Run(string(gen)+"/"+c.name, func(t *testing.T) {
+				var dbURL string
+				if gen == "de" {
+					dbURL = testsupport.NewGermanCumulusDatabase(t, cumulusdb.V22_3, []byte(writersSeed))
+				} else {
+					dbURL = testsupport.NewCumulusDatabaseOf(t, gen, []byte(writersSeed))
+				}
+				if c.before != "" {
+					if _, err := pgxExec(ctx, dbURL, c.before); err != nil {
+						t.Fatal(err)
+					}
+				}
+				db, w := openDB(t, dbURL)
+				if _, err := db.Pool.Exec(ctx, c.change); err != nil {
+					t.Fatal(err)
+				}
+				_, err := w.Write(ctx, message("e1", "completed", feb2024, "", granule("G1", file("b", "k1", 1))))
+				if !recovery.IsTransient(err) || !strings.Contains(err.Error(), "the Cumulus schema changed during the run") || !strings.Contains(err.Error(), c.names) {
+					t.Fatalf("a write refused by a change made mid-run was not stopped as the schema's, naming %s: %v", c.names, err)
+				}
+			})
+		}
+	}
+	t.Run("create_future_executions_partitions", func(t *testing.T) {
+		dbURL := testsupport.NewCumulusDatabaseOf(t, cumulusdb.V22_3, []byte(writersSeed))
+		db, w := openDB(t, dbURL)
+		write(t, w, message("e3", "completed", feb2024, "", granule("G3", file("b", "k3", 1))))
+		if _, err := db.Pool.Exec(ctx, `ALTER TABLE executions DETACH PARTITION executions_default`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Pool.Exec(ctx, `CALL create_future_executions_partitions(3)`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Pool.Exec(ctx, `ALTER TABLE executions ATTACH PARTITION executions_default DEFAULT`); err != nil {
+			t.Fatal(err)
+		}
+		_, err := w.Write(ctx, inCollection(message("e4", "completed", may2024, "", granule("G3", file("b", "k3", 1))), "D", "2"))
+		if recovery.IsTransient(err) || err == nil || !strings.Contains(err.Error(), "in a different collection") {
+			t.Fatalf("after Cumulus's own partitions, a granule of another collection is the message's error: %v", err)
+		}
+	})
+}
