@@ -2,6 +2,7 @@ package awsconfig
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 
@@ -86,8 +87,9 @@ func profileName(s Settings) string {
 
 // Describe names the target for the identity banner (never a secret):
 // the profile, the region, and the endpoint each of services will really
-// use (Endpoint), with what set it; "aws" when nothing overrides it. One
-// endpoint shared by every service named is named once:
+// use (Endpoint), its password hidden (RedactEndpoint), with what set it;
+// "aws" when nothing overrides it. One endpoint shared by every service
+// named is named once:
 //
 //	profile=default region=us-east-1 endpoint=http://127.0.0.1:4566 (AWS_ENDPOINT_URL_SQS)
 //	profile=ops region=eu-west-1 endpoint=S3 http://127.0.0.1:9000 (--endpoint-url), SFN aws
@@ -96,11 +98,11 @@ func profileName(s Settings) string {
 // its own uses (--endpoint-url, AWS_ENDPOINT_URL, the profile's).
 func Describe(cfg aws.Config, s Settings, services ...string) string {
 	name := func(service string) string {
-		url, source := Endpoint(cfg, s, service)
-		if url == "" {
+		endpoint, source := Endpoint(cfg, s, service)
+		if endpoint == "" {
 			return "aws"
 		}
-		return url + " (" + source + ")"
+		return RedactEndpoint(endpoint) + " (" + source + ")"
 	}
 	endpoint := name("")
 	if len(services) > 0 {
@@ -117,4 +119,29 @@ func Describe(cfg aws.Config, s Settings, services ...string) string {
 		}
 	}
 	return fmt.Sprintf("profile=%s region=%s endpoint=%s", profileName(s), cfg.Region, endpoint)
+}
+
+// RedactEndpoint is an endpoint as it may be shown: a password in it
+// (http://user:pass@proxy:3128, as a proxy or a gateway may be given) is
+// written xxxxx, as net/url does. A banner is read over a shoulder, pasted
+// in a ticket and kept in a terminal's scrollback.
+func RedactEndpoint(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil { // not a URL: hide whatever comes before an @
+		if at := strings.LastIndexByte(endpoint, '@'); at >= 0 {
+			scheme, _, found := strings.Cut(endpoint[:at], "://")
+			if !found {
+				return "xxxxx" + endpoint[at:]
+			}
+			return scheme + "://xxxxx" + endpoint[at:]
+		}
+		return endpoint
+	}
+	if u.User == nil {
+		return endpoint
+	}
+	if _, ok := u.User.Password(); !ok {
+		return endpoint
+	}
+	return u.Redacted()
 }

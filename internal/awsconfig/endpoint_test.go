@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -70,5 +71,41 @@ func TestDescribeNamesTheEndpointEachServiceUses(t *testing.T) {
 				t.Errorf("Describe = %q\nwant       %q", got, c.want)
 			}
 		})
+	}
+}
+
+// An endpoint holding a password (a proxy or gateway given as
+// http://user:pass@host) was printed whole on the identity line, which is
+// read over shoulders and pasted into tickets: the password is hidden,
+// the rest (user, host, port, path) still says where requests go.
+func TestDescribeHidesAnEndpointsPassword(t *testing.T) {
+	for _, c := range []struct{ env, flag, want string }{
+		{env: "http://ops:s3cr3t@127.0.0.1:4566", want: "endpoint=http://ops:xxxxx@127.0.0.1:4566 (AWS_ENDPOINT_URL_SQS)"},
+		{flag: "http://ops:p%40ss@127.0.0.1:4566/base", want: "endpoint=http://ops:xxxxx@127.0.0.1:4566/base (--endpoint-url)"},
+		{env: "http://ops@127.0.0.1:4566", want: "endpoint=http://ops@127.0.0.1:4566 (AWS_ENDPOINT_URL_SQS)"},
+	} {
+		isolate(t)
+		t.Setenv("AWS_CONFIG_FILE", os.DevNull)
+		t.Setenv("AWS_REGION", "us-east-1")
+		if c.env != "" {
+			t.Setenv("AWS_ENDPOINT_URL_SQS", c.env)
+		}
+		s := Settings{EndpointURL: c.flag}
+		cfg, err := Load(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := Describe(cfg, s, ServiceSQS)
+		if !strings.HasSuffix(got, c.want) || strings.Contains(got, "s3cr3t") || strings.Contains(got, "p%40ss") {
+			t.Errorf("Describe = %q, want it to end %q and hold no password", got, c.want)
+		}
+	}
+	for in, want := range map[string]string{
+		"http://u:p w@host": "http://xxxxx@host", // not a URL: everything before the @ is hidden
+		"http://host:4566":  "http://host:4566",
+	} {
+		if got := RedactEndpoint(in); got != want {
+			t.Errorf("RedactEndpoint(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
