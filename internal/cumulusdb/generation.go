@@ -151,12 +151,19 @@ GROUP BY t.name, c.relkind`, names)
 		return "", &SchemaError{Found: "NOT NULL column " + strings.Join(unfilled, ", ") + " without a default, which no write of dla fills (a newer Cumulus schema?)",
 			Expected: "the columns of Cumulus v21 or v22.0-v22.3"}
 	}
-	// The guard triggers on executions, granules and files, enabled, with
-	// the function each calls.
-	trows, err := q.Query(ctx, `SELECT c.relname::text || '.' || g.tgname, p.proname::text
-FROM pg_trigger g JOIN pg_class c ON c.oid = g.tgrelid JOIN pg_proc p ON p.oid = g.tgfoid
+	// The guard triggers on executions, granules and files that fire in
+	// this session, with the function each calls: enabled (ALWAYS, or as
+	// session_replication_role asks: a trigger enabled for replicas only
+	// fires only under 'replica', an ordinary one never does there), and
+	// so on every partition (a clone disabled on one partition lets the
+	// rows routed there skip it).
+	trows, err := q.Query(ctx, `WITH fires AS (SELECT CASE current_setting('session_replication_role') WHEN 'replica' THEN 'R' ELSE 'O' END AS mode)
+SELECT c.relname::text || '.' || g.tgname, p.proname::text
+FROM fires, pg_trigger g JOIN pg_class c ON c.oid = g.tgrelid JOIN pg_proc p ON p.oid = g.tgfoid
 WHERE g.tgrelid IN (to_regclass('executions'), to_regclass('granules'), to_regclass('files'))
-  AND NOT g.tgisinternal AND g.tgenabled <> 'D'`)
+  AND NOT g.tgisinternal AND g.tgenabled IN ('A', fires.mode)
+  AND NOT EXISTS (SELECT 1 FROM pg_partition_tree(g.tgrelid) t JOIN pg_trigger k ON k.tgrelid = t.relid
+    WHERE t.level > 0 AND k.tgname = g.tgname AND k.tgparentid <> 0 AND k.tgenabled NOT IN ('A', fires.mode))`)
 	if err != nil {
 		return "", err
 	}

@@ -94,6 +94,14 @@ DROP TRIGGER files_enforce_unique_bucket_key_trigger ON files`,
 			"Cumulus v22.2 tables without their guard trigger granules.granules_enforce_unique_granule_id_trigger_insert (granules_enforce_global_uniqueness_insert)"},
 		{"v22.3 with a trigger disabled", cumulusdb.V22_3, `ALTER TABLE executions DISABLE TRIGGER executions_enforce_unique_arn_url_trigger_insert`,
 			"Cumulus v22.3 tables without their guard trigger executions.executions_enforce_unique_arn_url_trigger_insert (executions_enforce_global_uniqueness_insert) (dropped or disabled)"},
+		// A trigger that exists and is not disabled but does not fire in
+		// dla's sessions: enabled for replication only (it fires only
+		// under session_replication_role = replica), or whose clone is
+		// disabled on one partition (the rows routed there skip it).
+		{"v22.3 with a trigger enabled for replicas only", cumulusdb.V22_3, `ALTER TABLE granules ENABLE REPLICA TRIGGER granules_enforce_unique_granule_id_trigger_insert`,
+			"Cumulus v22.3 tables without their guard trigger granules.granules_enforce_unique_granule_id_trigger_insert (granules_enforce_global_uniqueness_insert) (dropped or disabled)"},
+		{"v22.2 with a trigger disabled on one partition", cumulusdb.V22_2, `ALTER TABLE files_p3 DISABLE TRIGGER files_enforce_unique_bucket_key_trigger`,
+			"Cumulus v22.2 tables without their guard trigger files.files_enforce_unique_bucket_key_trigger (files_enforce_global_uniqueness) (dropped or disabled)"},
 		{"v22.0 without its execution trigger's function", cumulusdb.V22, `DROP FUNCTION executions_enforce_global_uniqueness() CASCADE`,
 			"Cumulus v22.0 tables without their guard trigger executions.executions_enforce_unique_arn_url_trigger (executions_enforce_global_uniqueness)"},
 		{"v21 with a guard table", cumulusdb.V21, `CREATE TABLE granules_global_unique (granule_id text PRIMARY KEY)`, "half-migrated schema (unpartitioned executions, granules, files; guard tables granules_global_unique"},
