@@ -113,3 +113,34 @@ func TestEveryVerbOnATerminal(t *testing.T) {
 		})
 	}
 }
+
+// With stdout piped (`dla triage | less`) and stderr on the terminal, the
+// summary dla triage writes to stderr is fitted to the terminal's width.
+// It was folded to stdout's width, which a pipe does not have: always 80
+// columns, so on a 200-column terminal it broke in two for nothing, and
+// on a 40-column one it ran past the edge.
+func TestTriageSummaryOnStderrFitsTheTerminalWhenStdoutIsPiped(t *testing.T) {
+	for _, cols := range []int{40, 200} {
+		r := testsupport.RunPTY(t, dlaBin, testsupport.PTY{Cols: cols, PipeStdout: true}, triageArgs...)
+		if r.Code != 0 {
+			t.Fatalf("exit %d:\n%s", r.Code, r.Screen)
+		}
+		var summary []testsupport.ScreenLine
+		for _, l := range testsupport.ScreenLines(r.Screen) {
+			if strings.HasPrefix(l.Plain, "71 objects in 8 groups") || (len(summary) > 0 && strings.HasPrefix(l.Plain, "  ")) {
+				summary = append(summary, l)
+			}
+		}
+		if len(summary) == 0 {
+			t.Fatalf("%d columns: no summary on the terminal:\n%s", cols, r.Screen)
+		}
+		for _, l := range summary {
+			if l.Width > cols {
+				t.Errorf("%d columns: the summary runs past the edge (%d columns): %q", cols, l.Width, l.Plain)
+			}
+		}
+		if cols == 200 && len(summary) != 1 {
+			t.Errorf("200 columns: the summary (under 200 columns) is folded into %d lines: %q", len(summary), summary[0].Plain)
+		}
+	}
+}

@@ -289,7 +289,7 @@ func finishTriage(ctx context.Context, opts *TriageOptions, t *triage.Triage, lo
 	}
 	line := fmt.Sprintf("%s in %s, %s; %s", output.Plural(rep.Total, "object"), output.Plural(len(rep.Groups), "group"), source, note)
 	if f.IO.IsStderrTTY() { // folded to the terminal's width, as the groups are
-		line = output.Wrap(output.OneLine(line), cmp.Or(f.IO.TerminalWidth(), 80), "", "  ")
+		line = output.Wrap(output.OneLine(line), cmp.Or(f.IO.ErrTerminalWidth(), 80), "", "  ")
 	}
 	fmt.Fprintln(f.IO.ErrOut, line)
 	return nil

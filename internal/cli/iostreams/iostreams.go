@@ -74,6 +74,31 @@ func (s *IOStreams) TerminalWidth() int {
 	return 0
 }
 
+// ErrTerminalWidth is the number of columns of stderr when it is a
+// terminal, found as TerminalWidth finds stdout's: 0 when stderr is not a
+// terminal. With stdout piped (`dla triage | less`) and stderr on the
+// terminal, what goes to stderr is fitted to stderr's own width.
+func (s *IOStreams) ErrTerminalWidth() int {
+	if !s.errTTY {
+		return 0
+	}
+	if s.width > 0 {
+		return s.width
+	}
+	if f, ok := s.ErrOut.(*os.File); ok {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+			return w
+		}
+	}
+	if n, err := strconv.Atoi(s.getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	if _, ok := s.ErrOut.(*os.File); ok {
+		return 80
+	}
+	return 0
+}
+
 // SetEnv replaces the environment lookup (tests).
 func (s *IOStreams) SetEnv(getenv func(string) string) { s.getenv = getenv }
 
