@@ -69,7 +69,7 @@ summaries go to stderr.`,
 	cmdutil.SetupRoot(root, f.IO.Out, f.IO.ErrOut)
 	cmdutil.AddAWSFlags(root, f.AWS)
 
-	root.AddCommand(NewCmdSearch(f, nil), NewCmdShow(f, nil), NewCmdStats(f, nil), NewCmdTriage(f, nil), NewCmdReport(f, nil), NewCmdRecover(f, nil), NewCmdMigrateLegacy(f, nil), cmdutil.NewCmdVersion("dla", f.IO.Out), newCmdDev(f))
+	root.AddCommand(NewCmdSearch(f, nil), NewCmdShow(f, nil), NewCmdStats(f, nil), NewCmdTriage(f, nil), NewCmdTrace(f, nil), NewCmdReport(f, nil), NewCmdRecover(f, nil), NewCmdMigrateLegacy(f, nil), cmdutil.NewCmdVersion("dla", f.IO.Out), newCmdDev(f))
 	root.AddCommand(cmdutil.HelpTopic("exit-codes", "What dla's exit codes mean", cmdutil.ExitCodesHelp))
 	root.AddCommand(cmdutil.HelpTopic("environment", "Environment variables dla reads", environmentHelp))
 	return root

@@ -1,0 +1,389 @@
+package dlacmd
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/spf13/cobra"
+
+	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/athenarun"
+	"github.com/deadletter/deadletter/internal/awsconfig"
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cli/output"
+	"github.com/deadletter/deadletter/internal/cumulusdb"
+	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/recovery"
+	"github.com/deadletter/deadletter/internal/selection"
+	"github.com/deadletter/deadletter/internal/shellword"
+	"github.com/deadletter/deadletter/internal/workflow/dbwrite"
+	"github.com/deadletter/deadletter/internal/workflow/trace"
+)
+
+// TraceOptions are dla trace's inputs.
+type TraceOptions struct {
+	Factory     *Factory
+	Select      selectFlags
+	Engine      engineFlags
+	PDRs        []string
+	DatabaseURL string
+	DBSecret    string
+	Offline     bool
+	Verbose     bool
+	Output      *cmdutil.Output
+}
+
+// TraceSchema names the JSON form's version (docs/recover.md).
+const TraceSchema = "deadletter.dla.trace/v1"
+
+// TraceReport is the -o json form of dla trace.
+type TraceReport struct {
+	Schema   string        `json:"schema"`
+	Archive  string        `json:"archive"`
+	Database string        `json:"database"`
+	Cumulus  string        `json:"cumulus_schema"` // the generation read from the catalog
+	Offline  bool          `json:"offline"`
+	Records  []TraceRecord `json:"records"`
+}
+
+// TraceRecord is one record traced, with its next command.
+type TraceRecord struct {
+	trace.Trace
+	// Command is the next command, quoted for bash and zsh (null: none,
+	// a PDR that no message names).
+	Command *string `json:"command"`
+}
+
+// NewCmdTrace builds `dla trace`.
+func NewCmdTrace(f *Factory, runF func(context.Context, *TraceOptions) error) *cobra.Command {
+	opts := &TraceOptions{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "trace --granule ID | --execution ARN | --pdr NAME [flags]",
+		Short: "Where did this granule go: its row, every archive message naming it, and what recover would do now",
+		Long: `Trace one record (a granule, an execution or a PDR; each flag repeatable):
+
+  the database   its row or rows, read only: status, collection, execution,
+                 created_at, updated_at, timestamp, file count; or "not in
+                 the database"
+  the archive    every message naming it, in sqs/ and failed-sqs/, oldest
+                 first: date, key, workflow status, error class and triage
+                 class, and what it would write for this record
+  the verdict    for each message, what 'dla recover' would do with it now:
+                 written, dropped as stale (and why), or fails (and why).
+                 It is recover's own dry run on just those messages (each
+                 write in a transaction rolled back), against the database
+                 as it stands, so trace and recover cannot disagree
+
+and ends with one conclusion line and the exact command to run next,
+quoted as triage quotes its commands: the recover --dry-run of the message
+that would be written, of the stale messages, or of the one that fails;
+or the search that shows nothing failed.
+
+The database is found as recover finds it (--database-url, $DATABASE_URL,
+the PG* variables, or --db-secret), with the same schema detection and
+checks (Cumulus v21, or v22's partitioned tables). Nothing is written,
+moved or deleted. The other selection flags (--date, --from, --to,
+--include-legacy, --collection, ...) narrow the archive messages read.
+--engine athena finds the sqs/ messages with one query over the Glue table
+(failed-sqs/, which the table does not cover, is listed as before).
+
+Exit 0 once traced (whatever the conclusion); 3 when some objects could not
+be read (unless --ignore-unreadable).`,
+		Example: `  dla trace --archive s3://bucket/stack --granule MOD09GQ.A2024018.h31v05.006.2024031032640 --db-secret stack-db-login
+  dla trace --archive testdata/archive/demo --execution 16b323a2-5293-48d2-9a98-1a86d48bf33b --offline -o json`,
+		Args: cmdutil.UsageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.Output.Validate(); err != nil {
+				return err
+			}
+			if len(opts.Select.granules)+len(opts.Select.executions)+len(opts.PDRs) == 0 {
+				return cmdutil.UsageErrorf("trace what? give --granule ID, --execution ARN or --pdr NAME")
+			}
+			if opts.DatabaseURL != "" && opts.DBSecret != "" {
+				return cmdutil.UsageErrorf("--database-url and --db-secret cannot be combined")
+			}
+			if opts.Select.failed {
+				return cmdutil.UsageErrorf("--failed does not apply to dla trace: it reads sqs/ and failed-sqs/")
+			}
+			if opts.Select.limit != 0 {
+				return cmdutil.UsageErrorf("--limit does not apply to dla trace: every message naming the record is read")
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runTrace(cmd.Context(), opts)
+		},
+	}
+	opts.Select.register(cmd)
+	opts.Engine.register(cmd)
+	cmd.Flags().StringArrayVar(&opts.PDRs, "pdr", nil, "PDR name (repeatable)")
+	cmd.Flags().StringVar(&opts.DatabaseURL, "database-url", "", "PostgreSQL connection string (default $DATABASE_URL, then the PG* variables; read only, the dry run rolled back)")
+	cmd.Flags().StringVar(&opts.DBSecret, "db-secret", "", "Secrets Manager secret (ARN or name) with the database login")
+	cmd.Flags().BoolVar(&opts.Offline, "offline", false, "no Step Functions or S3 reads in the dry run (and --offline in the printed command)")
+	cmd.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "with --ignore-unreadable, list every unreadable object, not only the first 5")
+	opts.Output = cmdutil.AddOutputFlag(cmd, "text", "json")
+	return cmd
+}
+
+func (opts *TraceOptions) targets() []trace.Target {
+	var out []trace.Target
+	for _, g := range opts.Select.granules {
+		out = append(out, trace.Target{Kind: cumulusdb.TraceGranule, ID: g})
+	}
+	for _, e := range opts.Select.executions {
+		out = append(out, trace.Target{Kind: cumulusdb.TraceExecution, ID: e})
+	}
+	for _, p := range opts.PDRs {
+		out = append(out, trace.Target{Kind: cumulusdb.TracePDR, ID: p})
+	}
+	return out
+}
+
+func runTrace(ctx context.Context, opts *TraceOptions) error {
+	f := opts.Factory
+	useAthena, err := opts.Engine.athena()
+	if err != nil {
+		return err
+	}
+	targets := opts.targets()
+	tracer := trace.New(targets)
+	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
+	ul := newUnreadableLog(f, progress, opts.Select.ignoreUnreadable, opts.Verbose)
+	var (
+		scope        selection.Scope
+		loc          archive.Location
+		store        archive.Store
+		plan         athenaPlan
+		athenaStatus athenarun.Status
+		stats        selection.Stats
+	)
+	if useAthena {
+		kinds := map[string]bool{}
+		for _, t := range targets {
+			kinds[t.Kind] = true
+		}
+		if kinds[cumulusdb.TracePDR] || len(kinds) > 1 {
+			return cmdutil.UsageErrorf("--engine athena traces granules or executions, one kind at a time: the Glue table has no PDR name")
+		}
+		if scope, loc, store, plan, err = opts.Engine.openSearch(ctx, f, &opts.Select, progress, &athenaStatus); err != nil || store == nil {
+			return err
+		}
+	} else if scope, loc, store, err = opts.Select.open(ctx, f); err != nil {
+		return err
+	}
+	scope.Filter.Granules, scope.Filter.Executions = nil, nil
+	scope.Filter = tracer.Narrow(scope.Filter)
+	for _, area := range []dla.Area{dla.AreaSQS, dla.AreaFailed} {
+		one := scope
+		one.Area = area
+		if area == dla.AreaFailed {
+			one.KeyStream = nil // the Glue table covers sqs/ only
+		}
+		st, err := scan(ctx, store, one, opts.Select.concurrency, ul, func(d *dla.Decoded) error {
+			if tracer.Add(d, area) {
+				progress.Update("%s", output.Plural(stats.Matched+1, "message"))
+				stats.Matched++
+			}
+			return nil
+		})
+		progress.Clear()
+		if err != nil {
+			return err
+		}
+		stats.Listed += st.Listed
+		stats.Unreadable += st.Unreadable
+	}
+	ul.done()
+	if useAthena {
+		fmt.Fprintln(f.IO.ErrOut, athenaSummary(plan, athenaStatus))
+	}
+
+	path, err := dbwrite.Open(ctx, dbwrite.Config{
+		DatabaseURL: cmp.Or(opts.DatabaseURL, f.Getenv("DATABASE_URL")), DBSecret: opts.DBSecret, MaxConns: 2,
+		AWS:      func() (aws.Config, error) { return awsconfig.Load(ctx, *f.AWS) },
+		Settings: *f.AWS, Offline: opts.Offline, ReplaceBucket: loc.Bucket, Now: f.Now,
+	})
+	if dbwrite.StageOf(err) == dbwrite.StageDatabase {
+		return refuseDatabase(err)
+	}
+	if err != nil {
+		return err
+	}
+	defer path.Close()
+	traces, err := tracer.Judge(ctx, trace.Judge{Store: store, Layout: scope.Layout, Path: path, Now: f.Now, Explain: cmdutil.ErrorLine})
+	if err != nil {
+		return err
+	}
+	c := triageCommand{f: f, sel: &opts.Select, archive: cmp.Or(opts.Select.archiveFlag.value, f.Getenv("DLA_ARCHIVE"))}
+	rep := TraceReport{Schema: TraceSchema, Archive: loc.String(), Database: path.Database.Target,
+		Cumulus: string(path.Database.Generation), Offline: opts.Offline, Records: []TraceRecord{}}
+	for _, t := range traces {
+		rep.Records = append(rep.Records, TraceRecord{Trace: t, Command: opts.command(c, t)})
+	}
+	if opts.Output.Value == "json" {
+		err = output.WriteJSON(output.JSONOut(f.IO), rep)
+	} else {
+		err = writeTrace(f, rep)
+	}
+	if err != nil {
+		return err
+	}
+	summary := fmt.Sprintf("%s traced: %s naming them, %s read from %s; %s (%s), read only",
+		output.Plural(len(traces), "record"), output.Plural(stats.Matched, "message"), output.Plural(stats.Listed, "object"), loc, rep.Database, rep.Cumulus)
+	if f.IO.IsStderrTTY() {
+		summary = output.Wrap(output.OneLine(summary), cmp.Or(f.IO.TerminalWidth(), 80), "", "  ")
+	}
+	fmt.Fprintln(f.IO.ErrOut, summary)
+	return finish(nil, stats, opts.Select.ignoreUnreadable)
+}
+
+// command is a trace's next command, built as triage builds its own: the
+// recover --dry-run of the keys the conclusion names, or the search that
+// shows no message names the record.
+func (opts *TraceOptions) command(c triageCommand, t trace.Trace) *string {
+	var words []string
+	if len(t.Conclusion.Keys) > 0 {
+		words = c.base("recover")
+		if opts.DBSecret != "" { // a name, never a password
+			words = append(words, "--db-secret", opts.DBSecret)
+		}
+		if opts.Offline {
+			words = append(words, "--offline")
+		}
+		words = append(append(words, t.Conclusion.Keys...), "--dry-run")
+	} else {
+		flag := map[string]string{cumulusdb.TraceGranule: "--granule", cumulusdb.TraceExecution: "--execution"}[t.Kind]
+		if flag == "" {
+			return nil // no search selects a PDR
+		}
+		words = append(c.base("search"), flag, t.ID)
+		s := opts.Select
+		for name, v := range map[string]string{"--date": s.date, "--from": s.from, "--to": s.to} {
+			if v != "" {
+				words = append(words, name, v)
+			}
+		}
+		if s.includeLegacy {
+			words = append(words, "--include-legacy")
+		}
+	}
+	cmd := shellword.Join(words...)
+	return &cmd
+}
+
+// writeTrace prints each record: its rows, its messages with their
+// verdicts, the conclusion and the command on a line of its own. On a
+// terminal every line but a command is folded to the width and coloured;
+// piped, the same lines unfolded and plain. Archived text is escaped first.
+func writeTrace(f *Factory, rep TraceReport) error {
+	tty := f.IO.IsStdoutTTY()
+	width := 1 << 30
+	if tty {
+		width = cmp.Or(f.IO.TerminalWidth(), 80)
+	}
+	r, color := f.IO.Renderer(), f.IO.ColorEnabled()
+	style := func(s, fg string, bold bool) string {
+		if !color {
+			return s
+		}
+		st := r.NewStyle().Bold(bold)
+		if fg != "" {
+			st = st.Foreground(lipgloss.Color(fg))
+		}
+		return st.Render(s)
+	}
+	var b strings.Builder
+	line := func(indent string, s string) {
+		b.WriteString(output.Wrap(output.OneLine(s), width, indent, indent+"    ") + "\n")
+	}
+	for i, rec := range rep.Records {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(style(rec.Kind, "", true) + " " + output.OneLine(rec.ID) + "\n")
+		if len(rec.Rows) == 0 {
+			line("  ", "database: not in the database")
+		}
+		for _, row := range rec.Rows {
+			line("  ", "database: "+rowText(row))
+		}
+		if len(rec.Messages) == 0 {
+			line("  ", "archive: no message names it in sqs/ or failed-sqs/")
+		} else {
+			line("  ", fmt.Sprintf("archive: %s, oldest first", output.Plural(len(rec.Messages), "message")))
+		}
+		for _, m := range rec.Messages {
+			head := m.Date
+			if m.CreatedAt != nil {
+				head += " (createdAt " + m.CreatedAt.UTC().Format(time.RFC3339) + ")"
+			}
+			head += "  " + cmp.Or(deref(m.Status), "no status") + "  " + m.Area
+			if m.Triage != "" {
+				head += "  " + m.Triage
+			}
+			b.WriteString("    " + style(output.Cut(output.OneLine(head), max(width-4, 20)), "", true) + "\n")
+			line("      ", trimRoot(m.Key))
+			if m.ErrorClass != nil {
+				line("      ", "error: "+output.Cut(cmp.Or(*m.ErrorClass, "(no error text)"), max(width-13, 20)))
+			}
+			v := m.Verdict.Result
+			if m.Verdict.Why != "" {
+				v += ": " + output.OneLine(m.Verdict.Why)
+			}
+			fg := map[string]string{recovery.Written: "2", recovery.Dropped: "3", recovery.Failed: "1"}[m.Verdict.Result]
+			text := output.Wrap(output.OneLine("writes "+m.Writes+" → "+v), width, "      ", "          ")
+			if fg != "" {
+				text = strings.Replace(text, "→ "+m.Verdict.Result, "→ "+style(m.Verdict.Result, fg, true), 1)
+			}
+			b.WriteString(text + "\n")
+		}
+		concl := rec.Conclusion.Text
+		if rec.Command != nil {
+			concl += ":"
+		}
+		b.WriteString(output.Wrap(output.OneLine(concl), width, "  "+style("→", "6", true)+" ", "    ") + "\n")
+		if rec.Command != nil {
+			b.WriteString("      " + *rec.Command + "\n")
+		}
+	}
+	// Every archived text was escaped above (OneLine): stdout itself, so
+	// that the styling is not escaped too.
+	_, err := fmt.Fprint(f.IO.Out, b.String())
+	return err
+}
+
+// rowText is a row in one line.
+func rowText(r cumulusdb.TraceRow) string {
+	at := func(t *time.Time) string {
+		if t == nil {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	s := fmt.Sprintf("%s %s, collection %s, created_at %s, updated_at %s, timestamp %s", r.Table, r.Status,
+		cmp.Or(deref(r.Collection), "-"), at(r.CreatedAt), at(r.UpdatedAt), at(r.Timestamp))
+	if r.Files != nil {
+		s += ", " + output.Plural(*r.Files, "file")
+	}
+	if r.Granules != nil {
+		s += ", " + output.Plural(*r.Granules, "granule")
+	}
+	if r.Execution != nil {
+		s += ", execution " + *r.Execution
+	}
+	return s
+}
+
+// trimRoot is a key without <stack>/dead-letter-archive/ (as search's
+// table shows it).
+func trimRoot(key string) string {
+	if _, rest, ok := strings.Cut(key, "/dead-letter-archive/"); ok {
+		return rest
+	}
+	return key
+}

@@ -1,0 +1,471 @@
+// Package trace is `dla trace`'s workflow: for one record (a granule, an
+// execution or a PDR) it joins what the database holds now, every archive
+// message naming it (in sqs/ and failed-sqs/), and what recover would do
+// with each of those messages now, and concludes in one line.
+//
+// The verdicts are recover's own: the messages go through
+// dlarecover.Run's dry run (each write in a transaction rolled back)
+// against the real database, so that trace and recover cannot disagree.
+// The rows are read in a read-only transaction (cumulusdb.TraceRows).
+// Nothing is written, moved or deleted.
+package trace
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/cumulusdb"
+	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/recovery"
+	"github.com/deadletter/deadletter/internal/selection"
+	"github.com/deadletter/deadletter/internal/triage"
+	"github.com/deadletter/deadletter/internal/workflow/dbwrite"
+	"github.com/deadletter/deadletter/internal/workflow/dlarecover"
+)
+
+// Target is one record to trace: its kind (cumulusdb.TraceGranule,
+// TraceExecution or TracePDR) and its id (granule id, execution ARN or
+// name, PDR name).
+type Target struct {
+	Kind string `json:"kind"`
+	ID   string `json:"id"`
+}
+
+// Verdict is what recover's dry run did, now, with one message for the
+// traced record.
+type Verdict struct {
+	// Result is written, dropped (a stale update the write rules refuse),
+	// failed, unreadable, or "not written" (the message names the record
+	// but writes nothing of it).
+	Result string `json:"result"`
+	// Status is the status the message writes for the record ("" when
+	// it writes none).
+	Status string `json:"status"`
+	// Why says why it is dropped or fails ("" when written).
+	Why string `json:"why"`
+}
+
+// Verdict results beyond recovery's written, dropped and failed.
+const (
+	Unreadable = "unreadable"
+	NotWritten = "not written"
+)
+
+// Message is one archive message naming the record.
+type Message struct {
+	Key  string `json:"key"`
+	Area string `json:"area"` // sqs or failed-sqs
+	Date string `json:"date"` // its date folder (or event date)
+	// Time is the event time as written; CreatedAt the record's createdAt
+	// the message carries (what the write rules compare).
+	Time       *string    `json:"time"`
+	CreatedAt  *time.Time `json:"created_at"`
+	Status     *string    `json:"workflow_status"` // Step Functions status
+	Collection *string    `json:"collection"`
+	ErrorClass *string    `json:"error_class"` // null: no error text
+	Triage     string     `json:"triage_class"`
+	TriageRule string     `json:"triage_rule"`
+	// Writes is what the message would write for this record, in words.
+	Writes  string  `json:"writes"`
+	Verdict Verdict `json:"verdict"`
+	decoded *dla.Decoded
+}
+
+// Conclusion kinds.
+const (
+	// ConcludeWrite: a message would be written (Message names it).
+	ConcludeWrite = "write"
+	// ConcludeNewer: every message would be dropped: the row is newer.
+	ConcludeNewer = "database-newer"
+	// ConcludeRefused: the newest message fails because another collection
+	// holds the granule.
+	ConcludeRefused = "refused"
+	// ConcludeFails: no message would be written, the newest fails.
+	ConcludeFails = "fails"
+	// ConcludeNotInArchive: no archive message names the record.
+	ConcludeNotInArchive = "not-in-archive"
+	// ConcludeNothing: messages name it, none would write it.
+	ConcludeNothing = "nothing-to-write"
+)
+
+// Conclusion is the trace in one line, and which messages the next
+// command selects.
+type Conclusion struct {
+	Kind string `json:"kind"`
+	Text string `json:"text"`
+	// Message is the index in Messages of the message concluded on (-1:
+	// none).
+	Message int `json:"message"`
+	// Keys are the keys the next command selects (none: a search).
+	Keys []string `json:"keys"`
+}
+
+// Trace is one record traced.
+type Trace struct {
+	Target
+	Rows       []cumulusdb.TraceRow `json:"rows"` // empty: not in the database
+	Messages   []Message            `json:"messages"`
+	Conclusion Conclusion           `json:"conclusion"`
+}
+
+// Tracer collects the messages of a selection that name its targets.
+type Tracer struct {
+	targets []Target
+	found   [][]*Message
+}
+
+// New starts a trace of targets.
+func New(targets []Target) *Tracer {
+	return &Tracer{targets: targets, found: make([][]*Message, len(targets))}
+}
+
+// Narrow is f with the prefilter the targets allow: the granules when
+// every target is a granule, the executions when every target is one (a
+// scope's filter ANDs kinds; the targets are any of them). PDRs are not
+// in the decoded record: every object is read.
+func (t *Tracer) Narrow(f dla.Filter) dla.Filter {
+	var granules, executions []string
+	for _, tg := range t.targets {
+		switch tg.Kind {
+		case cumulusdb.TraceGranule:
+			granules = append(granules, tg.ID)
+		case cumulusdb.TraceExecution:
+			executions = append(executions, tg.ID)
+		default:
+			return f
+		}
+	}
+	switch {
+	case len(executions) == 0:
+		f.Granules = granules
+	case len(granules) == 0:
+		f.Executions = executions
+	}
+	return f
+}
+
+// Names reports whether d names the target.
+func Names(d *dla.Decoded, tg Target) bool {
+	switch tg.Kind {
+	case cumulusdb.TraceGranule:
+		return slices.Contains(d.Granules, tg.ID)
+	case cumulusdb.TraceExecution:
+		return d.ExecutionArn != "" && (d.ExecutionArn == tg.ID || d.ExecutionName() == tg.ID)
+	case cumulusdb.TracePDR:
+		for _, p := range []string{"payload.pdr.name", "meta.pdr.name"} {
+			if gjson.Get(d.Message, p).String() == tg.ID {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Add keeps d for each target it names, and reports whether it named one.
+func (t *Tracer) Add(d *dla.Decoded, area dla.Area) bool {
+	named := false
+	for i, tg := range t.targets {
+		if !Names(d, tg) {
+			continue
+		}
+		named = true
+		m := &Message{Key: d.Key, Area: string(area), Date: d.Date(), Time: opt(d.Time), Status: opt(d.Status),
+			Collection: opt(d.CollectionID), CreatedAt: createdAt(d, tg), decoded: d}
+		rule := triage.ClassifyDLA(dla.ErrorClass(d.Error))
+		if d.HasError || d.Error != "" {
+			c := dla.ErrorClass(d.Error)
+			m.ErrorClass = &c
+		}
+		m.Triage, m.TriageRule = string(rule.Class), rule.ID
+		if m.ErrorClass == nil {
+			m.Triage, m.TriageRule = "", ""
+		}
+		t.found[i] = append(t.found[i], m)
+	}
+	return named
+}
+
+func opt(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// createdAt is the record's createdAt in the message, as the write rules
+// read it: a granule's own createdAt, else the workflow's start time.
+func createdAt(d *dla.Decoded, tg Target) *time.Time {
+	v := gjson.Result{}
+	if tg.Kind == cumulusdb.TraceGranule {
+		for _, g := range gjson.Get(d.Message, "payload.granules").Array() {
+			if g.Get("granuleId").String() == tg.ID {
+				v = g.Get("createdAt")
+			}
+		}
+	}
+	if !v.Exists() || v.Type == gjson.Null {
+		v = gjson.Get(d.Message, "cumulus_meta.workflow_start_time")
+	}
+	if v.Type != gjson.Number || v.Int() <= 0 {
+		return nil
+	}
+	at := time.UnixMilli(v.Int()).UTC()
+	return &at
+}
+
+// Judge is what the verdicts and rows are read with: the archive and the
+// database path recover writes through (dbwrite.Open: the same schema
+// detection and checks), used only for a dry run and read-only queries.
+type Judge struct {
+	Store   archive.Store
+	Layout  dla.Layout
+	Path    *dbwrite.Path
+	Now     func() time.Time
+	Explain func(error) string
+}
+
+// Judge reads each target's rows, runs recover's dry run on every message
+// found (each in a transaction rolled back, against the rows as they stand
+// now, one at a time), and concludes.
+func (t *Tracer) Judge(ctx context.Context, j Judge) ([]Trace, error) {
+	var keys []string
+	for _, ms := range t.found {
+		for _, m := range ms {
+			if !slices.Contains(keys, m.Key) {
+				keys = append(keys, m.Key)
+			}
+		}
+	}
+	objects := map[string]dlarecover.Object{}
+	if len(keys) > 0 {
+		run := &dlarecover.Run{Store: j.Store, Layout: j.Layout, DB: j.Path.DB, Pool: j.Path.Database.Pool, Writer: j.Path.Writer,
+			DryRun: true, Concurrency: 1, Now: j.Now, Explain: j.Explain, Sum: &dlarecover.Summary{Selected: len(keys)}}
+		scope := selection.Scope{Layout: j.Layout, Area: dla.AreaSQS, Keys: keys}
+		if err := run.Run(ctx, scope, func(o dlarecover.Object) error {
+			objects[o.Key] = o
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("recover's dry run of %d messages: %w", len(keys), err)
+		}
+	}
+	out := make([]Trace, 0, len(t.targets))
+	for i, tg := range t.targets {
+		rows, err := cumulusdb.TraceRows(ctx, j.Path.Database.Pool, tg.Kind, tg.ID)
+		if err != nil {
+			return nil, err
+		}
+		tr := Trace{Target: tg, Rows: rows, Messages: []Message{}}
+		ms := t.found[i]
+		slices.SortStableFunc(ms, func(a, b *Message) int { return compareMessages(a, b) })
+		for _, m := range ms {
+			o, ok := objects[m.Key]
+			if !ok {
+				m.Verdict = Verdict{Result: NotWritten, Why: "recover's dry run did not reach it"}
+			} else {
+				m.Verdict = verdict(tg, o, m, rows)
+			}
+			m.Writes = writes(tg, m)
+			tr.Messages = append(tr.Messages, *m)
+		}
+		tr.Conclusion = conclude(tr)
+		out = append(out, tr)
+	}
+	return out, nil
+}
+
+// compareMessages orders messages oldest first: by the record's createdAt
+// in them, then their event time, date folder and key.
+func compareMessages(a, b *Message) int {
+	at := func(m *Message) int64 {
+		if m.CreatedAt == nil {
+			return 0
+		}
+		return m.CreatedAt.UnixMilli()
+	}
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	return cmp.Or(cmp.Compare(at(a), at(b)), cmp.Compare(str(a.Time), str(b.Time)), cmp.Compare(a.Date, b.Date), cmp.Compare(a.Key, b.Key))
+}
+
+// verdict reads the dry run's outcome for the traced record.
+func verdict(tg Target, o dlarecover.Object, m *Message, rows []cumulusdb.TraceRow) Verdict {
+	failed := func() Verdict {
+		return Verdict{Result: recovery.Failed, Why: cmp.Or(o.Error, o.ErrorClass, "recover failed it")}
+	}
+	switch o.Result {
+	case "unreadable":
+		return Verdict{Result: Unreadable, Why: cmp.Or(o.Error, "the object cannot be read")}
+	case "left":
+		return Verdict{Result: NotWritten, Why: cmp.Or(o.Error, "left in place")}
+	}
+	switch tg.Kind {
+	case cumulusdb.TraceGranule:
+		for _, g := range o.Granules {
+			if g.GranuleID != tg.ID {
+				continue
+			}
+			v := Verdict{Result: g.Outcome, Status: g.Status, Why: g.Error}
+			switch {
+			case g.Outcome == recovery.Dropped:
+				v.Why = droppedWhy(m, g.Status, rows)
+			case g.FilesError != "":
+				v.Why = "its files fail (" + g.FilesError + "): the granule is written as failed"
+			}
+			return v
+		}
+	case cumulusdb.TraceExecution:
+		if o.Execution != "" && o.Execution != recovery.Skipped {
+			v := Verdict{Result: o.Execution, Status: cumulusStatus(o.Status)}
+			if v.Result == recovery.Dropped {
+				v.Why = droppedWhy(m, o.Status, rows)
+			}
+			if v.Result == recovery.Failed || o.Result == recovery.Failed && v.Result != recovery.Written {
+				return failed()
+			}
+			return v
+		}
+	case cumulusdb.TracePDR:
+		if o.Pdr != "" && o.Pdr != recovery.Skipped {
+			v := Verdict{Result: o.Pdr, Status: cumulusStatus(o.Status)}
+			if v.Result == recovery.Dropped {
+				v.Why = droppedWhy(m, o.Status, rows)
+			}
+			return v
+		}
+	}
+	if o.Result == recovery.Failed {
+		return failed()
+	}
+	return Verdict{Result: NotWritten, Why: "the message writes nothing of this " + tg.Kind}
+}
+
+// cumulusStatus is a status as Cumulus writes it (recover reports a
+// message's Step Functions status when it has no meta.status).
+func cumulusStatus(s string) string { return cmp.Or(recovery.CumulusStatus(s), s) }
+
+// finished are the statuses a running or queued write does not replace.
+var finished = map[string]bool{"completed": true, "failed": true}
+
+// droppedWhy says, from the message and the row, which of the write rules
+// dropped it (recover reports only that it was).
+func droppedWhy(m *Message, status string, rows []cumulusdb.TraceRow) string {
+	if len(rows) == 0 {
+		return "the write rules refused it"
+	}
+	r := rows[len(rows)-1]
+	if m.CreatedAt != nil && r.CreatedAt != nil && m.CreatedAt.Before(*r.CreatedAt) {
+		return fmt.Sprintf("stale: its createdAt %s is older than the row's created_at %s",
+			m.CreatedAt.UTC().Format(time.RFC3339), r.CreatedAt.UTC().Format(time.RFC3339))
+	}
+	if (status == "running" || status == "queued") && finished[r.Status] {
+		return fmt.Sprintf("a %s write does not replace a finished (%s) row", status, r.Status)
+	}
+	return "the write rules refused it (the row is as new or newer)"
+}
+
+// writes is what the message would write for the record, in words.
+func writes(tg Target, m *Message) string {
+	v := m.Verdict
+	if v.Status == "" {
+		return "nothing of this " + tg.Kind
+	}
+	what := tg.Kind + " " + v.Status
+	if m.Collection != nil && tg.Kind == cumulusdb.TraceGranule {
+		what += " in " + *m.Collection
+	}
+	return what
+}
+
+// conclude is the trace in one line.
+func conclude(tr Trace) Conclusion {
+	ms := tr.Messages
+	held := ""
+	if len(tr.Rows) > 0 {
+		held = "; the database holds it (" + tr.Rows[len(tr.Rows)-1].Status + ")"
+	}
+	if len(ms) == 0 {
+		if held == "" {
+			held = "; it is not in the database either"
+		}
+		return Conclusion{Kind: ConcludeNotInArchive, Message: -1, Keys: []string{},
+			Text: "not in the archive: no write of it failed" + held}
+	}
+	newest := func(result string) int {
+		for i := len(ms) - 1; i >= 0; i-- {
+			if ms[i].Verdict.Result == result {
+				return i
+			}
+		}
+		return -1
+	}
+	label := func(i int) string {
+		s := ms[i].Date
+		if ms[i].Verdict.Status != "" {
+			s += ", " + ms[i].Verdict.Status
+		} else if ms[i].Status != nil {
+			s += ", " + *ms[i].Status
+		}
+		return s
+	}
+	if i := newest(recovery.Written); i >= 0 {
+		text := "the newest message (" + label(i) + ") would be written"
+		if i < len(ms)-1 {
+			text = "the message of " + label(i) + " would be written (none newer would)"
+		}
+		return Conclusion{Kind: ConcludeWrite, Message: i, Keys: []string{ms[i].Key}, Text: text}
+	}
+	all := make([]string, len(ms))
+	dropped := 0
+	for i, m := range ms {
+		all[i] = m.Key
+		if m.Verdict.Result == recovery.Dropped {
+			dropped++
+		}
+	}
+	if i := newest(recovery.Failed); i >= 0 {
+		if other := otherCollection(tr, ms[i]); other != "" {
+			return Conclusion{Kind: ConcludeRefused, Message: i, Keys: []string{ms[i].Key},
+				Text: "refused: another collection holds it (" + other + ")"}
+		}
+		why := ms[i].Verdict.Why
+		if c := dla.ErrorClass(why); c != "" {
+			why = c
+		}
+		return Conclusion{Kind: ConcludeFails, Message: i, Keys: []string{ms[i].Key},
+			Text: "no message would be written: the newest that fails (" + label(i) + ") fails with " + why}
+	}
+	if dropped == len(ms) {
+		return Conclusion{Kind: ConcludeNewer, Message: len(ms) - 1, Keys: all,
+			Text: "nothing in the archive would change the row: the database is newer"}
+	}
+	return Conclusion{Kind: ConcludeNothing, Message: -1, Keys: all,
+		Text: "nothing in the archive would write it" + held}
+}
+
+// otherCollection is the collection that holds the traced granule when it
+// is not the message's ("" when none does).
+func otherCollection(tr Trace, m Message) string {
+	if tr.Kind != cumulusdb.TraceGranule || m.Collection == nil {
+		return ""
+	}
+	for _, r := range tr.Rows {
+		if r.Collection != nil && *r.Collection != *m.Collection {
+			return *r.Collection
+		}
+	}
+	if strings.Contains(m.Verdict.Why, "already exists for granuleId") {
+		return "another collection"
+	}
+	return ""
+}
