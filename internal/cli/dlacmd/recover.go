@@ -555,7 +555,9 @@ func runRecoverObjects(ctx context.Context, opts *RecoverOptions, run *dlarecove
 	case err != nil:
 		return err
 	}
-	if sum.Failed > 0 || sum.Unreadable > 0 || sum.Left > 0 {
+	// --ignore-unreadable: the unreadable objects are still named and
+	// counted, but are no reason for exit 3 (as in search, stats, triage).
+	if sum.Failed > 0 || (sum.Unreadable > 0 && !opts.Select.ignoreUnreadable) || sum.Left > 0 {
 		return cmdutil.PartialError
 	}
 	return nil
