@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"html"
+	"html/template"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -89,5 +90,46 @@ func TestShownCommandOpensTheLinkedKey(t *testing.T) {
 		if string(out) != key {
 			t.Errorf("key %q: the page shows %q, which a shell reads as key %q", key, shown, out)
 		}
+	}
+}
+
+// A key, an error text or a collection holding a bidirectional override
+// (U+202E) reached the page as it was: html/template escapes markup, not
+// these, so a browser drew "sqs/2024-03-05/k\u202egnp.txt" as
+// "sqs/2024-03-05/ktxt.png" (and a chart label reversed), which the
+// terminal prevents by escaping them. A byte that is not UTF-8 showed as
+// "\xfffd" whatever it was, and the U+FFFD that dla.ErrorClass puts for a
+// control character as "\xfffd" too. Each is shown as the terminal shows
+// it: \u202e, \xff, and U+FFFD as itself.
+func TestPageShowsBidiControlsAndBadBytesEscaped(t *testing.T) {
+	const rlo = "\u202e"
+	key := "stack/dead-letter-archive/sqs/2024-03-05/k" + rlo + "gnp.txt"
+	links := report.NewLinks("dla", "s3://bucket/stack", "stack/dead-letter-archive/")
+	page := report.Page{Title: "t", Sections: []report.Section{{ID: "s", Title: "s",
+		Chart: template.HTML(report.Bars("c", "collections", []string{"C" + rlo + "LOC___061", "L\u2066R\u2069\u2028X"}, []int{1, 2}, 600)),
+		Table: report.Table{Header: []string{"error", "class", "key"}, Rows: [][]report.Cell{{
+			{Text: "RangeError: bidi " + rlo + "gnp.exe and \xff\xfe bytes"}, {Text: "TypeError: a \ufffd masked control"}, links.Key(key)}}}}},
+		Commands: links.Commands()}
+	var b strings.Builder
+	if err := report.Write(&b, page); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, r := range []rune{0x202e, 0x2066, 0x2069, 0x2028} {
+		if strings.ContainsRune(out, r) {
+			t.Errorf("the page holds U+%04X as it is: a browser reorders the text around it", r)
+		}
+	}
+	for _, want := range []string{`sqs/2024-03-05/k\u202egnp.txt`, `C\u202eLOC___061`, `L\u2066R\u2069\u2028X`, `gnp.exe and \xff\xfe bytes`, "a \ufffd masked control"} {
+		if !strings.Contains(html.UnescapeString(out), want) {
+			t.Errorf("the page does not show %q", want)
+		}
+	}
+	if strings.Contains(out, `\xfffd`) {
+		t.Error(`the page shows "\xfffd", which is no byte`)
+	}
+	// The command still names the key exactly (shellword's $'…' quoting).
+	if !strings.Contains(out, `$&#39;stack/dead-letter-archive/sqs/2024-03-05/k\xe2\x80\xaegnp.txt&#39;`) {
+		t.Errorf("the key's command is not quoted $'…' with the override as bytes:\n%s", out)
 	}
 }

@@ -153,28 +153,48 @@ func niceMax(v int) int {
 func esc(s string) string { return html.EscapeString(clean(s)) }
 
 // clean makes archived text safe to show: line breaks and tabs become
-// spaces, other control characters (and invalid UTF-8) are shown as \xNN
-// instead of being passed on. html/template escapes markup, not these.
+// spaces, other control characters are shown as \xNN (a byte that is not
+// UTF-8 as itself) and the bidirectional controls and line separators as
+// \uNNNN, instead of being passed on. html/template escapes markup, not
+// these: U+202E in a key shows ".../k\u202egnp.txt" where the browser would
+// have drawn ".../ktxt.png", as the terminal does (output.Escape).
 func clean(s string) string {
 	if strings.IndexFunc(s, isControl) < 0 {
 		return s
 	}
 	var b strings.Builder
-	for _, r := range s {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == '\n' || r == '\r' || r == '\t':
 			b.WriteByte(' ')
-		case isControl(r):
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case isBidiOrSeparator(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
 			fmt.Fprintf(&b, `\x%02x`, r)
-		default:
-			b.WriteRune(r)
+		default: // U+FFFD itself among the rest
+			b.WriteString(s[i : i+size])
 		}
+		i += size
 	}
 	return b.String()
 }
 
+// isControl: what clean changes. U+FFFD itself (how dla.ErrorClass shows a
+// control character) is text; RuneError stands here for a byte that is not
+// UTF-8, which strings.IndexFunc reports as such.
 func isControl(r rune) bool {
-	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == utf8.RuneError
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == utf8.RuneError || isBidiOrSeparator(r)
+}
+
+// isBidiOrSeparator: the bidirectional overrides, embeddings, isolates and
+// marks, which make a page show text in an order other than its
+// characters', and the line and paragraph separators.
+func isBidiOrSeparator(r rune) bool {
+	return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c ||
+		r == 0x2028 || r == 0x2029
 }
 
 func shorten(s string, n int) string {
