@@ -1,0 +1,278 @@
+package pushdlqcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cli/output"
+	"github.com/deadletter/deadletter/internal/pushpolicy"
+	"github.com/deadletter/deadletter/internal/shellword"
+	"github.com/deadletter/deadletter/internal/sqsmove"
+	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
+	"github.com/deadletter/deadletter/internal/workflow/trace"
+)
+
+// TraceOptions are pushdlq trace's inputs.
+type TraceOptions struct {
+	Factory      *Factory
+	Queue        pushreplay.QueueOptions
+	Notification string
+	Window       string
+	Codes        string
+	QueueBase    string
+	Output       *cmdutil.Output
+}
+
+// TraceSchema names the JSON form's version (docs/pushdlq.md).
+const TraceSchema = "deadletter.pushdlq.trace/v1"
+
+// TraceReport is the -o json form of pushdlq trace.
+type TraceReport struct {
+	Schema       string              `json:"schema"`
+	Queue        string              `json:"queue"`
+	Notification string              `json:"notification"`
+	Scanned      int                 `json:"scanned"`
+	Messages     []trace.PushMessage `json:"messages"`
+	// Window and Codes are the policy judged: as given, or (PolicyGiven
+	// false) the narrowest that covers this notification's messages.
+	Window      *string `json:"window"`
+	Codes       *string `json:"codes"`
+	PolicyGiven bool    `json:"policy_given"`
+	Replayed    int     `json:"replayed"`
+	// Others counts the other notifications' messages the same replay
+	// would send: a replay selects by window and codes, not notification.
+	Others  int     `json:"others_replayed"`
+	Command *string `json:"command"` // the replay's --dry-run; null: nothing to replay
+	// InFlightLimit: SQS's in-flight limit stopped the scan early.
+	InFlightLimit bool `json:"in_flight_limit"`
+}
+
+// NewCmdTrace builds `pushdlq trace`.
+func NewCmdTrace(f *Factory, runF func(context.Context, *TraceOptions) error) *cobra.Command {
+	opts := &TraceOptions{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "trace --dlq URL|NAME --notification ID [--window START/END --codes LIST]",
+		Short: "Every DLQ message of one notification, and whether a replay would send it",
+		Long: `Read the whole DLQ without consuming it (as inspect: received, then made
+visible again; SQS has no peek, so each receive count rises by one) and list
+every message of one notification (the body's notificationId), oldest
+first: error code, createdAt, receive count and priority.
+
+Each message is judged by the replay's own rules (the window on createdAt,
+the codes, a usable body): with --window and --codes, those; without, the
+narrowest window and codes that cover this notification's messages. The
+last line is the 'pushdlq replay ... --dry-run' that would replay them, and
+how many messages of other notifications the same window and codes would
+replay too (a replay selects by window and codes, never by notification).`,
+		Example: `  pushdlq trace --dlq push-dlq --notification 6f1c2d3e
+  pushdlq trace --dlq push-dlq --notification 6f1c2d3e --window 2025-11-14T08:30:00Z/2025-11-14T09:00:00Z --codes 1004 -o json`,
+		Args: cmdutil.UsageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.Output.Validate(); err != nil {
+				return err
+			}
+			if opts.Queue.DLQ == "" {
+				return cmdutil.UsageErrorf("--dlq is required")
+			}
+			if opts.Notification == "" {
+				return cmdutil.UsageErrorf("--notification is required")
+			}
+			if err := validateQueue(opts.Queue); err != nil {
+				return err
+			}
+			if (opts.Window == "") != (opts.Codes == "") {
+				return cmdutil.UsageErrorf("--window and --codes go together (neither: the ones covering this notification)")
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runTrace(cmd.Context(), opts)
+		},
+	}
+	addQueueFlags(cmd, &opts.Queue, true)
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Notification, "notification", "", "the notification: its notificationId")
+	fl.StringVar(&opts.Window, "window", "", "judge with this inclusive createdAt window START/END (with --codes)")
+	fl.StringVar(&opts.Codes, "codes", "", "judge with these error codes, comma-separated, or '*' (with --window)")
+	fl.StringVar(&opts.QueueBase, "queue-base-url", "", "the priority queues' base URL, for the targets and the command (default $PUSH_QUEUE_BASE_URL)")
+	opts.Output = cmdutil.AddOutputFlag(cmd, "text", "json")
+	return cmd
+}
+
+func runTrace(ctx context.Context, opts *TraceOptions) error {
+	f := opts.Factory
+	var policy pushpolicy.Policy
+	if opts.Window != "" {
+		if err := policyFlags(f, &policy, opts.Window, opts.Codes, true, false, ""); err != nil {
+			return err
+		}
+	}
+	base := opts.QueueBase
+	if base == "" {
+		base = f.Getenv("PUSH_QUEUE_BASE_URL")
+	}
+	s, err := openSession(ctx, f, opts.Queue)
+	if err != nil {
+		return err
+	}
+	s.Banner("trace")
+	type held struct{ id, body, receives string }
+	var mine []held
+	var others []string
+	scanned := 0
+	scanErr := s.Scan(ctx, 0, func(_ int, m *sqsmove.Message) bool {
+		scanned++
+		if trace.NotificationOf(m.Body) == opts.Notification {
+			mine = append(mine, held{m.MessageID, m.Body, m.Attributes["ApproximateReceiveCount"]})
+		} else {
+			others = append(others, m.Body)
+		}
+		return false
+	})
+	s.Close() // every message made visible again
+	var limit *sqsmove.InFlightLimitError
+	if errors.As(scanErr, &limit) {
+		scanErr = nil
+		defer fmt.Fprintln(f.IO.ErrOut, inFlightLimitNote(limit, s.Queue.Visible+s.Queue.InFlight, "this trace covers only them; every message is released"))
+	}
+	if scanErr != nil {
+		return scanErr
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	rep := TraceReport{Schema: TraceSchema, Queue: s.Queue.URL, Notification: opts.Notification, Scanned: scanned,
+		Messages: []trace.PushMessage{}, PolicyGiven: opts.Window != "", InFlightLimit: limit != nil}
+	judged := opts.Window != ""
+	if !judged {
+		bodies := make([]string, len(mine))
+		for i, m := range mine {
+			bodies[i] = m.body
+		}
+		policy, judged = trace.CoveringPolicy(bodies)
+	}
+	for _, m := range mine {
+		pm := trace.PushMessageOf(m.id, m.body, m.receives, policy, base)
+		if !judged {
+			pm.Reason = "no window and codes would replay it: " + cmdutilOr(pm.Reason, "not replayable")
+		}
+		if pm.Replayed {
+			rep.Replayed++
+		}
+		rep.Messages = append(rep.Messages, pm)
+	}
+	trace.SortPush(rep.Messages)
+	if judged {
+		w, c := isoMs(policy.Start)+"/"+isoMs(policy.End), policy.CodesString()
+		if opts.Window != "" {
+			w, c = opts.Window, opts.Codes
+		}
+		rep.Window, rep.Codes = &w, &c
+		for _, b := range others {
+			if pushpolicy.Decide(pushpolicy.ParseCommand(b), policy, base).Eligible {
+				rep.Others++
+			}
+		}
+		if rep.Replayed > 0 {
+			cmd := replayCommand(f, opts.Queue.DLQ, base, w, c)
+			rep.Command = &cmd
+		}
+	}
+	if opts.Output.Value == "json" {
+		err = output.WriteJSON(output.JSONOut(f.IO), rep)
+	} else {
+		err = printPushTrace(f, rep)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(f.IO.ErrOut, "%s of %s read belong to notification %s; every message released\n",
+		output.Plural(len(rep.Messages), "message"), strconv.Itoa(scanned), output.OneLine(opts.Notification))
+	if limit != nil {
+		return cmdutil.PartialError
+	}
+	return nil
+}
+
+func cmdutilOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// replayCommand is the replay's --dry-run for a window and codes, with
+// this invocation's AWS flags, as triage builds its own.
+func replayCommand(f *Factory, dlq, base, window, codes string) string {
+	words := []string{"pushdlq", "replay", "--dlq", dlq}
+	if s := f.AWS; s != nil {
+		for _, fl := range [][2]string{{"--profile", s.Profile}, {"--region", s.Region}, {"--endpoint-url", s.EndpointURL}} {
+			if fl[1] != "" {
+				words = append(words, fl[0], fl[1])
+			}
+		}
+	}
+	if base == "" {
+		base = "BASE"
+	}
+	return shellword.Join(append(words, "--queue-base-url", base, "--window", window, "--codes", codes, "--dry-run")...)
+}
+
+// printPushTrace prints the trace: one line per message, the policy, and
+// the command alone on its line. Text from the queue is escaped (OneLine);
+// a terminal gets the lines folded to its width.
+func printPushTrace(f *Factory, rep TraceReport) error {
+	width := 1 << 30
+	if f.IO.IsStdoutTTY() {
+		width = f.IO.TerminalWidth()
+		if width <= 0 {
+			width = 80
+		}
+	}
+	var b strings.Builder
+	line := func(indent, s string) {
+		b.WriteString(output.Wrap(output.OneLine(s), width, indent, indent+"    ") + "\n")
+	}
+	line("", fmt.Sprintf("notification %s: %s in %s (of %d read), oldest first", rep.Notification,
+		output.Plural(len(rep.Messages), "message"), rep.Queue, rep.Scanned))
+	for _, m := range rep.Messages {
+		created, code, prio := "no createdAt", "no code", "no priority"
+		if m.CreatedAt != nil {
+			created = isoMs(*m.CreatedAt)
+		}
+		if m.Code != nil {
+			code = strconv.Itoa(*m.Code) + " " + m.CodeName
+		}
+		if m.Priority != nil {
+			prio = "P" + strconv.Itoa(*m.Priority)
+		}
+		verdict := "not replayed: " + m.Reason
+		if m.Replayed {
+			verdict = "replayed to " + *m.Target
+		}
+		line("  ", fmt.Sprintf("%s  %s  %s  received %d  %s", created, code, prio, m.ReceiveCount, m.MessageID))
+		line("      ", "→ "+verdict)
+	}
+	switch {
+	case len(rep.Messages) == 0:
+		line("", "→ no message of this notification is in the DLQ")
+	case rep.Command == nil:
+		line("", "→ no replay would send any of them")
+	default:
+		how := "covering this notification's messages"
+		if rep.PolicyGiven {
+			how = "as given"
+		}
+		line("", fmt.Sprintf("→ %d of %d would be replayed with --window %s --codes %s (%s); %s of other notifications too:",
+			rep.Replayed, len(rep.Messages), *rep.Window, *rep.Codes, how, output.Plural(rep.Others, "message")))
+		b.WriteString("    " + *rep.Command + "\n")
+	}
+	_, err := fmt.Fprint(f.IO.Out, b.String())
+	return err
+}

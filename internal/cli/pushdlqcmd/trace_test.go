@@ -1,0 +1,109 @@
+package pushdlqcmd
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/deadletter/deadletter/internal/shellword"
+	"github.com/deadletter/deadletter/internal/testsupport"
+)
+
+// queueCount is the DLQ's visible plus in-flight messages.
+func queueCount(t *testing.T, c *sqs.Client, url string) (visible, inFlight int) {
+	t.Helper()
+	out, err := c.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	visible, _ = strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
+	inFlight, _ = strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
+	return visible, inFlight
+}
+
+// pushdlq trace lists every DLQ message of one notification on fauxqs,
+// consumes nothing (every message visible again once it is done), judges
+// each by the window and codes given (or the ones covering it), and its
+// printed replay, run as printed, is a dry run that would send them.
+func TestTraceNotification(t *testing.T) {
+	c := testsupport.SQSClient(t)
+	dlq, base := testsupport.NewPushQueues(t, c, "tt", 1, 2)
+	at := func(s string) int64 {
+		ts, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts.UnixMilli()
+	}
+	msg := func(n string, created int64, code, prio int) string {
+		return `{"action":"push","notificationId":"` + n + `","priority":` + strconv.Itoa(prio) + `,"createdAt":` + strconv.FormatInt(created, 10) +
+			`,"errorCode":` + strconv.Itoa(code) + `,"errorMessage":"failed"}`
+	}
+	bodies := []string{
+		msg("n-1", at("2025-11-14T08:31:00Z"), 1004, 1),
+		msg("n-1", at("2025-11-14T08:40:00Z"), 1004, 2),
+		msg("n-1", at("2025-11-15T10:00:00Z"), 2003, 1),
+		msg("n-2", at("2025-11-14T08:35:00Z"), 1004, 1),
+		msg("n-3", at("2025-11-14T10:00:00Z"), 1004, 1),
+	}
+	testsupport.SendBodies(t, c, dlq, bodies, nil)
+
+	code, out, stderr := runPushdlq(t, "trace", "--dlq", dlq, "--notification", "n-1", "--queue-base-url", base,
+		"--window", "2025-11-14T08:30:00Z/2025-11-14T09:00:00Z", "--codes", "1004", "-o", "json", "--visibility-timeout", "30s")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep TraceReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if rep.Schema != TraceSchema || rep.Scanned != 5 || len(rep.Messages) != 3 || rep.Replayed != 2 || rep.Others != 1 || rep.Command == nil {
+		t.Fatalf("trace: %+v", rep)
+	}
+	for i, want := range []struct {
+		code, prio int
+		replayed   bool
+		reason     string
+	}{{1004, 1, true, ""}, {1004, 2, true, ""}, {2003, 1, false, "error code not selected"}} {
+		m := rep.Messages[i]
+		if *m.Code != want.code || *m.Priority != want.prio || m.Replayed != want.replayed || m.Reason != want.reason || m.ReceiveCount < 1 {
+			t.Errorf("message %d: %+v", i, m)
+		}
+	}
+	if v, f := queueCount(t, c, dlq); v != 5 || f != 0 {
+		t.Errorf("after trace: %d visible, %d in flight; want 5 and 0 (nothing consumed, every message released)", v, f)
+	}
+
+	// The printed replay, run as printed: a dry run that finds the two
+	// messages of n-1 and the one of n-2 eligible, and sends nothing.
+	words, err := shellword.Split(*rep.Command)
+	if err != nil || words[0] != "pushdlq" || words[len(words)-1] != "--dry-run" {
+		t.Fatalf("%q: %v", *rep.Command, err)
+	}
+	code, out, stderr = runPushdlq(t, append(words[1:], "--visibility-timeout", "30s")...)
+	if code != 0 || !strings.Contains(out+stderr, "eligible 3") {
+		t.Errorf("%s: exit %d:\n%s\n%s", *rep.Command, code, out, stderr)
+	}
+	if v, f := queueCount(t, c, dlq); v != 5 || f != 0 {
+		t.Errorf("after the dry run: %d visible, %d in flight", v, f)
+	}
+
+	// Without a window: the one covering n-1's messages, every one replayed.
+	code, out, stderr = runPushdlq(t, "trace", "--dlq", dlq, "--notification", "n-1", "--queue-base-url", base)
+	if code != 0 || !strings.Contains(out, "3 of 3 would be replayed with --window 2025-11-14T08:31:00.000Z/2025-11-15T10:00:00.000Z --codes 1004,2003") ||
+		!strings.Contains(out, "\n    pushdlq replay --dlq ") {
+		t.Errorf("covering: exit %d:\n%s\n%s", code, out, stderr)
+	}
+	if code, _, stderr = runPushdlq(t, "trace", "--dlq", dlq, "--notification", "n-1", "--window", "2025-11-14T08:30:00Z/2025-11-14T09:00:00Z"); code != 2 ||
+		!strings.Contains(stderr, "--window and --codes go together") {
+		t.Errorf("--window alone: exit %d: %s", code, stderr)
+	}
+}
