@@ -72,6 +72,17 @@ func dlaVerbs() []testsupport.PTYVerb {
 			db := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
 			return []string{"recover", "--archive", sample, "--include-legacy", "--offline", "--database-url", db, "--dry-run"}, nil
 		}, Codes: []int{0, 3}},
+		{Name: "trace", Run: func(t *testing.T) ([]string, []testsupport.PTYAnswer) {
+			db := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
+			return []string{"trace", "--archive", sample, "--offline", "--database-url", db, "--ignore-unreadable",
+				"--granule", "MOD09GQ.A2023111.h06v07.006.2024248749933", "--granule", "NOT.IN.THE.ARCHIVE"}, nil
+		}, Codes: []int{0}, Colour: true, Check: func(t *testing.T, r testsupport.PTYResult) {
+			for _, want := range []string{"would be written:", "not in the archive: no write of it failed"} {
+				if !strings.Contains(r.Screen, want) {
+					t.Errorf("%d columns: trace's screen lacks %q", r.Cols, want)
+				}
+			}
+		}},
 		{Name: "migrate-legacy", Run: func(t *testing.T) ([]string, []testsupport.PTYAnswer) {
 			return []string{"migrate-legacy", "--archive", copyOfSample(t), "--offline"}, confirmYes
 		}, Codes: []int{0}, Check: func(t *testing.T, r testsupport.PTYResult) {

@@ -54,6 +54,14 @@ func pushdlqVerbs(t *testing.T) []testsupport.PTYVerb {
 		{Name: "triage", Run: fixed(triage...), Env: env, Codes: []int{0}, Colour: true, Check: func(t *testing.T, r testsupport.PTYResult) {
 			checkTriageScreen(t, ws[2], triage, r)
 		}},
+		{Name: "trace", Run: func(t *testing.T) ([]string, []testsupport.PTYAnswer) {
+			w := own(t) // trace receives every message: a DLQ of its own
+			return []string{"trace", "--dlq", w.dlq, "--queue-base-url", w.base, "--notification", "n-1"}, nil
+		}, Env: env, Codes: []int{0}, Check: func(t *testing.T, r testsupport.PTYResult) {
+			if !strings.Contains(r.Screen, "notification n-1: 1 message") || !strings.Contains(r.Screen, "pushdlq replay --dlq ") {
+				t.Errorf("%d columns: trace's screen lacks the message or the replay", r.Cols)
+			}
+		}},
 		{Name: "replay-dry-run", Run: fixed(ws[3].replayArgs("--dry-run")...), Env: env, Codes: []int{0}},
 		{Name: "replay", Run: func(t *testing.T) ([]string, []testsupport.PTYAnswer) {
 			return own(t).replayArgs(), confirmYes
