@@ -226,7 +226,8 @@ func (w *schemaWatch) recheck(ctx context.Context, q querier, since time.Time) (
 }
 
 // Fingerprint is a schema's shape as the writes depend on it: the tables'
-// kinds, their columns (type, NOT NULL, default), constraints and triggers
+// kinds, their columns (type, NOT NULL, default), constraints (whose
+// definition says NOT VALID until validated) and triggers
 // (with their functions' source), by name; what was added to one
 // partition only (a CHECK constraint, a trigger, a NOT NULL, a cloned
 // trigger disabled there), which refuses the rows routed to it as surely
@@ -252,7 +253,7 @@ SELECT 'column ' || t.name || '.' || a.attname, format_type(a.atttypid, a.atttyp
 FROM t JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum > 0 AND NOT a.attisdropped
 LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 UNION ALL
-SELECT 'constraint ' || t.name || '.' || c.conname, pg_get_constraintdef(c.oid) || CASE WHEN c.convalidated THEN '' ELSE ' NOT VALID' END
+SELECT 'constraint ' || t.name || '.' || c.conname, pg_get_constraintdef(c.oid)
 FROM t JOIN pg_constraint c ON c.conrelid = t.oid AND c.conparentid = 0
 UNION ALL
 SELECT 'trigger ' || t.name || '.' || g.tgname, pg_get_triggerdef(g.oid)
@@ -260,7 +261,7 @@ SELECT 'trigger ' || t.name || '.' || g.tgname, pg_get_triggerdef(g.oid)
 FROM t JOIN pg_trigger g ON g.tgrelid = t.oid AND NOT g.tgisinternal
 JOIN pg_proc p ON p.oid = g.tgfoid
 UNION ALL
-SELECT 'constraint ' || c.relid::regclass::text || '.' || k.conname, pg_get_constraintdef(k.oid) || CASE WHEN k.convalidated THEN '' ELSE ' NOT VALID' END
+SELECT 'constraint ' || c.relid::regclass::text || '.' || k.conname, pg_get_constraintdef(k.oid)
 FROM t CROSS JOIN LATERAL pg_partition_tree(t.oid) c JOIN pg_constraint k ON k.conrelid = c.relid AND k.conparentid = 0 AND k.conislocal
 WHERE c.level > 0
 UNION ALL

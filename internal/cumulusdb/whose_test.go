@@ -123,6 +123,8 @@ func TestAChangeToPartitionsOrToAFunctionATriggerCallsStopsTheRun(t *testing.T) 
 	}{
 		{"a CHECK on granules' partitions", "",
 			eachPartition("granules", `ALTER TABLE %s ADD CONSTRAINT no_g1 CHECK (granule_id <> ''G1'')`), "no_g1"},
+		{"a NOT VALID CHECK on granules", "",
+			`ALTER TABLE granules ADD CONSTRAINT no_g1_yet CHECK (granule_id <> 'G1') NOT VALID`, "constraint granules.no_g1_yet (CHECK ((granule_id <> 'G1'::text)) NOT VALID) is new"},
 		{"a NOT NULL on files' partitions", "",
 			eachPartition("files", `ALTER TABLE %s ALTER COLUMN checksum_type SET NOT NULL`), "checksum_type"},
 		{"a trigger on an executions partition", "",
