@@ -123,9 +123,9 @@ var pageTemplate = sync.OnceValue(func() *template.Template {
 :root { color-scheme: light; }
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1b1b1b; margin: 0; background: #fff; }
 main { max-width: 1180px; margin: 0 auto; padding: 16px 24px 48px; }
-h1 { font-size: 22px; margin: 8px 0 4px; }
+h1 { font-size: 22px; margin: 8px 0 4px; overflow-wrap: anywhere; }
 h2 { font-size: 17px; margin: 28px 0 6px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
-.sub { color: #555; margin: 0; }
+.sub { color: #555; margin: 0; overflow-wrap: anywhere; }
 .note { color: #555; margin: 4px 0 8px; }
 svg.chart { max-width: 100%; height: auto; display: block; }
 svg .grid { stroke: #e5e5e5; }

@@ -68,10 +68,18 @@ func TestTriageSectionInBrowser(t *testing.T) {
 	rows := longTriage()
 	writePage(t, long, report.Page{Title: "A long triage", Sections: []report.Section{report.TriageSection(rows, "Test rows.")}})
 
+	// A page's own title and subtitle name the archive, one word without a
+	// space that the 22 px title could not break: at 390 px the page ran
+	// past the window by itself (the sample above has a --title of words).
+	titled := filepath.Join(dir, "titled.html")
+	writePage(t, titled, report.Page{Title: "Dead Letter Archive report: s3://ops_system_bucket/cumulus_stack_prod",
+		Subtitle: []string{"s3://ops_system_bucket/cumulus_stack_prod/dead-letter-archive/sqs/2024-03-01, 71 objects matched"},
+		Sections: []report.Section{report.TriageSection(rows, "Test rows.")}})
+
 	for _, c := range []struct {
 		name, path       string
 		groups, commands int
-	}{{"dla-report-triage", sample, 8, 8}, {"long-triage", long, len(rows), len(rows) - 1}} {
+	}{{"dla-report-triage", sample, 8, 8}, {"long-triage", long, len(rows), len(rows) - 1}, {"long-title", titled, len(rows), len(rows) - 1}} {
 		for _, width := range []int{1280, 390} {
 			t.Run(fmt.Sprintf("%s-%d", c.name, width), func(t *testing.T) {
 				got := openTriage(t, c.path, width, browser.ScreenshotPath(t, fmt.Sprintf("%s-%d.png", c.name, width)))
