@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -152,6 +154,73 @@ func TestTriageSummaryOnStderrFitsTheTerminalWhenStdoutIsPiped(t *testing.T) {
 		}
 		if cols == 200 && len(summary) != 1 {
 			t.Errorf("200 columns: the summary (under 200 columns) is folded into %d lines: %q", len(summary), summary[0].Plain)
+		}
+	}
+}
+
+// Archived text that would drive a terminal (a clear-screen, a window
+// title, an OSC 8 hyperlink, a bidi override, C1 CSI, a carriage return)
+// in error texts and keys: dla triage on a terminal shows it escaped, so
+// that the terminal receives no sequence but the tool's own colours, and
+// each group's command (as -o json gives it) is still whole on a line of
+// its own. The other tests of this file run the sample archive, which
+// holds no such text.
+func TestTriageOfAHostileArchiveOnATerminal(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(sample, "dead-letter-archive", "sqs", "2024-03-02",
+		"49373414-fb81-4e23-8da5-91186042e9bf-cacb018c-3384-4861-9511-6bd766e32aef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(t.TempDir(), "demo")
+	for i, c := range []struct{ key, errText string }{
+		{"k1", "KnexTimeoutError: evil \x1b[2J\x1b]0;pwned\x07 clear"},
+		{"k2", "TypeError: link \x1b]8;;http://evil.example/\x1b\\click\x1b]8;;\x1b\\ here"},
+		{"k3", "RangeError: bidi \u202egnp.exe\u202c csi \u009b2J cr\rover"},
+		{"k\u202egnp.txt", "SyntaxError: key with a bidi override"},
+		{"k\x1b]8;;x\x1b\\y", "URIError: key with a hyperlink"},
+		// The verdict names the provider, taken from the error text.
+		{"k4", `AggregateError: RecordDoesNotExist: Record in providers with identifiers {"name":"P\u001b[2J\u001b]0;x\u0007"} does not exist.`},
+	} {
+		var m map[string]any
+		if err := json.Unmarshal(src, &m); err != nil {
+			t.Fatal(err)
+		}
+		m["error"] = c.errText
+		b, _ := json.Marshal(m)
+		dir := filepath.Join(archive, "dead-letter-archive", "sqs", "2024-03-0"+strconv.Itoa(1+i%2))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, c.key), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"triage", "--archive", archive}
+	out, stderr, _ := dla(t, nil, "", append(args, "-o", "json")...)
+	var report struct {
+		Groups []struct{ Command string } `json:"groups"`
+	}
+	if err := json.Unmarshal([]byte(out), &report); err != nil || len(report.Groups) == 0 {
+		t.Fatalf("triage -o json: %v: %s", err, stderr)
+	}
+	for _, cols := range []int{80, 200} {
+		r := testsupport.RunPTY(t, dlaBin, testsupport.PTY{Cols: cols}, args...)
+		if r.Code != 0 {
+			t.Fatalf("exit %d:\n%s", r.Code, r.Screen)
+		}
+		// What the terminal receives once the tool's own colours are
+		// taken out: no control but line ends (\r, the progress line's
+		// redraw, is the terminal's own newline and the progress line).
+		rest := regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(r.Screen, "")
+		for _, bad := range []string{"\x1b", "\x07", "\u009b", "\u202e", "\u202c"} {
+			if strings.Contains(rest, bad) {
+				t.Errorf("%d columns: the terminal received %q from archived text:\n%q", cols, bad, r.Screen)
+			}
+		}
+		for _, g := range report.Groups {
+			if !testsupport.CommandOnItsOwnLine(r.Screen, g.Command) {
+				t.Errorf("%d columns: the command is not whole on a line of its own: %s", cols, g.Command)
+			}
 		}
 	}
 }
