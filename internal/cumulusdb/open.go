@@ -16,6 +16,9 @@ type Database struct {
 	// Schema is the schema's fingerprint when the run began: an error
 	// that a change of it could explain is checked against it (DB).
 	Schema Fingerprint
+	// Stamp is the catalog's stamp when Schema was read: while it stays
+	// the same, the schema is (stamp).
+	Stamp string
 }
 
 // Open is the one setup of `dla recover` and the db-writer processor:
@@ -54,18 +57,23 @@ func Open(ctx context.Context, cfg *pgxpool.Config) (*Database, error) {
 		err = CheckWritable(ctx, pool, gen, target)
 	}
 	var schema Fingerprint
+	var st string
 	if err == nil {
-		schema, err = fingerprint(ctx, pool)
+		// The stamp first: a change between the two reads moves it, and
+		// the first comparison then reads the fingerprint again.
+		if st, err = stamp(ctx, pool); err == nil {
+			schema, err = fingerprint(ctx, pool)
+		}
 	}
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
-	return &Database{Pool: pool, Generation: gen, Target: target, Schema: schema}, nil
+	return &Database{Pool: pool, Generation: gen, Target: target, Schema: schema, Stamp: st}, nil
 }
 
 // DB is the write adapter of the database's generation.
-func (d *Database) DB() *DB { return NewFor(d.Pool, d.Generation).Watch(d.Schema) }
+func (d *Database) DB() *DB { return NewFor(d.Pool, d.Generation).Watch(d.Schema, d.Stamp) }
 
 // Close closes the pool.
 func (d *Database) Close() { d.Pool.Close() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -189,6 +190,7 @@ func (d *DB) WriteGranules(ctx context.Context, gws []*recovery.GranuleWrite) ([
 		stmts[i] = pipeStmt{sql: sql, args: granuleArgs(gw), read: scanOne(&others[i], &ids[i])}
 	}
 	errs := d.pipeline(ctx, stmts)
+	at := time.Now()
 	res := make([]recovery.GranuleResult, len(gws))
 	for i, gw := range gws {
 		if IsRace(errs[i]) && ctx.Err() == nil {
@@ -197,7 +199,7 @@ func (d *DB) WriteGranules(ctx context.Context, gws []*recovery.GranuleWrite) ([
 			res[i], errs[i] = d.writeGranule(ctx, gw, "")
 			continue
 		}
-		res[i], errs[i] = d.granuleResult(gw, others[i], ids[i], d.classify(ctx, errs[i]))
+		res[i], errs[i] = d.granuleResult(gw, others[i], ids[i], d.classifyAt(ctx, errs[i], at))
 	}
 	return res, errs
 }
@@ -214,13 +216,14 @@ func (d *DB) WriteFilesBatch(ctx context.Context, batch []recovery.FilesWrite) [
 		stmts[i] = pipeStmt{sql: sql, args: filesArgs(fw.GranuleCumulusID, fw.Files), read: execOnly}
 	}
 	errs := d.pipeline(ctx, stmts)
+	at := time.Now()
 	for i, fw := range batch {
 		switch {
 		case errs[i] == nil:
 		case IsRace(errs[i]) && ctx.Err() == nil:
 			errs[i] = d.writeFiles(ctx, fw.GranuleCumulusID, fw.Files, "")
 		default:
-			errs[i] = d.filesFallback(ctx, fw.GranuleCumulusID, fw.Files, d.classify(ctx, errs[i]))
+			errs[i] = d.filesFallback(ctx, fw.GranuleCumulusID, fw.Files, d.classifyAt(ctx, errs[i], at))
 		}
 	}
 	return errs
