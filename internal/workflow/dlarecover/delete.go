@@ -46,6 +46,17 @@ func (r *Run) remove(ctx context.Context, o *Object, d *dla.Decoded) {
 			pd.sum, pd.checked = d.Digest, true
 		}
 		o.pending = pd
+		if pd.checked && r.deletes != nil {
+			// A delete of its own (RemoveIfDigest is one object's call
+			// whatever the batch): issued now, in this object's tail,
+			// beside the other tails, so that its line, whose turn comes
+			// in the selection's order, finds it done. Gathered for a
+			// batch, each line had to send the batch and wait for it:
+			// one delete's round trips per object, in a line, which at
+			// 2 ms from S3 made a run of 600 objects 3.7 times slower.
+			_ = r.deleteKeys(ctx, []*pendingDelete{pd}) // recorded by deleteFailed
+			return
+		}
 		r.mu.Lock()
 		r.toDelete = append(r.toDelete, pd)
 		full := len(r.toDelete) >= deleteBatch
