@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -488,7 +489,7 @@ func printPlan(w io.Writer, p *dlarecover.Plan, opts *RecoverOptions, topics sns
 			// as this is for people (stderr), terminal or not.
 			parts = append(parts, fmt.Sprintf("%s %d", output.Escape(k), g.m[k]))
 		}
-		fmt.Fprintln(w, foldParts(fmt.Sprintf("  by %-9s ", g.name), parts, peopleWidth))
+		fmt.Fprintln(w, foldParts(fmt.Sprintf("  by %-9s ", g.name), parts, peopleWidth(opts)))
 	}
 	if opts.Offline {
 		fmt.Fprintln(w, "  AWS reads off (--offline): no processing times, failed-step output,\n    CMR dates or file sizes")
@@ -600,8 +601,14 @@ func textKey(k string) string {
 }
 
 // peopleWidth is the width the plan and the summary, on stderr for people,
-// are folded to: a terminal's narrowest usual width.
-const peopleWidth = 80
+// are folded to: stderr's terminal's (40 at the least); piped, they are not
+// folded, each line as it always was for a script that reads it.
+func peopleWidth(opts *RecoverOptions) int {
+	if w := opts.Factory.IO.ErrTerminalWidth(); w > 0 {
+		return max(w, 40)
+	}
+	return math.MaxInt32
+}
 
 // foldParts is lead followed by parts joined with ", ", folded after a comma
 // into lines of at most width columns, the next lines indented four
@@ -677,13 +684,13 @@ func writeSummary(opts *RecoverOptions, s *RecoverSummary) error {
 	fmt.Fprintln(f.IO.ErrOut, foldParts(fmt.Sprintf("%s: %d of %s: ", verb, s.Processed, output.Plural(s.Selected, "object")), []string{
 		fmt.Sprintf("%d written", s.Written), fmt.Sprintf("%d dropped", s.Dropped), fmt.Sprintf("%d failed", s.Failed),
 		fmt.Sprintf("%d unreadable", s.Unreadable), fmt.Sprintf("%d left in place%s", s.Left, gone), fmt.Sprintf("%d not processed", s.NotProcessed),
-	}, peopleWidth))
+	}, peopleWidth(opts)))
 	fmt.Fprintf(f.IO.ErrOut, "  archive: %d deleted, %d moved to failed-sqs\n", s.Deleted, s.Moved)
 	fmt.Fprintln(f.IO.ErrOut, foldParts(fmt.Sprintf("  database (Cumulus %s): ", s.Schema), []string{
 		output.Plural(s.Executions, "execution"), fmt.Sprintf("%s (%d dropped)", output.Plural(s.Pdrs, "PDR"), s.PdrsDropped),
 		fmt.Sprintf("granules %d written", s.GranulesWritten), fmt.Sprintf("%d dropped", s.GranulesDropped), fmt.Sprintf("%d failed", s.GranulesFailed),
 		fmt.Sprintf("%d marked failed for their files", s.FilesFailed),
-	}, peopleWidth))
+	}, peopleWidth(opts)))
 	if s.NoProcTimes > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "  %s written without processing times (DescribeExecution failed; v21 would have failed them)\n", output.Plural(s.NoProcTimes, "object"))
 	}
