@@ -47,11 +47,14 @@ var traceQueries = map[string]string{
   g.created_at, g.updated_at, g."timestamp",
   (SELECT count(*)::int FROM files f WHERE f.granule_cumulus_id = g.cumulus_id), NULL::int
 FROM granules g WHERE g.granule_id = $1 ORDER BY g.created_at, g.cumulus_id`,
-	// An execution by its arn, or by its name (the arn's last part).
+	// An execution by its arn, or by its name (the arn's last part),
+	// compared as text: a name is not a LIKE pattern ('_', '%', '\').
+	// The arn's own index serves the first; the name reads every row, as
+	// a suffix LIKE did.
 	TraceExecution: `SELECT 'executions', e.arn, e.status, ` + fmt.Sprintf(traceCollection, "e") + `, NULL::text,
   e.created_at, e.updated_at, e."timestamp", NULL::int,
   (SELECT count(*)::int FROM granules_executions ge WHERE ge.execution_cumulus_id = e.cumulus_id)
-FROM executions e WHERE e.arn = $1 OR (strpos($1, ':') = 0 AND e.arn LIKE '%:' || $1) ORDER BY e.created_at, e.cumulus_id`,
+FROM executions e WHERE e.arn = $1 OR (strpos($1, ':') = 0 AND right(e.arn, length($1) + 1) = ':' || $1) ORDER BY e.created_at, e.cumulus_id`,
 	TracePDR: `SELECT 'pdrs', p.name, p.status, ` + fmt.Sprintf(traceCollection, "p") + `,
   (SELECT e.arn FROM executions e WHERE e.cumulus_id = p.execution_cumulus_id),
   p.created_at, p.updated_at, p."timestamp", NULL::int,

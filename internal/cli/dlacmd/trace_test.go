@@ -283,3 +283,50 @@ func TestTraceUsage(t *testing.T) {
 		}
 	}
 }
+
+// An execution traced by its name matches that name exactly: '_' and '%'
+// in it are characters, not LIKE wildcards ('--execution %' read every
+// execution of the database as the record's rows, and 'run_1' the row of
+// 'runX1' too), and '\' is not LIKE's escape.
+func TestTraceExecutionNameMatchesExactly(t *testing.T) {
+	db := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
+	env := map[string]string{"DATABASE_URL": db, "DEADLETTER_NO_PROMPT": "1"}
+	at := time.Date(2024, 3, 2, 8, 0, 0, 0, time.UTC)
+	setup := t.TempDir()
+	for i, name := range []string{"run_1", "runX1", `run\%2`, "run%2"} {
+		writeObject(t, setup, "sqs/2024-03-02/s"+string(rune('a'+i)), traceMessage(t, name, "completed", at, "MOD09GQ", "006", "G.EXEC."+string(rune('a'+i))))
+	}
+	if r := run(t, false, env, "", "recover", "--archive", filepath.Join(setup, "demo"), "--offline", "--yes"); r.code != 0 {
+		t.Fatalf("setting up the rows: exit %d: %s\n%s", r.code, r.stdout, r.stderr)
+	}
+	empty := t.TempDir()
+	writeObject(t, empty, "sqs/2024-03-03/other", traceMessage(t, "other", "completed", at, "MOD09GQ", "006", "G.OTHER"))
+	for _, c := range []struct {
+		id   string
+		want []string // the names of the rows read
+	}{
+		{"run_1", []string{"run_1"}},
+		{"runX1", []string{"runX1"}},
+		{"%", nil},
+		{"_", nil},
+		{"run%2", []string{"run%2"}},
+		{`run\%2`, []string{`run\%2`}},
+		{"un_1", nil},
+	} {
+		r := run(t, false, env, "", "trace", "--archive", filepath.Join(empty, "demo"), "--offline", "-o", "json", "--execution", c.id)
+		if r.code != 0 {
+			t.Fatalf("--execution %q: exit %d: %s", c.id, r.code, r.stderr)
+		}
+		var rep TraceReport
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("%v\n%s", err, r.stdout)
+		}
+		var got []string
+		for _, row := range rep.Records[0].Rows {
+			got = append(got, row.ID[strings.LastIndex(row.ID, ":")+1:])
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("--execution %q read the rows of %q, want %q", c.id, got, c.want)
+		}
+	}
+}
