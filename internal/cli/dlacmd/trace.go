@@ -263,9 +263,9 @@ func (opts *TraceOptions) command(c triageCommand, t trace.Trace) *string {
 		}
 		words = append(c.base("search"), flag, t.ID)
 		s := opts.Select
-		for name, v := range map[string]string{"--date": s.date, "--from": s.from, "--to": s.to} {
-			if v != "" {
-				words = append(words, name, v)
+		for _, fl := range [][2]string{{"--date", s.date}, {"--from", s.from}, {"--to", s.to}} { // in this order: a map's varies
+			if fl[1] != "" {
+				words = append(words, fl[0], fl[1])
 			}
 		}
 		if s.includeLegacy {

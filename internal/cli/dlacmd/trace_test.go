@@ -330,3 +330,23 @@ func TestTraceExecutionNameMatchesExactly(t *testing.T) {
 		}
 	}
 }
+
+// The search a trace prints when no message names the record is the same
+// command every run: its --from and --to came from ranging over a map, so
+// one run in four printed '--to … --from …'.
+func TestTraceSearchCommandIsTheSameEveryRun(t *testing.T) {
+	db := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
+	env := map[string]string{"DATABASE_URL": db}
+	want := "dla search --archive " + sampleArchive + " --granule G.NONE --from 2024-03-01 --to 2024-03-05 --include-legacy"
+	for i := 0; i < 24; i++ {
+		r := run(t, false, env, "", "trace", "--archive", sampleArchive, "--offline", "-o", "json", "--ignore-unreadable",
+			"--granule", "G.NONE", "--from", "2024-03-01", "--to", "2024-03-05", "--include-legacy")
+		var rep TraceReport
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 {
+			t.Fatalf("exit %d: %v\n%s", r.code, err, r.stderr)
+		}
+		if got := deref(rep.Records[0].Command); got != want {
+			t.Fatalf("run %d printed\n  %s\nwant\n  %s", i, got, want)
+		}
+	}
+}
