@@ -176,6 +176,21 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 	} else if scope, loc, store, err = opts.Select.open(ctx, f); err != nil {
 		return err
 	}
+	// The database first: one that cannot be reached, or whose schema is
+	// refused, ends the trace before the archive is read (every object of
+	// it, when a PDR is traced).
+	path, err := dbwrite.Open(ctx, dbwrite.Config{
+		DatabaseURL: cmp.Or(opts.DatabaseURL, f.Getenv("DATABASE_URL")), DBSecret: opts.DBSecret, MaxConns: 2,
+		AWS:      func() (aws.Config, error) { return awsconfig.Load(ctx, *f.AWS) },
+		Settings: *f.AWS, Offline: opts.Offline, ReplaceBucket: loc.Bucket, Now: f.Now,
+	})
+	if dbwrite.StageOf(err) == dbwrite.StageDatabase {
+		return refuseDatabase(err)
+	}
+	if err != nil {
+		return err
+	}
+	defer path.Close()
 	scope.Filter.Granules, scope.Filter.Executions = nil, nil
 	scope.Filter = tracer.Narrow(scope.Filter)
 	for _, area := range []dla.Area{dla.AreaSQS, dla.AreaFailed} {
@@ -203,18 +218,6 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 		fmt.Fprintln(f.IO.ErrOut, athenaSummary(plan, athenaStatus))
 	}
 
-	path, err := dbwrite.Open(ctx, dbwrite.Config{
-		DatabaseURL: cmp.Or(opts.DatabaseURL, f.Getenv("DATABASE_URL")), DBSecret: opts.DBSecret, MaxConns: 2,
-		AWS:      func() (aws.Config, error) { return awsconfig.Load(ctx, *f.AWS) },
-		Settings: *f.AWS, Offline: opts.Offline, ReplaceBucket: loc.Bucket, Now: f.Now,
-	})
-	if dbwrite.StageOf(err) == dbwrite.StageDatabase {
-		return refuseDatabase(err)
-	}
-	if err != nil {
-		return err
-	}
-	defer path.Close()
 	traces, err := tracer.Judge(ctx, trace.Judge{Store: store, Layout: scope.Layout, Path: path, Now: f.Now, Explain: cmdutil.ErrorLine})
 	if err != nil {
 		return err

@@ -350,3 +350,31 @@ func TestTraceSearchCommandIsTheSameEveryRun(t *testing.T) {
 		}
 	}
 }
+
+// A database trace cannot use ends the trace before the archive is read:
+// the schema refused (exit 2) or the server unreachable. The archive was
+// read first, all of it (every object of an S3 archive, for a PDR), and
+// the refusal, which says nothing was read, came after its unreadable
+// objects were reported.
+func TestTraceRefusesTheDatabaseBeforeReadingTheArchive(t *testing.T) {
+	root := t.TempDir()
+	writeObject(t, root, "sqs/2024-03-02/named", traceMessage(t, "named", "completed", time.Date(2024, 3, 2, 8, 0, 0, 0, time.UTC), "MOD09GQ", "006", "G.REFUSED"))
+	writeObject(t, root, "sqs/2024-03-02/broken", []byte(`{"G.REFUSED": `))
+	archive := filepath.Join(root, "demo")
+	for _, c := range []struct {
+		name, db string
+		code     int
+		want     string
+	}{
+		{"no Cumulus tables", testsupport.NewDatabase(t), 2, "the database schema is not one dla can write"},
+		{"unreachable", "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=2", 1, "cannot connect to PostgreSQL"},
+	} {
+		r := run(t, false, map[string]string{"DATABASE_URL": c.db}, "", "trace", "--archive", archive, "--offline", "--granule", "G.REFUSED")
+		if r.code != c.code || !strings.Contains(r.stderr, c.want) || r.stdout != "" {
+			t.Errorf("%s: exit %d (want %d):\n%s%s", c.name, r.code, c.code, r.stdout, r.stderr)
+		}
+		if strings.Contains(r.stderr, "unreadable") {
+			t.Errorf("%s: the archive was read before the database was refused:\n%s", c.name, r.stderr)
+		}
+	}
+}
