@@ -180,7 +180,10 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 			}
 		}
 		if rep.Replayed > 0 {
-			cmd := replayCommand(f, opts.Queue.DLQ, base, w, c)
+			// '*' over more than 24 hours, as given: the replay needs
+			// --allow-wide-window to accept the policy trace judged.
+			wide := policy.Validate(false) != nil
+			cmd := replayCommand(f, opts.Queue.DLQ, base, w, c, wide)
 			rep.Command = &cmd
 		}
 	}
@@ -209,7 +212,7 @@ func cmdutilOr(a, b string) string {
 
 // replayCommand is the replay's --dry-run for a window and codes, with
 // this invocation's AWS flags, as triage builds its own.
-func replayCommand(f *Factory, dlq, base, window, codes string) string {
+func replayCommand(f *Factory, dlq, base, window, codes string, allowWide bool) string {
 	words := []string{"pushdlq", "replay", "--dlq", dlq}
 	if s := f.AWS; s != nil {
 		for _, fl := range [][2]string{{"--profile", s.Profile}, {"--region", s.Region}, {"--endpoint-url", s.EndpointURL}} {
@@ -221,7 +224,11 @@ func replayCommand(f *Factory, dlq, base, window, codes string) string {
 	if base == "" {
 		base = "BASE"
 	}
-	return shellword.Join(append(words, "--queue-base-url", base, "--window", window, "--codes", codes, "--dry-run")...)
+	words = append(words, "--queue-base-url", base, "--window", window, "--codes", codes)
+	if allowWide {
+		words = append(words, "--allow-wide-window")
+	}
+	return shellword.Join(append(words, "--dry-run")...)
 }
 
 // printPushTrace prints the trace: one line per message, the policy, and

@@ -107,3 +107,59 @@ func TestTraceNotification(t *testing.T) {
 		t.Errorf("--window alone: exit %d: %s", code, stderr)
 	}
 }
+
+// The replay a trace prints runs as printed, whatever the notification's
+// messages: one message (or several with one createdAt) made the covering
+// window START/START, which replay refuses ("the window must start before
+// it ends"); an errorCode of -1 made it '--codes -1', which --codes
+// refuses; and a --window of more than 24 hours with --codes '*', which
+// trace judged, printed a replay that refuses it without
+// --allow-wide-window. Each printed command must be a dry run that exits
+// 0 and finds this notification's messages it says would be replayed.
+func TestTracePrintedReplayRunsForEveryNotification(t *testing.T) {
+	c := testsupport.SQSClient(t)
+	dlq, base := testsupport.NewPushQueues(t, c, "tp", 1, 2)
+	at := time.Date(2025, 11, 14, 8, 31, 0, 0, time.UTC).UnixMilli()
+	msg := func(n string, created int64, code string) string {
+		return `{"action":"push","notificationId":"` + n + `","priority":1,"createdAt":` + strconv.FormatInt(created, 10) +
+			`,"errorCode":` + code + `,"errorMessage":"failed"}`
+	}
+	testsupport.SendBodies(t, c, dlq, []string{
+		msg("n-one", at, "1004"),
+		msg("n-same", at+5000, "1004"), msg("n-same", at+5000, "1004"),
+		msg("n-neg", at+10000, "-1"), msg("n-neg", at+20000, "1004"),
+		msg("n-wide", at, "2003"),
+	}, nil)
+	for _, c := range []struct {
+		name     string
+		args     []string
+		replayed int
+	}{
+		{"one message", []string{"--notification", "n-one"}, 1},
+		{"one createdAt", []string{"--notification", "n-same"}, 2},
+		{"a negative code", []string{"--notification", "n-neg"}, 1},
+		{"'*' over 48 hours", []string{"--notification", "n-wide", "--window", "2025-11-13T00:00:00Z/2025-11-15T00:00:00Z", "--codes", "*"}, 1},
+	} {
+		args := append([]string{"trace", "--dlq", dlq, "--queue-base-url", base, "-o", "json", "--visibility-timeout", "30s"}, c.args...)
+		code, out, stderr := runPushdlq(t, args...)
+		var rep TraceReport
+		if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+			t.Fatalf("%s: exit %d: %v\n%s", c.name, code, err, stderr)
+		}
+		if rep.Replayed != c.replayed || rep.Command == nil {
+			t.Errorf("%s: %d replayed, command %v; want %d and a command", c.name, rep.Replayed, rep.Command, c.replayed)
+			continue
+		}
+		words, err := shellword.Split(*rep.Command)
+		if err != nil {
+			t.Fatalf("%s: %q: %v", c.name, *rep.Command, err)
+		}
+		code, out, stderr = runPushdlq(t, append(words[1:], "--visibility-timeout", "30s")...)
+		if code != 0 {
+			t.Errorf("%s: the printed %s: exit %d:\n%s%s", c.name, *rep.Command, code, out, stderr)
+		}
+	}
+	if v, f := queueCount(t, c, dlq); v != 6 || f != 0 {
+		t.Errorf("after the traces: %d visible, %d in flight; want 6 and 0", v, f)
+	}
+}

@@ -76,10 +76,14 @@ func SortPush(ms []PushMessage) {
 // CoveringPolicy is the narrowest policy that would replay every message
 // of bodies that a policy can replay: their createdAt range and their
 // error codes. ok is false when none can (no createdAt, or no code).
+// It is one replay's --window and --codes accept: a window that ends
+// after it starts (one millisecond long when every createdAt is the
+// same), and only codes --codes can name (a negative code cannot be
+// listed: its message is left out, judged not selected).
 func CoveringPolicy(bodies []string) (p pushpolicy.Policy, ok bool) {
 	for _, b := range bodies {
 		c := pushpolicy.ParseCommand(b)
-		if c.Problem != pushpolicy.ReasonNone || !c.HasErrorCode {
+		if c.Problem != pushpolicy.ReasonNone || !c.HasErrorCode || c.ErrorCode < 0 {
 			continue
 		}
 		if !ok || c.CreatedAt < p.Start {
@@ -92,6 +96,9 @@ func CoveringPolicy(bodies []string) (p pushpolicy.Policy, ok bool) {
 			p.Codes = append(p.Codes, c.ErrorCode)
 		}
 		ok = true
+	}
+	if ok && p.End <= p.Start {
+		p.End = p.Start + 1
 	}
 	slices.Sort(p.Codes)
 	return p, ok
