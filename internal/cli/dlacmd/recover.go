@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"runtime"
-	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,16 +47,9 @@ type RecoverOptions struct {
 	Offline           bool
 	// SNS topic ARNs (default: v21's environment names).
 	Topics snspub.Topics
-	// The benchmark's baseline switches, set by DEADLETTER_BENCH_BASELINE
-	// (recover_baseline.go), never by a flag: NoBatch sends every
-	// statement alone (batch), NoSpool fetches and decodes every object
-	// again after the plan (spool), NoGCTuning leaves the garbage
-	// collector at its default (gc-tuning), NoPrefetch prepares each
-	// message and deletes written objects in the worker that writes it
-	// (prefetch), NoMsgIndex reads each message with gjson alone
-	// (msg-index), NoOneProc leaves the write pass at concurrency 1 on
-	// every processor (one-proc).
-	NoBatch, NoSpool, NoGCTuning, NoPrefetch, NoMsgIndex, NoOneProc bool
+	// Baseline are the benchmark's switches, set by
+	// DEADLETTER_BENCH_BASELINE (recover_baseline.go), never by a flag.
+	Baseline dlarecover.Baseline
 	// ViaAPI is a Cumulus API URL: recover through Cumulus's own recovery
 	// (viaapi.go), with the token from TokenFile or $CUMULUS_API_TOKEN.
 	ViaAPI, TokenFile, CleanupStaging string
@@ -203,13 +193,6 @@ later moves back what it left.`,
 	return cmd
 }
 
-// gcPercent is recover's GOGC unless the environment sets one, and
-// memoryLimit its soft memory limit (GOMEMLIMIT) with it.
-const (
-	gcPercent   = 200
-	memoryLimit = 48 << 20
-)
-
 // ObjectResult is one object's line in -o ndjson.
 type ObjectResult = dlarecover.Object
 
@@ -239,19 +222,6 @@ func runRecover(ctx context.Context, opts *RecoverOptions) error {
 	if err != nil {
 		return err
 	}
-	if _, set := os.LookupEnv("GOGC"); !set && !opts.NoGCTuning {
-		// The live heap is small and the garbage short-lived (each object's
-		// decoded layers and rows): collecting at twice the default target
-		// halves the collections, about a tenth of the CPU, for about 10 MB
-		// more resident memory, still flat however many objects.
-		defer debug.SetGCPercent(debug.SetGCPercent(gcPercent))
-		if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
-			// A soft ceiling: once the heap nears it, the collector runs
-			// as often as the default would, so the wider target does not
-			// let resident memory creep up over a long run.
-			defer debug.SetMemoryLimit(debug.SetMemoryLimit(memoryLimit))
-		}
-	}
 	scope, loc, err := recoverScope(opts)
 	if err != nil {
 		return err
@@ -263,79 +233,47 @@ func runRecover(ctx context.Context, opts *RecoverOptions) error {
 	if err != nil {
 		return err
 	}
-
-	maxPool := opts.DBMaxPool
-	if maxPool == 0 {
-		maxPool = opts.Select.concurrency + 2
-	}
-	if !opts.DryRun {
-		maxPool++ // the archive lock holds a connection of its own for the run
-	}
 	dburl := opts.DatabaseURL
 	if dburl == "" && opts.DBSecret == "" {
 		dburl = f.Getenv("DATABASE_URL")
 	}
-	// The database and the lock come before the plan: a second run is
-	// refused before it reads the archive, and no run plans on objects
-	// another run is moving. dbwrite.Open is the db-writer processor's
-	// setup too: it reads the schema generation from the catalog and
-	// checks that the database can take the writes (an unknown or
-	// half-migrated schema, a read-only database or a role without the
-	// privileges stops here, before anything is read, moved or deleted).
-	path, err := dbwrite.Open(ctx, dbwrite.Config{
-		DatabaseURL: dburl, DBSecret: opts.DBSecret, MaxConns: maxPool,
-		AWS:      func() (aws.Config, error) { return awsconfig.Load(ctx, *f.AWS) },
-		Settings: *f.AWS, Offline: opts.Offline,
-		// `replace` payloads only from the archive's bucket (none for a local one).
-		ReplaceBucket: loc.Bucket, Topics: topics, Now: f.Now,
-		Unbatched: opts.NoBatch, NoMsgIndex: opts.NoMsgIndex,
-	})
-	switch dbwrite.StageOf(err) {
-	case "":
-	case dbwrite.StageConnString, dbwrite.StageTopics:
-		return cmdutil.UsageErrorf("%v", err)
-	case dbwrite.StageNotifier:
-		return fmt.Errorf("%w (recover publishes to the SNS topics given)", err)
-	case dbwrite.StageReads:
-		return fmt.Errorf("%w (recover reads Step Functions and S3; --offline runs without them)", err)
-	case dbwrite.StageDatabase:
-		return refuseDatabase(err)
-	default:
-		return err
-	}
-	defer path.Close()
-	db, w := path.Database, path.Writer
-	pool := db.Pool
-	var lock *cumulusdb.ArchiveLock
-	if !opts.DryRun {
-		if lock, err = cumulusdb.LockArchive(ctx, pool, loc.Identity()); err != nil {
-			return fmt.Errorf("%s into %s: %w", loc, db.Target, err)
-		}
-		defer lock.Release()
-	}
-
-	// The plan: one pass over the selection, keys spooled to a file.
-	plan := &dlarecover.Plan{ByDate: map[string]int{}, ByStatus: map[string]int{}, ByColl: map[string]int{},
-		Database: db.Target, Schema: string(db.Generation), Archive: loc.String(), Area: string(scope.Area)}
-	if opts.NoSpool {
-		if plan.Spool, err = selection.NewSpool(); err != nil {
-			return err
-		}
-		defer plan.Spool.Close()
-	} else {
-		if plan.ObjectSpool, err = dlarecover.NewObjectSpool(); err != nil {
-			return err
-		}
-		defer plan.ObjectSpool.Close()
-	}
 	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
-	if err := planRecovery(ctx, store, scope, opts, plan, progress); err != nil {
+	// The run, handed its options once: the database and the lock come
+	// before the plan (dlarecover.Open), the spools with it (Plan), the
+	// tuning and the writes after the confirmation (Run).
+	sess, err := dlarecover.Open(ctx, dlarecover.Options{
+		Store: store, Location: loc, Scope: scope, IncludeUnreadable: opts.IncludeUnreadable,
+		DatabaseURL: dburl, DBSecret: opts.DBSecret, MaxPool: opts.DBMaxPool,
+		AWS:      func() (aws.Config, error) { return awsconfig.Load(ctx, *f.AWS) },
+		Settings: *f.AWS, Offline: opts.Offline, Topics: topics,
+		DryRun: opts.DryRun, Keep: opts.Keep, LeaveUnreadable: opts.LeaveUnreadable,
+		Concurrency: opts.Select.concurrency, Now: f.Now, Baseline: opts.Baseline,
+		StopPlan:     stopOnAuth,
+		PlanProgress: func(n int) { progress.Update("planning: %d objects", n) },
+		Progress: func(s *RecoverSummary) {
+			progress.Update("recovering: %d/%d objects, %d written, %d failed", s.Processed, s.Selected, s.Written+s.Dropped, s.Failed)
+			progress.Clear()
+		},
+		Explain: cmdutil.ErrorLine,
+		Warnf: func(format string, args ...any) {
+			fmt.Fprintf(f.IO.ErrOut, "dla: %s\n", output.Escape(fmt.Sprintf(format, args...)))
+		},
+	})
+	if err != nil {
+		return openError(err)
+	}
+	defer sess.Close()
+
+	// The plan: one pass over the selection, spooled to a file.
+	plan, err := sess.Plan(ctx)
+	progress.Clear()
+	if err != nil {
 		return err
 	}
 	printPlan(f.IO.ErrOut, plan, opts, topics)
 	if plan.Objects == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "nothing to recover")
-		return writeSummary(opts, &RecoverSummary{Type: "summary", DryRun: opts.DryRun, Keep: opts.Keep, Database: plan.Database, Schema: plan.Schema, SNS: dlarecover.SNSSummary{Topics: !topics.None(), Published: !topics.None() && !opts.DryRun}, LeftAlone: plan.LeftAlone})
+		return writeSummary(opts, sess.Summary())
 	}
 	if !opts.DryRun && !opts.Yes {
 		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Write %s to %s?", output.Plural(plan.Objects, "object"), plan.Database), "yes")
@@ -344,38 +282,24 @@ func runRecover(ctx context.Context, opts *RecoverOptions) error {
 			return err
 		}
 	}
+	return runRecoverObjects(ctx, opts, sess)
+}
 
-	sum := &RecoverSummary{Type: "summary", DryRun: opts.DryRun, Keep: opts.Keep,
-		Database: plan.Database, Schema: plan.Schema, Selected: plan.Objects, LeftAlone: plan.LeftAlone,
-		SNS: dlarecover.SNSSummary{Topics: !topics.None(), Published: !topics.None() && !opts.DryRun}}
-	run := &dlarecover.Run{Store: store, Layout: scope.Layout, DB: path.DB, Pool: pool, Writer: w, Lock: lock,
-		DryRun: opts.DryRun, Keep: opts.Keep, LeaveUnreadable: opts.LeaveUnreadable, Concurrency: opts.Select.concurrency,
-		NoPrefetch: opts.NoPrefetch,
-		Now:        f.Now, Sum: sum, Explain: cmdutil.ErrorLine,
-		Warnf: func(format string, args ...any) {
-			fmt.Fprintf(f.IO.ErrOut, "dla: %s\n", output.Escape(fmt.Sprintf(format, args...)))
-		},
-		Progress: func(s *RecoverSummary) {
-			progress.Update("recovering: %d/%d objects, %d written, %d failed", s.Processed, plan.Objects, s.Written+s.Dropped, s.Failed)
-			progress.Clear()
-		},
+// openError is the error of a run dlarecover.Open would not start: what
+// to check for each stage of the setup, and a usage error (exit 2) for a
+// flag's.
+func openError(err error) error {
+	switch dbwrite.StageOf(err) {
+	case dbwrite.StageConnString, dbwrite.StageTopics:
+		return cmdutil.UsageErrorf("%v", err)
+	case dbwrite.StageNotifier:
+		return fmt.Errorf("%w (recover publishes to the SNS topics given)", err)
+	case dbwrite.StageReads:
+		return fmt.Errorf("%w (recover reads Step Functions and S3; --offline runs without them)", err)
+	case dbwrite.StageDatabase:
+		return refuseDatabase(err)
 	}
-	scope.Keys = nil
-	scope.Limit = 0
-	if plan.ObjectSpool != nil {
-		run.Objects = plan.ObjectSpool
-	} else {
-		scope.KeyStream = plan.Spool.Keys
-	}
-	if _, set := os.LookupEnv("GOMAXPROCS"); !set && !opts.NoOneProc && run.Concurrency == 1 {
-		// One writer waits on PostgreSQL for most of each message; its
-		// feeder, the output and the deletes fill those waits. On one
-		// processor the hand-offs between them and the wake-ups after each
-		// round trip stay on one thread instead of waking another (a
-		// quarter of dla's CPU went to the scheduler and its system calls).
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	}
-	return runRecoverObjects(ctx, opts, run, scope)
+	return err
 }
 
 // recoverScope validates the selection (flags, or keys as arguments or on
@@ -509,7 +433,7 @@ func printPlan(w io.Writer, p *dlarecover.Plan, opts *RecoverOptions, topics sns
 
 // runRecoverObjects runs the workflow over the planned keys, printing each
 // object's result as it comes, then the summary.
-func runRecoverObjects(ctx context.Context, opts *RecoverOptions, run *dlarecover.Run, scope selection.Scope) error {
+func runRecoverObjects(ctx context.Context, opts *RecoverOptions, sess *dlarecover.Session) error {
 	f := opts.Factory
 	var emit func(ObjectResult) error
 	closeOut := func() error { return nil }
@@ -526,7 +450,7 @@ func runRecoverObjects(ctx context.Context, opts *RecoverOptions, run *dlarecove
 	// reason, whatever stdout carries (the first few and a count; -v: all).
 	unreadable := 0
 	var emitErr error
-	err := run.Run(ctx, scope, func(o ObjectResult) error {
+	sum, err := sess.Run(ctx, func(o ObjectResult) error {
 		if o.Result == "unreadable" {
 			unreadable++
 			if opts.Verbose || unreadable <= unreadableShown {
@@ -539,7 +463,6 @@ func runRecoverObjects(ctx context.Context, opts *RecoverOptions, run *dlarecove
 	if hidden := unreadable - unreadableShown; !opts.Verbose && hidden > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "dla: %s not listed (-v lists every one)\n", output.Plural(hidden, "more unreadable object"))
 	}
-	sum := run.Sum
 	outErr := emitErr
 	if cerr := closeOut(); cerr != nil && outErr == nil {
 		outErr = cerr

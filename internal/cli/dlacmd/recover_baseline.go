@@ -13,15 +13,16 @@ import (
 // no flag: an operator never meets it.
 const EnvBenchBaseline = "DEADLETTER_BENCH_BASELINE"
 
-// benchBaseline sets opts' switches from EnvBenchBaseline; an unknown name
+// benchBaseline sets opts' switches (dlarecover.Baseline) from EnvBenchBaseline; an unknown name
 // is a usage error, so that a benchmark never measures what it did not ask.
 func benchBaseline(opts *RecoverOptions) error {
 	v := strings.TrimSpace(opts.Factory.Getenv(EnvBenchBaseline))
 	if v == "" {
 		return nil
 	}
-	switches := map[string]*bool{"batch": &opts.NoBatch, "spool": &opts.NoSpool, "gc-tuning": &opts.NoGCTuning,
-		"prefetch": &opts.NoPrefetch, "msg-index": &opts.NoMsgIndex, "one-proc": &opts.NoOneProc}
+	b := &opts.Baseline
+	switches := map[string]*bool{"batch": &b.NoBatch, "spool": &b.NoSpool, "gc-tuning": &b.NoGCTuning,
+		"prefetch": &b.NoPrefetch, "msg-index": &b.NoMsgIndex, "one-proc": &b.NoOneProc}
 	for _, name := range strings.Split(v, ",") {
 		name = strings.TrimSpace(name)
 		if name == "all" {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/deadletter/deadletter/internal/dla/gen"
 	"github.com/deadletter/deadletter/internal/testsupport"
+	"github.com/deadletter/deadletter/internal/workflow/dlarecover"
 )
 
 // The benchmark's baseline switches are an environment variable read by
@@ -19,11 +20,11 @@ func TestBenchBaselineIsAnEnvironmentVariableNotAFlag(t *testing.T) {
 	}
 	for _, c := range []struct {
 		env  string
-		want RecoverOptions
+		want dlarecover.Baseline
 	}{
-		{"all", RecoverOptions{NoBatch: true, NoSpool: true, NoGCTuning: true, NoPrefetch: true, NoMsgIndex: true, NoOneProc: true}},
-		{"batch, prefetch", RecoverOptions{NoBatch: true, NoPrefetch: true}},
-		{"", RecoverOptions{}},
+		{"all", dlarecover.Baseline{NoBatch: true, NoSpool: true, NoGCTuning: true, NoPrefetch: true, NoMsgIndex: true, NoOneProc: true}},
+		{"batch, prefetch", dlarecover.Baseline{NoBatch: true, NoPrefetch: true}},
+		{"", dlarecover.Baseline{}},
 	} {
 		opts := &RecoverOptions{Factory: &Factory{Getenv: func(k string) string {
 			if k == EnvBenchBaseline {
@@ -34,10 +35,8 @@ func TestBenchBaselineIsAnEnvironmentVariableNotAFlag(t *testing.T) {
 		if err := benchBaseline(opts); err != nil {
 			t.Fatalf("%q: %v", c.env, err)
 		}
-		got := [6]bool{opts.NoBatch, opts.NoSpool, opts.NoGCTuning, opts.NoPrefetch, opts.NoMsgIndex, opts.NoOneProc}
-		want := [6]bool{c.want.NoBatch, c.want.NoSpool, c.want.NoGCTuning, c.want.NoPrefetch, c.want.NoMsgIndex, c.want.NoOneProc}
-		if got != want {
-			t.Errorf("%q: %v, want %v", c.env, got, want)
+		if opts.Baseline != c.want {
+			t.Errorf("%q: %+v, want %+v", c.env, opts.Baseline, c.want)
 		}
 	}
 	r := run(t, false, map[string]string{EnvBenchBaseline: "no-such"}, "", "recover", "--archive", t.TempDir(), "--dry-run")
