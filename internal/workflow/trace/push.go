@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -29,7 +30,24 @@ type PushMessage struct {
 }
 
 // NotificationOf is a DLQ body's notificationId ("" when it has none).
-func NotificationOf(body string) string { return gjson.Get(body, "notificationId").String() }
+// A key given twice is read as JSON.parse and ParseCommand read it: the
+// last one wins. A body that is not JSON is searched as gjson finds it, so
+// that a truncated body naming the notification is still listed (judged
+// not replayable).
+func NotificationOf(body string) string {
+	trimmed := strings.TrimSpace(body)
+	if !gjson.Valid(trimmed) {
+		return gjson.Get(body, "notificationId").String()
+	}
+	id := ""
+	gjson.Parse(trimmed).ForEach(func(k, v gjson.Result) bool {
+		if k.Str == "notificationId" {
+			id = v.String()
+		}
+		return true
+	})
+	return id
+}
 
 // PushMessageOf reads one DLQ message of the notification and decides it
 // under policy (base: the priority queues' base URL).
