@@ -43,12 +43,15 @@ const TraceSchema = "deadletter.dla.trace/v1"
 
 // TraceReport is the -o json form of dla trace.
 type TraceReport struct {
-	Schema   string        `json:"schema"`
-	Archive  string        `json:"archive"`
-	Database string        `json:"database"`
-	Cumulus  string        `json:"cumulus_schema"` // the generation read from the catalog
-	Offline  bool          `json:"offline"`
-	Records  []TraceRecord `json:"records"`
+	Schema   string `json:"schema"`
+	Archive  string `json:"archive"`
+	Database string `json:"database"`
+	Cumulus  string `json:"cumulus_schema"` // the generation read from the catalog
+	Offline  bool   `json:"offline"`
+	// Unreadable counts the archive objects that could not be read or
+	// decoded: any of them may name a record (0: none).
+	Unreadable int           `json:"unreadable"`
+	Records    []TraceRecord `json:"records"`
 }
 
 // TraceRecord is one record traced, with its next command.
@@ -224,8 +227,13 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 	}
 	c := triageCommand{f: f, sel: &opts.Select, archive: cmp.Or(opts.Select.archiveFlag.value, f.Getenv("DLA_ARCHIVE"))}
 	rep := TraceReport{Schema: TraceSchema, Archive: loc.String(), Database: path.Database.Target,
-		Cumulus: string(path.Database.Generation), Offline: opts.Offline, Records: []TraceRecord{}}
+		Cumulus: string(path.Database.Generation), Offline: opts.Offline, Unreadable: stats.Unreadable, Records: []TraceRecord{}}
 	for _, t := range traces {
+		if t.Conclusion.Kind == trace.ConcludeNotInArchive && stats.Unreadable > 0 {
+			// "No write of it failed" is said of the objects read only.
+			t.Conclusion.Text = strings.Replace(t.Conclusion.Text, "no write of it failed",
+				fmt.Sprintf("no write of it failed (but %s could not be read, and may name it)", output.Plural(stats.Unreadable, "object")), 1)
+		}
 		rep.Records = append(rep.Records, TraceRecord{Trace: t, Command: opts.command(c, t)})
 	}
 	if opts.Output.Value == "json" {

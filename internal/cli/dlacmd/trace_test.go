@@ -378,3 +378,31 @@ func TestTraceRefusesTheDatabaseBeforeReadingTheArchive(t *testing.T) {
 		}
 	}
 }
+
+// A record no readable message names is "not in the archive" only as far
+// as the archive could be read: with objects that could not be read (a
+// truncated one holding the granule's id, here), the conclusion says so
+// and -o json counts them, where it said flatly "no write of it failed"
+// and the JSON carried no trace of them but the exit code.
+func TestTraceNotInTheArchiveSaysWhenObjectsCouldNotBeRead(t *testing.T) {
+	db := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
+	root := t.TempDir()
+	whole := traceMessage(t, "cut", "completed", time.Date(2024, 3, 2, 8, 0, 0, 0, time.UTC), "MOD09GQ", "006", "G.CUT")
+	writeObject(t, root, "sqs/2024-03-02/cut", whole[:len(whole)-40])
+	r := run(t, false, map[string]string{"DATABASE_URL": db}, "", "trace", "--archive", filepath.Join(root, "demo"), "--offline", "-o", "json", "--granule", "G.CUT")
+	if r.code != 3 {
+		t.Fatalf("exit %d, want 3: %s", r.code, r.stderr)
+	}
+	var rep TraceReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	c := rep.Records[0].Conclusion
+	if rep.Unreadable != 1 || c.Kind != trace.ConcludeNotInArchive ||
+		c.Text != "not in the archive: no write of it failed (but 1 object could not be read, and may name it); it is not in the database either" {
+		t.Errorf("unreadable %d, conclusion %+v", rep.Unreadable, c)
+	}
+	if !strings.Contains(r.stdout, `"unreadable": 1`) {
+		t.Errorf("-o json lacks the unreadable count:\n%s", r.stdout)
+	}
+}
