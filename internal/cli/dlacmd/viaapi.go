@@ -119,7 +119,7 @@ func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 	if opts.CleanupStaging != "" { // only the way back
 		v.Staging = staging
 		res.Staging = v.Staging
-		defer dropManifest(context.WithoutCancel(ctx), store, v.Staging)
+		defer apirecover.DropManifest(context.WithoutCancel(ctx), store, v.Staging)
 		back, left, err := v.Unstage(ctx)
 		res.MovedBack, res.Left = back, left
 		if err != nil {
@@ -201,11 +201,11 @@ func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 	res.Staging = v.Staging
 	// Recorded before the first object moves, so that a run killed while
 	// staging leaves a folder every verb warns about (warnStaging).
-	if err := writeManifest(ctx, store, StagingManifest{Type: "recover_staging", Staging: v.Staging, API: opts.ViaAPI,
+	if err := apirecover.WriteManifest(ctx, store, apirecover.Manifest{Type: "recover_staging", Staging: v.Staging, API: opts.ViaAPI,
 		Archive: loc.String(), Created: f.Now().UTC(), Selected: plan.Objects - len(res.LeftOut)}); err != nil {
 		return err
 	}
-	defer dropManifest(context.WithoutCancel(ctx), store, v.Staging)
+	defer apirecover.DropManifest(context.WithoutCancel(ctx), store, v.Staging)
 	fmt.Fprintf(f.IO.ErrOut, "staging into %s; if this run is stopped, move what is there back with: %s\n",
 		output.Escape(v.Staging), v.CleanupCommand(v.Staging))
 	keys := func(yield func(string) error) error {
