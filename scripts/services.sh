@@ -121,7 +121,7 @@ start_pg() {
       { cat "$STATE/pg-install.log" >&2; return 1; }
     bin=$(pg_bin) || { log "PostgreSQL installed but initdb not found"; return 1; }
   fi
-  german_locale
+  german_locale || log "no de_DE.UTF-8 locale: the tests on a server that answers in German will fail, saying so"
   pg_cluster "" "$bin" 55432
   # Debian's PostgreSQL 15 has its messages in German too (postgres-15.mo):
   # the server of the tests whose databases answer in German, whichever
