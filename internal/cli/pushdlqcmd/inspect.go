@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -122,22 +121,13 @@ func runInspect(ctx context.Context, opts *InspectOptions) error {
 	if opts.All {
 		limit = 0
 	}
-	scanErr := s.Scan(ctx, limit, func(_ int, m *sqsmove.Message) bool {
+	overLimit, err := scanAndRelease(ctx, s, limit, func(m *sqsmove.Message) {
 		c := pushpolicy.ParseCommand(m.Body)
 		t.add(c)
 		pt.Add(c)
-		return false
 	})
-	s.Close()
-	var overLimit *sqsmove.InFlightLimitError
-	if errors.As(scanErr, &overLimit) {
-		scanErr = nil // a report of what was read, which says so
-	}
-	if scanErr != nil {
-		return scanErr
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
+	if err != nil {
+		return err
 	}
 	rep := inspectReport(s.Queue, t, !opts.All || overLimit != nil)
 	rep.InFlightLimit = overLimit != nil

@@ -2,7 +2,6 @@ package pushdlqcmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -126,26 +125,19 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 	var mine []held
 	var others []string
 	scanned := 0
-	scanErr := s.Scan(ctx, 0, func(_ int, m *sqsmove.Message) bool {
+	limit, err := scanAndRelease(ctx, s, 0, func(m *sqsmove.Message) {
 		scanned++
 		if trace.NotificationOf(m.Body) == opts.Notification {
 			mine = append(mine, held{m.MessageID, m.Body, m.Attributes["ApproximateReceiveCount"]})
 		} else {
 			others = append(others, m.Body)
 		}
-		return false
 	})
-	s.Close() // every message made visible again
-	var limit *sqsmove.InFlightLimitError
-	if errors.As(scanErr, &limit) {
-		scanErr = nil
+	if limit != nil {
 		defer fmt.Fprintln(f.IO.ErrOut, inFlightLimitNote(limit, s.Queue.Visible+s.Queue.InFlight, "this trace covers only them; every message is released"))
 	}
-	if scanErr != nil {
-		return scanErr
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
+	if err != nil {
+		return err
 	}
 	rep := TraceReport{Schema: TraceSchema, Queue: s.Queue.URL, Notification: opts.Notification, Scanned: scanned,
 		Messages: []trace.PushMessage{}, PolicyGiven: opts.Window != "", InFlightLimit: limit != nil}

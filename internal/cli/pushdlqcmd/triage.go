@@ -3,7 +3,6 @@ package pushdlqcmd
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -122,21 +121,14 @@ func runTriage(ctx context.Context, opts *TriageOptions) error {
 	}
 	s.Banner("triage")
 	t := triage.NewPush()
-	scanErr := s.Scan(ctx, opts.Sample, func(_ int, m *sqsmove.Message) bool {
+	limit, err := scanAndRelease(ctx, s, opts.Sample, func(m *sqsmove.Message) {
 		t.Add(pushpolicy.ParseCommand(m.Body))
-		return false
 	})
-	s.Close()
-	var limit *sqsmove.InFlightLimitError
-	if errors.As(scanErr, &limit) {
-		scanErr = nil
+	if limit != nil {
 		defer fmt.Fprintln(f.IO.ErrOut, inFlightLimitNote(limit, s.Queue.Visible+s.Queue.InFlight, "this triage covers only them; every message is released"))
 	}
-	if scanErr != nil {
-		return scanErr
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
+	if err != nil {
+		return err
 	}
 	rep := TriageReport{Schema: TriageSchema, Queue: s.Queue.URL, Scanned: t.Total, Sample: opts.Sample > 0 || limit != nil}
 	base := opts.QueueBase
