@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -176,49 +174,9 @@ const triageChecks = `(() => {
 // screenshot as png.
 func openTriage(t *testing.T, path string, width int, png string) triagePage {
 	t.Helper()
-	exe := os.Getenv("DEADLETTER_CHROMIUM")
-	if exe == "" {
-		for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-			if p, err := exec.LookPath(name); err == nil {
-				exe = p
-				break
-			}
-		}
-	}
-	if exe == "" {
-		if os.Getenv("DEADLETTER_REQUIRE_BROWSER") == "1" {
-			t.Fatal("no Chromium found (apt-get install chromium, or set DEADLETTER_CHROMIUM)")
-		}
-		t.Skip("no Chromium found (apt-get install chromium, or set DEADLETTER_CHROMIUM)")
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.WindowSize(width, 900))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	var mu sync.Mutex
+	tab := browser.NewTab(t, width, 900)
+	ctx := tab.Ctx
 	var page triagePage
-	chromedp.ListenTarget(ctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch ev := ev.(type) {
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.APITypeError || ev.Type == runtime.APITypeWarning {
-				page.Errors = append(page.Errors, "console "+string(ev.Type))
-			}
-		case *runtime.EventExceptionThrown:
-			page.Errors = append(page.Errors, "exception: "+ev.ExceptionDetails.Text)
-		case *log.EventEntryAdded:
-			if ev.Entry.Level == log.LevelError {
-				page.Errors = append(page.Errors, "log: "+ev.Entry.Text)
-			}
-		case *network.EventRequestWillBeSent:
-			page.Requests = append(page.Requests, ev.Request.URL)
-		}
-	})
 	abs, _ := filepath.Abs(path)
 	var checks string
 	var selected string
@@ -254,7 +212,6 @@ func openTriage(t *testing.T, path string, width int, png string) triagePage {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", png)
-	mu.Lock()
-	defer mu.Unlock()
+	page.Errors, page.Requests = tab.Seen()
 	return page
 }

@@ -54,38 +54,62 @@ type ChartCount struct {
 	Sum     int `json:"sum"`
 }
 
+// Tab is a headless Chromium tab (Ctx, for chromedp.Run) that records
+// what its pages report: console errors and warnings, uncaught
+// exceptions, error log entries, and every request. Run
+// network.Enable(), log.Enable() and runtime.Enable() on it first.
+type Tab struct {
+	Ctx              context.Context
+	mu               sync.Mutex
+	errors, requests []string
+}
+
+// NewTab starts Chromium with a window width×height, without background
+// networking; it is closed when the test ends.
+func NewTab(t testing.TB, width, height int) *Tab {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox,
+		chromedp.DisableGPU, chromedp.Flag("disable-background-networking", true), chromedp.WindowSize(width, height))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	ctx, cancelTime := context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(func() { cancelTime(); cancelTab(); cancelAlloc() })
+	tab := &Tab{Ctx: ctx}
+	chromedp.ListenTarget(ctx, func(ev any) {
+		tab.mu.Lock()
+		defer tab.mu.Unlock()
+		switch ev := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.APITypeError || ev.Type == runtime.APITypeWarning {
+				tab.errors = append(tab.errors, "console "+string(ev.Type))
+			}
+		case *runtime.EventExceptionThrown:
+			tab.errors = append(tab.errors, "exception: "+ev.ExceptionDetails.Text)
+		case *log.EventEntryAdded:
+			if ev.Entry.Level == log.LevelError {
+				tab.errors = append(tab.errors, "log: "+ev.Entry.Text)
+			}
+		case *network.EventRequestWillBeSent:
+			tab.requests = append(tab.requests, ev.Request.URL)
+		}
+	})
+	return tab
+}
+
+// Seen is what the tab's pages reported so far.
+func (tab *Tab) Seen() (errors, requests []string) {
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	return append([]string(nil), tab.errors...), append([]string(nil), tab.requests...)
+}
+
 // Open loads an HTML file in headless Chromium at 1280×800, counts
 // the bars of every chart, and saves a full-page screenshot as png.
 func Open(t testing.TB, path, png string) Page {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox,
-		chromedp.DisableGPU, chromedp.WindowSize(1280, 800))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	var mu sync.Mutex
+	tab := NewTab(t, 1280, 800)
+	ctx := tab.Ctx
 	page := Page{}
-	chromedp.ListenTarget(ctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch ev := ev.(type) {
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.APITypeError || ev.Type == runtime.APITypeWarning {
-				page.Errors = append(page.Errors, "console "+string(ev.Type))
-			}
-		case *runtime.EventExceptionThrown:
-			page.Errors = append(page.Errors, "exception: "+ev.ExceptionDetails.Text)
-		case *log.EventEntryAdded:
-			if ev.Entry.Level == log.LevelError {
-				page.Errors = append(page.Errors, "log: "+ev.Entry.Text)
-			}
-		case *network.EventRequestWillBeSent:
-			page.Requests = append(page.Requests, ev.Request.URL)
-		}
-	})
 	var counts string
 	var shot []byte
 	abs, _ := filepath.Abs(path)
@@ -112,8 +136,7 @@ func Open(t testing.TB, path, png string) Page {
 		}
 		t.Logf("screenshot: %s", png)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	page.Errors, page.Requests = tab.Seen()
 	return page
 }
 
