@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -12,7 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/deadletter/deadletter/internal/cli/iostreams"
 	"github.com/deadletter/deadletter/internal/shellword"
+	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
@@ -161,5 +164,37 @@ func TestTracePrintedReplayRunsForEveryNotification(t *testing.T) {
 	}
 	if v, f := queueCount(t, c, dlq); v != 6 || f != 0 {
 		t.Errorf("after the traces: %d visible, %d in flight; want 6 and 0", v, f)
+	}
+}
+
+// closedStdout fails every write as a closed pipe does.
+type closedStdout struct{}
+
+func (closedStdout) Write([]byte) (int, error) { return 0, syscall.EPIPE }
+
+// A closed stdout stops trace's printing, never its release: the run
+// exits non-zero and every message it received is visible again, none
+// consumed.
+func TestTraceWithStdoutClosedReleasesEveryMessage(t *testing.T) {
+	c := testsupport.SQSClient(t)
+	dlq, base := testsupport.NewPushQueues(t, c, "tc", 1, 2)
+	var bodies []string
+	for i := range 12 {
+		bodies = append(bodies, `{"action":"push","notificationId":"n-`+strconv.Itoa(i%3)+`","priority":1,"createdAt":1763109060000,"errorCode":1004,"errorMessage":"failed"}`)
+	}
+	testsupport.SendBodies(t, c, dlq, bodies, nil)
+	for _, format := range []string{"json", "text"} {
+		ios, _, _, errOut := iostreams.Test()
+		ios.Out = closedStdout{}
+		f := NewFactory(ios, func(string) string { return "" })
+		f.SQS = func(context.Context) (sqsmove.API, string, error) { return c, "test SQS", nil }
+		code := Run(context.Background(), f, []string{"trace", "--dlq", dlq, "--notification", "n-1", "--queue-base-url", base,
+			"-o", format, "--visibility-timeout", "30s"})
+		if code == 0 {
+			t.Errorf("-o %s: exit 0 with stdout closed: %s", format, errOut.String())
+		}
+		if v, fl := queueCount(t, c, dlq); v != 12 || fl != 0 {
+			t.Errorf("-o %s: after trace with stdout closed: %d visible, %d in flight; want 12 and 0", format, v, fl)
+		}
 	}
 }
