@@ -41,3 +41,18 @@ func Exists(ctx context.Context, pool *pgxpool.Pool, kind, name string) (bool, e
 	}
 	return exists, nil
 }
+
+// GranuleInCollection reports whether a granule exists in the collection
+// of a cumulus_id: the lookup Cumulus's own error names for a granule
+// (updateGranuleStatusToFailed's), the same in v21 and v22. By granule_id
+// alone (Exists), a granule of another collection would say it exists.
+// It only reads.
+func GranuleInCollection(ctx context.Context, pool *pgxpool.Pool, granuleID, collectionCumulusID string) (bool, error) {
+	var exists bool
+	err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM granules WHERE granule_id = $1 AND collection_cumulus_id::text = $2)`,
+		granuleID, collectionCumulusID).Scan(&exists)
+	if err != nil {
+		return false, fmt.Errorf("looking up granule %q in collection_cumulus_id %s: %w", granuleID, collectionCumulusID, err)
+	}
+	return exists, nil
+}

@@ -357,25 +357,10 @@ func checkReadiness(ctx context.Context, f *Factory, t *triage.Triage, dburl, se
 	defer pool.Close()
 	return t.CheckReadiness(ctx, func(ctx context.Context, n triage.Need) (bool, error) {
 		if n.Kind == triage.KindGranule && n.CollectionCumulusID != "" {
-			return granuleInCollection(ctx, pool, n.Name, n.CollectionCumulusID)
+			return cumulusdb.GranuleInCollection(ctx, pool, n.Name, n.CollectionCumulusID)
 		}
 		return cumulusdb.Exists(ctx, pool, n.Kind, n.Name)
 	})
-}
-
-// granuleInCollection is the lookup Cumulus's error names for a granule
-// (updateGranuleStatusToFailed's): by granule_id and
-// collection_cumulus_id, the same in v21 and v22. By granule_id alone
-// (cumulusdb.Exists), a granule of another collection would say ready.
-// It only reads.
-func granuleInCollection(ctx context.Context, pool *pgxpool.Pool, granuleID, collectionCumulusID string) (bool, error) {
-	var exists bool
-	err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM granules WHERE granule_id = $1 AND collection_cumulus_id::text = $2)`,
-		granuleID, collectionCumulusID).Scan(&exists)
-	if err != nil {
-		return false, fmt.Errorf("looking up granule %q in collection_cumulus_id %s: %w", granuleID, collectionCumulusID, err)
-	}
-	return exists, nil
 }
 
 // triageCommand builds a group's next command from this invocation.
