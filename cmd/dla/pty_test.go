@@ -131,7 +131,9 @@ func TestEveryVerbOnATerminal(t *testing.T) {
 // summary dla triage writes to stderr is fitted to the terminal's width.
 // It was folded to stdout's width, which a pipe does not have: always 80
 // columns, so on a 200-column terminal it broke in two for nothing, and
-// on a 40-column one it ran past the edge.
+// on a 40-column one it ran past the edge. A word no line can hold (the
+// archive's path, as deep as the checkout is) stays whole on a line of
+// its own.
 func TestTriageSummaryOnStderrFitsTheTerminalWhenStdoutIsPiped(t *testing.T) {
 	for _, cols := range []int{40, 200} {
 		r := testsupport.RunPTY(t, dlaBin, testsupport.PTY{Cols: cols, PipeStdout: true}, triageArgs...)
@@ -148,7 +150,7 @@ func TestTriageSummaryOnStderrFitsTheTerminalWhenStdoutIsPiped(t *testing.T) {
 			t.Fatalf("%d columns: no summary on the terminal:\n%s", cols, r.Screen)
 		}
 		for _, l := range summary {
-			if l.Width > cols {
+			if l.Width > cols && !testsupport.HoldsOneUncuttableWord(l.Plain, cols) {
 				t.Errorf("%d columns: the summary runs past the edge (%d columns): %q", cols, l.Width, l.Plain)
 			}
 		}

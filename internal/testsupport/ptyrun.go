@@ -202,10 +202,10 @@ func IsCommandLine(prev, line string) bool {
 	return strings.HasSuffix(strings.TrimSpace(prev), "next:")
 }
 
-// holdsOneUncuttableWord reports whether a line is wider than cols only by
+// HoldsOneUncuttableWord reports whether a line is wider than cols only by
 // one word that cannot be cut without losing it (a key, an ARN, a URL, a
 // path): the line without its widest word fits.
-func holdsOneUncuttableWord(line string, cols int) bool {
+func HoldsOneUncuttableWord(line string, cols int) bool {
 	widest := 0
 	for _, w := range strings.Fields(line) {
 		widest = max(widest, ansi.StringWidth(w))
@@ -220,7 +220,7 @@ func TooWide(text string, cols int) []string {
 	var out []string
 	prev := ""
 	for _, l := range ScreenLines(text) {
-		if l.Width > cols && !IsCommandLine(prev, l.Plain) && !holdsOneUncuttableWord(l.Plain, cols) {
+		if l.Width > cols && !IsCommandLine(prev, l.Plain) && !HoldsOneUncuttableWord(l.Plain, cols) {
 			out = append(out, fmt.Sprintf("line %d, %d columns: %q", l.Line, l.Width, l.Plain))
 		}
 		prev = l.Plain
