@@ -58,9 +58,14 @@ func TakeLock(ctx context.Context, s Store, key, command string) (release func()
 	if err != nil {
 		return nil, err
 	}
+	marker := key + ".takeover"
 	for attempt := 0; attempt < 3; attempt++ {
 		err := s.PutNew(ctx, key, body, "")
 		if err == nil {
+			// A run killed while taking over a stale lock, between
+			// removing it and writing its own, leaves its marker and no
+			// lock: nothing else would ever remove that marker.
+			staleMarker(ctx, s, marker, host)
 			return func() { _ = DeleteIfUnchanged(context.WithoutCancel(ctx), s, key, body) }, nil
 		}
 		if !errors.Is(err, ErrExists) {
@@ -88,7 +93,6 @@ func TakeLock(ctx context.Context, s Store, key, command string) (release func()
 		// up holding it (a local archive's delete is a read, a compare and
 		// a delete: the second run's delete would remove the first run's
 		// new lock).
-		marker := key + ".takeover"
 		if perr := s.PutNew(ctx, marker, body, ""); errors.Is(perr, ErrExists) {
 			if staleMarker(ctx, s, marker, host) {
 				continue

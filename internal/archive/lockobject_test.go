@@ -52,3 +52,40 @@ func TestLockObjectRefusesALiveHolderAndTakesOverADeadOne(t *testing.T) {
 		t.Fatalf("after release: %v", err)
 	}
 }
+
+// A run killed while taking over a stale lock, after removing it and
+// before writing its own, leaves its takeover marker and no lock: the next
+// run, which takes the lock at once, removes that marker (its holder is a
+// dead process of this host), and a live holder's marker is left alone.
+func TestLockTakenAtOnceRemovesADeadRunsTakeoverMarker(t *testing.T) {
+	ctx := context.Background()
+	store, err := archive.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "demo/dead-letter-archive/locks/x.json"
+	host, _ := os.Hostname()
+	for _, c := range []struct {
+		name string
+		pid  int
+		kept bool
+	}{
+		{"a dead process's marker", 1<<22 + 1, false},
+		{"a live process's marker", os.Getppid(), true},
+	} {
+		b, _ := json.Marshal(archive.LockHolder{Command: "dla migrate-legacy", Host: host, PID: c.pid, Since: time.Now()})
+		if err := store.Put(ctx, key+".takeover", b); err != nil {
+			t.Fatal(err)
+		}
+		release, err := archive.TakeLock(ctx, store, key, "dla migrate-legacy")
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		release()
+		_, err = store.Get(ctx, key+".takeover")
+		if kept := err == nil; kept != c.kept {
+			t.Errorf("%s: marker kept %v, want %v (%v)", c.name, kept, c.kept, err)
+		}
+		_ = store.Delete(ctx, key+".takeover")
+	}
+}
