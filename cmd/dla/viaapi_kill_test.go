@@ -41,11 +41,22 @@ func TestRecoverViaAPISIGKILLLoopLosesAndDoublesNothing(t *testing.T) {
 	env = append(env, "CUMULUS_API_TOKEN=tok", "DEADLETTER_NO_PROMPT=1")
 	args := []string{"recover", "--archive", spec, "--via-api", api.URL, "--yes", "--concurrency", "16", "-o", "ndjson"}
 
+	// Six kills at random moments; on a loaded machine a run may not reach
+	// its staging by then, so the kills go on, each later than the last,
+	// until one has left something in staging (at most 20).
 	rng := rand.New(rand.NewSource(3))
-	for i := 0; i < 6; i++ {
+	staged := func() bool {
+		for _, k := range testsupport.ListKeys(t, c, bucket, "demo/dead-letter-archive/recover-staging/") {
+			if strings.Contains(strings.TrimPrefix(k, "demo/dead-letter-archive/recover-staging/"), "/") {
+				return true
+			}
+		}
+		return false
+	}
+	for i := 0; i < 20 && (i < 6 || !staged()); i++ {
 		cmd := exec.Command(dlaBin, args...)
 		cmd.Env = env
-		testsupport.StartProc(t, cmd).KillAfter(time.Duration(30+rng.Intn(400)) * time.Millisecond)
+		testsupport.StartProc(t, cmd).KillAfter(time.Duration(30+rng.Intn(400)+max(0, i-5)*200) * time.Millisecond)
 	}
 	time.Sleep(300 * time.Millisecond) // an operation a killed run started ends (the fake runs it at once)
 
