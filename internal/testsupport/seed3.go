@@ -191,8 +191,40 @@ func DumpTables(t testing.TB, dbURL string, runStart time.Time) map[string][]map
 			out[name] = append(out[name], normaliseDumped(name, m, runStart))
 		}
 		rows.Close()
+		if err := rows.Err(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	// In one order whatever order PostgreSQL returns them in (which
+	// follows the order the rows were written, and a concurrent run's
+	// order varies with the machine's load): two databases that hold the
+	// same rows dump equal.
+	for name, rows := range out {
+		keys := make([]string, len(rows))
+		for i, r := range rows {
+			b, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys[i] = string(b)
+		}
+		sort.Sort(byKey{keys, rows})
+		out[name] = rows
 	}
 	return out
+}
+
+// byKey sorts rows by their keys.
+type byKey struct {
+	keys []string
+	rows []map[string]any
+}
+
+func (b byKey) Len() int           { return len(b.keys) }
+func (b byKey) Less(i, j int) bool { return b.keys[i] < b.keys[j] }
+func (b byKey) Swap(i, j int) {
+	b.keys[i], b.keys[j] = b.keys[j], b.keys[i]
+	b.rows[i], b.rows[j] = b.rows[j], b.rows[i]
 }
 
 // TableLines is a table's rows (as DumpTables reads them) as sorted JSON
