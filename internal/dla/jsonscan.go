@@ -120,47 +120,99 @@ func scanAny(data []byte, i, depth int) (int, bool) {
 
 // scanObject is gjson's validobject.
 func scanObject(data []byte, i, depth int) (int, bool) {
-	var ok bool
-	for ; i < len(data); i++ {
-		switch data[i] {
-		default:
-			return i, false
-		case ' ', '\t', '\n', '\r':
-			continue
-		case '}':
-			return i + 1, true
-		case '"':
-		key:
-			if i, _, ok = scanString(data, i+1); !ok {
-				return i, false
-			}
-			if i, ok = scanColon(data, i); !ok {
-				return i, false
-			}
-			if i, ok = scanAny(data, i, depth+1); !ok {
-				return i, false
-			}
-			if i, ok = scanComma(data, i, '}'); !ok {
-				return i, false
-			}
-			if data[i] == '}' {
-				return i + 1, true
-			}
-			i++
-			for ; i < len(data); i++ {
-				switch data[i] {
-				default:
-					return i, false
-				case ' ', '\t', '\n', '\r':
-					continue
-				case '"':
-					goto key
-				}
-			}
+	i, more, ok := firstElement(data, i, '}')
+	for more {
+		if _, _, _, i, ok = memberKey(data, i); !ok {
 			return i, false
 		}
+		if i, ok = scanAny(data, i, depth+1); !ok {
+			return i, false
+		}
+		i, more, ok = nextElement(data, i, '}')
 	}
-	return i, false
+	return i, ok
+}
+
+// scanArray is gjson's validarray.
+func scanArray(data []byte, i, depth int) (int, bool) {
+	i, more, ok := firstElement(data, i, ']')
+	for more {
+		if i, ok = scanAny(data, i, depth+1); !ok {
+			return i, false
+		}
+		i, more, ok = nextElement(data, i, ']')
+	}
+	return i, ok
+}
+
+// The walk of an object's members or an array's elements that every
+// scanner of this package shares (scanObject, scanArray, the layer scan's
+// object and the message tape):
+//
+//	i, more, ok := firstElement(data, i, end)
+//	for more {
+//		(an object: memberKey)
+//		scan the value at i
+//		i, more, ok = nextElement(data, i, end)
+//	}
+//	return i, ok
+
+// firstElement starts the walk of an object or array (end '}' or ']')
+// from the byte after its opening bracket: with more, i is at the first
+// element (a member's opening quote, if it is one); without, i is after
+// the closing bracket (ok) or where the text is invalid.
+func firstElement(data []byte, i int, end byte) (next int, more, ok bool) {
+	for ; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == end:
+			return i + 1, false, true
+		case !isWS(c):
+			return i, true, true
+		}
+	}
+	return i, false, false
+}
+
+// nextElement follows an element's value, at i: at a ',' the walk goes on
+// (more, i at the next element); at the closing bracket it ends (i after
+// it).
+func nextElement(data []byte, i int, end byte) (next int, more, ok bool) {
+	if i, ok = scanComma(data, i, end); !ok {
+		return i, false, false
+	}
+	if data[i] == end {
+		return i + 1, false, true
+	}
+	for i++; i < len(data); i++ {
+		if !isWS(data[i]) {
+			return i, true, true
+		}
+	}
+	return i, false, false
+}
+
+// memberKey scans an object member's key from its opening quote at i, and
+// the colon after it: the key's bytes are data[k0:k1] (kEsc: they hold an
+// escape), and its value starts at v0.
+func memberKey(data []byte, i int) (k0, k1 int, kEsc bool, v0 int, ok bool) {
+	if data[i] != '"' {
+		return 0, 0, false, i, false
+	}
+	k0 = i + 1
+	if i, kEsc, ok = scanString(data, k0); !ok {
+		return 0, 0, false, i, false
+	}
+	k1 = i - 1
+	if i, ok = scanColon(data, i); !ok {
+		return 0, 0, false, i, false
+	}
+	for i < len(data) && isWS(data[i]) {
+		i++
+	}
+	if i == len(data) {
+		return 0, 0, false, i, false
+	}
+	return k0, k1, kEsc, i, true
 }
 
 func scanColon(data []byte, i int) (int, bool) {
@@ -188,32 +240,6 @@ func scanComma(data []byte, i int, end byte) (int, bool) {
 			return i, true
 		case end:
 			return i, true
-		}
-	}
-	return i, false
-}
-
-// scanArray is gjson's validarray.
-func scanArray(data []byte, i, depth int) (int, bool) {
-	var ok bool
-	for ; i < len(data); i++ {
-		switch data[i] {
-		default:
-			for ; i < len(data); i++ {
-				if i, ok = scanAny(data, i, depth+1); !ok {
-					return i, false
-				}
-				if i, ok = scanComma(data, i, ']'); !ok {
-					return i, false
-				}
-				if data[i] == ']' {
-					return i + 1, true
-				}
-			}
-		case ' ', '\t', '\n', '\r':
-			continue
-		case ']':
-			return i + 1, true
 		}
 	}
 	return i, false

@@ -111,112 +111,75 @@ func (ls *layerScan) scan(data []byte) int {
 // its members (top: into ls.members, with the captures; else into
 // ls.detailMembers).
 func (ls *layerScan) object(data []byte, i, depth int, top bool) (int, bool) {
-	var ok bool
-	for ; i < len(data); i++ {
-		switch data[i] {
-		default:
-			return i, false
-		case ' ', '\t', '\n', '\r':
-			continue
-		case '}':
-			return i + 1, true
-		case '"':
-		key:
-			m := jsonMember{k0: i + 1}
-			if i, m.kEsc, ok = scanString(data, i+1); !ok {
-				return i, false
-			}
-			m.k1 = i - 1
-			if i, ok = scanColon(data, i); !ok {
-				return i, false
-			}
-			for i < len(data) && isWS(data[i]) {
-				i++
-			}
-			if i == len(data) {
-				return i, false
-			}
-			m.v0 = i
-			var slot int // 1 Body, 2 body, 3 first detail
-			if top && ls.wantLayer && (data[i] == '"' || data[i] == '{') {
-				name := data[m.k0:m.k1]
-				if m.kEsc {
-					ls.keyBuf = unescapeTo(ls.keyBuf[:0], name)
-					name = ls.keyBuf
-				}
-				switch {
-				case string(name) == "Body":
-					slot = 1
-				case string(name) == "body":
-					slot = 2
-				case string(name) == "detail" && ls.detail < 0 && data[i] == '{':
-					slot = 3
-				}
-			}
-			if !top {
-				slot = ls.detailSlot(data, m, data[i])
+	i, more, ok := firstElement(data, i, '}')
+	for more {
+		var m jsonMember
+		if m.k0, m.k1, m.kEsc, m.v0, ok = memberKey(data, i); !ok {
+			return m.v0, false
+		}
+		i = m.v0
+		var slot int // 1 Body, 2 body, 3 first detail
+		if top && ls.wantLayer && (data[i] == '"' || data[i] == '{') {
+			name := data[m.k0:m.k1]
+			if m.kEsc {
+				ls.keyBuf = unescapeTo(ls.keyBuf[:0], name)
+				name = ls.keyBuf
 			}
 			switch {
-			case slot == 4:
-				ls.msgBuf, i, ok = unescapeString(data, i+1, ls.msgBuf[:0])
-			case slot == 1 && data[i] == '"':
-				ls.upperBuf, i, ok = unescapeString(data, i+1, ls.upperBuf[:0])
-			case slot == 2 && data[i] == '"':
-				ls.lowerBuf, i, ok = unescapeString(data, i+1, ls.lowerBuf[:0])
-			case slot == 3 && depth >= MaxDepth:
-				return tooDeep, false
-			case slot == 3:
-				i, ok = ls.object(data, i+1, depth+1, false)
-			default:
-				i, ok = scanAny(data, i, depth+1)
+			case string(name) == "Body":
+				slot = 1
+			case string(name) == "body":
+				slot = 2
+			case string(name) == "detail" && ls.detail < 0 && data[i] == '{':
+				slot = 3
 			}
-			if !ok {
-				return i, false
-			}
-			m.v1 = i
-			if slot == 5 {
-				ls.statusSucceeded = ls.isValue(data, m, "SUCCEEDED")
-			}
-			if top {
-				if slot == 0 && ls.wantLayer && data[m.v0] != '"' && data[m.v0] != '{' {
-					slot = ls.slotOf(data, m) // Body or body with a value that is not a string
-				}
-				switch slot {
-				case 1:
-					ls.upper, m.body = len(ls.members), true
-				case 2:
-					ls.lower, m.body = len(ls.members), true
-				case 3:
-					ls.detail = len(ls.members)
-				}
-				if slot == 0 && ls.wantLayer && ls.detail < 0 && ls.isKey(data, m, "detail") {
-					ls.detail = len(ls.members) // a detail that is not an object
-				}
-				ls.members = append(ls.members, m)
-			} else {
-				ls.detailMembers = append(ls.detailMembers, m)
-			}
-			if i, ok = scanComma(data, i, '}'); !ok {
-				return i, false
-			}
-			if data[i] == '}' {
-				return i + 1, true
-			}
-			i++
-			for ; i < len(data); i++ {
-				switch data[i] {
-				default:
-					return i, false
-				case ' ', '\t', '\n', '\r':
-					continue
-				case '"':
-					goto key
-				}
-			}
+		}
+		if !top {
+			slot = ls.detailSlot(data, m, data[i])
+		}
+		switch {
+		case slot == 4:
+			ls.msgBuf, i, ok = unescapeString(data, i+1, ls.msgBuf[:0])
+		case slot == 1 && data[i] == '"':
+			ls.upperBuf, i, ok = unescapeString(data, i+1, ls.upperBuf[:0])
+		case slot == 2 && data[i] == '"':
+			ls.lowerBuf, i, ok = unescapeString(data, i+1, ls.lowerBuf[:0])
+		case slot == 3 && depth >= MaxDepth:
+			return tooDeep, false
+		case slot == 3:
+			i, ok = ls.object(data, i+1, depth+1, false)
+		default:
+			i, ok = scanAny(data, i, depth+1)
+		}
+		if !ok {
 			return i, false
 		}
+		m.v1 = i
+		if slot == 5 {
+			ls.statusSucceeded = ls.isValue(data, m, "SUCCEEDED")
+		}
+		if top {
+			if slot == 0 && ls.wantLayer && data[m.v0] != '"' && data[m.v0] != '{' {
+				slot = ls.slotOf(data, m) // Body or body with a value that is not a string
+			}
+			switch slot {
+			case 1:
+				ls.upper, m.body = len(ls.members), true
+			case 2:
+				ls.lower, m.body = len(ls.members), true
+			case 3:
+				ls.detail = len(ls.members)
+			}
+			if slot == 0 && ls.wantLayer && ls.detail < 0 && ls.isKey(data, m, "detail") {
+				ls.detail = len(ls.members) // a detail that is not an object
+			}
+			ls.members = append(ls.members, m)
+		} else {
+			ls.detailMembers = append(ls.detailMembers, m)
+		}
+		i, more, ok = nextElement(data, i, '}')
 	}
-	return i, false
+	return i, ok
 }
 
 // detailSlot classifies a member of detail, whose value starts with c: 4

@@ -68,58 +68,24 @@ func (tp *msgTape) value(data []byte, i, depth, parent int) (int, bool) {
 	if data[i] == '[' {
 		end = ']'
 	}
-	var ok bool
-	for i++; i < len(data); i++ {
-		switch c := data[i]; {
-		case isWS(c):
-			continue
-		case c == end:
-			return i + 1, true
-		case end == '}' && c != '"':
+	i, more, ok := firstElement(data, i+1, end)
+	for more {
+		n := tapeNode{parent: parent}
+		if end == '}' {
+			if n.k0, n.k1, n.kEsc, i, ok = memberKey(data, i); !ok {
+				return i, false
+			}
+		}
+		n.v0 = i
+		at := len(tp.nodes)
+		tp.nodes = append(tp.nodes, n)
+		if i, ok = tp.value(data, i, depth+1, at); !ok {
 			return i, false
 		}
-		for {
-			n := tapeNode{parent: parent}
-			if end == '}' {
-				if data[i] != '"' {
-					return i, false
-				}
-				n.k0 = i + 1
-				if i, n.kEsc, ok = scanString(data, i+1); !ok {
-					return i, false
-				}
-				n.k1 = i - 1
-				if i, ok = scanColon(data, i); !ok {
-					return i, false
-				}
-			}
-			for i < len(data) && isWS(data[i]) {
-				i++
-			}
-			if i == len(data) {
-				return i, false
-			}
-			n.v0 = i
-			at := len(tp.nodes)
-			tp.nodes = append(tp.nodes, n)
-			if i, ok = tp.value(data, i, depth+1, at); !ok {
-				return i, false
-			}
-			tp.nodes[at].v1, tp.nodes[at].next = i, len(tp.nodes)
-			if i, ok = scanComma(data, i, end); !ok {
-				return i, false
-			}
-			if data[i] == end {
-				return i + 1, true
-			}
-			for i++; i < len(data) && isWS(data[i]); i++ {
-			}
-			if i == len(data) {
-				return i, false
-			}
-		}
+		tp.nodes[at].v1, tp.nodes[at].next = i, len(tp.nodes)
+		i, more, ok = nextElement(data, i, end)
 	}
-	return i, false
+	return i, ok
 }
 
 // child returns the first member named name of the container node p
