@@ -1,18 +1,12 @@
 package pushdlqcmd
 
 import (
-	"bufio"
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,6 +14,7 @@ import (
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/sqsmove"
+	"github.com/deadletter/deadletter/internal/workflow/pushexport"
 	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
 )
 
@@ -161,110 +156,6 @@ type ExportSummary struct {
 	AlreadyInFile int `json:"already_in_file"`
 }
 
-// exportFile writes messages to FILE.partial and publishes it as FILE
-// only once it is complete and on disk.
-type exportFile struct {
-	final, partial string
-	f              *os.File
-	w              *bufio.Writer
-	sum            hash.Hash
-	n              int64
-	dirSynced      bool
-	// A resumed export: the message ids of the lines that were in the
-	// partial file (never written again), and how many lines that was.
-	inFile  map[string]bool
-	resumed int
-}
-
-func createExport(path string, stdout io.Writer) (*exportFile, error) {
-	if path == "-" {
-		return &exportFile{final: "-", partial: "stdout", w: bufio.NewWriter(stdout), sum: sha256.New()}, nil
-	}
-	partial := path + ".partial"
-	f, err := os.OpenFile(partial, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", partial, err)
-	}
-	return &exportFile{final: path, partial: partial, f: f, w: bufio.NewWriterSize(f, 1<<20), sum: sha256.New()}, nil
-}
-
-func (e *exportFile) write(m *sqsmove.Message) error {
-	line := *m
-	line.ReceiptHandle = ""
-	b, err := json.Marshal(&line)
-	if err != nil {
-		return fmt.Errorf("encode message %s: %w", m.MessageID, err)
-	}
-	b = append(b, '\n')
-	e.sum.Write(b)
-	e.n += int64(len(b))
-	if _, err := e.w.Write(b); err != nil {
-		return fmt.Errorf("write %s: %w", e.partial, err)
-	}
-	return nil
-}
-
-// sync flushes the partial file and syncs it to disk (and, the first
-// time, its directory, which holds the new file's name): the write-ahead
-// of deleting the messages it holds.
-func (e *exportFile) sync() error {
-	if err := e.w.Flush(); err != nil {
-		return fmt.Errorf("write %s: %w", e.partial, err)
-	}
-	if e.f == nil {
-		return errors.New("stdout cannot be synced")
-	}
-	if err := e.f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", e.partial, err)
-	}
-	if !e.dirSynced {
-		d, err := os.Open(filepath.Dir(e.partial))
-		if err == nil {
-			err = d.Sync()
-			d.Close()
-		}
-		if err != nil {
-			return fmt.Errorf("sync the directory of %s: %w", e.partial, err)
-		}
-		e.dirSynced = true
-	}
-	return nil
-}
-
-// commit flushes, syncs, renames and syncs the directory.
-func (e *exportFile) commit() error {
-	if err := e.w.Flush(); err != nil {
-		return fmt.Errorf("write %s: %w", e.partial, err)
-	}
-	if e.f == nil {
-		return nil
-	}
-	if err := e.f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", e.partial, err)
-	}
-	if err := e.f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", e.partial, err)
-	}
-	if err := os.Rename(e.partial, e.final); err != nil {
-		return fmt.Errorf("rename %s: %w", e.partial, err)
-	}
-	if d, err := os.Open(filepath.Dir(e.final)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
-}
-
-// abort leaves the partial file for inspection: it is never mistaken for
-// a complete export. It is never removed: once an export read on past
-// SQS's in-flight limit, it holds the only copy of what was deleted.
-func (e *exportFile) abort() {
-	if e.f != nil {
-		e.w.Flush()
-		e.f.Close()
-	}
-}
-
 func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 	f := opts.Factory
 	if opts.Out != "-" {
@@ -274,7 +165,7 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 		}
 		defer unlock()
 	}
-	var out *exportFile
+	var out *pushexport.File
 	if opts.Resume {
 		// Read (and a torn last line cut) before the DLQ is opened: a file
 		// that is not an export is refused having read nothing.
@@ -285,7 +176,7 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 	s, err := openSession(ctx, f, opts.Queue)
 	if err != nil {
 		if out != nil {
-			out.abort()
+			out.Abort()
 		}
 		return err
 	}
@@ -300,16 +191,16 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 	}()
 	s.Banner("export")
 	if opts.Resume {
-		sum.Resumed, sum.Exported = out.resumed, out.resumed
+		sum.Resumed, sum.Exported = out.Resumed(), out.Resumed()
 		fmt.Fprintf(f.IO.ErrOut, "resuming the export to %s: %s holds %s (synced); a message received again that is one of them is not written again%s\n",
-			opts.Out, out.partial, output.Plural(out.resumed, "message"), map[bool]string{true: " but deleted from the DLQ", false: ""}[opts.Delete])
+			opts.Out, out.Partial, output.Plural(out.Resumed(), "message"), map[bool]string{true: " but deleted from the DLQ", false: ""}[opts.Delete])
 		if opts.Delete {
-			if err := waitUntilNothingInFlight(ctx, f, opts, s, out.partial); err != nil {
-				out.abort()
+			if err := waitUntilNothingInFlight(ctx, f, opts, s, out.Partial); err != nil {
+				out.Abort()
 				return err
 			}
 		}
-	} else if out, err = createExport(opts.Out, f.IO.Out); err != nil {
+	} else if out, err = pushexport.Create(opts.Out, f.IO.Out); err != nil {
 		return err
 	}
 	// queued counts the messages held to be deleted with --delete: those
@@ -317,12 +208,12 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 	queued := 0
 	var writeErr error
 	write := func(_ int, m *sqsmove.Message) bool {
-		if out.inFile[m.MessageID] {
+		if out.Holds(m.MessageID) {
 			sum.AlreadyInFile++
 			queued++
 			return false
 		}
-		if writeErr = out.write(m); writeErr != nil {
+		if writeErr = out.Write(m); writeErr != nil {
 			return true
 		}
 		sum.Exported++
@@ -345,7 +236,7 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 		held := queued - sum.Deleted
 		if !opts.Yes {
 			ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("SQS's in-flight limit stopped the scan. Delete the %s read so far (synced to %s) and read on?",
-				output.Plural(held, "message"), out.partial), "yes")
+				output.Plural(held, "message"), out.Partial), "yes")
 			if err != nil {
 				return exportStopped(f, opts, out, &sum, err, false)
 			}
@@ -354,14 +245,14 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 			}
 		}
 		// Write-ahead: a message is deleted only once its line is on disk.
-		if writeErr = out.sync(); writeErr != nil {
+		if writeErr = out.Sync(); writeErr != nil {
 			break
 		}
-		deleted, failed := deleteExported(ctx, f.IO.ErrOut, s.Hold, held, out.partial)
+		deleted, failed := deleteExported(ctx, f.IO.ErrOut, s.Hold, held, out.Partial)
 		sum.Deleted += deleted
 		sum.DeleteFailed += failed
 		if failed > 0 {
-			fmt.Fprintf(f.IO.ErrOut, "%s could not be deleted; they stay in the DLQ (and are in %s)\n", output.Plural(failed, "message"), out.partial)
+			fmt.Fprintf(f.IO.ErrOut, "%s could not be deleted; they stay in the DLQ (and are in %s)\n", output.Plural(failed, "message"), out.Partial)
 			return exportStopped(f, opts, out, &sum, cmdutil.PartialError, false)
 		}
 		if ctx.Err() != nil {
@@ -369,7 +260,7 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 		}
 		round++
 		fmt.Fprintf(f.IO.ErrOut, "round %d: the %s read so far are in %s (synced) and deleted from the DLQ: reading on past SQS's in-flight limit\n",
-			round, output.Plural(sum.Exported, "message"), out.partial)
+			round, output.Plural(sum.Exported, "message"), out.Partial)
 		before := queued
 		overLimit = nil
 		// Messages received after the scan stopped are still held: this
@@ -406,11 +297,11 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 			}
 		}()
 	}
-	if err := out.commit(); err != nil {
+	if err := out.Commit(); err != nil {
 		return exportStopped(f, opts, out, &sum, err, false)
 	}
-	sum.Bytes = out.n
-	digest := hex.EncodeToString(out.sum.Sum(nil))
+	sum.Bytes = out.Bytes()
+	digest := out.Digest()
 	sum.SHA256 = &digest
 	if opts.Out != "-" {
 		fmt.Fprintf(f.IO.ErrOut, "wrote %s to %s (synced)\n", output.Plural(sum.Exported, "message"), opts.Out)
@@ -448,33 +339,33 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 // (a line among those would not have been seen), and every message it
 // holds (written, or received again and already in the file) was deleted.
 // Otherwise the partial file stays, and the run says to run it again.
-func finishResumed(ctx context.Context, f *Factory, opts *ExportOptions, s *pushreplay.Session, out *exportFile, sum *ExportSummary, queued int, overLimit *sqsmove.InFlightLimitError) error {
+func finishResumed(ctx context.Context, f *Factory, opts *ExportOptions, s *pushreplay.Session, out *pushexport.File, sum *ExportSummary, queued int, overLimit *sqsmove.InFlightLimitError) error {
 	w := f.IO.ErrOut
 	var notAll string
 	if overLimit != nil {
-		notAll = inFlightLimitNote(overLimit, s.Queue.Visible+s.Queue.InFlight, "lines of "+out.partial+" may be among the messages not read, so it is not made "+out.final)
-	} else if n, err := inFlightElsewhere(ctx, s); err != nil {
+		notAll = inFlightLimitNote(overLimit, s.Queue.Visible+s.Queue.InFlight, "lines of "+out.Partial+" may be among the messages not read, so it is not made "+out.Final)
+	} else if n, err := pushexport.InFlightElsewhere(ctx, s); err != nil {
 		return exportStopped(f, opts, out, sum, err, false)
 	} else if n > 0 {
 		notAll = fmt.Sprintf("%s of %s in flight after the scan that this run does not hold (the stopped export's, if its visibility timeout has not run out, or another consumer's): lines of %s may be among them, so it is not made %s",
-			output.Plural(n, "message"), sqsmove.Name(s.Queue.URL), out.partial, out.final)
+			output.Plural(n, "message"), sqsmove.Name(s.Queue.URL), out.Partial, out.Final)
 	}
 	if held := queued - sum.Deleted; held > 0 {
-		if err := out.sync(); err != nil { // write-ahead, as each round
+		if err := out.Sync(); err != nil { // write-ahead, as each round
 			return exportStopped(f, opts, out, sum, err, false)
 		}
 		if !opts.Yes {
-			ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Delete the %s of %s still in %s?", output.Plural(held, "message"), out.partial, sqsmove.Name(s.Queue.URL)), "yes")
+			ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Delete the %s of %s still in %s?", output.Plural(held, "message"), out.Partial, sqsmove.Name(s.Queue.URL)), "yes")
 			if err != nil || !ok {
-				fmt.Fprintf(w, "the last %s were not deleted (released): they are in %s and in the DLQ\n", output.Plural(held, "message"), out.partial)
+				fmt.Fprintf(w, "the last %s were not deleted (released): they are in %s and in the DLQ\n", output.Plural(held, "message"), out.Partial)
 				return exportStopped(f, opts, out, sum, cmp.Or(err, error(cmdutil.PartialError)), false)
 			}
 		}
-		deleted, failed := deleteExported(ctx, w, s.Hold, held, out.partial)
+		deleted, failed := deleteExported(ctx, w, s.Hold, held, out.Partial)
 		sum.Deleted += deleted
 		sum.DeleteFailed += failed
 		if failed > 0 {
-			fmt.Fprintf(w, "%s could not be deleted; they stay in the DLQ (and are in %s)\n", output.Plural(failed, "message"), out.partial)
+			fmt.Fprintf(w, "%s could not be deleted; they stay in the DLQ (and are in %s)\n", output.Plural(failed, "message"), out.Partial)
 			return exportStopped(f, opts, out, sum, cmdutil.PartialError, false)
 		}
 		if err := ctx.Err(); err != nil {
@@ -485,14 +376,14 @@ func finishResumed(ctx context.Context, f *Factory, opts *ExportOptions, s *push
 		fmt.Fprintln(w, notAll)
 		return exportStopped(f, opts, out, sum, cmdutil.PartialError, false)
 	}
-	if err := out.commit(); err != nil {
+	if err := out.Commit(); err != nil {
 		return exportStopped(f, opts, out, sum, err, false)
 	}
-	sum.Bytes = out.n
-	digest := hex.EncodeToString(out.sum.Sum(nil))
+	sum.Bytes = out.Bytes()
+	digest := out.Digest()
 	sum.SHA256 = &digest
 	fmt.Fprintf(w, "wrote %s to %s (synced): %d were in %s already, %d appended; %d received again were already in it (deleted, not written again); the DLQ holds none of them\n",
-		output.Plural(sum.Exported, "message"), out.final, sum.Resumed, out.partial, sum.Exported-sum.Resumed, sum.AlreadyInFile)
+		output.Plural(sum.Exported, "message"), out.Final, sum.Resumed, out.Partial, sum.Exported-sum.Resumed, sum.AlreadyInFile)
 	return nil
 }
 
@@ -502,37 +393,37 @@ func finishResumed(ctx context.Context, f *Factory, opts *ExportOptions, s *push
 // how many, and the command that finishes the export (--resume). A failed
 // delete (exit 3) writes the summary, which then names the partial file;
 // any other stop exits with its error's code.
-func exportStopped(f *Factory, opts *ExportOptions, out *exportFile, sum *ExportSummary, err error, stdoutGone bool) error {
-	out.abort()
+func exportStopped(f *Factory, opts *ExportOptions, out *pushexport.File, sum *ExportSummary, err error, stdoutGone bool) error {
+	out.Abort()
 	w := f.IO.ErrOut
 	finish := func() {
 		fmt.Fprintf(w, "finish the export (the lines of %s still in the DLQ are deleted from it and not written again, the rest of the DLQ is appended, every message ends in exactly one place) with:\n  %s\n",
-			out.partial, exportResumeCommand(f, opts, opts.Delete))
+			out.Partial, exportResumeCommand(f, opts, opts.Delete))
 	}
 	switch {
-	case out.final == "-" && stdoutGone:
+	case out.Final == "-" && stdoutGone:
 		// A reader that went away (`export --out - | head -1`): stop
 		// printing; the deferred close releases every message (--delete
 		// needs a file: nothing was deleted).
 		return stoppedError("nothing was deleted; every message is released")
-	case out.final == "-":
+	case out.Final == "-":
 		fmt.Fprintln(w, "export stopped: nothing was deleted; every message is released")
-	case sum.Deleted == 0 && out.resumed == 0:
-		fmt.Fprintf(w, "export stopped: nothing was deleted; the messages read so far are in %s\n", out.partial)
+	case sum.Deleted == 0 && out.Resumed() == 0:
+		fmt.Fprintf(w, "export stopped: nothing was deleted; the messages read so far are in %s\n", out.Partial)
 		finish()
 	default:
-		if out.resumed == 0 {
+		if out.Resumed() == 0 {
 			fmt.Fprintf(w, "export stopped: %s deleted from the DLQ, each once its line was synced to %s; keep that file, it is their only copy. "+
 				"It holds %s more, which were not deleted (they stay in the DLQ); the rest of the DLQ was not read\n",
 				map[bool]string{true: "1 message was", false: fmt.Sprintf("%d messages were", sum.Deleted)}[sum.Deleted == 1],
-				out.partial, output.Plural(sum.Exported-sum.Deleted, "message"))
+				out.Partial, output.Plural(sum.Exported-sum.Deleted, "message"))
 		} else {
 			fmt.Fprintf(w, "export stopped: this run deleted %s from the DLQ, each once its line was synced to %s; keep that file: it holds %s, and is the only copy of those no longer in the DLQ\n",
-				output.Plural(sum.Deleted, "message"), out.partial, output.Plural(sum.Exported, "message"))
+				output.Plural(sum.Deleted, "message"), out.Partial, output.Plural(sum.Exported, "message"))
 		}
 		finish()
-		sum.File, sum.Bytes = out.partial, out.n
-		digest := hex.EncodeToString(out.sum.Sum(nil))
+		sum.File, sum.Bytes = out.Partial, out.Bytes()
+		digest := out.Digest()
 		sum.SHA256 = &digest
 	}
 	return err
@@ -545,27 +436,12 @@ func exportStopped(f *Factory, opts *ExportOptions, out *exportFile, sum *Export
 // they are in the file and still in the DLQ. Before, the run ended with
 // exported > deleted and delete_failed 0, and exit 0.
 func deleteExported(ctx context.Context, w io.Writer, hold *sqsmove.Hold, want int, file string) (deleted, failed int) {
-	deleted, failed = deleteHeld(ctx, hold)
-	if lost := want - deleted - failed; lost > 0 && ctx.Err() == nil {
+	deleted, failed, lost := pushexport.DeleteHeld(ctx, hold, want)
+	if lost > 0 {
 		fmt.Fprintf(w, "%s in %s were not deleted: this run no longer held them (a renewal of their visibility was refused, or the run was paused past --visibility-timeout); they are in the DLQ as well as in the file\n",
 			output.Plural(lost, "message"), file)
-		failed += lost
 	}
-	return deleted, failed
-}
-
-// deleteHeld deletes every message still held (Extra ones were never
-// written to the file and are not deleted), 100 at a time.
-func deleteHeld(ctx context.Context, hold *sqsmove.Hold) (deleted, failed int) {
-	hold.EachBatch(100, false, func(refs []sqsmove.Ref) {
-		if ctx.Err() != nil {
-			return
-		}
-		bad := hold.Delete(ctx, refs)
-		failed += len(bad)
-		deleted += len(refs) - len(bad)
-	})
-	return deleted, failed
+	return deleted, failed + lost
 }
 
 func writeExportSummary(f *Factory, opts *ExportOptions, s ExportSummary) error {

@@ -1,11 +1,7 @@
 package pushdlqcmd
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +12,7 @@ import (
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/shellword"
 	"github.com/deadletter/deadletter/internal/sqsmove"
+	"github.com/deadletter/deadletter/internal/workflow/pushexport"
 	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
 )
 
@@ -51,7 +48,7 @@ import (
 // two resumes) never write one partial file at once: a second resume would
 // not know the first one's lines, and write a message twice.
 func exportLock(out string) (unlock func(), err error) {
-	unlock, err = sqsmove.LockJournal(out + ".partial")
+	unlock, err = pushexport.Lock(out)
 	if errors.Is(err, sqsmove.ErrJournalLocked) {
 		return nil, cmdutil.UsageErrorf("%s.partial is being written by another export of %s (its lock %s.partial.lock is taken); wait for that run to end (on a system without flock a killed run leaves the lock file: remove it if no export is running)", out, out, out)
 	}
@@ -104,60 +101,19 @@ func partialLeftError(f *Factory, opts *ExportOptions) error {
 		"the rest of the DLQ is appended, and the file becomes %s, every message in exactly one place. Run:%s", opts.Out, opts.Out, opts.Out, finish)
 }
 
-// openPartial reopens FILE.partial to finish the export that left it: its
-// whole lines are read (each must be an exported message), their message
-// ids kept and their bytes hashed; a torn last line is cut off, and the
-// file is synced before anything is deleted.
-func openPartial(path string, errOut io.Writer) (*exportFile, error) {
-	partial := path + ".partial"
-	f, err := os.OpenFile(partial, os.O_RDWR, 0)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, cmdutil.UsageErrorf("--resume: %s does not exist: there is no stopped export to %s to finish (run without --resume)", partial, path)
-		}
-		return nil, fmt.Errorf("open %s: %w", partial, err)
+// openPartial reopens FILE.partial to finish the export that left it
+// (pushexport.OpenPartial): a missing file or a line that is not an
+// exported message is refused as a usage error, the file left as it is.
+func openPartial(path string, errOut io.Writer) (*pushexport.File, error) {
+	e, err := pushexport.OpenPartial(path, errOut)
+	var bad *pushexport.NotAnExportError
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, cmdutil.UsageErrorf("--resume: %s.partial does not exist: there is no stopped export to %s to finish (run without --resume)", path, path)
+	case errors.As(err, &bad):
+		return nil, cmdutil.UsageErrorf("--resume: %s", bad)
 	}
-	e := &exportFile{final: path, partial: partial, f: f, sum: sha256.New(), inFile: map[string]bool{}}
-	r := bufio.NewReaderSize(f, 1<<20)
-	for lineNo := 1; ; lineNo++ {
-		b, err := r.ReadBytes('\n')
-		if errors.Is(err, io.EOF) {
-			if len(b) > 0 {
-				// Never synced with its newline, so never deleted: the
-				// message is still in the DLQ, and the scan writes it again.
-				fmt.Fprintf(errOut, "cut the torn last line of %s (%d bytes): the stopped export died writing it; that message was not deleted, it is still in the DLQ\n", partial, len(b))
-			}
-			break
-		} else if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("read %s: %w", partial, err)
-		}
-		var m sqsmove.Message
-		if err := json.Unmarshal(bytes.TrimSpace(b), &m); err != nil || m.MessageID == "" {
-			f.Close()
-			return nil, cmdutil.UsageErrorf("--resume: line %d of %s is not an exported message; it was left as it is", lineNo, partial)
-		}
-		e.inFile[m.MessageID] = true
-		e.sum.Write(b)
-		e.n += int64(len(b))
-		e.resumed++
-	}
-	if err := f.Truncate(e.n); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("cut the torn last line of %s: %w", partial, err)
-	}
-	if _, err := f.Seek(e.n, io.SeekStart); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("seek %s: %w", partial, err)
-	}
-	e.w = bufio.NewWriterSize(f, 1<<20)
-	// What the stopped run wrote may not be on disk yet (a kill keeps the
-	// page cache, a power cut does not): a line is deleted only once synced.
-	if err := e.sync(); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return e, nil
+	return e, err
 }
 
 // waitUntilNothingInFlight waits, up to --wait-held, until nothing of the
@@ -192,15 +148,4 @@ func waitUntilNothingInFlight(ctx context.Context, f *Factory, opts *ExportOptio
 	}
 	fmt.Fprintln(w, "nothing is in flight any more: reading the DLQ")
 	return nil
-}
-
-// inFlightElsewhere is the DLQ's in-flight count that is not this run's,
-// after its scan: a line of the file among them was not seen by the scan.
-func inFlightElsewhere(ctx context.Context, s *pushreplay.Session) (int, error) {
-	q, err := sqsmove.Describe(ctx, s.API, s.Queue.URL)
-	if err != nil {
-		return 0, err
-	}
-	ours := s.Hold.InState(sqsmove.Held) + s.Hold.InState(sqsmove.Extra)
-	return max(0, int(q.InFlight)-ours), nil
 }

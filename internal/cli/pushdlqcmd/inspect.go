@@ -121,7 +121,7 @@ func runInspect(ctx context.Context, opts *InspectOptions) error {
 	if opts.All {
 		limit = 0
 	}
-	overLimit, err := scanAndRelease(ctx, s, limit, func(m *sqsmove.Message) {
+	overLimit, err := s.ScanAndRelease(ctx, limit, func(m *sqsmove.Message) {
 		c := pushpolicy.ParseCommand(m.Body)
 		t.add(c)
 		pt.Add(c)

@@ -2,7 +2,6 @@ package pushdlqcmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -58,24 +57,4 @@ func openSession(ctx context.Context, f *Factory, q pushreplay.QueueOptions) (*p
 func inFlightLimitNote(limit *sqsmove.InFlightLimitError, about int64, rest string) string {
 	return fmt.Sprintf("pushdlq: read the first %s of about %d: SQS's in-flight limit (OverLimit) stopped the scan; %s",
 		output.Plural(limit.Held, "message"), about, rest)
-}
-
-// scanAndRelease is the read-only scan of inspect, triage and trace: at
-// most max messages (0: all) handed to fn, then every one released
-// (Session.Close). A scan that SQS's in-flight limit stopped is not an
-// error: limit says how far it got (nil when nothing stopped it), for the
-// caller's note.
-func scanAndRelease(ctx context.Context, s *pushreplay.Session, max int, fn func(m *sqsmove.Message)) (limit *sqsmove.InFlightLimitError, err error) {
-	err = s.Scan(ctx, max, func(_ int, m *sqsmove.Message) bool {
-		fn(m)
-		return false
-	})
-	s.Close()
-	if errors.As(err, &limit) {
-		err = nil // a report of what was read, which says so
-	}
-	if err == nil {
-		err = ctx.Err()
-	}
-	return limit, err
 }

@@ -125,7 +125,7 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 	var mine []held
 	var others []string
 	scanned := 0
-	limit, err := scanAndRelease(ctx, s, 0, func(m *sqsmove.Message) {
+	limit, err := s.ScanAndRelease(ctx, 0, func(m *sqsmove.Message) {
 		scanned++
 		if trace.NotificationOf(m.Body) == opts.Notification {
 			mine = append(mine, held{m.MessageID, m.Body, m.Attributes["ApproximateReceiveCount"]})

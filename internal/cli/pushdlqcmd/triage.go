@@ -121,7 +121,7 @@ func runTriage(ctx context.Context, opts *TriageOptions) error {
 	}
 	s.Banner("triage")
 	t := triage.NewPush()
-	limit, err := scanAndRelease(ctx, s, opts.Sample, func(m *sqsmove.Message) {
+	limit, err := s.ScanAndRelease(ctx, opts.Sample, func(m *sqsmove.Message) {
 		t.Add(pushpolicy.ParseCommand(m.Body))
 	})
 	if limit != nil {

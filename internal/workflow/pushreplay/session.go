@@ -2,6 +2,7 @@ package pushreplay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -211,4 +212,24 @@ func (e *UsageError) Unwrap() error { return e.Err }
 
 func refusef(format string, args ...any) error {
 	return &UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+// ScanAndRelease is the read-only scan of inspect, triage and trace: at
+// most max messages (0: all) handed to fn, then every one released
+// (Close). A scan that SQS's in-flight limit stopped is not an error:
+// limit says how far it got (nil when nothing stopped it), for the
+// caller's note.
+func (s *Session) ScanAndRelease(ctx context.Context, max int, fn func(m *sqsmove.Message)) (limit *sqsmove.InFlightLimitError, err error) {
+	err = s.Scan(ctx, max, func(_ int, m *sqsmove.Message) bool {
+		fn(m)
+		return false
+	})
+	s.Close()
+	if errors.As(err, &limit) {
+		err = nil // a report of what was read, which says so
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	return limit, err
 }

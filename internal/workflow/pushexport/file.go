@@ -1,0 +1,217 @@
+// Package pushexport is pushdlq export's file: the write-ahead journal of
+// an export, FILE.partial, which a message's line reaches (synced to disk)
+// before the message is deleted from the DLQ, and which becomes FILE only
+// once complete; and the deletes that follow it. The verb
+// (internal/cli/pushdlqcmd) keeps the flags, the confirmations, the
+// messages and the printed commands; the DLQ session is pushreplay's.
+package pushexport
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/deadletter/deadletter/internal/sqsmove"
+)
+
+// File writes messages to FILE.partial and publishes it as FILE only once
+// it is complete and on disk.
+type File struct {
+	Final, Partial string // FILE ("-": stdout) and FILE.partial ("stdout")
+	f              *os.File
+	w              *bufio.Writer
+	sum            hash.Hash
+	n              int64
+	dirSynced      bool
+	// A resumed export: the message ids of the lines that were in the
+	// partial file (never written again), and how many lines that was.
+	inFile  map[string]bool
+	resumed int
+}
+
+// Create starts an export to path: FILE.partial, created (never an
+// existing one), or stdout for "-".
+func Create(path string, stdout io.Writer) (*File, error) {
+	if path == "-" {
+		return &File{Final: "-", Partial: "stdout", w: bufio.NewWriter(stdout), sum: sha256.New()}, nil
+	}
+	partial := path + ".partial"
+	f, err := os.OpenFile(partial, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", partial, err)
+	}
+	return &File{Final: path, Partial: partial, f: f, w: bufio.NewWriterSize(f, 1<<20), sum: sha256.New()}, nil
+}
+
+// Bytes is how many bytes the file holds (its lines so far).
+func (e *File) Bytes() int64 { return e.n }
+
+// Digest is the SHA-256 of the file's lines so far, in hex.
+func (e *File) Digest() string { return hex.EncodeToString(e.sum.Sum(nil)) }
+
+// Resumed is how many lines FILE.partial held when OpenPartial read it.
+func (e *File) Resumed() int { return e.resumed }
+
+// Holds reports whether a resumed file held the message of this id.
+func (e *File) Holds(messageID string) bool { return e.inFile[messageID] }
+
+// Write appends m's line (without its receipt handle).
+func (e *File) Write(m *sqsmove.Message) error {
+	line := *m
+	line.ReceiptHandle = ""
+	b, err := json.Marshal(&line)
+	if err != nil {
+		return fmt.Errorf("encode message %s: %w", m.MessageID, err)
+	}
+	b = append(b, '\n')
+	e.sum.Write(b)
+	e.n += int64(len(b))
+	if _, err := e.w.Write(b); err != nil {
+		return fmt.Errorf("write %s: %w", e.Partial, err)
+	}
+	return nil
+}
+
+// Sync flushes the partial file and syncs it to disk (and, the first
+// time, its directory, which holds the new file's name): the write-ahead
+// of deleting the messages it holds.
+func (e *File) Sync() error {
+	if err := e.w.Flush(); err != nil {
+		return fmt.Errorf("write %s: %w", e.Partial, err)
+	}
+	if e.f == nil {
+		return errors.New("stdout cannot be synced")
+	}
+	if err := e.f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", e.Partial, err)
+	}
+	if !e.dirSynced {
+		d, err := os.Open(filepath.Dir(e.Partial))
+		if err == nil {
+			err = d.Sync()
+			d.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("sync the directory of %s: %w", e.Partial, err)
+		}
+		e.dirSynced = true
+	}
+	return nil
+}
+
+// Commit flushes, syncs, renames FILE.partial to FILE and syncs the
+// directory.
+func (e *File) Commit() error {
+	if err := e.w.Flush(); err != nil {
+		return fmt.Errorf("write %s: %w", e.Partial, err)
+	}
+	if e.f == nil {
+		return nil
+	}
+	if err := e.f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", e.Partial, err)
+	}
+	if err := e.f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", e.Partial, err)
+	}
+	if err := os.Rename(e.Partial, e.Final); err != nil {
+		return fmt.Errorf("rename %s: %w", e.Partial, err)
+	}
+	if d, err := os.Open(filepath.Dir(e.Final)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// Abort leaves the partial file for inspection: it is never mistaken for
+// a complete export. It is never removed: once an export read on past
+// SQS's in-flight limit, it holds the only copy of what was deleted.
+func (e *File) Abort() {
+	if e.f != nil {
+		e.w.Flush()
+		e.f.Close()
+	}
+}
+
+// Lock takes FILE.partial.lock, so that an export and a resume (or two
+// resumes) never write one partial file at once: a second resume would
+// not know the first one's lines, and write a message twice. Taken by
+// another run: sqsmove.ErrJournalLocked.
+func Lock(out string) (unlock func(), err error) {
+	return sqsmove.LockJournal(out + ".partial")
+}
+
+// NotAnExportError is a line of FILE.partial that is not an exported
+// message: OpenPartial leaves the file as it is.
+type NotAnExportError struct {
+	File string
+	Line int
+}
+
+func (e *NotAnExportError) Error() string {
+	return fmt.Sprintf("line %d of %s is not an exported message; it was left as it is", e.Line, e.File)
+}
+
+// OpenPartial reopens FILE.partial to finish the export that left it: its
+// whole lines are read (each must be an exported message, else
+// *NotAnExportError), their message ids kept and their bytes hashed; a
+// torn last line is cut off (said on errOut), and the file is synced
+// before anything is deleted. No FILE.partial: an error that is
+// os.ErrNotExist.
+func OpenPartial(path string, errOut io.Writer) (*File, error) {
+	partial := path + ".partial"
+	f, err := os.OpenFile(partial, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", partial, err)
+	}
+	e := &File{Final: path, Partial: partial, f: f, sum: sha256.New(), inFile: map[string]bool{}}
+	r := bufio.NewReaderSize(f, 1<<20)
+	for lineNo := 1; ; lineNo++ {
+		b, err := r.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			if len(b) > 0 {
+				// Never synced with its newline, so never deleted: the
+				// message is still in the DLQ, and the scan writes it again.
+				fmt.Fprintf(errOut, "cut the torn last line of %s (%d bytes): the stopped export died writing it; that message was not deleted, it is still in the DLQ\n", partial, len(b))
+			}
+			break
+		} else if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("read %s: %w", partial, err)
+		}
+		var m sqsmove.Message
+		if err := json.Unmarshal(bytes.TrimSpace(b), &m); err != nil || m.MessageID == "" {
+			f.Close()
+			return nil, &NotAnExportError{File: partial, Line: lineNo}
+		}
+		e.inFile[m.MessageID] = true
+		e.sum.Write(b)
+		e.n += int64(len(b))
+		e.resumed++
+	}
+	if err := f.Truncate(e.n); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cut the torn last line of %s: %w", partial, err)
+	}
+	if _, err := f.Seek(e.n, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("seek %s: %w", partial, err)
+	}
+	e.w = bufio.NewWriterSize(f, 1<<20)
+	// What the stopped run wrote may not be on disk yet (a kill keeps the
+	// page cache, a power cut does not): a line is deleted only once synced.
+	if err := e.Sync(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return e, nil
+}
