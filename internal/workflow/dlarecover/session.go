@@ -157,9 +157,12 @@ func (s *Session) tuneGC() {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
 		// A soft ceiling: once the heap nears it, the collector runs as
 		// often as the default would, so the wider target does not let
-		// resident memory creep up over a long run.
-		limit := debug.SetMemoryLimit(memoryLimit)
-		s.undo = append(s.undo, func() { debug.SetMemoryLimit(limit) })
+		// resident memory creep up over a long run. It follows the live
+		// heap (memlimit.go): a run that holds more than the ceiling is
+		// not collected back to back.
+		limit := debug.SetMemoryLimit(-1)
+		stop := followLiveHeap(250 * time.Millisecond)
+		s.undo = append(s.undo, func() { stop(); debug.SetMemoryLimit(limit) })
 	}
 }
 
