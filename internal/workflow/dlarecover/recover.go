@@ -163,6 +163,7 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 		}()
 	}
 
+	clock := newStageClock()
 	prefetch := r.prefetches()
 	var items chan workItem
 	if prefetch {
@@ -191,9 +192,17 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for it := range items {
+			for {
+				t0 := clock.start()
+				it, ok := <-items
+				if !ok {
+					break
+				}
+				clock.add(stWorkerWaitItem, t0)
 				if it.ahead != nil {
+					t0 = clock.start()
 					<-it.ahead.done
+					clock.add(stWorkerWaitPrepare, t0)
 					it.prep = it.ahead.p
 				}
 				if runCtx.Err() != nil {
@@ -201,20 +210,28 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 					results <- Object{seq: it.seq, skipped: true}
 					continue
 				}
+				t0 = clock.start()
 				res, tail := r.process(workCtx, it)
+				clock.add(stWorkerProcess, t0)
 				if tail == nil {
 					finished(res)
 					continue
 				}
+				t0 = clock.start()
 				tails <- struct{}{}
+				clock.add(stWorkerWaitTail, t0)
 				tailWG.Add(1)
 				go func() {
 					defer tailWG.Done()
+					t0 := clock.start()
 					tail(&res)
+					clock.add(stTail, t0)
 					// Its place is given back once its result was taken:
 					// results not taken (stdout stalled) hold the tails,
 					// and the tails the workers.
+					t0 = clock.start()
 					finished(res)
+					clock.add(stTailWaitResult, t0)
 					<-tails
 				}()
 			}
@@ -249,13 +266,18 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 				}
 				// A written object's line says what its delete did, once
 				// that delete returned.
+				t0 := clock.start()
 				r.settle(workCtx, &res)
+				clock.add(stEmitSettle, t0)
 				r.count(res)
 				if r.Progress != nil {
 					r.Progress(r.Sum)
 				}
 				if outErr == nil {
-					if outErr = emit(res); outErr != nil {
+					t0 = clock.start()
+					outErr = emit(res)
+					clock.add(stEmit, t0)
+					if outErr != nil {
 						stop() // stdout is gone: start nothing new, finish what is in flight
 					}
 				}
@@ -274,31 +296,39 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 	seq := 0
 	preparing := make(chan struct{}, aheadOf(r.Concurrency))
 	feed := func(sr selection.Result, read bool) error {
+		t0 := clock.start()
 		select {
 		case window <- struct{}{}: // given back when its result is taken
 		case <-runCtx.Done():
 			return runCtx.Err()
 		}
+		clock.add(stFeedWaitWindow, t0)
 		it := workItem{seq: seq, key: sr.Entry.Key, d: sr.Decoded, err: sr.Err, read: read}
 		if prefetch && it.err == nil && it.d != nil {
 			// Prepared by a goroutine of its own while the workers write
 			// the ones before; the worker waits for it.
+			t0 = clock.start()
 			select {
 			case preparing <- struct{}{}:
 			case <-runCtx.Done():
 				<-window
 				return runCtx.Err()
 			}
+			clock.add(stFeedWaitPrepare, t0)
 			a := &ahead{done: make(chan struct{})}
 			it.ahead = a
 			go func(d *dla.Decoded) {
 				defer func() { <-preparing }()
+				t0 := clock.start()
 				a.p = prepare(workCtx, r.Writer, d, true)
+				clock.add(stPrepare, t0)
 				close(a.done)
 			}(it.d)
 		}
+		t0 = clock.start()
 		select {
 		case items <- it:
+			clock.add(stFeedWaitWorker, t0)
 			seq++
 			return nil
 		case <-runCtx.Done():
@@ -352,6 +382,9 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 	// not processed is what was never reached, so the two never overlap.
 	r.Sum.NotProcessed = r.Sum.Selected - r.Sum.Processed - r.Sum.Left
 	r.Sum.Seconds = time.Since(start).Seconds()
+	if err := clock.write(time.Since(start), r.Concurrency); err != nil {
+		r.Warnf("%s: %v", StageTimesEnv, err)
+	}
 	if ctx.Err() != nil {
 		r.Sum.Interrupted = true
 	}
