@@ -23,13 +23,24 @@ const EnvDatabaseURL = "DEADLETTER_TEST_DATABASE_URL"
 const EnvPGCtl = "DEADLETTER_TEST_PG_CTL"
 
 // DatabaseURL returns the admin URL of the test PostgreSQL server.
-func DatabaseURL(t testing.TB) string { return need(t, EnvDatabaseURL, "PostgreSQL") }
+func DatabaseURL(t testing.TB) string {
+	t.Helper()
+	noteDatabaseTest(t)
+	return need(t, EnvDatabaseURL, "PostgreSQL")
+}
 
 // NewDatabase creates an empty database for one test, dropped afterwards,
 // and returns its URL.
 func NewDatabase(t testing.TB) string {
 	t.Helper()
-	admin := DatabaseURL(t)
+	return newDatabaseFrom(t, DatabaseURL(t), "")
+}
+
+// newDatabaseFrom creates a database for one test on the server at admin,
+// a copy of template ("": an empty one), dropped afterwards, and returns
+// its URL.
+func newDatabaseFrom(t testing.TB, admin, template string) string {
+	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
@@ -37,7 +48,11 @@ func NewDatabase(t testing.TB) string {
 	}
 	defer conn.Close(ctx)
 	name := "dl_" + strings.ToLower(RandomHex(6))
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+	create := "CREATE DATABASE " + name
+	if template != "" {
+		create += " TEMPLATE " + template
+	}
+	if _, err := conn.Exec(ctx, create); err != nil {
 		t.Fatalf("create database: %v", err)
 	}
 	t.Cleanup(func() {
@@ -64,6 +79,7 @@ const EnvCumulus = "DEADLETTER_TEST_CUMULUS"
 // Generation is the schema generation of the tests' Cumulus databases.
 func Generation(t testing.TB) cumulusdb.Generation {
 	t.Helper()
+	noteDatabaseTest(t)
 	v := os.Getenv(EnvCumulus)
 	if v == "" {
 		return cumulusdb.V21
@@ -94,17 +110,15 @@ func NewCumulusDatabase(t testing.TB, seed []byte) string {
 // for each quarter of 2024 and 2025 on v22.
 func NewCumulusDatabaseOf(t testing.TB, gen cumulusdb.Generation, seed []byte) string {
 	t.Helper()
-	dbURL := NewDatabase(t)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if err := cumulusdb.InitSchema(ctx, conn, gen, 2024); err != nil {
-		t.Fatal(err)
-	}
+	admin := DatabaseURL(t)
+	dbURL := newDatabaseFrom(t, admin, cumulusTemplate(t, admin, gen))
 	if seed != nil {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
 		s, err := cumulusdb.ParseSeed(seed)
 		if err != nil {
 			t.Fatal(err)
