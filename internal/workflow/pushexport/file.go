@@ -16,8 +16,11 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/deadletter/deadletter/internal/sqsmove"
 )
@@ -35,6 +38,7 @@ type File struct {
 	// partial file (never written again), and how many lines that was.
 	inFile  map[string]bool
 	resumed int
+	source  string // the queue a resumed export read (RecordSource)
 }
 
 // Create starts an export to path: FILE.partial, created (never an
@@ -107,8 +111,8 @@ func (e *File) Sync() error {
 	return nil
 }
 
-// Commit flushes, syncs, renames FILE.partial to FILE and syncs the
-// directory.
+// Commit flushes, syncs, makes FILE.partial FILE (never replacing an
+// existing FILE) and syncs the directory.
 func (e *File) Commit() error {
 	if err := e.w.Flush(); err != nil {
 		return fmt.Errorf("write %s: %w", e.Partial, err)
@@ -122,9 +126,10 @@ func (e *File) Commit() error {
 	if err := e.f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", e.Partial, err)
 	}
-	if err := os.Rename(e.Partial, e.Final); err != nil {
-		return fmt.Errorf("rename %s: %w", e.Partial, err)
+	if err := publish(e.Partial, e.Final); err != nil {
+		return err
 	}
+	os.Remove(sourcePath(e.Final)) // the export is whole: nothing to resume
 	if d, err := os.Open(filepath.Dir(e.Final)); err == nil {
 		d.Sync()
 		d.Close()
@@ -174,10 +179,19 @@ func OpenPartial(path string, errOut io.Writer) (*File, error) {
 		return nil, fmt.Errorf("open %s: %w", partial, err)
 	}
 	e := &File{Final: path, Partial: partial, f: f, sum: sha256.New(), inFile: map[string]bool{}}
+	if b, err := os.ReadFile(sourcePath(path)); err == nil {
+		e.source = strings.TrimSpace(string(b))
+	}
 	r := bufio.NewReaderSize(f, 1<<20)
 	for lineNo := 1; ; lineNo++ {
 		b, err := r.ReadBytes('\n')
 		if errors.Is(err, io.EOF) {
+			if len(b) > 0 && !tornExportLine(b) {
+				// Not the start of an exported message: a file of another
+				// kind, never cut.
+				f.Close()
+				return nil, &NotAnExportError{File: partial, Line: lineNo}
+			}
 			if len(b) > 0 {
 				// Never synced with its newline, so never deleted: the
 				// message is still in the DLQ, and the scan writes it again.
@@ -214,4 +228,90 @@ func OpenPartial(path string, errOut io.Writer) (*File, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// exportLineStart is how every exported line begins (json.Marshal of
+// sqsmove.Message, whose first field is the message id).
+const exportLineStart = `{"message_id":"`
+
+// tornExportLine reports whether b, a last line without its newline, can
+// be the start of an exported line: a run killed while writing one. Any
+// other text is not an export's, and is never cut.
+func tornExportLine(b []byte) bool {
+	if len(b) < len(exportLineStart) {
+		return strings.HasPrefix(exportLineStart, string(b))
+	}
+	return bytes.HasPrefix(b, []byte(exportLineStart))
+}
+
+// publish makes the synced partial file FILE without ever replacing a
+// FILE that exists (a finished export, whose messages may have been
+// deleted from the DLQ): a hard link fails if FILE exists, then the
+// partial name is removed. Where hard links are not supported, a rename
+// once FILE is seen not to exist (the export's lock keeps other exports
+// to FILE out).
+func publish(partial, final string) error {
+	err := os.Link(partial, final)
+	switch {
+	case err == nil:
+		if err := os.Remove(partial); err != nil {
+			return fmt.Errorf("remove %s once linked as %s: %w", partial, final, err)
+		}
+		return nil
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("%s exists: %s is kept and not made %s (it would replace an export whose messages may be gone from the DLQ)", final, partial, final)
+	}
+	if _, serr := os.Lstat(final); serr == nil {
+		return fmt.Errorf("%s exists: %s is kept and not made %s (it would replace an export whose messages may be gone from the DLQ)", final, partial, final)
+	}
+	if err := os.Rename(partial, final); err != nil {
+		return fmt.Errorf("rename %s: %w", partial, err)
+	}
+	return nil
+}
+
+// sourcePath is the file beside FILE.partial that names the queue the
+// export reads: a resume of it against another queue would delete nothing
+// of the file's and put the other queue's messages in it.
+func sourcePath(path string) string { return path + ".partial.source" }
+
+// RecordSource writes (and syncs) the queue URL the export reads beside
+// its partial file, before any of its messages is deleted.
+func (e *File) RecordSource(queueURL string) error {
+	if e.f == nil {
+		return nil
+	}
+	p := sourcePath(e.Final)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("record the export's queue: %w", err)
+	}
+	_, err = f.WriteString(queueURL + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("record the export's queue in %s: %w", p, err)
+	}
+	return nil
+}
+
+// Source is the queue URL the export that left FILE.partial read ("": not
+// recorded, an export of an older build).
+func (e *File) Source() string { return e.source }
+
+// SameQueue reports whether two queue URLs name one queue: the same
+// account and name (the path), whatever endpoint reached it.
+func SameQueue(a, b string) bool {
+	pa, pb := a, b
+	if u, err := url.Parse(a); err == nil && u.Path != "" {
+		pa = u.Path
+	}
+	if u, err := url.Parse(b); err == nil && u.Path != "" {
+		pb = u.Path
+	}
+	return strings.TrimSuffix(pa, "/") == strings.TrimSuffix(pb, "/")
 }
