@@ -13,6 +13,7 @@ import (
 
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
+	"github.com/deadletter/deadletter/internal/shellword"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/workflow/pushexport"
 	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
@@ -45,10 +46,12 @@ per line: message_id, body, message_attributes and attributes (the system
 attributes: SentTimestamp, ApproximateReceiveCount, MessageGroupId, ...).
 'pushdlq replay --from-file' reads the file back, edited or not.
 
-The file is written as FILE.partial, flushed, synced to disk and renamed to
-FILE before anything else happens. Nothing is deleted from the DLQ unless
---delete is given; then only the messages that are in the synced file are
-deleted, and every other message is made visible again.
+The file is written as FILE.partial, flushed and synced to disk. Nothing
+is deleted from the DLQ unless --delete is given; then only the messages
+that are in the synced file are deleted, every other message is made
+visible again, and only then does FILE.partial become FILE (never
+replacing an existing FILE): FILE never holds a message still in the DLQ
+unless the deletion was declined.
 
 A DLQ deeper than SQS's in-flight limit (about 120,000 messages received
 and not yet deleted) stops the scan there. With --delete the export reads
@@ -190,6 +193,13 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 		}
 	}()
 	s.Banner("export")
+	if opts.Resume && out.Source() != "" && !pushexport.SameQueue(out.Source(), s.Queue.URL) {
+		// Its lines are another queue's: none would be found here and
+		// deleted from there, and this queue's messages would join them.
+		out.Abort()
+		return cmdutil.UsageErrorf("--resume: %s was exported from %s, not %s: finish it with --dlq %s",
+			out.Partial, sqsmove.Name(out.Source()), sqsmove.Name(s.Queue.URL), shellword.Quote(out.Source()))
+	}
 	if opts.Resume {
 		sum.Resumed, sum.Exported = out.Resumed(), out.Resumed()
 		fmt.Fprintf(f.IO.ErrOut, "resuming the export to %s: %s holds %s (synced); a message received again that is one of them is not written again%s\n",
@@ -201,6 +211,9 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 			}
 		}
 	} else if out, err = pushexport.Create(opts.Out, f.IO.Out); err != nil {
+		return err
+	} else if err = out.RecordSource(s.Queue.URL); err != nil {
+		out.Abort()
 		return err
 	}
 	// queued counts the messages held to be deleted with --delete: those
@@ -297,6 +310,39 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 			}
 		}()
 	}
+	// With --delete, as a resumed run does, the messages are deleted
+	// before the file is committed: FILE.partial (synced, the write-ahead)
+	// becomes FILE only once none of its lines is still in the DLQ, so a
+	// run killed before then leaves FILE.partial, which --resume finishes.
+	// FILE then never holds a message the DLQ holds too, unless the
+	// operator declined the deletion (said) or a delete failed (exit 3).
+	held := queued - sum.Deleted
+	declined := false
+	if opts.Delete && held > 0 && opts.Out != "-" {
+		if err := out.Sync(); err != nil {
+			return exportStopped(f, opts, out, &sum, err, false)
+		}
+		if !opts.Yes {
+			ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Delete the %s in %s (synced) from %s? It becomes %s once they are deleted.",
+				output.Plural(held, "message"), out.Partial, sqsmove.Name(s.Queue.URL), opts.Out), "yes")
+			if err != nil {
+				return exportStopped(f, opts, out, &sum, err, false)
+			}
+			declined = !ok
+		}
+		if !declined {
+			deleted, failed := deleteExported(ctx, f.IO.ErrOut, s.Hold, held, out.Partial)
+			sum.Deleted += deleted
+			sum.DeleteFailed += failed
+			if failed > 0 {
+				fmt.Fprintf(f.IO.ErrOut, "%s could not be deleted; they stay in the DLQ (and are in %s)\n", output.Plural(failed, "message"), out.Partial)
+				return exportStopped(f, opts, out, &sum, cmdutil.PartialError, false)
+			}
+			if err := ctx.Err(); err != nil {
+				return exportStopped(f, opts, out, &sum, err, false)
+			}
+		}
+	}
 	if err := out.Commit(); err != nil {
 		return exportStopped(f, opts, out, &sum, err, false)
 	}
@@ -306,30 +352,15 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 	if opts.Out != "-" {
 		fmt.Fprintf(f.IO.ErrOut, "wrote %s to %s (synced)\n", output.Plural(sum.Exported, "message"), opts.Out)
 	}
-	held := queued - sum.Deleted
-	if !opts.Delete || held == 0 {
-		return nil
-	}
-	if !opts.Yes {
-		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Delete the %s now in %s from %s?", output.Plural(held, "message"), opts.Out, sqsmove.Name(s.Queue.URL)), "yes")
-		if err != nil || !ok {
-			if sum.Deleted > 0 {
-				fmt.Fprintf(f.IO.ErrOut, "the last %s were not deleted (released); the %s deleted before are in %s\n",
-					output.Plural(held, "message"), output.Plural(sum.Deleted, "message"), opts.Out)
-			} else {
-				fmt.Fprintln(f.IO.ErrOut, "nothing deleted")
-			}
-			return err
+	if declined {
+		if sum.Deleted > 0 {
+			fmt.Fprintf(f.IO.ErrOut, "the last %s were not deleted (released): they are in %s and in the DLQ; the %s deleted before are in %s only\n",
+				output.Plural(held, "message"), opts.Out, output.Plural(sum.Deleted, "message"), opts.Out)
+		} else {
+			fmt.Fprintln(f.IO.ErrOut, "nothing deleted")
 		}
 	}
-	deleted, failed := deleteExported(ctx, f.IO.ErrOut, s.Hold, held, opts.Out)
-	sum.Deleted += deleted
-	sum.DeleteFailed += failed
-	if failed > 0 {
-		fmt.Fprintf(f.IO.ErrOut, "%s could not be deleted; they stay in the DLQ (and in the file)\n", output.Plural(failed, "message"))
-		return cmdutil.PartialError
-	}
-	return ctx.Err()
+	return nil
 }
 
 // finishResumed ends a resumed export --delete whose scan ended without
@@ -422,6 +453,9 @@ func exportStopped(f *Factory, opts *ExportOptions, out *pushexport.File, sum *E
 				output.Plural(sum.Deleted, "message"), out.Partial, output.Plural(sum.Exported, "message"))
 		}
 		finish()
+	}
+	if out.Final != "-" {
+		// The summary (exit 3) names what holds the messages.
 		sum.File, sum.Bytes = out.Partial, out.Bytes()
 		digest := out.Digest()
 		sum.SHA256 = &digest

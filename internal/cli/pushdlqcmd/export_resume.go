@@ -89,8 +89,15 @@ func exportResumeCommand(f *Factory, opts *ExportOptions, del bool) string {
 const defaultWaitHeld = 15 * time.Minute
 
 // partialLeftError refuses an export to FILE while FILE.partial exists
-// and says how to finish the export that left it.
+// and says how to finish the export that left it; or, while a run holds
+// its lock, that a run is writing it (it did not stop: there is nothing
+// to finish yet).
 func partialLeftError(f *Factory, opts *ExportOptions) error {
+	unlock, err := exportLock(opts.Out)
+	if err != nil {
+		return err
+	}
+	unlock()
 	finish := "\n  " + exportResumeCommand(f, opts, true)
 	if !opts.Delete {
 		finish = "\n  " + exportResumeCommand(f, opts, true) +
