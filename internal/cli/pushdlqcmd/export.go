@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -323,8 +324,9 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 			return exportStopped(f, opts, out, &sum, err, false)
 		}
 		if !opts.Yes {
-			ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Delete the %s in %s (synced) from %s? It becomes %s once they are deleted.",
-				output.Plural(held, "message"), out.Partial, sqsmove.Name(s.Queue.URL), opts.Out), "yes")
+			fmt.Fprintf(f.IO.ErrOut, "wrote %s to %s (synced)\n", output.Plural(sum.Exported, "message"), out.Partial)
+			ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Delete the %s from %s? Then the file becomes %s.",
+				output.Plural(held, "message"), sqsmove.Name(s.Queue.URL), filepath.Base(opts.Out)), "yes")
 			if err != nil {
 				return exportStopped(f, opts, out, &sum, err, false)
 			}
