@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -137,13 +138,21 @@ func (s *Session) Banner(verb string) {
 	}
 	// The identity on a line of its own: with the queue's name it ran past
 	// 80 columns.
-	s.out.logf("queue %s (account %s)\n  %s", sqsmove.Name(s.Queue.URL), acct, s.Where)
+	where := s.Where
+	if i := strings.Index(where, " endpoint="); i > 0 && len(where)+2 > 80 {
+		// The endpoint on a line of its own: with a local endpoint and
+		// the variable that set it, the identity ran past 80 columns.
+		where = where[:i] + "\n  " + where[i+1:]
+	}
+	s.out.logf("queue %s (account %s)\n  %s", sqsmove.Name(s.Queue.URL), acct, where)
 	if s.Queue.RedrivePolicy != "" {
 		s.out.logf("warning: %s has its own redrive policy (maxReceiveCount %s, to %s): receiving its messages may move them there (--allow-redrive)",
 			sqsmove.Name(s.Queue.URL), redriveMax(s.Queue.RedrivePolicy), redriveTarget(s.Queue.RedrivePolicy))
 	}
-	s.out.logf("note: %s receives each message, which raises its receive count (ApproximateReceiveCount);\n"+
-		"      messages are held invisible meanwhile and made visible again at the end", verb)
+	// Three lines: two ran past 80 columns by a word or two.
+	s.out.logf("note: %s receives each message, which raises its receive count\n"+
+		"      (ApproximateReceiveCount); messages are held invisible meanwhile\n"+
+		"      and made visible again at the end", verb)
 }
 
 // redriveMax and redriveTarget read a RedrivePolicy attribute (the count
