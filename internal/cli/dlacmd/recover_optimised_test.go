@@ -18,8 +18,8 @@ import (
 // TestRecoverOptimisedMatchesBaseline recovers the same generated archive
 // (every generation and status, 3% malformed objects, 1 to 5 granules per
 // message) twice, into two databases, at concurrency 1 and 4: as dla runs,
-// and with every optimisation switched off by the hidden flags
-// (DEADLETTER_BENCH_BASELINE=all: statements one by one, every object fetched and
+// and with every optimisation switched off (the benchmark's
+// DEADLETTER_BENCH_BASELINE=all: statements one by one, every object fetched and
 // decoded again after the plan, the default garbage collector). The
 // object lines, the summary, every table and what is left in the archive
 // (deleted, moved to failed-sqs, left) must be the same.
