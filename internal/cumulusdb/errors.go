@@ -34,6 +34,11 @@ const (
 // row (P0). Every other class is the environment's.
 var messageClasses = map[string]bool{"22": true, "23": true, "54": true, "P0": true}
 
+// environmentCodes are the SQLSTATEs within those classes that no message
+// can cause: 2200H, a sequence at its MAXVALUE (the ids of every later row
+// of its table would fail the same way).
+var environmentCodes = map[string]bool{"2200H": true}
+
 // ErrorOwner says whose a database error is, from the fields PostgreSQL
 // reports (never its text, which is in the server's language). Errors
 // that are not PostgreSQL's own (a lost connection, a timeout, a cancelled
@@ -41,6 +46,7 @@ var messageClasses = map[string]bool{"22": true, "23": true, "54": true, "P0": t
 // are the environment's too:
 //   - a row no partition takes (23514 naming no constraint): no message
 //     could pass until the partition exists;
+//   - a sequence at its limit (2200H, environmentCodes);
 //   - a class-23 error on a table the writes never fill, or on a column
 //     of theirs that no write fills (a NOT NULL column added, or whose
 //     default was dropped, after the run began): no message could ever
@@ -54,7 +60,7 @@ func ErrorOwner(err error) Whose {
 	if !errors.As(err, &pgErr) || len(pgErr.Code) < 2 {
 		return OfTheEnvironment
 	}
-	if !messageClasses[pgErr.Code[:2]] || isRoutingFailure(pgErr) {
+	if !messageClasses[pgErr.Code[:2]] || environmentCodes[pgErr.Code] || isRoutingFailure(pgErr) {
 		return OfTheEnvironment
 	}
 	if pgErr.Code[:2] == "23" {

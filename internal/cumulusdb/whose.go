@@ -198,7 +198,10 @@ func (e *SchemaChangedError) Error() string {
 	code := ""
 	var pgErr *pgconn.PgError
 	if errors.As(e.Cause, &pgErr) {
-		code = " (SQLSTATE " + pgErr.Code + " on " + pgErr.TableName + ")"
+		code = " (SQLSTATE " + pgErr.Code + ")"
+		if pgErr.TableName != "" {
+			code = " (SQLSTATE " + pgErr.Code + " on " + pgErr.TableName + ")"
+		}
 	}
 	return "the Cumulus schema changed during the run: " + strings.Join(changes, "; ") + more +
 		"; a write failed" + code + " on the changed schema, so no message is blamed for it and nothing more is moved: run again once the schema is one dla writes (dla recover checks it before it starts)"
@@ -263,7 +266,10 @@ r AS MATERIALIZED (SELECT array_agg(DISTINCT o) AS oids FROM (
 ns AS MATERIALIZED (SELECT array_agg(DISTINCT n) AS oids FROM (
   SELECT c.relnamespace AS n FROM pg_class c WHERE c.oid = ANY ((SELECT oids FROM r)::oid[])
   UNION ALL SELECT f.pronamespace FROM pg_trigger g JOIN pg_proc f ON f.oid = g.tgfoid
-    WHERE g.tgrelid = ANY ((SELECT oids FROM r)::oid[]) AND NOT g.tgisinternal) x
+    WHERE g.tgrelid = ANY ((SELECT oids FROM r)::oid[]) AND NOT g.tgisinternal
+  UNION ALL SELECT f.pronamespace FROM pg_constraint k JOIN pg_depend d ON d.classid = 'pg_constraint'::regclass AND d.objid = k.oid
+    JOIN pg_proc f ON d.refclassid = 'pg_proc'::regclass AND f.oid = d.refobjid
+    WHERE k.conrelid = ANY ((SELECT oids FROM r)::oid[])) x
   WHERE n NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace))
 SELECT md5(coalesce(string_agg(x, ',' ORDER BY x), '')) FROM (
   SELECT 'c' || c.oid || '@' || c.xmin AS x FROM pg_class c WHERE c.oid = ANY ((SELECT oids FROM r)::oid[])
@@ -271,6 +277,7 @@ SELECT md5(coalesce(string_agg(x, ',' ORDER BY x), '')) FROM (
   UNION ALL SELECT 'd' || d.oid || '@' || d.xmin FROM pg_attrdef d WHERE d.adrelid = ANY ((SELECT oids FROM r)::oid[])
   UNION ALL SELECT 'k' || k.oid || '@' || k.xmin FROM pg_constraint k WHERE k.conrelid = ANY ((SELECT oids FROM r)::oid[])
   UNION ALL SELECT 'g' || g.oid || '@' || g.xmin FROM pg_trigger g WHERE g.tgrelid = ANY ((SELECT oids FROM r)::oid[])
+  UNION ALL SELECT 'i' || i.indexrelid || '@' || i.xmin FROM pg_index i WHERE i.indrelid = ANY ((SELECT oids FROM r)::oid[])
   UNION ALL SELECT 'p' || p.oid || '@' || p.xmin FROM pg_proc p WHERE p.pronamespace = ANY ((SELECT oids FROM ns)::oid[])
   UNION ALL SELECT 't' || (SELECT count(*) FROM t WHERE t.oid IS NULL)
 ) s`, names).Scan(&st)
@@ -283,9 +290,12 @@ SELECT md5(coalesce(string_agg(x, ',' ORDER BY x), '')) FROM (
 // (with their functions' source), by name; what was added to one
 // partition only (a CHECK constraint, a trigger, a NOT NULL, a cloned
 // trigger disabled there), which refuses the rows routed to it as surely
-// as on the table; and every function of the schemas holding the tables
-// and their trigger functions (not an extension's), since a trigger's
-// function may call another that a neighbour replaces. Partitions
+// as on the table; the unique indexes of the tables and those made on one
+// partition alone (CREATE UNIQUE INDEX makes no constraint); and every
+// function of the schemas holding the tables, their trigger functions and
+// the functions their constraints call (not an extension's), since a
+// trigger's function or a CHECK may call another that a neighbour
+// replaces. Partitions
 // themselves are left out, and what PostgreSQL derives for each of them
 // (their inherited constraints and cloned triggers, a foreign key to a
 // partitioned table's one per partition): a deployment adds quarters as
@@ -324,6 +334,11 @@ JOIN pg_proc p ON p.oid = g.tgfoid
 LEFT JOIN pg_trigger pg ON pg.oid = g.tgparentid
 WHERE c.level > 0 AND (g.tgparentid = 0 OR g.tgenabled IS DISTINCT FROM pg.tgenabled)
 UNION ALL
+SELECT 'unique index ' || c.relid::regclass::text || '.' || x.indexrelid::regclass::text, pg_get_indexdef(x.indexrelid)
+FROM (SELECT t.oid AS relid FROM t WHERE t.oid IS NOT NULL UNION SELECT p.relid FROM t CROSS JOIN LATERAL pg_partition_tree(t.oid) p) c
+JOIN pg_index x ON x.indrelid = c.relid AND x.indisunique
+WHERE NOT EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = x.indexrelid)
+UNION ALL
 SELECT 'column ' || c.relid::regclass::text || '.' || a.attname, 'NOT NULL on the partition only'
 FROM t CROSS JOIN LATERAL pg_partition_tree(t.oid) c JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum > 0 AND NOT a.attisdropped AND a.attnotnull
 JOIN pg_attribute r ON r.attrelid = t.oid AND r.attname = a.attname AND NOT r.attnotnull
@@ -333,7 +348,11 @@ SELECT 'function ' || p.oid::regprocedure::text, md5(pg_get_functiondef(p.oid))
 FROM pg_proc p
 WHERE p.prokind IN ('f', 'p')
   AND p.pronamespace IN (SELECT c.relnamespace FROM t JOIN pg_class c ON c.oid = t.oid
-    UNION SELECT f.pronamespace FROM t JOIN pg_trigger g ON g.tgrelid = t.oid AND NOT g.tgisinternal JOIN pg_proc f ON f.oid = g.tgfoid)
+    UNION SELECT f.pronamespace FROM t JOIN pg_trigger g ON g.tgrelid = t.oid AND NOT g.tgisinternal JOIN pg_proc f ON f.oid = g.tgfoid
+    UNION SELECT f.pronamespace FROM (SELECT t.oid AS relid FROM t WHERE t.oid IS NOT NULL
+        UNION SELECT p.relid FROM t CROSS JOIN LATERAL pg_partition_tree(t.oid) p) c JOIN pg_constraint k ON k.conrelid = c.relid
+      JOIN pg_depend d ON d.classid = 'pg_constraint'::regclass AND d.objid = k.oid
+      JOIN pg_proc f ON d.refclassid = 'pg_proc'::regclass AND f.oid = d.refobjid)
   AND p.pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
   AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')`, names)
 	if err != nil {
