@@ -12,12 +12,13 @@ import (
 )
 
 // RemoveIfDigest deletes key only while the MD5 of its bytes is sum,
-// claiming the file first: it is renamed to a temporary name of its own
-// (hidden from listings), which of two runs removing one object at once
-// only one can do. The other finds it gone (ErrNotFound): an object is
-// never counted as deleted by both. The claimed file is then read: if its
-// bytes are not what was written, it is linked back under its key (never
-// over a file that has appeared there since) and ErrChanged returned.
+// claiming the file first: once its bytes were compared, it is renamed to
+// a temporary name of its own (hidden from listings), which of two runs
+// removing one object at once only one can do. The other finds it gone
+// (ErrNotFound): an object is never counted as deleted by both. The
+// claimed file is read again: if its bytes changed in between, it is
+// linked back under its key (never over a file that has appeared there
+// since) and ErrChanged returned.
 func (l *Local) RemoveIfDigest(ctx context.Context, key string, sum [md5.Size]byte) error {
 	gone := func() error { return fmt.Errorf("%s: %w", key, ErrNotFound) }
 	a, err := l.locate(key)
@@ -42,6 +43,16 @@ func (l *Local) RemoveIfDigest(ctx context.Context, key string, sum [md5.Size]by
 		return fmt.Errorf("%s is %w", key, ErrSymlink)
 	case !st.Mode().IsRegular():
 		return fmt.Errorf("%s: not a regular file, not deleted", key)
+	}
+	// Compared before the claim too: an object that changed is never
+	// moved away from its key, so the rename below only ever takes bytes
+	// this run wrote (a change in between is put back).
+	if body, err := a.r.ReadFile(a.rel); errors.Is(err, fs.ErrNotExist) {
+		return gone()
+	} else if err != nil {
+		return err
+	} else if md5.Sum(body) != sum {
+		return fmt.Errorf("%s: %w", key, ErrChanged)
 	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
