@@ -262,11 +262,7 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 		if writeErr = out.Sync(); writeErr != nil {
 			break
 		}
-		deleted, failed := deleteExported(ctx, f.IO.ErrOut, s.Hold, held, out.Partial)
-		sum.Deleted += deleted
-		sum.DeleteFailed += failed
-		if failed > 0 {
-			fmt.Fprintf(f.IO.ErrOut, "%s could not be deleted; they stay in the DLQ (and are in %s)\n", output.Plural(failed, "message"), out.Partial)
+		if !deleteExported(ctx, f.IO.ErrOut, s.Hold, held, out.Partial, &sum) {
 			return exportStopped(f, opts, out, &sum, cmdutil.PartialError, false)
 		}
 		if ctx.Err() != nil {
@@ -333,11 +329,7 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 			declined = !ok
 		}
 		if !declined {
-			deleted, failed := deleteExported(ctx, f.IO.ErrOut, s.Hold, held, out.Partial)
-			sum.Deleted += deleted
-			sum.DeleteFailed += failed
-			if failed > 0 {
-				fmt.Fprintf(f.IO.ErrOut, "%s could not be deleted; they stay in the DLQ (and are in %s)\n", output.Plural(failed, "message"), out.Partial)
+			if !deleteExported(ctx, f.IO.ErrOut, s.Hold, held, out.Partial, &sum) {
 				return exportStopped(f, opts, out, &sum, cmdutil.PartialError, false)
 			}
 			if err := ctx.Err(); err != nil {
@@ -394,11 +386,7 @@ func finishResumed(ctx context.Context, f *Factory, opts *ExportOptions, s *push
 				return exportStopped(f, opts, out, sum, cmp.Or(err, error(cmdutil.PartialError)), false)
 			}
 		}
-		deleted, failed := deleteExported(ctx, w, s.Hold, held, out.Partial)
-		sum.Deleted += deleted
-		sum.DeleteFailed += failed
-		if failed > 0 {
-			fmt.Fprintf(w, "%s could not be deleted; they stay in the DLQ (and are in %s)\n", output.Plural(failed, "message"), out.Partial)
+		if !deleteExported(ctx, w, s.Hold, held, out.Partial, sum) {
 			return exportStopped(f, opts, out, sum, cmdutil.PartialError, false)
 		}
 		if err := ctx.Err(); err != nil {
@@ -465,19 +453,28 @@ func exportStopped(f *Factory, opts *ExportOptions, out *pushexport.File, sum *E
 	return err
 }
 
-// deleteExported deletes the want exported messages not deleted yet.
-// Those whose hold was lost meanwhile (a renewal of their visibility was
-// refused, or the run was paused past it: another consumer may have them)
-// cannot be deleted by this run; they count as not deleted, said on w:
-// they are in the file and still in the DLQ. Before, the run ended with
-// exported > deleted and delete_failed 0, and exit 0.
-func deleteExported(ctx context.Context, w io.Writer, hold *sqsmove.Hold, want int, file string) (deleted, failed int) {
+// deleteExported deletes the want exported messages not deleted yet,
+// counting them in sum, and reports whether every one was deleted;
+// otherwise it says on w how many stay in the DLQ (and in file), and the
+// caller stops with FILE.partial kept. Those whose hold was lost
+// meanwhile (a renewal of their visibility was refused, or the run was
+// paused past it: another consumer may have them) cannot be deleted by
+// this run; they count as not deleted, said on w: they are in the file
+// and still in the DLQ. Before, the run ended with exported > deleted and
+// delete_failed 0, and exit 0.
+func deleteExported(ctx context.Context, w io.Writer, hold *sqsmove.Hold, want int, file string, sum *ExportSummary) bool {
 	deleted, failed, lost := pushexport.DeleteHeld(ctx, hold, want)
 	if lost > 0 {
 		fmt.Fprintf(w, "%s in %s were not deleted: this run no longer held them (a renewal of their visibility was refused, or the run was paused past --visibility-timeout); they are in the DLQ as well as in the file\n",
 			output.Plural(lost, "message"), file)
 	}
-	return deleted, failed + lost
+	sum.Deleted += deleted
+	sum.DeleteFailed += failed + lost
+	if failed+lost > 0 {
+		fmt.Fprintf(w, "%s could not be deleted; they stay in the DLQ (and are in %s)\n", output.Plural(failed+lost, "message"), file)
+		return false
+	}
+	return true
 }
 
 func writeExportSummary(f *Factory, opts *ExportOptions, s ExportSummary) error {
