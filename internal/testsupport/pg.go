@@ -187,15 +187,24 @@ func NewGermanCumulusDatabase(t testing.TB, gen cumulusdb.Generation, seed []byt
 // test on an error.
 func ExecSQL(t testing.TB, dbURL string, stmts ...string) {
 	t.Helper()
+	if err := ExecSQLErr(dbURL, stmts...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ExecSQLErr is ExecSQL returning its error, for a goroutine that is not
+// the test's (where t.Fatal would end that goroutine, not the test).
+func ExecSQLErr(dbURL string, stmts ...string) error {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer conn.Close(ctx)
 	for _, s := range stmts {
 		if _, err := conn.Exec(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
+			return fmt.Errorf("%s: %w", s, err)
 		}
 	}
+	return nil
 }

@@ -1,14 +1,10 @@
 package dlarecover
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/deadletter/deadletter/internal/dla/gen"
 	"github.com/deadletter/deadletter/internal/testsupport"
@@ -64,7 +60,7 @@ EXECUTE format('ALTER SEQUENCE granules_cumulus_id_seq MAXVALUE %s', m); END $$`
 					// On the run's emitting goroutine: an error is
 					// reported, never t.Fatal (which would end that
 					// goroutine and leave the run waiting for it).
-					if err := execSQL(dbURL, c.change...); err != nil {
+					if err := testsupport.ExecSQLErr(dbURL, c.change...); err != nil {
 						t.Errorf("the change: %v", err)
 					}
 				}
@@ -84,20 +80,4 @@ EXECUTE format('ALTER SEQUENCE granules_cumulus_id_seq MAXVALUE %s', m); END $$`
 			}
 		})
 	}
-}
-
-// execSQL runs stmts on dbURL, returning the first error.
-func execSQL(dbURL string, stmts ...string) error {
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	for _, s := range stmts {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			return fmt.Errorf("%s: %w", s, err)
-		}
-	}
-	return nil
 }
