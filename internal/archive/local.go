@@ -481,11 +481,17 @@ func isTempName(name string) bool {
 	return err == nil
 }
 
-// tempFile writes body to a synced temporary file in the folder of rel.
-func tempFile(a at, body []byte, origin string) (string, error) {
+// tempName is a new temporary name (hidden from listings) in the folder
+// of rel.
+func tempName(rel string) string {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	name := path.Join(path.Dir(a.rel), tempPrefix+hex.EncodeToString(rnd[:]))
+	return path.Join(path.Dir(rel), tempPrefix+hex.EncodeToString(rnd[:]))
+}
+
+// tempFile writes body to a synced temporary file in the folder of rel.
+func tempFile(a at, body []byte, origin string) (string, error) {
+	name := tempName(a.rel)
 	tmp, err := a.r.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return "", err

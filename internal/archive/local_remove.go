@@ -3,8 +3,6 @@ package archive
 import (
 	"context"
 	"crypto/md5"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -54,9 +52,7 @@ func (l *Local) RemoveIfDigest(ctx context.Context, key string, sum [md5.Size]by
 	} else if md5.Sum(body) != sum {
 		return fmt.Errorf("%s: %w", key, ErrChanged)
 	}
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	claim := path.Join(path.Dir(a.rel), tempPrefix+hex.EncodeToString(rnd[:]))
+	claim := tempName(a.rel)
 	if err := a.r.Rename(a.rel, claim); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return gone()
