@@ -251,6 +251,7 @@ func tornExportLine(b []byte) bool {
 // once FILE is seen not to exist (the export's lock keeps other exports
 // to FILE out).
 func publish(partial, final string) error {
+	exists := fmt.Errorf("%s exists: %s is kept and not made %s (it would replace an export whose messages may be gone from the DLQ)", final, partial, final)
 	err := os.Link(partial, final)
 	switch {
 	case err == nil:
@@ -259,10 +260,10 @@ func publish(partial, final string) error {
 		}
 		return nil
 	case errors.Is(err, fs.ErrExist):
-		return fmt.Errorf("%s exists: %s is kept and not made %s (it would replace an export whose messages may be gone from the DLQ)", final, partial, final)
+		return exists
 	}
 	if _, serr := os.Lstat(final); serr == nil {
-		return fmt.Errorf("%s exists: %s is kept and not made %s (it would replace an export whose messages may be gone from the DLQ)", final, partial, final)
+		return exists
 	}
 	if err := os.Rename(partial, final); err != nil {
 		return fmt.Errorf("rename %s: %w", partial, err)
