@@ -304,7 +304,8 @@ type Fingerprint map[string]string
 
 func fingerprint(ctx context.Context, q querier) (Fingerprint, error) {
 	names := append(append([]string{}, Tables...), v22Guards...)
-	rows, err := q.Query(ctx, `WITH t AS (SELECT name, to_regclass(quote_ident(name)) AS oid FROM unnest($1::text[]) AS name)
+	rows, err := q.Query(ctx, `WITH t AS (SELECT name, to_regclass(quote_ident(name)) AS oid FROM unnest($1::text[]) AS name),
+rels AS (SELECT t.oid AS relid FROM t WHERE t.oid IS NOT NULL UNION SELECT p.relid FROM t CROSS JOIN LATERAL pg_partition_tree(t.oid) p)
 SELECT 'table ' || t.name, coalesce((SELECT CASE c.relkind WHEN 'p' THEN 'partitioned' ELSE 'plain' END FROM pg_class c WHERE c.oid = t.oid), 'missing') FROM t
 UNION ALL
 SELECT 'column ' || t.name || '.' || a.attname, format_type(a.atttypid, a.atttypmod)
@@ -335,8 +336,7 @@ LEFT JOIN pg_trigger pg ON pg.oid = g.tgparentid
 WHERE c.level > 0 AND (g.tgparentid = 0 OR g.tgenabled IS DISTINCT FROM pg.tgenabled)
 UNION ALL
 SELECT 'unique index ' || c.relid::regclass::text || '.' || x.indexrelid::regclass::text, pg_get_indexdef(x.indexrelid)
-FROM (SELECT t.oid AS relid FROM t WHERE t.oid IS NOT NULL UNION SELECT p.relid FROM t CROSS JOIN LATERAL pg_partition_tree(t.oid) p) c
-JOIN pg_index x ON x.indrelid = c.relid AND x.indisunique
+FROM rels c JOIN pg_index x ON x.indrelid = c.relid AND x.indisunique
 WHERE NOT EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = x.indexrelid)
 UNION ALL
 SELECT 'column ' || c.relid::regclass::text || '.' || a.attname, 'NOT NULL on the partition only'
@@ -349,8 +349,7 @@ FROM pg_proc p
 WHERE p.prokind IN ('f', 'p')
   AND p.pronamespace IN (SELECT c.relnamespace FROM t JOIN pg_class c ON c.oid = t.oid
     UNION SELECT f.pronamespace FROM t JOIN pg_trigger g ON g.tgrelid = t.oid AND NOT g.tgisinternal JOIN pg_proc f ON f.oid = g.tgfoid
-    UNION SELECT f.pronamespace FROM (SELECT t.oid AS relid FROM t WHERE t.oid IS NOT NULL
-        UNION SELECT p.relid FROM t CROSS JOIN LATERAL pg_partition_tree(t.oid) p) c JOIN pg_constraint k ON k.conrelid = c.relid
+    UNION SELECT f.pronamespace FROM rels c JOIN pg_constraint k ON k.conrelid = c.relid
       JOIN pg_depend d ON d.classid = 'pg_constraint'::regclass AND d.objid = k.oid
       JOIN pg_proc f ON d.refclassid = 'pg_proc'::regclass AND f.oid = d.refobjid)
   AND p.pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
