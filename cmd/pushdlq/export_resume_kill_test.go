@@ -83,16 +83,7 @@ func TestKilledExportDeleteIsFinishedByTheCommandItsRefusalPrints(t *testing.T) 
 
 			// Census: each message in exactly one place.
 			places := w.places()
-			ids := map[string]int{}
-			for _, l := range testsupport.ReadLines(t, file) {
-				places[gjson.Get(l, "body").Str] = append(places[gjson.Get(l, "body").Str], "file")
-				ids[gjson.Get(l, "message_id").Str]++
-			}
-			for id, n := range ids {
-				if n != 1 {
-					t.Errorf("message %s is %d times in the file", id, n)
-				}
-			}
+			testsupport.ExportFileCensus(t, file, places)
 			inPartial := map[string]bool{}
 			for _, l := range partial {
 				inPartial[gjson.Get(l, "body").Str] = true

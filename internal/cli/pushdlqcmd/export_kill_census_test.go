@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
@@ -124,16 +122,7 @@ func TestExportDeleteKilledAtRandomThenResumedLosesNothing(t *testing.T) {
 				t.Errorf("%s.partial left after the resumes (%d lines)", file, len(testsupport.ReadLines(t, file+".partial")))
 			}
 			if _, err := os.Stat(file); err == nil {
-				ids := map[string]int{}
-				for _, l := range testsupport.ReadLines(t, file) {
-					places[gjson.Get(l, "body").Str] = append(places[gjson.Get(l, "body").Str], "file")
-					ids[gjson.Get(l, "message_id").Str]++
-				}
-				for id, n := range ids {
-					if n != 1 {
-						t.Errorf("message %s is %d times in the file", id, n)
-					}
-				}
+				testsupport.ExportFileCensus(t, file, places)
 			} else {
 				t.Errorf("no %s after the resumes: %v", file, err)
 			}
