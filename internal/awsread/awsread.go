@@ -80,10 +80,13 @@ func (s StepFunctions) GetExecutionHistory(ctx context.Context, arn string) ([]r
 				he.Output = d.Output
 			}
 			if d := e.ActivityFailedEventDetails; d != nil {
-				he.FailedDetails = failedDetails(d.Error, d.Cause)
+				he.FailedDetails = failedDetails("error", d.Error, "cause", d.Cause)
 			}
 			if d := e.LambdaFunctionFailedEventDetails; d != nil {
-				he.FailedDetails = failedDetails(d.Error, d.Cause)
+				he.FailedDetails = failedDetails("error", d.Error, "cause", d.Cause)
+			}
+			if d := e.TaskFailedEventDetails; d != nil {
+				he.FailedDetails = failedDetails("error", d.Error, "cause", d.Cause, "resource", d.Resource, "resourceType", d.ResourceType)
 			}
 			events = append(events, he)
 		}
@@ -91,19 +94,21 @@ func (s StepFunctions) GetExecutionHistory(ctx context.Context, arn string) ([]r
 	return events, nil
 }
 
-func failedDetails(errName, cause *string) string {
+// failedDetails is a failure's details as the JSON object Cumulus spreads
+// into the exception: each name followed by its value, the absent ones
+// left out.
+func failedDetails(fieldsAndValues ...any) string {
 	fields := ""
-	add := func(k string, v *string) {
+	for i := 0; i+1 < len(fieldsAndValues); i += 2 {
+		v, _ := fieldsAndValues[i+1].(*string)
 		if v == nil {
-			return
+			continue
 		}
 		if fields != "" {
 			fields += ","
 		}
-		fields += quote(k) + ":" + quote(*v)
+		fields += quote(fieldsAndValues[i].(string)) + ":" + quote(*v)
 	}
-	add("error", errName)
-	add("cause", cause)
 	return "{" + fields + "}"
 }
 

@@ -32,8 +32,10 @@ type HistoryEvent struct {
 	Type                string
 	StateName           string  // stateEnteredEventDetails.name
 	Output              *string // stateExitedEventDetails.output
-	// FailedDetails is the JSON object of activityFailedEventDetails or
-	// lambdaFunctionFailedEventDetails ({"error":..,"cause":..}).
+	// FailedDetails is the JSON object of the failure's details:
+	// activityFailedEventDetails, lambdaFunctionFailedEventDetails
+	// ({"error":..,"cause":..}) or taskFailedEventDetails (an ECS or other
+	// service-integration task: error, cause, resource, resourceType).
 	FailedDetails string
 }
 
@@ -167,6 +169,14 @@ func executionArn(msg Getter) string {
 	return strings.Replace(jsString(sm), "stateMachine", "execution", 1) + ":" + jsString(name)
 }
 
+// failedStepEvents are the history events lastFailedEventStep takes for
+// the failed step: a Lambda or an activity (v21), and a task of a service
+// integration such as ECS's runTask (TaskFailed, nasa/cumulus#4582, in
+// Cumulus after v22.4). Without TaskFailed, an execution that failed in an
+// ECS task was written from its input, and granules its failed step had
+// added stayed "running".
+var failedStepEvents = map[string]bool{"LambdaFunctionFailed": true, "ActivityFailed": true, "TaskFailed": true}
+
 // failedExecutionMessage is getFailedExecutionMessage: for a failed
 // execution, the output of the step that failed, read from the execution
 // history. When the history cannot be read (expired, another account) the
@@ -186,7 +196,7 @@ func failedExecutionMessage(ctx context.Context, input string, sfn StepFunctions
 	}
 	failed := -1
 	for i := len(events) - 1; i >= 0; i-- {
-		if events[i].Type == "LambdaFunctionFailed" || events[i].Type == "ActivityFailed" {
+		if failedStepEvents[events[i].Type] {
 			failed = i
 			break
 		}

@@ -212,3 +212,22 @@ func TestGJSONEscapeReadsAnyKey(t *testing.T) {
 		}
 	}
 }
+
+// An ECS task's failure (TaskFailed) is the failed step as a Lambda's is:
+// with no TaskStateExited after it, the input is used with the task's
+// failure details as the exception.
+func TestUnwrapTaskFailedIsAFailedStep(t *testing.T) {
+	sfn := &sfnFake{history: map[string][]HistoryEvent{execArn: {
+		{ID: 1, Type: "ExecutionStarted"},
+		{ID: 2, Type: "TaskStateEntered", StateName: "ProcessGranuleECS"},
+		{ID: 3, Type: "TaskFailed", PreviousEventID: 2, FailedDetails: `{"error":"States.TaskFailed","cause":"exited","resource":"runTask.sync","resourceType":"ecs"}`},
+	}}}
+	m, err := Unwrap(context.Background(), event(t, "FAILED", inputMsg, ""), sfn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Source != "execution history (step ProcessGranuleECS)" || m.JSON.Get("exception.resourceType").String() != "ecs" ||
+		m.JSON.Get("exception.failedExecutionStepName").String() != "ProcessGranuleECS" {
+		t.Errorf("a TaskFailed step: source %q, message %s", m.Source, m.JSON.Raw)
+	}
+}
