@@ -7,7 +7,8 @@
 //
 // It exits 1, naming the package, when:
 //   - a package's test binary passed without running a test, and without
-//     m.Run's "testing: warning: no tests to run": its TestMain returned
+//     m.Run's "testing: warning: no tests to run" (or "no fuzz tests to
+//     fuzz"): its TestMain returned
 //     or called os.Exit(0) before m.Run ran a test;
 //   - with -strict, a package that has test files ran no test, whatever it
 //     said (scripts/test runs every test of a package unless a -run of its
@@ -112,7 +113,7 @@ func report(r io.Reader, w io.Writer, strict bool, want []string) int {
 		}
 		switch {
 		case e.Action == "output" && e.Test == "":
-			if strings.Contains(e.Output, "testing: warning: no tests to run") {
+			if strings.HasPrefix(e.Output, "testing: warning: no ") { // tests to run, fuzz tests to fuzz
 				p.noTests = true
 			}
 			if e.Output != "PASS\n" { // go test without -json prints only "ok"
@@ -144,7 +145,7 @@ func report(r io.Reader, w io.Writer, strict bool, want []string) int {
 				case !p.noTests:
 					fail("%s: its test binary exited with status 0 before running a test (a TestMain that returns or calls os.Exit before m.Run?)", e.Package)
 				case strict:
-					fail("%s: has test files but ran no test", e.Package)
+					fail("%s: has test files but ran no test (its words are above)", e.Package)
 				}
 			}
 		}
@@ -179,7 +180,7 @@ func report(r io.Reader, w io.Writer, strict bool, want []string) int {
 	if failed || len(failures) > 0 {
 		return 1
 	}
-	fmt.Fprintf(w, "test: %d tests ran in %d packages\n", total, len(seen))
+	fmt.Fprintf(w, "test: %s ran in %s\n", plural(total, "test"), plural(len(seen), "package"))
 	return 0
 }
 
@@ -243,4 +244,12 @@ func framing(line string) bool {
 		}
 	}
 	return false
+}
+
+// plural is "1 test", "2 tests".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

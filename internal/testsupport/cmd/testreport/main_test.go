@@ -58,7 +58,7 @@ func run(t *testing.T, stream string, strict bool, want ...string) (int, string)
 
 func TestAPassingRunPrintsWhatGoTestPrintsAndHowManyRan(t *testing.T) {
 	rc, out := run(t, passedTestX+noTestFiles, true, "TestX")
-	want := "ok  \tm/d\t0.002s\n?   \tm/n\t[no test files]\ntest: 1 tests ran in 2 packages\n"
+	want := "ok  \tm/d\t0.002s\n?   \tm/n\t[no test files]\ntest: 1 test ran in 2 packages\n"
 	if rc != 0 || out != want {
 		t.Errorf("exit %d, printed\n%s\nwant exit 0 and\n%s", rc, out, want)
 	}
