@@ -6,9 +6,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"sync"
+	"net/http/httptrace"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -17,13 +18,17 @@ import (
 // Waves of 64 concurrent GETs (dla search's --concurrency 64) against a
 // server that keeps connections alive reuse their connections: with the SDK's
 // default of 10 idle connections per host, every wave after the first dialled
-// about 54 new ones.
+// about 54 new ones, and 54 of each wave's connections were closed instead
+// of kept. Each wave starts once every connection of the last one is back in
+// the pool (httptrace's PutIdleConn), so that how fast the transport's
+// goroutines run on a loaded machine decides nothing: a wave can then dial
+// only for the requests beyond the pool's connections, and the waves together
+// never more than one connection per concurrent request.
 func TestConcurrentRequestsReuseConnections(t *testing.T) {
 	isolate(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	var dials atomic.Int64
-	var release sync.WaitGroup
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"granules":[]}`)
 	}))
@@ -41,15 +46,19 @@ func TestConcurrentRequestsReuseConnections(t *testing.T) {
 	}
 	client := S3(cfg, s)
 	const concurrency, waves = 64, 4
-	for wave := 0; wave < waves; wave++ {
+	for wave := 1; wave <= waves; wave++ {
 		start := make(chan struct{})
 		errs := make(chan error, concurrency)
-		release.Add(concurrency)
+		// One report per request of how its connection went back to the
+		// pool: nil if kept, else why it was closed.
+		pooled := make(chan error, concurrency)
+		ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+			PutIdleConn: func(err error) { pooled <- err },
+		})
 		for i := 0; i < concurrency; i++ {
 			go func() {
-				defer release.Done()
 				<-start
-				out, err := client.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("b"), Key: aws.String("k")})
+				out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("b"), Key: aws.String("k")})
 				if err == nil {
 					_, err = io.Copy(io.Discard, out.Body)
 					out.Body.Close()
@@ -58,17 +67,26 @@ func TestConcurrentRequestsReuseConnections(t *testing.T) {
 			}()
 		}
 		close(start)
-		release.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
+		for i := 0; i < concurrency; i++ {
+			if err := <-errs; err != nil {
 				t.Fatal(err)
 			}
 		}
-	}
-	// The first wave may dial up to one connection per request; later waves
-	// find them idle. (With 10 idle per host this was about 64 + 3 × 54.)
-	if n := dials.Load(); n > concurrency {
-		t.Fatalf("%d waves of %d concurrent GETs dialled %d connections, want at most %d", waves, concurrency, n, concurrency)
+		// A guard against a hang, not a time limit: the pool is normally
+		// back in microseconds.
+		guard := time.After(time.Minute)
+		for i := 0; i < concurrency; i++ {
+			select {
+			case err := <-pooled:
+				if err != nil {
+					t.Fatalf("wave %d: a connection was closed instead of kept for reuse: %v", wave, err)
+				}
+			case <-guard:
+				t.Fatalf("wave %d: %d of %d connections never went back to the pool", wave, concurrency-i, concurrency)
+			}
+		}
+		if n := dials.Load(); n > concurrency {
+			t.Fatalf("after wave %d of %d concurrent GETs: %d connections dialled, want at most %d (one per concurrent request)", wave, concurrency, n, concurrency)
+		}
 	}
 }

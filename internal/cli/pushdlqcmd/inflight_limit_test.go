@@ -49,6 +49,11 @@ func census(t *testing.T, bodies map[string]bool, extra map[string]int, queues .
 // chain), and keep every message; export --delete whose operator declines
 // to read on past the limit (deleting what was read) gets through the
 // whole queue in runs, each message exported exactly once.
+//
+// How far a scan gets before OverLimit depends on how its concurrent
+// receives interleave (a receive answered OverLimit can be handled before
+// another's messages are counted), so a scan is held only to have read
+// some and not all, and the proxy to have refused a receive.
 func TestDLQPastTheInFlightLimitLosesNothingAndSaysHowFarItGot(t *testing.T) {
 	const n, limit = 60, 25
 	w := newLimitWorld(t, n, limit, 0)
@@ -64,8 +69,11 @@ func TestDLQPastTheInFlightLimitLosesNothingAndSaysHowFarItGot(t *testing.T) {
 	}
 	code, out, stderr := run("inspect", "--dlq", dlq, "--all", "-o", "json")
 	var rep InspectReport
-	if code != 3 || json.Unmarshal([]byte(out), &rep) != nil || !rep.InFlightLimit || rep.Scanned < limit || rep.Scanned >= n {
+	if code != 3 || json.Unmarshal([]byte(out), &rep) != nil || !rep.InFlightLimit || rep.Scanned < 1 || rep.Scanned >= n {
 		t.Fatalf("inspect: exit %d, scanned %d, in_flight_limit %v:\n%s", code, rep.Scanned, rep.InFlightLimit, stderr)
+	}
+	if w.limit.Refused() == 0 {
+		t.Fatalf("inspect stopped at %d of %d though no receive was refused", rep.Scanned, n)
 	}
 	checkNote("inspect", stderr)
 	if code, _, stderr := run("triage", "--dlq", dlq); code != 3 {
@@ -75,15 +83,15 @@ func TestDLQPastTheInFlightLimitLosesNothingAndSaysHowFarItGot(t *testing.T) {
 	}
 	code, out, stderr = run("replay", "--dlq", dlq, "--queue-base-url", "https://sqs.invalid/1/x-", "--window", "2025-11-14T00:00:00Z/2025-11-15T00:00:00Z", "--codes", "1004", "--dry-run", "-o", "json")
 	var sum pushreplay.Summary
-	if code != 3 || json.Unmarshal([]byte(out), &sum) != nil || sum.Scanned < limit || sum.Eligible != sum.Scanned {
+	if code != 3 || json.Unmarshal([]byte(out), &sum) != nil || sum.Scanned < 1 || sum.Scanned >= n || sum.Eligible != sum.Scanned {
 		t.Errorf("replay --dry-run: exit %d, scanned %d, eligible %d:\n%s", code, sum.Scanned, sum.Eligible, stderr)
 	}
 	checkNote("replay --dry-run", stderr)
 
 	dir := t.TempDir()
 	code, _, stderr = run("export", "--dlq", dlq, "--out", filepath.Join(dir, "first.ndjson"))
-	if code != 3 || len(testsupport.ReadLines(t, filepath.Join(dir, "first.ndjson"))) < limit {
-		t.Fatalf("export: exit %d:\n%s", code, stderr)
+	if lines := len(testsupport.ReadLines(t, filepath.Join(dir, "first.ndjson"))); code != 3 || lines < 1 || lines >= n {
+		t.Fatalf("export: exit %d, %d of %d messages in the file:\n%s", code, lines, n, stderr)
 	}
 	checkNote("export", stderr)
 
