@@ -270,3 +270,24 @@ func TestTracePrintedRecoverCarriesTheDatabaseURLWithoutItsPassword(t *testing.T
 		t.Errorf("a URL without a password: %q %v %v", u, had, ok)
 	}
 }
+
+// A message whose statement PostgreSQL refuses outside a savepoint (a
+// collection name with a NUL byte, 22021 on its lookup) aborts the
+// transaction the messages share: only that message is undone, and the
+// next is judged as recover, one statement a transaction, judges it
+// (written). Without a savepoint for each message, the trace stopped
+// with 25P02 "current transaction is aborted".
+func TestTraceGoesOnAfterAMessageThatAbortsTheTransaction(t *testing.T) {
+	db := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
+	root := t.TempDir()
+	at := time.Date(2024, 3, 2, 8, 0, 0, 0, time.UTC)
+	bad := strings.ReplaceAll(string(traceMessage(t, "bad", "completed", at, "MODNUL", "006", "G.NUL")), `"MODNUL"`, `"MOD\u0000"`)
+	writeObject(t, root, "sqs/2024-03-01/bad", []byte(bad))
+	writeObject(t, root, "sqs/2024-03-02/good", traceMessage(t, "good", "completed", at, "MOD09GQ", "006", "G.NUL"))
+	rep, _ := traceJSON(t, map[string]string{"DATABASE_URL": db}, "--archive", filepath.Join(root, "demo"), "--offline", "--granule", "G.NUL")
+	tr := rep.Records[0]
+	if len(tr.Messages) != 2 || tr.Messages[0].Verdict.Result != recovery.Failed || !strings.Contains(tr.Messages[0].Verdict.Why, "SQLSTATE 22021") ||
+		tr.Messages[1].Verdict.Result != recovery.Written || tr.Conclusion.Message != 1 {
+		t.Errorf("%+v", tr)
+	}
+}
