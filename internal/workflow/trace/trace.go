@@ -1,13 +1,15 @@
 // Package trace is `dla trace`'s workflow: for one record (a granule, an
 // execution or a PDR) it joins what the database holds now, every archive
 // message naming it (in sqs/ and failed-sqs/), and what recover would do
-// with each of those messages now, and concludes in one line.
+// with those messages now, and concludes in one line: the state recover's
+// order leaves the record in, and the message that decides it.
 //
 // The verdicts are recover's own: the messages go through
-// dlarecover.Run's dry run (each write in a transaction rolled back)
-// against the real database, so that trace and recover cannot disagree.
-// The rows are read in a read-only transaction (cumulusdb.TraceRows).
-// Nothing is written, moved or deleted.
+// dlarecover.Run's dry run against the real database, one after another
+// in recover's order, in one transaction rolled back at the end
+// (DryRunInOrder), so that each meets the rows the ones before it left and
+// trace and recover cannot disagree. The rows are read in a read-only
+// transaction (cumulusdb.TraceRows). Nothing is written, moved or deleted.
 package trace
 
 import (
