@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -60,6 +61,10 @@ type TraceRecord struct {
 	// Command is the next command, quoted for bash and zsh (null: none,
 	// a PDR that no message names).
 	Command *string `json:"command"`
+	// CommandNote is what the command needs that it does not carry (null:
+	// nothing): the password left out of --database-url, or the flag
+	// itself.
+	CommandNote *string `json:"command_note"`
 }
 
 // NewCmdTrace builds `dla trace`.
@@ -73,19 +78,25 @@ func NewCmdTrace(f *Factory, runF func(context.Context, *TraceOptions) error) *c
   the database   its row or rows, read only: status, collection, execution,
                  created_at, updated_at, timestamp, file count; or "not in
                  the database"
-  the archive    every message naming it, in sqs/ and failed-sqs/, oldest
-                 first: date, key, workflow status, error class and triage
-                 class, and what it would write for this record
-  the verdict    for each message, what 'dla recover' would do with it now:
-                 written, dropped as stale (and why), or fails (and why).
-                 It is recover's own dry run on just those messages (each
-                 write in a transaction rolled back), against the database
+  the archive    every message naming it, in sqs/ and failed-sqs/, in
+                 the order recover takes them (sqs/ by date folder and
+                 key, then failed-sqs/): date, key, workflow status, error
+                 class and triage class, and what it would write for this
+                 record
+  the verdict    for each message, what 'dla recover' would do with it now,
+                 after the messages before it: written, dropped as stale
+                 (and why), or fails (and why). It is recover's own dry run
+                 of all of them, one after another in that order, in one
+                 transaction rolled back at the end, against the database
                  as it stands, so trace and recover cannot disagree
 
-and ends with one conclusion line and the exact command to run next,
-quoted as triage quotes its commands: the recover --dry-run of the message
-that would be written, of the stale messages, or of the one that fails;
-or the search that shows nothing failed.
+and ends with one conclusion line (the state that order leaves the record
+in, and the message that decides it), a warning when messages of more than
+one collection name the granule, and the exact command to run next, quoted
+as triage quotes its commands: the recover --dry-run of every message, in
+that order; or the searches of sqs/ and failed-sqs/ that show nothing
+failed. A --database-url is carried without its password, which the
+command reads from PGPASSWORD or ~/.pgpass (a note says so).
 
 The database is found as recover finds it (--database-url, $DATABASE_URL,
 the PG* variables, or --db-secret), with the same schema detection and
@@ -234,7 +245,8 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 			t.Conclusion.Text = strings.Replace(t.Conclusion.Text, "no write of it failed",
 				fmt.Sprintf("no write of it failed (but %s could not be read, and may name it)", output.Plural(stats.Unreadable, "object")), 1)
 		}
-		rep.Records = append(rep.Records, TraceRecord{Trace: t, Command: opts.command(c, t)})
+		command, note := opts.command(c, t)
+		rep.Records = append(rep.Records, TraceRecord{Trace: t, Command: command, CommandNote: note})
 	}
 	if opts.Output.Value == "json" {
 		err = output.WriteJSON(output.JSONOut(f.IO), rep)
@@ -254,37 +266,106 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 }
 
 // command is a trace's next command, built as triage builds its own: the
-// recover --dry-run of the keys the conclusion names, or the search that
-// shows no message names the record.
-func (opts *TraceOptions) command(c triageCommand, t trace.Trace) *string {
+// recover --dry-run of the keys the conclusion names, in the order trace
+// ran them (one at a time, so that recover keeps that order), or the
+// searches of sqs/ and failed-sqs/ that show no message names the record.
+// The note says what the command needs that it does not carry.
+func (opts *TraceOptions) command(c triageCommand, t trace.Trace) (*string, *string) {
 	var words []string
+	var note *string
 	if len(t.Conclusion.Keys) > 0 {
 		words = c.base("recover")
+		if opts.DatabaseURL != "" {
+			u, hadPassword, ok := urlWithoutPassword(opts.DatabaseURL)
+			switch {
+			case !ok:
+				n := "add --database-url as given to this trace: it is left out of the command, as its key=value form may hold a password"
+				note = &n
+			case hadPassword:
+				words = append(words, "--database-url", u)
+				n := "the password of --database-url is left out: the command reads it from PGPASSWORD or ~/.pgpass"
+				note = &n
+			default:
+				words = append(words, "--database-url", u)
+			}
+		}
 		if opts.DBSecret != "" { // a name, never a password
 			words = append(words, "--db-secret", opts.DBSecret)
 		}
 		if opts.Offline {
 			words = append(words, "--offline")
 		}
+		if len(t.Conclusion.Keys) > 1 {
+			words = append(words, "--concurrency", "1")
+		}
 		words = append(append(words, t.Conclusion.Keys...), "--dry-run")
-	} else {
-		flag := map[string]string{cumulusdb.TraceGranule: "--granule", cumulusdb.TraceExecution: "--execution"}[t.Kind]
-		if flag == "" {
-			return nil // no search selects a PDR
-		}
-		words = append(c.base("search"), flag, t.ID)
-		s := opts.Select
-		for _, fl := range [][2]string{{"--date", s.date}, {"--from", s.from}, {"--to", s.to}} { // in this order: a map's varies
-			if fl[1] != "" {
-				words = append(words, fl[0], fl[1])
+		cmd := shellword.Join(words...)
+		if alone := aloneNote(t); alone != "" {
+			if note != nil {
+				alone = *note + "; " + alone
 			}
+			note = &alone
 		}
-		if s.includeLegacy {
-			words = append(words, "--include-legacy")
+		return &cmd, note
+	}
+	flag := map[string]string{cumulusdb.TraceGranule: "--granule", cumulusdb.TraceExecution: "--execution"}[t.Kind]
+	if flag == "" {
+		return nil, nil // no search selects a PDR
+	}
+	words = append(c.base("search"), flag, t.ID)
+	s := opts.Select
+	for _, fl := range [][2]string{{"--date", s.date}, {"--from", s.from}, {"--to", s.to}} { // in this order: a map's varies
+		if fl[1] != "" {
+			words = append(words, fl[0], fl[1])
 		}
 	}
-	cmd := shellword.Join(words...)
-	return &cmd
+	if s.includeLegacy {
+		words = append(words, "--include-legacy")
+	}
+	// Trace read sqs/ and failed-sqs/; search reads one of them a run.
+	cmd := shellword.Join(words...) + "; " + shellword.Join(append(words, "--failed")...)
+	return &cmd, nil
+}
+
+// aloneNote says which messages recover's --dry-run reports otherwise
+// than the trace ("" when none): it judges each message against the rows
+// as they stand, where the run writes each after the ones before it.
+func aloneNote(t trace.Trace) string {
+	var differ []string
+	for _, m := range t.Messages {
+		if m.Alone != nil {
+			differ = append(differ, fmt.Sprintf("%s %s (after the messages before it: %s)", trimRoot(m.Key), m.Alone.Result, m.Verdict.Result))
+		}
+	}
+	if len(differ) == 0 {
+		return ""
+	}
+	return "recover's --dry-run judges each message against the database as it stands, and reports " + strings.Join(differ, ", ") +
+		"; without --dry-run recover writes them one after another, and does what this trace says"
+}
+
+// urlWithoutPassword is a postgres:// URL without its password (in the
+// user part or a password parameter), and whether it had one; ok is false
+// for a connection string that is not a URL (key=value pairs).
+func urlWithoutPassword(s string) (string, bool, bool) {
+	if !strings.HasPrefix(s, "postgres://") && !strings.HasPrefix(s, "postgresql://") {
+		return "", false, false
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", false, false
+	}
+	had := false
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User, had = url.User(u.User.Username()), true
+		}
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Del("password")
+		u.RawQuery, had = q.Encode(), true
+	}
+	return u.String(), had, true
 }
 
 // writeTrace prints each record: its rows, its messages with their
@@ -326,7 +407,7 @@ func writeTrace(f *Factory, rep TraceReport) error {
 		if len(rec.Messages) == 0 {
 			line("  ", "archive: no message names it in sqs/ or failed-sqs/")
 		} else {
-			line("  ", fmt.Sprintf("archive: %s, oldest first", output.Plural(len(rec.Messages), "message")))
+			line("  ", fmt.Sprintf("archive: %s, in recover's order", output.Plural(len(rec.Messages), "message")))
 		}
 		for _, m := range rec.Messages {
 			head := m.Date
@@ -353,6 +434,9 @@ func writeTrace(f *Factory, rep TraceReport) error {
 			}
 			b.WriteString(text + "\n")
 		}
+		for _, w := range rec.Warnings {
+			line("  ", "warning: "+w)
+		}
 		concl := rec.Conclusion.Text
 		if rec.Command != nil {
 			concl += ":"
@@ -360,6 +444,9 @@ func writeTrace(f *Factory, rep TraceReport) error {
 		b.WriteString(output.Wrap(output.OneLine(concl), width, "  "+style("→", "6", true)+" ", "    ") + "\n")
 		if rec.Command != nil {
 			b.WriteString("      " + *rec.Command + "\n")
+			if rec.CommandNote != nil {
+				line("    ", "("+*rec.CommandNote+")")
+			}
 		}
 	}
 	// Every archived text was escaped above (OneLine): stdout itself, so

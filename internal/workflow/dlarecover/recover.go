@@ -69,6 +69,7 @@ type Run struct {
 	// the writes, their order and every result are the same.
 	NoPrefetch bool
 
+	inOrder  *inOrderTx // DryRunInOrder's transaction (nil: each message in its own)
 	mu       sync.Mutex
 	batcher  *notifyBatcher        // publishes the tails' notifications in batches (nil: one by one)
 	deletes  chan []*pendingDelete // batches for the background deleter (nil: deleted in place)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/deadletter/deadletter/internal/archive"
-	"github.com/deadletter/deadletter/internal/cumulusdb"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/recovery"
 )
@@ -160,12 +159,12 @@ func (r *Run) write(ctx context.Context, d *dla.Decoded, p *prepared, o *Object)
 		w.Notifier = held
 	}
 	if r.DryRun {
-		t, err := r.Pool.Begin(ctx)
+		db, end, err := r.dryRunDB(ctx)
 		if err != nil {
-			return cumulusdb.Classify(err)
+			return err
 		}
-		defer t.Rollback(ctx)
-		w.DB = r.DB.InTx(t)
+		defer end()
+		w.DB = db
 	} else {
 		w.DB = r.DB
 	}

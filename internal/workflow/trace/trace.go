@@ -1,13 +1,15 @@
 // Package trace is `dla trace`'s workflow: for one record (a granule, an
 // execution or a PDR) it joins what the database holds now, every archive
 // message naming it (in sqs/ and failed-sqs/), and what recover would do
-// with each of those messages now, and concludes in one line.
+// with those messages now, and concludes in one line: the state recover's
+// order leaves the record in, and the message that decides it.
 //
 // The verdicts are recover's own: the messages go through
-// dlarecover.Run's dry run (each write in a transaction rolled back)
-// against the real database, so that trace and recover cannot disagree.
-// The rows are read in a read-only transaction (cumulusdb.TraceRows).
-// Nothing is written, moved or deleted.
+// dlarecover.Run's dry run against the real database, one after another
+// in recover's order, in one transaction rolled back at the end
+// (DryRunInOrder), so that each meets the rows the ones before it left and
+// trace and recover cannot disagree. The rows are read in a read-only
+// transaction (cumulusdb.TraceRows). Nothing is written, moved or deleted.
 package trace
 
 import (
@@ -38,8 +40,8 @@ type Target struct {
 	ID   string `json:"id"`
 }
 
-// Verdict is what recover's dry run did, now, with one message for the
-// traced record.
+// Verdict is what recover's dry run did with one message for the traced
+// record.
 type Verdict struct {
 	// Result is written, dropped (a stale update the write rules refuse),
 	// failed, unreadable, or "not written" (the message names the record
@@ -73,8 +75,14 @@ type Message struct {
 	Triage     string     `json:"triage_class"`
 	TriageRule string     `json:"triage_rule"`
 	// Writes is what the message would write for this record, in words.
-	Writes  string  `json:"writes"`
+	Writes string `json:"writes"`
+	// Verdict is what recover does with it after the messages before it
+	// (Trace.Messages is in recover's order).
 	Verdict Verdict `json:"verdict"`
+	// Alone is what dla recover --dry-run reports of it, which judges each
+	// message against the rows as they stand, when that differs from
+	// Verdict (null: the same).
+	Alone   *Verdict `json:"dry_run_alone"`
 	decoded *dla.Decoded
 }
 
@@ -110,9 +118,12 @@ type Conclusion struct {
 // Trace is one record traced.
 type Trace struct {
 	Target
-	Rows       []cumulusdb.TraceRow `json:"rows"` // empty: not in the database
-	Messages   []Message            `json:"messages"`
-	Conclusion Conclusion           `json:"conclusion"`
+	Rows     []cumulusdb.TraceRow `json:"rows"`     // empty: not in the database
+	Messages []Message            `json:"messages"` // in recover's order (RecoverOrder)
+	// Warnings are what the conclusion alone does not say: messages of
+	// more than one collection naming the granule.
+	Warnings   []string   `json:"warnings"`
+	Conclusion Conclusion `json:"conclusion"`
 }
 
 // Tracer collects the messages of a selection that name its targets.
@@ -231,75 +242,125 @@ type Judge struct {
 	Explain func(error) string
 }
 
-// Judge reads each target's rows, runs recover's dry run on every message
-// found (each in a transaction rolled back, against the rows as they stand
-// now, one at a time), and concludes.
+// Judge reads each target's rows, then runs recover's dry run over every
+// message naming it, one after another in recover's order (RecoverOrder),
+// in one transaction rolled back at the end (dlarecover.DryRunInOrder):
+// each message meets the rows the ones before it left, as when recover
+// writes them all. Each target is judged in a transaction of its own.
 func (t *Tracer) Judge(ctx context.Context, j Judge) ([]Trace, error) {
-	var keys []string
-	for _, ms := range t.found {
-		for _, m := range ms {
-			if !slices.Contains(keys, m.Key) {
-				keys = append(keys, m.Key)
-			}
-		}
-	}
-	objects := map[string]dlarecover.Object{}
-	if len(keys) > 0 {
-		run := &dlarecover.Run{Store: j.Store, Layout: j.Layout, DB: j.Path.DB, Pool: j.Path.Database.Pool, Writer: j.Path.Writer,
-			DryRun: true, Concurrency: 1, Now: j.Now, Explain: j.Explain, Sum: &dlarecover.Summary{Selected: len(keys)}}
-		scope := selection.Scope{Layout: j.Layout, Area: dla.AreaSQS, Keys: keys}
-		if err := run.Run(ctx, scope, func(o dlarecover.Object) error {
-			objects[o.Key] = o
-			return nil
-		}); err != nil {
-			return nil, fmt.Errorf("recover's dry run of %d messages: %w", len(keys), err)
-		}
-	}
 	out := make([]Trace, 0, len(t.targets))
 	for i, tg := range t.targets {
 		rows, err := cumulusdb.TraceRows(ctx, j.Path.Database.Pool, tg.Kind, tg.ID)
 		if err != nil {
 			return nil, err
 		}
-		tr := Trace{Target: tg, Rows: rows, Messages: []Message{}}
+		tr := Trace{Target: tg, Rows: rows, Messages: []Message{}, Warnings: []string{}}
 		ms := t.found[i]
-		slices.SortStableFunc(ms, func(a, b *Message) int { return compareMessages(a, b) })
+		slices.SortStableFunc(ms, RecoverOrder)
+		ms = slices.CompactFunc(ms, func(a, b *Message) bool { return a.Key == b.Key })
+		keys := make([]string, len(ms))
+		for k, m := range ms {
+			keys[k] = m.Key
+		}
+		objects, err := j.dryRun(ctx, keys, true)
+		if err != nil {
+			return nil, err
+		}
+		// What recover's own --dry-run will report of each: it judges each
+		// message against the rows as they stand.
+		alone, err := j.dryRun(ctx, keys, false)
+		if err != nil {
+			return nil, err
+		}
+		st := rowState(rows)
 		for _, m := range ms {
 			o, ok := objects[m.Key]
 			if !ok {
 				m.Verdict = Verdict{Result: NotWritten, Why: "recover's dry run did not reach it"}
 			} else {
-				m.Verdict = verdict(tg, o, m, rows)
+				m.Verdict = verdict(tg, o, m, st)
+			}
+			if o, ok := alone[m.Key]; ok {
+				if v := verdict(tg, o, m, rowState(rows)); v.Result != m.Verdict.Result || v.Status != m.Verdict.Status {
+					m.Alone = &v
+				}
 			}
 			m.Writes = writes(tg, m)
+			if m.Verdict.Result == recovery.Written && m.Verdict.Status != "" {
+				st = &state{createdAt: m.CreatedAt, status: m.Verdict.Status, collection: deref(m.Collection), by: m.Date}
+			}
 			tr.Messages = append(tr.Messages, *m)
 		}
+		tr.Warnings = append(tr.Warnings, collectionWarnings(tr)...)
 		tr.Conclusion = conclude(tr)
 		out = append(out, tr)
 	}
 	return out, nil
 }
 
-// compareMessages orders messages oldest first: by the record's createdAt
-// in them, then their event time, date folder and key.
-func compareMessages(a, b *Message) int {
-	at := func(m *Message) int64 {
-		if m.CreatedAt == nil {
-			return 0
-		}
-		return m.CreatedAt.UnixMilli()
+// dryRun is recover's dry run of keys: in their order, in one transaction
+// (inOrder), or each in a transaction of its own, as dla recover --dry-run
+// runs them.
+func (j Judge) dryRun(ctx context.Context, keys []string, inOrder bool) (map[string]dlarecover.Object, error) {
+	objects := map[string]dlarecover.Object{}
+	if len(keys) == 0 {
+		return objects, nil
 	}
-	str := func(p *string) string {
-		if p == nil {
-			return ""
-		}
-		return *p
+	run := &dlarecover.Run{Store: j.Store, Layout: j.Layout, DB: j.Path.DB, Pool: j.Path.Database.Pool, Writer: j.Path.Writer,
+		DryRun: true, Now: j.Now, Explain: j.Explain, Sum: &dlarecover.Summary{Selected: len(keys)}}
+	scope := selection.Scope{Layout: j.Layout, Area: dla.AreaSQS, Keys: keys}
+	do := run.Run
+	if inOrder {
+		do = run.DryRunInOrder
 	}
-	return cmp.Or(cmp.Compare(at(a), at(b)), cmp.Compare(str(a.Time), str(b.Time)), cmp.Compare(a.Date, b.Date), cmp.Compare(a.Key, b.Key))
+	if err := do(ctx, scope, func(o dlarecover.Object) error {
+		objects[o.Key] = o
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("recover's dry run of %d messages: %w", len(keys), err)
+	}
+	return objects, nil
+}
+
+// RecoverOrder orders messages as recover takes them: sqs/ (dla recover of
+// the archive, as Cumulus's own recovery lists it: by key, so date folder
+// then name), then failed-sqs/ (dla recover --failed), each by key.
+func RecoverOrder(a, b *Message) int {
+	rank := func(m *Message) int {
+		if m.Area == string(dla.AreaFailed) {
+			return 1
+		}
+		return 0
+	}
+	return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a.Key, b.Key))
+}
+
+// state is the record as the messages judged so far leave it: the
+// database's row, or the last message written (by names its date).
+type state struct {
+	createdAt          *time.Time
+	status, collection string
+	by                 string
+}
+
+// rowState is the state the database's rows give (nil: no row).
+func rowState(rows []cumulusdb.TraceRow) *state {
+	if len(rows) == 0 {
+		return nil
+	}
+	r := rows[len(rows)-1]
+	return &state{createdAt: r.CreatedAt, status: r.Status, collection: deref(r.Collection)}
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 // verdict reads the dry run's outcome for the traced record.
-func verdict(tg Target, o dlarecover.Object, m *Message, rows []cumulusdb.TraceRow) Verdict {
+func verdict(tg Target, o dlarecover.Object, m *Message, st *state) Verdict {
 	failed := func() Verdict {
 		return Verdict{Result: recovery.Failed, Why: cmp.Or(o.Error, o.ErrorClass, "recover failed it")}
 	}
@@ -318,7 +379,7 @@ func verdict(tg Target, o dlarecover.Object, m *Message, rows []cumulusdb.TraceR
 			v := Verdict{Result: g.Outcome, Status: g.Status, Why: g.Error}
 			switch {
 			case g.Outcome == recovery.Dropped:
-				v.Why = droppedWhy(m, g.Status, rows)
+				v.Why = droppedWhy(m, g.Status, st)
 			case g.FilesError != "":
 				v.Why = "its files fail (" + g.FilesError + "): the granule is written as failed"
 			}
@@ -328,7 +389,7 @@ func verdict(tg Target, o dlarecover.Object, m *Message, rows []cumulusdb.TraceR
 		if o.Execution != "" && o.Execution != recovery.Skipped {
 			v := Verdict{Result: o.Execution, Status: cumulusStatus(o.Status)}
 			if v.Result == recovery.Dropped {
-				v.Why = droppedWhy(m, o.Status, rows)
+				v.Why = droppedWhy(m, o.Status, st)
 			}
 			if v.Result == recovery.Failed || o.Result == recovery.Failed && v.Result != recovery.Written {
 				return failed()
@@ -339,7 +400,7 @@ func verdict(tg Target, o dlarecover.Object, m *Message, rows []cumulusdb.TraceR
 		if o.Pdr != "" && o.Pdr != recovery.Skipped {
 			v := Verdict{Result: o.Pdr, Status: cumulusStatus(o.Status)}
 			if v.Result == recovery.Dropped {
-				v.Why = droppedWhy(m, o.Status, rows)
+				v.Why = droppedWhy(m, o.Status, st)
 			}
 			return v
 		}
@@ -357,19 +418,26 @@ func cumulusStatus(s string) string { return cmp.Or(recovery.CumulusStatus(s), s
 // finished are the statuses a running or queued write does not replace.
 var finished = map[string]bool{"completed": true, "failed": true}
 
-// droppedWhy says, from the message and the row, which of the write rules
-// dropped it (recover reports only that it was).
-func droppedWhy(m *Message, status string, rows []cumulusdb.TraceRow) string {
-	if len(rows) == 0 {
+// droppedWhy says, from the message and the row as the messages before it
+// leave it (st), which of the write rules dropped it (recover reports only
+// that it was).
+func droppedWhy(m *Message, status string, st *state) string {
+	if st == nil {
 		return "the write rules refused it"
 	}
-	r := rows[len(rows)-1]
-	if m.CreatedAt != nil && r.CreatedAt != nil && m.CreatedAt.Before(*r.CreatedAt) {
-		return fmt.Sprintf("stale: its createdAt %s is older than the row's created_at %s",
-			m.CreatedAt.UTC().Format(time.RFC3339), r.CreatedAt.UTC().Format(time.RFC3339))
+	row := "the row's"
+	if st.by != "" {
+		row = "the row the message of " + st.by + " wrote, whose"
 	}
-	if (status == "running" || status == "queued") && finished[r.Status] {
-		return fmt.Sprintf("a %s write does not replace a finished (%s) row", status, r.Status)
+	if m.CreatedAt != nil && st.createdAt != nil && m.CreatedAt.Before(*st.createdAt) {
+		return fmt.Sprintf("stale: its createdAt %s is older than %s created_at %s",
+			m.CreatedAt.UTC().Format(time.RFC3339), row, st.createdAt.UTC().Format(time.RFC3339))
+	}
+	if (status == "running" || status == "queued") && finished[st.status] {
+		if st.by != "" {
+			return fmt.Sprintf("a %s write does not replace a finished (%s) row, which the message of %s wrote", status, st.status, st.by)
+		}
+		return fmt.Sprintf("a %s write does not replace a finished (%s) row", status, st.status)
 	}
 	return "the write rules refused it (the row is as new or newer)"
 }
@@ -387,7 +455,9 @@ func writes(tg Target, m *Message) string {
 	return what
 }
 
-// conclude is the trace in one line.
+// conclude is the trace in one line: what recover's order leaves of the
+// record, and which message decides it. Keys are every message, in that
+// order: the next command runs them as the trace did.
 func conclude(tr Trace) Conclusion {
 	ms := tr.Messages
 	held := ""
@@ -401,7 +471,7 @@ func conclude(tr Trace) Conclusion {
 		return Conclusion{Kind: ConcludeNotInArchive, Message: -1, Keys: []string{},
 			Text: "not in the archive: no write of it failed" + held}
 	}
-	newest := func(result string) int {
+	last := func(result string) int {
 		for i := len(ms) - 1; i >= 0; i-- {
 			if ms[i].Verdict.Result == result {
 				return i
@@ -409,22 +479,7 @@ func conclude(tr Trace) Conclusion {
 		}
 		return -1
 	}
-	label := func(i int) string {
-		s := ms[i].Date
-		if ms[i].Verdict.Status != "" {
-			s += ", " + ms[i].Verdict.Status
-		} else if ms[i].Status != nil {
-			s += ", " + *ms[i].Status
-		}
-		return s
-	}
-	if i := newest(recovery.Written); i >= 0 {
-		text := "the newest message (" + label(i) + ") would be written"
-		if i < len(ms)-1 {
-			text = "the message of " + label(i) + " would be written (none newer would)"
-		}
-		return Conclusion{Kind: ConcludeWrite, Message: i, Keys: []string{ms[i].Key}, Text: text}
-	}
+	label := func(i int) string { return ms[i].Date + " in " + ms[i].Area + "/" }
 	all := make([]string, len(ms))
 	dropped := 0
 	for i, m := range ms {
@@ -433,17 +488,25 @@ func conclude(tr Trace) Conclusion {
 			dropped++
 		}
 	}
-	if i := newest(recovery.Failed); i >= 0 {
-		if other := otherCollection(tr, ms[i]); other != "" {
-			return Conclusion{Kind: ConcludeRefused, Message: i, Keys: []string{ms[i].Key},
+	if i := last(recovery.Written); i >= 0 {
+		text := fmt.Sprintf("in recover's order, the message of %s decides it: %s", label(i), ms[i].Writes)
+		if after := ms[i+1:]; len(after) > 0 {
+			text += " (after it: " + results(after) + ")"
+		}
+		return Conclusion{Kind: ConcludeWrite, Message: i, Keys: all, Text: text}
+	}
+	if i := last(recovery.Failed); i >= 0 {
+		st := rowState(tr.Rows)
+		if other := otherCollection(tr, ms[i], st); other != "" {
+			return Conclusion{Kind: ConcludeRefused, Message: i, Keys: all,
 				Text: "refused: another collection holds it (" + other + ")"}
 		}
 		why := ms[i].Verdict.Why
 		if c := dla.ErrorClass(why); c != "" {
 			why = c
 		}
-		return Conclusion{Kind: ConcludeFails, Message: i, Keys: []string{ms[i].Key},
-			Text: "no message would be written: the newest that fails (" + label(i) + ") fails with " + why}
+		return Conclusion{Kind: ConcludeFails, Message: i, Keys: all,
+			Text: "no message would be written: the last that fails, of " + label(i) + ", fails with " + why}
 	}
 	if dropped == len(ms) {
 		return Conclusion{Kind: ConcludeNewer, Message: len(ms) - 1, Keys: all,
@@ -453,11 +516,48 @@ func conclude(tr Trace) Conclusion {
 		Text: "nothing in the archive would write it" + held}
 }
 
+// messages is n messages, in words.
+func messages(n int) string {
+	if n == 1 {
+		return "1 message"
+	}
+	return fmt.Sprintf("%d messages", n)
+}
+
+// results counts the verdicts of ms in words ("1 failed, 2 dropped").
+func results(ms []Message) string {
+	var order []string
+	n := map[string]int{}
+	for _, m := range ms {
+		if n[m.Verdict.Result] == 0 {
+			order = append(order, m.Verdict.Result)
+		}
+		n[m.Verdict.Result]++
+	}
+	parts := make([]string, len(order))
+	for i, r := range order {
+		parts[i] = fmt.Sprintf("%d %s", n[r], r)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // otherCollection is the collection that holds the traced granule when it
-// is not the message's ("" when none does).
-func otherCollection(tr Trace, m Message) string {
+// is not the message's ("" when none does): the row's, or the collection
+// a message before it wrote it in.
+func otherCollection(tr Trace, m Message, st *state) string {
 	if tr.Kind != cumulusdb.TraceGranule || m.Collection == nil {
 		return ""
+	}
+	for _, before := range tr.Messages {
+		if before.Key == m.Key {
+			break
+		}
+		if before.Verdict.Result == recovery.Written && before.Collection != nil && *before.Collection != *m.Collection {
+			return *before.Collection
+		}
+	}
+	if st != nil && st.collection != "" && st.collection != *m.Collection {
+		return st.collection
 	}
 	for _, r := range tr.Rows {
 		if r.Collection != nil && *r.Collection != *m.Collection {
@@ -468,4 +568,42 @@ func otherCollection(tr Trace, m Message) string {
 		return "another collection"
 	}
 	return ""
+}
+
+// collectionWarnings warns when messages of more than one collection name
+// the traced granule (or the database holds it in a collection none of
+// them is of): Cumulus keeps a granule id in one collection, the first
+// written, and refuses the others' messages.
+func collectionWarnings(tr Trace) []string {
+	if tr.Kind != cumulusdb.TraceGranule {
+		return nil
+	}
+	var colls []string
+	count := map[string]int{}
+	for _, m := range tr.Messages {
+		c := deref(m.Collection)
+		if c == "" {
+			continue
+		}
+		if count[c] == 0 {
+			colls = append(colls, c)
+		}
+		count[c]++
+	}
+	if len(colls) < 2 {
+		return nil
+	}
+	parts := make([]string, len(colls))
+	for i, c := range colls {
+		parts[i] = fmt.Sprintf("%s (%s)", c, messages(count[c]))
+	}
+	w := fmt.Sprintf("messages of %d collections name granule %s: %s; Cumulus keeps a granule id in one collection, "+
+		"the first that writes it, and refuses the other's messages, so the order they are recovered in decides which",
+		len(colls), tr.ID, strings.Join(parts, ", "))
+	for _, r := range tr.Rows {
+		if c := deref(r.Collection); c != "" && count[c] == 0 {
+			w += "; the database holds it in " + c
+		}
+	}
+	return []string{w}
 }
