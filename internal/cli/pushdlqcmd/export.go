@@ -43,9 +43,10 @@ func NewCmdExport(f *Factory, runF func(context.Context, *ExportOptions) error) 
 		Use:   "export --dlq URL|NAME --out FILE.ndjson [--delete] [--resume]",
 		Short: "Write every DLQ message to an NDJSON file",
 		Long: `Receive every message of the DLQ and write it to an NDJSON file, one message
-per line: message_id, body, message_attributes and attributes (the system
-attributes: SentTimestamp, ApproximateReceiveCount, MessageGroupId, ...).
-'pushdlq replay --from-file' reads the file back, edited or not.
+per line: message_id, body, message_attributes, attributes (the system
+attributes: SentTimestamp, ApproximateReceiveCount, MessageGroupId, ...)
+and queue (the DLQ's URL). 'pushdlq replay --from-file' reads the file
+back, edited or not.
 
 The file is written as FILE.partial, flushed and synced to disk. Nothing
 is deleted from the DLQ unless --delete is given; then only the messages
@@ -65,16 +66,17 @@ the run says how many, and exits 3, the file holding the rest.
 
 An export that stopped or was killed leaves FILE.partial, and a new export
 to FILE is refused. --resume finishes it, with --delete or without: it
-waits (at most --wait-held) until nothing of the DLQ is in flight, scans
-the DLQ again, appends the messages that are not in FILE.partial (by
-message id) and, with --delete, deletes from the DLQ both those and the
-ones it finds already in the file, which it does not write again.
-FILE.partial becomes FILE only once the scan read the whole DLQ, every
-delete succeeded and nothing else of the DLQ was in flight: every message
-is then in the file once (and, with --delete, in exactly one place).
-Otherwise FILE.partial stays, and the run exits 3 (saying how many
-messages were in flight; 1 when messages stay in flight past --wait-held)
-and prints the command to run again.`,
+refuses (exit 2, naming the line) a FILE.partial with a message id on two
+lines or a line of another queue, waits (at most --wait-held) until
+nothing of the DLQ is in flight, scans the DLQ again, appends the messages
+that are not in FILE.partial (by message id) and, with --delete, deletes
+from the DLQ both those and the ones it finds already in the file, which
+it does not write again. FILE.partial becomes FILE only once the scan read
+the whole DLQ, every delete succeeded and nothing else of the DLQ was in
+flight: every message is then in the file once (and, with --delete, in
+exactly one place). Otherwise FILE.partial stays, and the run exits 3
+(saying how many messages were in flight; 1 when messages stay in flight
+past --wait-held) and prints the command to run again.`,
 		Example: `  pushdlq export --dlq push-dlq --out push-dlq-2025-11-14.ndjson
   pushdlq export --dlq push-dlq --out drained.ndjson --delete --yes
   pushdlq export --dlq push-dlq --out drained.ndjson --delete --resume --yes`,
