@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
 	"github.com/deadletter/deadletter/internal/shellword"
 	"github.com/deadletter/deadletter/internal/sqsmove"
@@ -43,6 +47,20 @@ func runExportAt(endpoint string, args ...string) (code int, stdout, stderr stri
 	return code, out.String(), errOut.String()
 }
 
+// releaseHeld makes messages another consumer holds visible again (their
+// hold is long enough that no scan sees them come back on its own).
+func releaseHeld(t *testing.T, queueURL string, held []types.Message) {
+	t.Helper()
+	c := testsupport.SQSClient(t)
+	for _, m := range held {
+		if _, err := c.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{
+			QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0,
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // exportBodies seeds a queue with n bodies.
 func exportBodies(t *testing.T, prefix string, n int) (dlq string, bodies []string) {
 	t.Helper()
@@ -57,7 +75,7 @@ func exportBodies(t *testing.T, prefix string, n int) (dlq string, bodies []stri
 
 // exportCensus is where each body is: "file" (each line of file, which
 // must hold no message id twice) and "dlq" (drained, waiting for the
-// holds of other consumers to run out).
+// holds of a killed run to run out).
 func exportCensus(t *testing.T, dlq, file string) map[string][]string {
 	t.Helper()
 	places := map[string][]string{}
@@ -100,7 +118,7 @@ func TestKilledExportResumedWithoutDeleteWaitsAndWritesEveryMessage(t *testing.T
 		return nil, nil
 	})
 	file := filepath.Join(t.TempDir(), "drained.ndjson")
-	cmd := exec.Command(bin, "export", "--dlq", dlq, "--out", file, "--visibility-timeout", "3s", "--endpoint-url", proxy.URL)
+	cmd := exec.Command(bin, "export", "--dlq", dlq, "--out", file, "--visibility-timeout", "10s", "--endpoint-url", proxy.URL)
 	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true", "DEADLETTER_NO_PROMPT=1")
 	proc := testsupport.StartProc(t, cmd)
 	proc.KillWhen(t, 60*time.Second, "the export never received three times", third)
@@ -144,9 +162,10 @@ func TestResumeWithoutDeleteSaysHowManyWereInFlightAndKeepsThePartialFile(t *tes
 	w, file, _ := stoppedExport(t, 12, 100, 6, 0, false)
 	c := testsupport.SQSClient(t)
 	var once sync.Once
+	var held []types.Message
 	w.faults.SetHook(func(op string, _ []byte) ([]byte, *testsupport.Reply) {
 		if op == "ReceiveMessage" {
-			once.Do(func() { testsupport.Receive(t, c, w.dlq, 2, 3) }) // another consumer, for 3 s
+			once.Do(func() { held = testsupport.Receive(t, c, w.dlq, 2, 60) }) // another consumer
 		}
 		return nil, nil
 	})
@@ -169,7 +188,9 @@ func TestResumeWithoutDeleteSaysHowManyWereInFlightAndKeepsThePartialFile(t *tes
 		t.Fatalf("%q: %v", m[1], err)
 	}
 	w.faults.SetHook(nil)
-	code, out, stderr = w.runYes(words[1:]...) // it waits for the other consumer's hold to run out
+	once.Do(func() {})          // after the hook's: held is set
+	releaseHeld(t, w.dlq, held) // the other consumer is done with them
+	code, out, stderr = w.runYes(words[1:]...)
 	if code != 0 {
 		t.Fatalf("%s: exit %d:\n%s\n%s", m[1], code, out, stderr)
 	}
@@ -191,7 +212,7 @@ func TestExportSaysHowManyMessagesWereInFlightElsewhere(t *testing.T) {
 	for _, del := range []bool{false, true} {
 		t.Run(fmt.Sprintf("delete=%v", del), func(t *testing.T) {
 			dlq, bodies := exportBodies(t, "ie", 10)
-			testsupport.Receive(t, testsupport.SQSClient(t), dlq, 3, 4) // another consumer, for 4 s
+			held := testsupport.Receive(t, testsupport.SQSClient(t), dlq, 3, 60) // another consumer
 			file := filepath.Join(t.TempDir(), "drained.ndjson")
 			args := []string{"export", "--dlq", dlq, "--out", file, "-o", "json"}
 			if del {
@@ -201,6 +222,7 @@ func TestExportSaysHowManyMessagesWereInFlightElsewhere(t *testing.T) {
 			if code != 3 || !strings.Contains(stderr, "not written to "+file+": 3 messages of "+sqsmove.Name(dlq)+" in flight after the scan") {
 				t.Fatalf("exit %d, want 3 saying 3 were in flight:\n%s\n%s", code, out, stderr)
 			}
+			releaseHeld(t, dlq, held)
 			s := exportSummary(t, out)
 			if want := map[bool]int{true: 7, false: 0}[del]; s.Exported != 7 || s.Deleted != want || s.File != file {
 				t.Errorf("summary %+v: want 7 exported to %s, %d deleted", s, file, want)
