@@ -43,9 +43,10 @@ func NewCmdExport(f *Factory, runF func(context.Context, *ExportOptions) error) 
 		Use:   "export --dlq URL|NAME --out FILE.ndjson [--delete] [--resume]",
 		Short: "Write every DLQ message to an NDJSON file",
 		Long: `Receive every message of the DLQ and write it to an NDJSON file, one message
-per line: message_id, body, message_attributes and attributes (the system
-attributes: SentTimestamp, ApproximateReceiveCount, MessageGroupId, ...).
-'pushdlq replay --from-file' reads the file back, edited or not.
+per line: message_id, body, message_attributes, attributes (the system
+attributes: SentTimestamp, ApproximateReceiveCount, MessageGroupId, ...)
+and queue (the DLQ's URL). 'pushdlq replay --from-file' reads the file
+back, edited or not.
 
 The file is written as FILE.partial, flushed and synced to disk. Nothing
 is deleted from the DLQ unless --delete is given; then only the messages
@@ -59,17 +60,22 @@ and not yet deleted) stops the scan there. With --delete the export reads
 on (after asking, unless --yes): it syncs FILE.partial, deletes the
 messages it holds, and scans again, appending to the same file, until the
 DLQ is read to its end. Otherwise the file holds what was read, and the
-run says how far it got and exits 3.
+run says how far it got and exits 3. A message in flight elsewhere after
+the scan (another consumer's, or a stopped export's) could not be read:
+the run says how many, and exits 3, the file holding the rest.
 
 An export that stopped or was killed leaves FILE.partial, and a new export
-to FILE is refused. --resume finishes it: it waits (at most --wait-held)
-until nothing of the DLQ is in flight, scans the DLQ again, appends the
-messages that are not in FILE.partial (by message id) and, with --delete,
-deletes from the DLQ both those and the ones it finds already in the file,
-which it does not write again. FILE.partial becomes FILE only once the
-scan read the whole DLQ, every delete succeeded and nothing else of the
-DLQ was in flight: every message is then in exactly one place. Otherwise
-FILE.partial stays, and the run exits 3 (1 when messages stay in flight
+to FILE is refused. --resume finishes it, with --delete or without: it
+refuses (exit 2, naming the line) a FILE.partial with a message id on two
+lines or a line of another queue, waits (at most --wait-held) until
+nothing of the DLQ is in flight, scans the DLQ again, appends the messages
+that are not in FILE.partial (by message id) and, with --delete, deletes
+from the DLQ both those and the ones it finds already in the file, which
+it does not write again. FILE.partial becomes FILE only once the scan read
+the whole DLQ, every delete succeeded and nothing else of the DLQ was in
+flight: every message is then in the file once (and, with --delete, in
+exactly one place). Otherwise FILE.partial stays, and the run exits 3
+(saying how many messages were in flight; 1 when messages stay in flight
 past --wait-held) and prints the command to run again.`,
 		Example: `  pushdlq export --dlq push-dlq --out push-dlq-2025-11-14.ndjson
   pushdlq export --dlq push-dlq --out drained.ndjson --delete --yes
@@ -205,11 +211,20 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 		sum.Resumed, sum.Exported = out.Resumed(), out.Resumed()
 		fmt.Fprintf(f.IO.ErrOut, "resuming the export to %s: %s holds %s (synced); a message received again that is one of them is not written again%s\n",
 			opts.Out, out.Partial, output.Plural(out.Resumed(), "message"), map[bool]string{true: " but deleted from the DLQ", false: ""}[opts.Delete])
-		if opts.Delete {
-			if err := waitUntilNothingInFlight(ctx, f, opts, s, out.Partial); err != nil {
+		if out.Source() == "" {
+			// A partial file of an older build: the lines appended record
+			// the queue from now on.
+			if err := out.RecordSource(s.Queue.URL); err != nil {
 				out.Abort()
 				return err
 			}
+		}
+		// With or without --delete: a message in flight (the stopped
+		// export's hold, until its visibility timeout runs out) cannot be
+		// received by the scan, so it would be missing from FILE.
+		if err := waitUntilNothingInFlight(ctx, f, opts, s, out.Partial); err != nil {
+			out.Abort()
+			return err
 		}
 	} else if out, err = pushexport.Create(opts.Out, f.IO.Out); err != nil {
 		return err
@@ -293,6 +308,35 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 	if opts.Resume && opts.Delete {
 		return finishResumed(ctx, f, opts, s, out, &sum, queued, overLimit)
 	}
+	// A message in flight that this run does not hold (another consumer's,
+	// or a stopped export's until its visibility timeout runs out) was
+	// invisible to the scan: the file lacks it. A resume keeps
+	// FILE.partial for the same command to finish once it is visible; any
+	// other export commits what it read, says how many it could not read,
+	// and exits 3. (A scan stopped by the in-flight limit or --max did not
+	// read the whole DLQ anyway.)
+	elsewhere := 0
+	if overLimit == nil && !(opts.Max > 0 && sum.Exported >= opts.Max) {
+		if elsewhere, err = pushexport.InFlightElsewhere(ctx, s); err != nil {
+			return exportStopped(f, opts, out, &sum, err, false)
+		}
+	}
+	if elsewhere > 0 {
+		inFlight := fmt.Sprintf("%s of %s in flight after the scan, held by another consumer or by a stopped export (until its --visibility-timeout runs out), not by this run: the scan could not receive them",
+			output.Plural(elsewhere, "message"), sqsmove.Name(s.Queue.URL))
+		if opts.Resume {
+			fmt.Fprintf(f.IO.ErrOut, "not written to %s: %s; so it is not made %s\n", out.Partial, inFlight, out.Final)
+			return exportStopped(f, opts, out, &sum, cmdutil.PartialError, false)
+		}
+		defer func() {
+			if err == nil {
+				fmt.Fprintf(f.IO.ErrOut, "not written to %s: %s; they are still in the DLQ: export them once they are visible again (`pushdlq processor disarm` stops the push-dlq processor)\n",
+					map[bool]string{true: "stdout", false: opts.Out}[opts.Out == "-"], inFlight)
+				err = cmdutil.PartialError
+			}
+		}()
+	}
+
 	if overLimit != nil {
 		// The run did not read the whole DLQ: it says how far it got and
 		// exits 3.
@@ -418,6 +462,11 @@ func exportStopped(f *Factory, opts *ExportOptions, out *pushexport.File, sum *E
 	out.Abort()
 	w := f.IO.ErrOut
 	finish := func() {
+		if !opts.Delete {
+			fmt.Fprintf(w, "finish the export (once nothing of the DLQ is in flight, the messages not in %s are appended; nothing is deleted) with:\n  %s\n",
+				out.Partial, exportResumeCommand(f, opts, false))
+			return
+		}
 		fmt.Fprintf(w, "finish the export (the lines of %s still in the DLQ are deleted from it and not written again, the rest of the DLQ is appended, every message ends in exactly one place) with:\n  %s\n",
 			out.Partial, exportResumeCommand(f, opts, opts.Delete))
 	}
@@ -431,6 +480,10 @@ func exportStopped(f *Factory, opts *ExportOptions, out *pushexport.File, sum *E
 		fmt.Fprintln(w, "export stopped: nothing was deleted; every message is released")
 	case sum.Deleted == 0 && out.Resumed() == 0:
 		fmt.Fprintf(w, "export stopped: nothing was deleted; the messages read so far are in %s\n", out.Partial)
+		finish()
+	case sum.Deleted == 0 && !opts.Delete:
+		fmt.Fprintf(w, "export stopped: nothing was deleted; %s holds %s (keep it: if the export that left it ran with --delete, it is the only copy of the messages that export deleted)\n",
+			out.Partial, output.Plural(sum.Exported, "message"))
 		finish()
 	default:
 		if out.Resumed() == 0 {

@@ -22,14 +22,7 @@ import (
 // a random moment once, then run to its end): every seeded body is in
 // exactly one place, the file (once) or the DLQ.
 func TestExportDeleteKilledAtRandomThenResumedLosesNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "pushdlq")
-	build := exec.Command("go", "build", "-o", bin, "github.com/deadletter/deadletter/cmd/pushdlq")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := pushdlqBinary(t)
 	runs := 3 // HOSTILE_RUNS=N for more
 	if s := os.Getenv("HOSTILE_RUNS"); s != "" {
 		fmt.Sscan(s, &runs)

@@ -125,16 +125,21 @@ func openPartial(path string, errOut io.Writer) (*pushexport.File, error) {
 
 // waitUntilNothingInFlight waits, up to --wait-held, until nothing of the
 // DLQ is in flight: the stopped export's messages stay invisible until its
-// visibility timeout runs out, and a line of the file still in the DLQ is
-// deleted only once a scan receives it again.
+// visibility timeout runs out; a line of the file still in the DLQ is
+// deleted only once a scan receives it again, and (with --delete or
+// without) a message not in the file is appended only once received.
 func waitUntilNothingInFlight(ctx context.Context, f *Factory, opts *ExportOptions, s *pushreplay.Session, partial string) error {
 	if s.Queue.InFlight == 0 {
 		return nil
 	}
 	w := f.IO.ErrOut
+	why := "those that are lines of " + partial + " are deleted only once received again"
+	if !opts.Delete {
+		why = "the scan cannot receive them, and those that are not lines of " + partial + " would be missing from it"
+	}
 	fmt.Fprintf(w, "%s of %s in flight: the stopped export held them until its --visibility-timeout runs out, or another consumer holds them; "+
-		"those that are lines of %s are deleted only once received again: waiting for them (at most --wait-held %s)\n",
-		output.Plural(int(s.Queue.InFlight), "message"), sqsmove.Name(s.Queue.URL), partial, opts.WaitHeld)
+		"%s: waiting for them (at most --wait-held %s)\n",
+		output.Plural(int(s.Queue.InFlight), "message"), sqsmove.Name(s.Queue.URL), why, opts.WaitHeld)
 	deadline := time.Now().Add(opts.WaitHeld)
 	for n := s.Queue.InFlight; n > 0; {
 		if !time.Now().Before(deadline) {

@@ -38,7 +38,17 @@ type File struct {
 	// partial file (never written again), and how many lines that was.
 	inFile  map[string]bool
 	resumed int
-	source  string // the queue a resumed export read (RecordSource)
+	// The queue the export reads: RecordSource's, or for a resumed export
+	// FILE.partial.source's (or its lines'). Each line written records it.
+	source string
+}
+
+// line is an exported line: the message (without its receipt handle) and
+// the queue it was received from, which a resume checks each line of
+// FILE.partial against. Lines of an older build have no queue.
+type line struct {
+	sqsmove.Message
+	Queue string `json:"queue,omitempty"`
 }
 
 // Create starts an export to path: FILE.partial, created (never an
@@ -67,11 +77,12 @@ func (e *File) Resumed() int { return e.resumed }
 // Holds reports whether a resumed file held the message of this id.
 func (e *File) Holds(messageID string) bool { return e.inFile[messageID] }
 
-// Write appends m's line (without its receipt handle).
+// Write appends m's line (without its receipt handle, with the queue the
+// export reads).
 func (e *File) Write(m *sqsmove.Message) error {
-	line := *m
-	line.ReceiptHandle = ""
-	b, err := json.Marshal(&line)
+	l := line{Message: *m, Queue: e.source}
+	l.ReceiptHandle = ""
+	b, err := json.Marshal(&l)
 	if err != nil {
 		return fmt.Errorf("encode message %s: %w", m.MessageID, err)
 	}
@@ -156,13 +167,19 @@ func Lock(out string) (unlock func(), err error) {
 }
 
 // NotAnExportError is a line of FILE.partial that is not an exported
-// message: OpenPartial leaves the file as it is.
+// message, or not one of this export (Why says what is wrong with it: its
+// message id is an earlier line's, or it is another queue's): OpenPartial
+// leaves the file as it is.
 type NotAnExportError struct {
 	File string
 	Line int
+	Why  string // "": not an exported message
 }
 
 func (e *NotAnExportError) Error() string {
+	if e.Why != "" {
+		return fmt.Sprintf("line %d of %s is not a line of this export: %s; the file was left as it is, nothing was received or deleted", e.Line, e.File, e.Why)
+	}
 	return fmt.Sprintf("line %d of %s is not an exported message; it was left as it is", e.Line, e.File)
 }
 
@@ -170,8 +187,12 @@ func (e *NotAnExportError) Error() string {
 // whole lines are read (each must be an exported message, else
 // *NotAnExportError), their message ids kept and their bytes hashed; a
 // torn last line is cut off (said on errOut), and the file is synced
-// before anything is deleted. No FILE.partial: an error that is
-// os.ErrNotExist.
+// before anything is deleted. A line whose message id an earlier line has,
+// or that records another queue than FILE.partial.source (or, without
+// it, than the first line that records one), was not written by this
+// export (an export writes each message once, from one queue): a file
+// edited by hand, refused (*NotAnExportError naming the line) and left as
+// it is. No FILE.partial: an error that is os.ErrNotExist.
 func OpenPartial(path string, errOut io.Writer) (*File, error) {
 	partial := path + ".partial"
 	f, err := os.OpenFile(partial, os.O_RDWR, 0)
@@ -179,9 +200,14 @@ func OpenPartial(path string, errOut io.Writer) (*File, error) {
 		return nil, fmt.Errorf("open %s: %w", partial, err)
 	}
 	e := &File{Final: path, Partial: partial, f: f, sum: sha256.New(), inFile: map[string]bool{}}
+	// The queue every line must record (when it records one), and what
+	// named it.
+	queueFrom := ""
 	if b, err := os.ReadFile(sourcePath(path)); err == nil {
 		e.source = strings.TrimSpace(string(b))
+		queueFrom = filepath.Base(sourcePath(path)) + " records"
 	}
+	firstLine := map[string]int{}
 	r := bufio.NewReaderSize(f, 1<<20)
 	for lineNo := 1; ; lineNo++ {
 		b, err := r.ReadBytes('\n')
@@ -202,10 +228,26 @@ func OpenPartial(path string, errOut io.Writer) (*File, error) {
 			f.Close()
 			return nil, fmt.Errorf("read %s: %w", partial, err)
 		}
-		var m sqsmove.Message
+		var m line
 		if err := json.Unmarshal(bytes.TrimSpace(b), &m); err != nil || m.MessageID == "" {
 			f.Close()
 			return nil, &NotAnExportError{File: partial, Line: lineNo}
+		}
+		if first, ok := firstLine[m.MessageID]; ok {
+			f.Close()
+			return nil, &NotAnExportError{File: partial, Line: lineNo,
+				Why: fmt.Sprintf("its message id %s is line %d's too (an export writes each message once)", m.MessageID, first)}
+		}
+		firstLine[m.MessageID] = lineNo
+		switch {
+		case m.Queue == "":
+			// A line of an older build: it does not say.
+		case e.source == "":
+			e.source, queueFrom = m.Queue, fmt.Sprintf("line %d records", lineNo)
+		case !SameQueue(m.Queue, e.source):
+			f.Close()
+			return nil, &NotAnExportError{File: partial, Line: lineNo,
+				Why: fmt.Sprintf("it records the queue %s, and this export reads %s (%s %s): it is a line of another queue's export", sqsmove.Name(m.Queue), sqsmove.Name(e.source), queueFrom, e.source)}
 		}
 		e.inFile[m.MessageID] = true
 		e.sum.Write(b)
@@ -279,6 +321,7 @@ func sourcePath(path string) string { return path + ".partial.source" }
 // RecordSource writes (and syncs) the queue URL the export reads beside
 // its partial file, before any of its messages is deleted.
 func (e *File) RecordSource(queueURL string) error {
+	e.source = queueURL // and each line records it
 	if e.f == nil {
 		return nil
 	}
@@ -300,8 +343,9 @@ func (e *File) RecordSource(queueURL string) error {
 	return nil
 }
 
-// Source is the queue URL the export that left FILE.partial read ("": not
-// recorded, an export of an older build).
+// Source is the queue URL the export that left FILE.partial read, as
+// FILE.partial.source or its lines record it ("": not recorded, an export
+// of an older build).
 func (e *File) Source() string { return e.source }
 
 // SameQueue reports whether two queue URLs name one queue: the same
