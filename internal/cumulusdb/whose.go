@@ -320,15 +320,31 @@ SELECT md5(coalesce(string_agg(x, ',' ORDER BY x), '')) FROM (
 // partition only (a CHECK constraint, a trigger, a NOT NULL, a cloned
 // trigger disabled there), which refuses the rows routed to it as surely
 // as on the table; the unique indexes of the tables and those made on one
-// partition alone (CREATE UNIQUE INDEX makes no constraint); and every
-// function of the schemas holding the tables, their trigger functions and
-// the functions their constraints call (not an extension's), since a
-// trigger's function or a CHECK may call another that a neighbour
-// replaces. Partitions
-// themselves are left out, and what PostgreSQL derives for each of them
-// (their inherited constraints and cloned triggers, a foreign key to a
-// partitioned table's one per partition): a deployment adds quarters as
-// time goes on (create_future_executions_partitions).
+// partition alone (CREATE UNIQUE INDEX makes no constraint); the domains
+// of the columns and those they are built on (base type, NOT NULL,
+// default, constraints); and the functions the writes can reach, and no
+// others, wherever they live:
+//   - for certain: the trigger functions of the tables and partitions, and
+//     the functions their constraints, defaults, indexes and domains call
+//     (pg_depend);
+//   - by name: PL/pgSQL and SQL callees are not in pg_depend, so from the
+//     source of each function reached, every function of a name followed
+//     by "(" and the trigger functions of every table named (an audit
+//     table a trigger writes), 8 calls deep, in every schema but
+//     pg_catalog and information_schema (a name may be another schema's
+//     function, so such a change may be unrelated);
+//   - beside a function reached that runs SQL whose callees cannot be read
+//     (PL/pgSQL's EXECUTE, or a language other than SQL, PL/pgSQL, C and
+//     internal): every function, an extension's apart.
+//
+// A function nothing reaches (a CREATE FUNCTION nobody calls) is no part
+// of it. A value is the definition compared, then, after \x1f, "1" when
+// the object is reached only by name or not seen called, and how it is
+// reached (entry). Partitions themselves are left out, and what
+// PostgreSQL derives for each of them (their inherited constraints and
+// cloned triggers, a foreign key to a partitioned table's one per
+// partition): a deployment adds quarters as time goes on
+// (create_future_executions_partitions).
 type Fingerprint map[string]string
 
 // functionDef is a function's definition as the fingerprint compares it
