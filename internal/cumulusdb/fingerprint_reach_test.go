@@ -40,7 +40,12 @@ func TestWhatTheWritesReachOutsideTheTablesIsInTheFingerprint(t *testing.T) {
 		{"a constraint on the domain a column's domain is built on",
 			`CREATE SCHEMA types; CREATE DOMAIN types.id AS text; CREATE DOMAIN types.producer_id AS types.id;
 ALTER TABLE granules ALTER COLUMN producer_granule_id TYPE types.producer_id`,
-			`ALTER DOMAIN types.id ADD CONSTRAINT not_yet CHECK (VALUE = '') NOT VALID`, true,
+			// (A generic plan, v22's plan_cache_mode, checks a domain by
+			// the constraints its base domain had when it was planned
+			// until the domain itself is altered: PostgreSQL's caching,
+			// not the check this test is about. The outer domain is
+			// touched, changing nothing the fingerprint shows of it.)
+			`ALTER DOMAIN types.id ADD CONSTRAINT not_yet CHECK (VALUE = '') NOT VALID; ALTER DOMAIN types.producer_id DROP DEFAULT`, true,
 			[]string{"domain types.id, the type of granules.producer_granule_id,", "NOT VALID", "SQLSTATE 23514"}},
 		{"a function a domain's CHECK calls, replaced",
 			`CREATE SCHEMA types; CREATE FUNCTION types.ok(v text) RETURNS bool LANGUAGE plpgsql IMMUTABLE AS $f$ BEGIN RETURN true; END $f$;
@@ -74,9 +79,9 @@ CREATE TRIGGER check_log BEFORE INSERT ON audit.log FOR EACH ROW EXECUTE FUNCTIO
 			if _, err := db.Pool.Exec(ctx, c.change); err != nil {
 				t.Fatal(err)
 			}
-			_, err := w.Write(ctx, message("e1", "completed", feb2024, "", granule("G1", file("b", "k1", 1))))
+			res, err := w.Write(ctx, message("e1", "completed", feb2024, "", granule("G1", file("b", "k1", 1))))
 			if err == nil {
-				t.Fatal("the write of G1 succeeded")
+				t.Fatalf("the write of G1 succeeded: %+v", res)
 			}
 			if recovery.IsTransient(err) != c.stops {
 				t.Fatalf("stopped the run: %v, want %v: %v", recovery.IsTransient(err), c.stops, err)
