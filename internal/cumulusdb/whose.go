@@ -149,7 +149,7 @@ type schemaWatch struct {
 	base    Fingerprint // the schema the run started on; nil: never compared
 	stamp   string      // the catalog's stamp that base stands for (stamp)
 	checked time.Time   // when the last comparison began
-	last    []string    // what it found changed (none: unchanged)
+	last    []change    // what it found changed (none: unchanged)
 }
 
 // resolve reads the relation pgErr names from the catalog (once per
@@ -178,22 +178,33 @@ LIMIT 1`, pgErr.TableName, pgErr.SchemaName).Scan(&rel.table, &rel.partitioned, 
 	return rel, true
 }
 
-// SchemaChangedError: the schema is no longer the one the run started on.
-// An error it could explain is not blamed on the message: the run stops
-// with the object in place.
+// SchemaChangedError: what the writes reach is no longer what the run
+// started on. An error the change could explain is not blamed on the
+// message: the run stops with the object in place.
 type SchemaChangedError struct {
+	// Changes are those of the tables the writes fill (and their
+	// partitions): their columns, constraints, triggers, unique indexes.
 	Changes []string
-	Cause   error // the error that made the run look again
+	// Elsewhere are those outside the tables that the writes may run or
+	// check: a function a trigger, constraint or default calls (or that
+	// such a function names), a column's domain.
+	Elsewhere []string
+	// MayBeUnrelated: some of Elsewhere are reached only by name from a
+	// function's source (or not seen called at all, beside a function
+	// that runs SQL dla cannot read), so the write may never call them.
+	MayBeUnrelated bool
+	Cause          error // the error that made the run look again
 }
 
 func (e *SchemaChangedError) Unwrap() error { return e.Cause }
 
 func (e *SchemaChangedError) Error() string {
-	changes := e.Changes
+	tables, elsewhere := e.Changes, e.Elsewhere
 	more := ""
-	if len(changes) > 8 {
-		more = fmt.Sprintf(" and %d more", len(changes)-8)
-		changes = changes[:8]
+	if n := len(tables) + len(elsewhere); n > 8 {
+		more = fmt.Sprintf(" and %d more", n-8)
+		tables = tables[:min(len(tables), 8)]
+		elsewhere = elsewhere[:min(len(elsewhere), 8-len(tables))]
 	}
 	code := ""
 	var pgErr *pgconn.PgError
@@ -203,15 +214,34 @@ func (e *SchemaChangedError) Error() string {
 			code = " (SQLSTATE " + pgErr.Code + " on " + pgErr.TableName + ")"
 		}
 	}
-	return "the Cumulus schema changed during the run: " + strings.Join(changes, "; ") + more +
-		"; a write failed" + code + " on the changed schema, so no message is blamed for it and nothing more is moved: run again once the schema is one dla writes (dla recover checks it before it starts)"
+	var b strings.Builder
+	switch {
+	case len(e.Changes) > 0:
+		b.WriteString("the Cumulus schema changed during the run: " + strings.Join(tables, "; "))
+		if len(elsewhere) > 0 {
+			b.WriteString("; and outside its tables, in what the writes run: " + strings.Join(elsewhere, "; "))
+		}
+	default:
+		b.WriteString("the database changed during the run outside the Cumulus tables, in what the writes run: " + strings.Join(elsewhere, "; "))
+	}
+	b.WriteString(more + "; a write failed" + code + " after the change, so no message is blamed for it and nothing more is moved")
+	if e.MayBeUnrelated && len(e.Changes) == 0 {
+		b.WriteString(". The change may be unrelated to the write (dla sees only which functions the source names): run again, and the re-run goes on, taking the database as it then is")
+	} else {
+		if len(e.Changes) > 0 {
+			b.WriteString(": run again once the schema is one dla writes (dla recover checks it before it starts)")
+		} else {
+			b.WriteString(": run again once the database is one dla writes (dla recover checks it before it starts)")
+		}
+	}
+	return b.String()
 }
 
 // recheck compares the schema with the one the run started on, for an
 // error seen at since: a comparison that began after since answers for
 // it, so a burst of errors shares one. nil: unchanged (or never
 // compared).
-func (w *schemaWatch) recheck(ctx context.Context, q querier, since time.Time) ([]string, error) {
+func (w *schemaWatch) recheck(ctx context.Context, q querier, since time.Time) ([]change, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.base == nil {
@@ -248,37 +278,36 @@ func (w *schemaWatch) recheck(ctx context.Context, q querier, since time.Time) (
 // stamp is one cheap value that changes whenever a catalog row the
 // fingerprint is read from is written: the transaction ids (xmin) of the
 // rows of the tables and their partitions, their columns, defaults,
-// constraints and triggers, and of the functions of the schemas
-// fingerprint reads. DDL writes those rows as any update does (an
-// ALTER TABLE, a CREATE OR REPLACE FUNCTION, an ENABLE TRIGGER, a new
-// partition), while ANALYZE and autovacuum update pg_class in place and
-// leave xmin as it was. The full fingerprint is read only when the stamp
-// moved: a run whose messages fail by the thousand compares one short
-// row each time, not the whole schema (which, at 2 ms from the database,
-// made a run of 600 objects 2.6 times slower).
+// constraints and triggers, of every trigger of the database, of every
+// domain and its constraints, and of every function outside pg_catalog
+// and information_schema (a wider set than the fingerprint's: which
+// functions the writes reach is read from their source, by fingerprint,
+// only when the stamp moved; a function created or replaced anywhere
+// moves it, and the fingerprint then says whether the writes reach it).
+// DDL writes those rows as any update does (an ALTER TABLE, a CREATE OR
+// REPLACE FUNCTION, an ALTER DOMAIN, an ENABLE TRIGGER, a new partition),
+// while ANALYZE and autovacuum update pg_class in place and leave xmin as
+// it was. The full fingerprint is read only when the stamp moved: a run
+// whose messages fail by the thousand compares one short row each time,
+// not the whole schema (which, at 2 ms from the database, made a run of
+// 600 objects 2.6 times slower).
 func stamp(ctx context.Context, q querier) (string, error) {
 	names := append(append([]string{}, Tables...), v22Guards...)
 	var st string
 	err := q.QueryRow(ctx, `WITH t AS (SELECT to_regclass(quote_ident(name)) AS oid FROM unnest($1::text[]) AS name),
 r AS MATERIALIZED (SELECT array_agg(DISTINCT o) AS oids FROM (
   SELECT p.relid AS o FROM t CROSS JOIN LATERAL pg_partition_tree(t.oid) p WHERE t.oid IS NOT NULL
-  UNION ALL SELECT t.oid FROM t WHERE t.oid IS NOT NULL) x),
-ns AS MATERIALIZED (SELECT array_agg(DISTINCT n) AS oids FROM (
-  SELECT c.relnamespace AS n FROM pg_class c WHERE c.oid = ANY ((SELECT oids FROM r)::oid[])
-  UNION ALL SELECT f.pronamespace FROM pg_trigger g JOIN pg_proc f ON f.oid = g.tgfoid
-    WHERE g.tgrelid = ANY ((SELECT oids FROM r)::oid[]) AND NOT g.tgisinternal
-  UNION ALL SELECT f.pronamespace FROM pg_constraint k JOIN pg_depend d ON d.classid = 'pg_constraint'::regclass AND d.objid = k.oid
-    JOIN pg_proc f ON d.refclassid = 'pg_proc'::regclass AND f.oid = d.refobjid
-    WHERE k.conrelid = ANY ((SELECT oids FROM r)::oid[])) x
-  WHERE n NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace))
+  UNION ALL SELECT t.oid FROM t WHERE t.oid IS NOT NULL) x)
 SELECT md5(coalesce(string_agg(x, ',' ORDER BY x), '')) FROM (
   SELECT 'c' || c.oid || '@' || c.xmin AS x FROM pg_class c WHERE c.oid = ANY ((SELECT oids FROM r)::oid[])
   UNION ALL SELECT 'a' || a.attrelid || '.' || a.attnum || '@' || a.xmin FROM pg_attribute a WHERE a.attrelid = ANY ((SELECT oids FROM r)::oid[]) AND a.attnum > 0
   UNION ALL SELECT 'd' || d.oid || '@' || d.xmin FROM pg_attrdef d WHERE d.adrelid = ANY ((SELECT oids FROM r)::oid[])
-  UNION ALL SELECT 'k' || k.oid || '@' || k.xmin FROM pg_constraint k WHERE k.conrelid = ANY ((SELECT oids FROM r)::oid[])
-  UNION ALL SELECT 'g' || g.oid || '@' || g.xmin FROM pg_trigger g WHERE g.tgrelid = ANY ((SELECT oids FROM r)::oid[])
+  UNION ALL SELECT 'k' || k.oid || '@' || k.xmin FROM pg_constraint k WHERE k.conrelid = ANY ((SELECT oids FROM r)::oid[]) OR k.contypid <> 0
+  UNION ALL SELECT 'g' || g.oid || '@' || g.xmin FROM pg_trigger g WHERE g.tgrelid = ANY ((SELECT oids FROM r)::oid[]) OR NOT g.tgisinternal
   UNION ALL SELECT 'i' || i.indexrelid || '@' || i.xmin FROM pg_index i WHERE i.indrelid = ANY ((SELECT oids FROM r)::oid[])
-  UNION ALL SELECT 'p' || p.oid || '@' || p.xmin FROM pg_proc p WHERE p.pronamespace = ANY ((SELECT oids FROM ns)::oid[])
+  UNION ALL SELECT 'y' || y.oid || '@' || y.xmin FROM pg_type y WHERE y.typtype = 'd'
+  UNION ALL SELECT 'p' || p.oid || '@' || p.xmin FROM pg_proc p
+    WHERE p.pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
   UNION ALL SELECT 't' || (SELECT count(*) FROM t WHERE t.oid IS NULL)
 ) s`, names).Scan(&st)
 	return st, err
@@ -291,21 +320,100 @@ SELECT md5(coalesce(string_agg(x, ',' ORDER BY x), '')) FROM (
 // partition only (a CHECK constraint, a trigger, a NOT NULL, a cloned
 // trigger disabled there), which refuses the rows routed to it as surely
 // as on the table; the unique indexes of the tables and those made on one
-// partition alone (CREATE UNIQUE INDEX makes no constraint); and every
-// function of the schemas holding the tables, their trigger functions and
-// the functions their constraints call (not an extension's), since a
-// trigger's function or a CHECK may call another that a neighbour
-// replaces. Partitions
-// themselves are left out, and what PostgreSQL derives for each of them
-// (their inherited constraints and cloned triggers, a foreign key to a
-// partitioned table's one per partition): a deployment adds quarters as
-// time goes on (create_future_executions_partitions).
+// partition alone (CREATE UNIQUE INDEX makes no constraint); the domains
+// of the columns and those they are built on (base type, NOT NULL,
+// default, constraints); and the functions the writes can reach, and no
+// others, wherever they live:
+//   - for certain: the trigger functions of the tables and partitions, and
+//     the functions their constraints, defaults, indexes and domains call
+//     (pg_depend);
+//   - by name: PL/pgSQL and SQL callees are not in pg_depend, so from the
+//     source of each function reached, every function of a name followed
+//     by "(" and the trigger functions of every table named (an audit
+//     table a trigger writes), 8 calls deep, in every schema but
+//     pg_catalog and information_schema (a name may be another schema's
+//     function, so such a change may be unrelated);
+//   - beside a function reached that runs SQL whose callees cannot be read
+//     (PL/pgSQL's EXECUTE, or a language other than SQL, PL/pgSQL, C and
+//     internal): every function, an extension's apart.
+//
+// A function nothing reaches (a CREATE FUNCTION nobody calls) is no part
+// of it. A value is the definition compared, then, after \x1f, "1" when
+// the object is reached only by name or not seen called, and how it is
+// reached (entry). Partitions themselves are left out, and what
+// PostgreSQL derives for each of them (their inherited constraints and
+// cloned triggers, a foreign key to a partitioned table's one per
+// partition): a deployment adds quarters as time goes on
+// (create_future_executions_partitions).
 type Fingerprint map[string]string
+
+// functionDef is a function's definition as the fingerprint compares it
+// (an aggregate has no pg_get_functiondef: its pg_aggregate row).
+const functionDef = `CASE WHEN p.prokind = 'a' THEN md5(coalesce((SELECT a::text FROM pg_aggregate a WHERE a.aggfnoid = p.oid), ''))
+  ELSE md5(pg_get_functiondef(p.oid)) END`
 
 func fingerprint(ctx context.Context, q querier) (Fingerprint, error) {
 	names := append(append([]string{}, Tables...), v22Guards...)
-	rows, err := q.Query(ctx, `WITH t AS (SELECT name, to_regclass(quote_ident(name)) AS oid FROM unnest($1::text[]) AS name),
-rels AS (SELECT t.oid AS relid FROM t WHERE t.oid IS NOT NULL UNION SELECT p.relid FROM t CROSS JOIN LATERAL pg_partition_tree(t.oid) p)
+	rows, err := q.Query(ctx, `WITH RECURSIVE t AS (SELECT name, to_regclass(quote_ident(name)) AS oid FROM unnest($1::text[]) AS name),
+rels AS (SELECT t.oid AS relid FROM t WHERE t.oid IS NOT NULL UNION SELECT p.relid FROM t CROSS JOIN LATERAL pg_partition_tree(t.oid) p),
+-- The columns' types and what each is built on (a domain's base type,
+-- an array's element): the domains among them check every value written.
+coltypes(oid, col) AS (
+  SELECT a.atttypid, t.name || '.' || a.attname FROM t JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum > 0 AND NOT a.attisdropped
+  UNION
+  SELECT CASE WHEN y.typtype = 'd' THEN y.typbasetype ELSE y.typelem END, c.col
+  FROM coltypes c JOIN pg_type y ON y.oid = c.oid WHERE y.typtype = 'd' OR y.typelem <> 0),
+domains AS (SELECT c.oid, string_agg(DISTINCT c.col, ', ') AS cols FROM coltypes c JOIN pg_type y ON y.oid = c.oid AND y.typtype = 'd' GROUP BY c.oid),
+-- The functions a write runs for certain: the tables' and partitions'
+-- trigger functions, and those their constraints, defaults (and
+-- generated columns), indexes and domains call (pg_depend).
+seeds(oid, via) AS (
+  SELECT g.tgfoid, 'the function of trigger ' || g.tgrelid::regclass::text || '.' || g.tgname
+  FROM rels c JOIN pg_trigger g ON g.tgrelid = c.relid AND NOT g.tgisinternal
+  UNION SELECT d.refobjid, 'called by constraint ' || k.conrelid::regclass::text || '.' || k.conname
+  FROM rels c JOIN pg_constraint k ON k.conrelid = c.relid
+  JOIN pg_depend d ON d.classid = 'pg_constraint'::regclass AND d.objid = k.oid AND d.refclassid = 'pg_proc'::regclass
+  UNION SELECT d.refobjid, 'called by the default of ' || a.adrelid::regclass::text || '.' || att.attname
+  FROM rels c JOIN pg_attrdef a ON a.adrelid = c.relid JOIN pg_attribute att ON att.attrelid = a.adrelid AND att.attnum = a.adnum
+  JOIN pg_depend d ON d.classid = 'pg_attrdef'::regclass AND d.objid = a.oid AND d.refclassid = 'pg_proc'::regclass
+  UNION SELECT d.refobjid, 'called by index ' || x.indexrelid::regclass::text
+  FROM rels c JOIN pg_index x ON x.indrelid = c.relid
+  JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = x.indexrelid AND d.refclassid = 'pg_proc'::regclass
+  UNION SELECT d.refobjid, 'called by constraint ' || k.conname || ' of domain ' || m.oid::regtype::text
+  FROM domains m JOIN pg_constraint k ON k.contypid = m.oid
+  JOIN pg_depend d ON d.classid = 'pg_constraint'::regclass AND d.objid = k.oid AND d.refclassid = 'pg_proc'::regclass
+  UNION SELECT d.refobjid, 'called by the default of domain ' || m.oid::regtype::text
+  FROM domains m JOIN pg_depend d ON d.classid = 'pg_type'::regclass AND d.objid = m.oid AND d.refclassid = 'pg_proc'::regclass),
+-- What a name in a function's source can reach: a function of that
+-- name (when a "(" follows it), or the trigger functions of a table of
+-- that name (which the function may write), outside the system schemas.
+names(word, oid, hook) AS (
+  SELECT p.proname::text, p.oid, NULL::text FROM pg_proc p WHERE p.pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
+  UNION ALL SELECT c.relname::text, g.tgfoid, c.oid::regclass::text || '.' || g.tgname
+  FROM pg_class c JOIN pg_trigger g ON g.tgrelid = c.oid AND NOT g.tgisinternal AND g.tgparentid = 0
+  WHERE c.relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)),
+-- PL/pgSQL and SQL callees are not in pg_depend: the functions named in
+-- the source of a function reached, transitively (8 calls deep).
+reach(oid, via, unsure, depth) AS (
+  SELECT oid, via, false, 0 FROM seeds
+  UNION
+  SELECT e.oid, CASE WHEN e.hook IS NULL THEN 'which ' || f.oid::regprocedure::text || ' names'
+    ELSE 'the function of trigger ' || e.hook || ', a table ' || f.oid::regprocedure::text || ' names' END, true, r.depth + 1
+  FROM reach r JOIN pg_proc f ON f.oid = r.oid AND f.pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
+    AND f.prolang IN (SELECT l.oid FROM pg_language l WHERE l.lanname IN ('sql', 'plpgsql'))
+  CROSS JOIN LATERAL (SELECT DISTINCT CASE WHEN left(m[1], 1) = '"' THEN replace(substr(m[1], 2, length(m[1]) - 2), '""', '"') ELSE lower(m[1]) END AS word,
+      m[2] IS NOT NULL AS call
+    FROM regexp_matches(CASE WHEN f.prosrc <> '' THEN f.prosrc ELSE pg_get_functiondef(f.oid) END,
+      '("(?:[^"]|"")+"|[[:alpha:]_][[:alnum:]_$]*)(\s*\()?', 'g') AS m) w
+  JOIN names e ON e.word = w.word AND (w.call OR e.hook IS NOT NULL)
+  WHERE r.depth < 8),
+best AS (SELECT DISTINCT ON (oid) oid, via, unsure FROM reach ORDER BY oid, depth, length(via), via),
+-- A function reached whose source dla cannot read for what it calls:
+-- PL/pgSQL's EXECUTE (dynamic SQL), or a language other than SQL,
+-- PL/pgSQL, C and internal.
+opaque AS (SELECT min(f.oid::regprocedure::text) AS sig FROM best b JOIN pg_proc f ON f.oid = b.oid JOIN pg_language l ON l.oid = f.prolang
+  WHERE f.pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
+    AND ((l.lanname = 'plpgsql' AND f.prosrc ~* '\mexecute\M') OR l.lanname NOT IN ('sql', 'plpgsql', 'c', 'internal')))
 SELECT 'table ' || t.name, coalesce((SELECT CASE c.relkind WHEN 'p' THEN 'partitioned' ELSE 'plain' END FROM pg_class c WHERE c.oid = t.oid), 'missing') FROM t
 UNION ALL
 SELECT 'column ' || t.name || '.' || a.attname, format_type(a.atttypid, a.atttypmod)
@@ -344,15 +452,23 @@ FROM t CROSS JOIN LATERAL pg_partition_tree(t.oid) c JOIN pg_attribute a ON a.at
 JOIN pg_attribute r ON r.attrelid = t.oid AND r.attname = a.attname AND NOT r.attnotnull
 WHERE c.level > 0
 UNION ALL
-SELECT 'function ' || p.oid::regprocedure::text, md5(pg_get_functiondef(p.oid))
-FROM pg_proc p
-WHERE p.prokind IN ('f', 'p')
-  AND p.pronamespace IN (SELECT c.relnamespace FROM t JOIN pg_class c ON c.oid = t.oid
-    UNION SELECT f.pronamespace FROM t JOIN pg_trigger g ON g.tgrelid = t.oid AND NOT g.tgisinternal JOIN pg_proc f ON f.oid = g.tgfoid
-    UNION SELECT f.pronamespace FROM rels c JOIN pg_constraint k ON k.conrelid = c.relid
-      JOIN pg_depend d ON d.classid = 'pg_constraint'::regclass AND d.objid = k.oid
-      JOIN pg_proc f ON d.refclassid = 'pg_proc'::regclass AND f.oid = d.refobjid)
-  AND p.pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
+SELECT 'domain ' || y.oid::regtype::text, format_type(y.typbasetype, y.typtypmod)
+  || CASE WHEN y.typnotnull THEN ' NOT NULL' ELSE '' END || coalesce(' DEFAULT ' || y.typdefault, '')
+  || coalesce((SELECT ' ' || string_agg('CONSTRAINT ' || k.conname || ' ' || pg_get_constraintdef(k.oid), ' ' ORDER BY k.conname)
+    FROM pg_constraint k WHERE k.contypid = y.oid), '')
+  || E'\x1f0\x1f' || 'the type of ' || m.cols
+FROM domains m JOIN pg_type y ON y.oid = m.oid
+UNION ALL
+SELECT 'function ' || p.oid::regprocedure::text, `+functionDef+` || E'\x1f' || CASE WHEN b.unsure THEN '1' ELSE '0' END || E'\x1f' || b.via
+FROM best b JOIN pg_proc p ON p.oid = b.oid
+WHERE p.pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
+UNION ALL
+-- Beside a function that runs SQL dla cannot read, any function may be
+-- called (an extension's are left out: an extension is updated with
+-- ALTER EXTENSION, not mid-run by a neighbour).
+SELECT 'function ' || p.oid::regprocedure::text, `+functionDef+` || E'\x1f1\x1f' || 'not seen called, but ' || o.sig || ' runs SQL dla cannot read (EXECUTE, or another language)'
+FROM pg_proc p, opaque o
+WHERE o.sig IS NOT NULL AND p.pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace) AND p.oid NOT IN (SELECT oid FROM best)
   AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')`, names)
 	if err != nil {
 		return nil, err
@@ -369,25 +485,77 @@ WHERE p.prokind IN ('f', 'p')
 	return f, rows.Err()
 }
 
+// change is one difference between two fingerprints.
+type change struct {
+	line string
+	// elsewhere: outside the tables the writes fill (a function, a
+	// domain).
+	elsewhere bool
+	// unsure: reached only by a name in a function's source, or not seen
+	// called at all (fingerprint's reach).
+	unsure bool
+}
+
+// entry splits a fingerprint value into what is compared (the object's
+// definition) and how the writes reach it, with whether that is only by
+// name ("1") or for certain ("0"): fingerprint writes them joined by
+// \x1f. A value without them is all definition.
+func entry(v string) (def, unsure, via string) {
+	def, rest, ok := strings.Cut(v, "\x1f")
+	if !ok {
+		return v, "", ""
+	}
+	unsure, via, _ = strings.Cut(rest, "\x1f")
+	return def, unsure, via
+}
+
 // changes says what differs from base to now, one line each, sorted.
-func changes(base, now Fingerprint) []string {
-	var out []string
-	for k, was := range base {
+// Only definitions are compared: a function reached another way is the
+// same function.
+func changes(base, now Fingerprint) []change {
+	var out []change
+	add := func(k, v, what string) {
+		_, unsure, via := entry(v)
+		c := change{elsewhere: strings.HasPrefix(k, "function ") || strings.HasPrefix(k, "domain "), unsure: unsure == "1"}
+		if via != "" {
+			k += ", " + via + ","
+		}
+		c.line = k + " " + what
+		out = append(out, c)
+	}
+	for k, v := range base {
+		was, _, _ := entry(v)
 		is, ok := now[k]
 		switch {
 		case !ok:
-			out = append(out, fmt.Sprintf("%s (%s) is gone", k, was))
-		case is != was:
-			out = append(out, fmt.Sprintf("%s was %q, is %q", k, was, is))
+			add(k, v, shown(k, was)+"is gone")
+		default:
+			if isDef, _, _ := entry(is); isDef != was {
+				if strings.HasPrefix(k, "function ") {
+					add(k, is, "was replaced (its definition is another)")
+				} else {
+					add(k, is, fmt.Sprintf("was %q, is %q", was, isDef))
+				}
+			}
 		}
 	}
-	for k, is := range now {
+	for k, v := range now {
 		if _, ok := base[k]; !ok {
-			out = append(out, fmt.Sprintf("%s (%s) is new", k, is))
+			is, _, _ := entry(v)
+			add(k, v, shown(k, is)+"is new")
 		}
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(i, j int) bool { return out[i].line < out[j].line })
 	return out
+}
+
+// shown is a definition as a change line prints it, in parentheses: not a
+// function's (a digest of its source says nothing to the reader).
+func shown(k, def string) string {
+	if strings.HasPrefix(k, "function ") {
+		return ""
+	}
+	return "(" + def + ") "
 }
 
 // classify is Classify for the errors of d's writes: the relation the
@@ -421,7 +589,16 @@ func (d *DB) classifyAt(ctx context.Context, err error, seen time.Time) error {
 			// nothing, so its verdict stands as PostgreSQL gave it.)
 			return &recovery.TransientError{Err: fmt.Errorf("PostgreSQL: %s (SQLSTATE %s), and the schema could not be read again to tell whether it changed under the run: %w", pgErr.Message, pgErr.Code, cerr)}
 		case len(changed) > 0:
-			return &recovery.TransientError{Err: &SchemaChangedError{Changes: changed, Cause: err}}
+			sc := &SchemaChangedError{Cause: err}
+			for _, c := range changed {
+				if c.elsewhere {
+					sc.Elsewhere = append(sc.Elsewhere, c.line)
+					sc.MayBeUnrelated = sc.MayBeUnrelated || c.unsure
+				} else {
+					sc.Changes = append(sc.Changes, c.line)
+				}
+			}
+			return &recovery.TransientError{Err: sc}
 		}
 	}
 	return Classify(err)
