@@ -1,0 +1,147 @@
+package cumulusdb_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/tidwall/gjson"
+
+	"github.com/deadletter/deadletter/internal/cumulusdb"
+	"github.com/deadletter/deadletter/internal/recovery"
+	"github.com/deadletter/deadletter/internal/testsupport"
+)
+
+// inCollectionD is m written for collection D___2 instead of C___1.
+func inCollectionD(m gjson.Result) gjson.Result {
+	return gjson.Parse(strings.Replace(m.Raw, `"collection":{"name":"C","version":"1"}`, `"collection":{"name":"D","version":"2"}`, 1))
+}
+
+// A sequence moved back mid-run hands out a cumulus_id its table holds:
+// v21's files_pkey refuses the file (23505, which names no column), and
+// v22's granules take the new granule, of another collection, under the
+// cumulus_id of an existing one (its primary key is (cumulus_id,
+// collection_cumulus_id)). Either is the environment's, judged from the
+// catalog (the key's column is filled by its default, never by a write),
+// on a German server as on an English one: the write stops (a transient
+// error) naming the sequence behind and the setval that moves it on, no
+// granule is marked failed, and the existing granule keeps its rows.
+func TestAKeyTheDatabaseFillsIsTheEnvironments(t *testing.T) {
+	for _, c := range []struct {
+		gen      cumulusdb.Generation
+		sequence string
+		table    string
+	}{
+		{cumulusdb.V21, "files_cumulus_id_seq", "files"},
+		{cumulusdb.V22_3, "granules_cumulus_id_seq", "granules"},
+	} {
+		for _, german := range []bool{false, true} {
+			name := string(c.gen)
+			if german {
+				name += "/de"
+			}
+			t.Run(name, func(t *testing.T) {
+				var dbURL string
+				if german {
+					dbURL = testsupport.NewGermanCumulusDatabase(t, c.gen, []byte(writersSeed))
+				} else {
+					dbURL = testsupport.NewCumulusDatabaseOf(t, c.gen, []byte(writersSeed))
+				}
+				db, w := openDB(t, dbURL)
+				ctx := context.Background()
+				if _, err := w.Write(ctx, message("e1", "completed", feb2024, "", granule("G1", file("b", "k1", 1)+","+file("b", "k2", 2)),
+					granule("G1b", ""), granule("G1c", ""))); err != nil {
+					t.Fatal(err)
+				}
+				before := granuleRows(t, db.Pool, "G1")
+				testsupport.ExecSQL(t, dbURL, `SELECT setval('`+c.sequence+`', 1, false)`)
+
+				_, err := w.Write(ctx, inCollectionD(message("e2", "completed", feb2024, "", granule("G2", file("b", "k3", 3)))))
+				if !recovery.IsTransient(err) {
+					t.Fatalf("a cumulus_id the sequence gave again is blamed on the message: %v", err)
+				}
+				var behind *cumulusdb.SequenceBehindError
+				if !errors.As(err, &behind) {
+					t.Fatalf("the stop is not a SequenceBehindError: %v", err)
+				}
+				t.Log(err)
+				for _, want := range []string{ // The write drew 1 and met it: the sequence is at 2 then.
+					"sequence public." + c.sequence + " is at 2, behind " + c.table + "' largest cumulus_id",
+					"SELECT setval('public." + c.sequence + "', (SELECT max(cumulus_id) FROM " + c.table + "))", "no message is blamed"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("the stop line lacks %q: %v", want, err)
+					}
+				}
+				if got := granuleRows(t, db.Pool, "G1"); got != before {
+					t.Errorf("G1's rows changed:\n%s\nwant\n%s", got, before)
+				}
+				if n := queryString(t, db.Pool, `SELECT count(*)::text FROM granules WHERE status = 'failed'`); n != "0" {
+					t.Errorf("%s granules marked failed for the environment's fault", n)
+				}
+				if n := queryString(t, db.Pool, `SELECT count(*)::text FROM (SELECT cumulus_id FROM granules GROUP BY cumulus_id HAVING count(*) > 1) s`); n != "0" {
+					t.Errorf("%s cumulus_ids name two granules", n)
+				}
+			})
+		}
+	}
+}
+
+// granuleRows is a granule's row, its files and its executions, as text.
+func granuleRows(t *testing.T, pool *pgxpool.Pool, granuleID string) string {
+	t.Helper()
+	return queryString(t, pool, `SELECT (to_jsonb(g) - 'updated_at')::text
+  || ' files ' || coalesce((SELECT string_agg(f.bucket || '/' || f.key || '#' || f.cumulus_id, ',' ORDER BY f.key)
+    FROM files f WHERE f.granule_cumulus_id = g.cumulus_id), '')
+  || ' executions ' || coalesce((SELECT string_agg(ge.execution_cumulus_id::text, ',' ORDER BY ge.execution_cumulus_id)
+    FROM granules_executions ge WHERE ge.granule_cumulus_id = g.cumulus_id), '')
+FROM granules g WHERE g.granule_id = $1`, granuleID)
+}
+
+// Before a run, each sequence the writes draw from must be ahead of its
+// table's largest cumulus_id: one behind is refused by Open, naming the
+// sequence and the setval that moves it on; run as printed, Open goes on.
+func TestOpenRefusesASequenceBehindItsTable(t *testing.T) {
+	gen := testsupport.Generation(t)
+	dbURL := testsupport.NewCumulusDatabaseOf(t, gen, []byte(writersSeed))
+	_, w := openDB(t, dbURL)
+	ctx := context.Background()
+	if _, err := w.Write(ctx, message("e1", "completed", feb2024, "", granule("G1", file("b", "k1", 1)+","+file("b", "k2", 2)))); err != nil {
+		t.Fatal(err)
+	}
+	testsupport.ExecSQL(t, dbURL, `SELECT setval('files_cumulus_id_seq', 1)`, `SELECT setval('executions_cumulus_id_seq', 1, false)`)
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := cumulusdb.Open(ctx, cfg)
+	var behind *cumulusdb.SequenceBehindError
+	if !errors.As(err, &behind) {
+		if db != nil {
+			db.Close()
+		}
+		t.Fatalf("Open with two sequences behind: %v", err)
+	}
+	t.Log(err)
+	var fixes []string
+	for _, want := range []string{"public.executions_cumulus_id_seq is at 1, behind executions' largest cumulus_id 1",
+		"public.files_cumulus_id_seq is at 2, behind files' largest cumulus_id 2", "nothing was moved"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal lacks %q: %v", want, err)
+		}
+	}
+	for _, s := range behind.Behind {
+		_, fix, _ := strings.Cut(s.String(), ": run ")
+		fixes = append(fixes, fix)
+	}
+	if len(fixes) != 2 {
+		t.Fatalf("%d sequences named, want 2: %v", len(fixes), err)
+	}
+	testsupport.ExecSQL(t, dbURL, fixes...)
+	db, err = cumulusdb.Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Open after the printed setvals: %v", err)
+	}
+	db.Close()
+}
