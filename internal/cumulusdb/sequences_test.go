@@ -145,3 +145,35 @@ func TestOpenRefusesASequenceBehindItsTable(t *testing.T) {
 	}
 	db.Close()
 }
+
+// On v22 two granules can share a cumulus_id (in two collections: the
+// primary key is (cumulus_id, collection_cumulus_id)), as a sequence moved
+// back under Cumulus itself leaves them. A granule's files are written
+// under its whole primary key: rewriting one granule's files neither
+// re-points nor deletes the other's.
+func TestV22FilesOfAGranuleNeverReachAnotherOfTheSameCumulusID(t *testing.T) {
+	_, pool, w := newV22WritersDB(t)
+	ctx := context.Background()
+	write(t, w, message("e1", "completed", mar2024, "", granule("G1", file("b", "k1", 1)+","+file("b", "k2", 2))))
+	if _, err := pool.Exec(ctx, `INSERT INTO granules (cumulus_id, granule_id, status, collection_cumulus_id, producer_granule_id)
+SELECT g.cumulus_id, 'H1', 'completed', d.cumulus_id, 'H1' FROM granules g, collections d WHERE g.granule_id = 'G1' AND d.name = 'D'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO files (granule_cumulus_id, collection_cumulus_id, bucket, key)
+SELECT cumulus_id, collection_cumulus_id, 'b', 'h1' FROM granules WHERE granule_id = 'H1'`); err != nil {
+		t.Fatal(err)
+	}
+	other := func() string {
+		return queryString(t, pool, `SELECT string_agg(f.bucket || '/' || f.key, ',' ORDER BY f.key) FROM files f
+JOIN granules g ON g.cumulus_id = f.granule_cumulus_id AND g.collection_cumulus_id = f.collection_cumulus_id WHERE g.granule_id = 'H1'`)
+	}
+	before := other()
+	write(t, w, message("e2", "completed", mar2024+1000, "", granule("G1", file("b", "k3", 3))))
+	if got := other(); got != before {
+		t.Errorf("H1's files were %s, are %s after G1's were rewritten", before, got)
+	}
+	if got := queryString(t, pool, `SELECT string_agg(f.key, ',' ORDER BY f.key) FROM files f
+JOIN granules g ON g.cumulus_id = f.granule_cumulus_id AND g.collection_cumulus_id = f.collection_cumulus_id WHERE g.granule_id = 'G1'`); got != "k3" {
+		t.Errorf("G1's files are %s, want k3", got)
+	}
+}
