@@ -76,16 +76,18 @@ func (e *SequenceBehindError) Error() string {
 	if e.Cause == nil {
 		return "PostgreSQL: " + what + " (found before the run; nothing was moved)"
 	}
-	code := ""
+	met := "a write met a key the database fills"
 	var pgErr *pgconn.PgError
 	var taken *idTaken
 	switch {
 	case errors.As(e.Cause, &taken):
-		code = " (" + taken.Error() + ")"
+		met += " (" + taken.Error() + ")"
+	case errors.As(e.Cause, &pgErr) && pgErr.Code == "23505":
+		met += fmt.Sprintf(" (SQLSTATE %s on %s)", pgErr.Code, pgErr.ConstraintName)
 	case errors.As(e.Cause, &pgErr):
-		code = fmt.Sprintf(" (SQLSTATE %s on %s)", pgErr.Code, pgErr.ConstraintName)
+		met = fmt.Sprintf("a write failed (SQLSTATE %s) after the catalog changed under the run, with a sequence behind", pgErr.Code)
 	}
-	return "PostgreSQL: " + what + "; a write met a key the database fills" + code +
+	return "PostgreSQL: " + what + "; " + met +
 		", so no message is blamed for it and nothing more is moved: run again once the sequence is ahead"
 }
 
