@@ -49,6 +49,9 @@ type DB struct {
 	// with the one the run started on (Watch; never compared when the DB
 	// was not made by Open).
 	watch *schemaWatch
+	// keys are the unique keys 23505s named, with the columns of each
+	// that the database fills (sequences.go).
+	keys *sync.Map
 }
 
 // boundedIDs is a cache of at most max ids, emptied when full.
@@ -94,13 +97,13 @@ func (d *DB) Generation() Generation { return d.gen }
 // so a failed statement does not end the transaction.
 func (d *DB) InTx(tx pgx.Tx) *DB {
 	db := newDB(tx, true, d.gen)
-	db.watch = d.watch
+	db.watch, db.keys = d.watch, d.keys
 	return db
 }
 
 func newDB(q querier, inTx bool, gen Generation) *DB {
 	return &DB{q: q, inTx: inTx, gen: gen, st: statementsFor(gen), ids: &sync.Map{}, parents: newBoundedIDs(parentCacheSize),
-		watch: &schemaWatch{gen: gen}}
+		watch: &schemaWatch{gen: gen}, keys: &sync.Map{}}
 }
 
 // conflictRetries is how many times a unit is re-run after a race with
@@ -140,7 +143,7 @@ func IsRace(err error) bool {
 func (d *DB) one(ctx context.Context, fn func(q querier) error) error {
 	for attempt := 0; ; attempt++ {
 		err := d.once(ctx, fn)
-		if attempt == conflictRetries || !IsRace(err) || ctx.Err() != nil {
+		if attempt == conflictRetries || !d.isRace(ctx, err) || ctx.Err() != nil {
 			return d.classify(ctx, err)
 		}
 		time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
@@ -156,7 +159,7 @@ func (d *DB) one(ctx context.Context, fn func(q querier) error) error {
 func (d *DB) write(ctx context.Context, insert, full string, run func(q querier, sql string) error) error {
 	if insert != "" {
 		err := d.once(ctx, func(q querier) error { return run(q, insert) })
-		if !IsRace(err) || ctx.Err() != nil {
+		if !d.isRace(ctx, err) || ctx.Err() != nil {
 			return d.classify(ctx, err)
 		}
 	}
@@ -193,7 +196,7 @@ func (d *DB) GranuleScope(ctx context.Context, fn func(recovery.DB) error) error
 	if err != nil {
 		return d.classify(ctx, err)
 	}
-	err = fn(&DB{q: sp, inTx: true, gen: d.gen, st: d.st, ids: d.ids, parents: d.parents, watch: d.watch})
+	err = fn(&DB{q: sp, inTx: true, gen: d.gen, st: d.st, ids: d.ids, parents: d.parents, watch: d.watch, keys: d.keys})
 	if rerr := sp.Rollback(ctx); rerr != nil && err == nil {
 		err = d.classify(ctx, rerr)
 	}
@@ -414,19 +417,22 @@ func (d *DB) writeGranule(ctx context.Context, gw *recovery.GranuleWrite, insert
 		other, id = nil, nil
 		return q.QueryRow(ctx, sql, granuleArgs(gw)...).Scan(&other, &id)
 	})
-	return d.granuleResult(gw, other, id, err)
+	return d.granuleResult(ctx, gw, other, id, err)
 }
 
 // granuleResult reads the granule statement's result: the other
 // collection holding the granule_id (a refusal of the data, not a
 // database failure), or the upserted id, none when the guard dropped the
 // write. err is the statement's, already classified.
-func (d *DB) granuleResult(gw *recovery.GranuleWrite, other *string, id *int64, err error) (recovery.GranuleResult, error) {
+func (d *DB) granuleResult(ctx context.Context, gw *recovery.GranuleWrite, other *string, id *int64, err error) (recovery.GranuleResult, error) {
 	var res recovery.GranuleResult
 	switch {
 	case err != nil:
 		return res, err
 	case other != nil:
+		if t, ok := takenID(other); ok {
+			return res, d.takenError(ctx, t)
+		}
 		return res, d.st.otherCollection(gw, *other)
 	case id == nil:
 		res.Dropped = true
@@ -468,14 +474,14 @@ DELETE FROM files WHERE granule_cumulus_id = $1 AND cumulus_id NOT IN (SELECT cu
 
 var writeFileSQL = fmt.Sprintf(fileUpsert, `VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8, $9)`)
 
-func (d *DB) WriteFiles(ctx context.Context, granuleCumulusID int64, files []recovery.FileRow) error {
-	return d.writeFiles(ctx, granuleCumulusID, files, d.st.filesInsert)
+func (d *DB) WriteFiles(ctx context.Context, granuleCumulusID, collectionCumulusID int64, files []recovery.FileRow) error {
+	return d.writeFiles(ctx, granuleCumulusID, collectionCumulusID, files, d.st.filesInsert)
 }
 
 // writeFiles is WriteFiles trying insert first ("": the full statement
 // at once).
-func (d *DB) writeFiles(ctx context.Context, granuleCumulusID int64, files []recovery.FileRow, insert string) error {
-	args := filesArgs(granuleCumulusID, files)
+func (d *DB) writeFiles(ctx context.Context, granuleCumulusID, collectionCumulusID int64, files []recovery.FileRow, insert string) error {
+	args := d.filesArgs(granuleCumulusID, collectionCumulusID, files)
 	err := d.write(ctx, insert, d.st.files, func(q querier, sql string) error {
 		_, err := q.Exec(ctx, sql, args...)
 		return err
@@ -484,6 +490,16 @@ func (d *DB) writeFiles(ctx context.Context, granuleCumulusID int64, files []rec
 		return err
 	}
 	return d.filesFallback(ctx, granuleCumulusID, files, err)
+}
+
+// filesArgs are the files statement's parameters: writeFilesSQL's, and on
+// v22 the granule's collection after them (the rest of its primary key).
+func (d *DB) filesArgs(granuleCumulusID, collectionCumulusID int64, files []recovery.FileRow) []any {
+	args := filesArgs(granuleCumulusID, files)
+	if d.gen.Partitioned() {
+		args = append(args, collectionCumulusID)
+	}
+	return args
 }
 
 // filesArgs are writeFilesSQL's parameters.

@@ -56,6 +56,9 @@ func Open(ctx context.Context, cfg *pgxpool.Config) (*Database, error) {
 	if err == nil {
 		err = CheckWritable(ctx, pool, gen, target)
 	}
+	if err == nil {
+		err = CheckSequences(ctx, pool)
+	}
 	var schema Fingerprint
 	var st string
 	if err == nil {

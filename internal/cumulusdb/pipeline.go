@@ -193,13 +193,13 @@ func (d *DB) WriteGranules(ctx context.Context, gws []*recovery.GranuleWrite) ([
 	at := time.Now()
 	res := make([]recovery.GranuleResult, len(gws))
 	for i, gw := range gws {
-		if IsRace(errs[i]) && ctx.Err() == nil {
+		if d.isRace(ctx, errs[i]) && ctx.Err() == nil {
 			// A row that exists (v22's insert) or a race with another
 			// writer: re-run alone, the full statement.
 			res[i], errs[i] = d.writeGranule(ctx, gw, "")
 			continue
 		}
-		res[i], errs[i] = d.granuleResult(gw, others[i], ids[i], d.classifyAt(ctx, errs[i], at))
+		res[i], errs[i] = d.granuleResult(ctx, gw, others[i], ids[i], d.classifyAt(ctx, errs[i], at))
 	}
 	return res, errs
 }
@@ -213,15 +213,15 @@ func (d *DB) WriteFilesBatch(ctx context.Context, batch []recovery.FilesWrite) [
 		if sql == "" {
 			sql = d.st.files
 		}
-		stmts[i] = pipeStmt{sql: sql, args: filesArgs(fw.GranuleCumulusID, fw.Files), read: execOnly}
+		stmts[i] = pipeStmt{sql: sql, args: d.filesArgs(fw.GranuleCumulusID, fw.CollectionCumulusID, fw.Files), read: execOnly}
 	}
 	errs := d.pipeline(ctx, stmts)
 	at := time.Now()
 	for i, fw := range batch {
 		switch {
 		case errs[i] == nil:
-		case IsRace(errs[i]) && ctx.Err() == nil:
-			errs[i] = d.writeFiles(ctx, fw.GranuleCumulusID, fw.Files, "")
+		case d.isRace(ctx, errs[i]) && ctx.Err() == nil:
+			errs[i] = d.writeFiles(ctx, fw.GranuleCumulusID, fw.CollectionCumulusID, fw.Files, "")
 		default:
 			errs[i] = d.filesFallback(ctx, fw.GranuleCumulusID, fw.Files, d.classifyAt(ctx, errs[i], at))
 		}

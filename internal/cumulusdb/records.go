@@ -157,6 +157,9 @@ func (d *DB) WriteGranuleRecord(ctx context.Context, gw *recovery.GranuleWrite) 
 		if err != nil {
 			return err
 		}
+		if t, ok := takenID(other); ok {
+			return t
+		}
 		if other != nil {
 			return &otherCollection{d.st.otherCollection(gw, *other)}
 		}
@@ -173,6 +176,10 @@ func (d *DB) WriteGranuleRecord(ctx context.Context, gw *recovery.GranuleWrite) 
 	var oc *otherCollection
 	if errors.As(err, &oc) {
 		return res, nil, oc.err
+	}
+	var taken *idTaken
+	if errors.As(err, &taken) {
+		return res, nil, d.takenError(ctx, taken)
 	}
 	if err != nil {
 		return res, nil, err
@@ -209,15 +216,7 @@ func (d *DB) CompleteGranule(ctx context.Context, g *recovery.StoredGranule) err
 	// One round trip: the references once, the files joined to them (a
 	// granule without files is one row of NULL file columns). It is
 	// made once per granule notification.
-	rows, err := d.q.Query(ctx, `SELECT r.collection_id, r.url, r.pdr_name, r.provider,
-  f.cumulus_id, f.bucket, f.key, f.checksum_value, f.checksum_type, f.file_name, f.source, f.type, f.file_size
-FROM (SELECT (SELECT c.name || '___' || c.version FROM collections c WHERE c.cumulus_id = $2) AS collection_id,
-  (SELECT e.url FROM executions e JOIN granules_executions ge ON ge.execution_cumulus_id = e.cumulus_id
-   WHERE ge.granule_cumulus_id = $1 ORDER BY e."timestamp" DESC LIMIT 1) AS url,
-  (SELECT p.name FROM pdrs p WHERE p.cumulus_id = $3) AS pdr_name,
-  (SELECT v.name FROM providers v WHERE v.cumulus_id = $4) AS provider) r
-LEFT JOIN files f ON f.granule_cumulus_id = $1
-ORDER BY f.cumulus_id`, g.CumulusID, g.CollectionCumulusID, g.PdrCumulusID, g.ProviderCumulusID)
+	rows, err := d.q.Query(ctx, d.completeGranuleSQL(), g.CumulusID, g.CollectionCumulusID, g.PdrCumulusID, g.ProviderCumulusID)
 	if err != nil {
 		return Classify(err)
 	}
@@ -238,6 +237,31 @@ ORDER BY f.cumulus_id`, g.CumulusID, g.CollectionCumulusID, g.PdrCumulusID, g.Pr
 	}
 	return Classify(rows.Err())
 }
+
+// completeGranuleSQL is CompleteGranule's query: on v22 the granule's
+// links and files are those of its whole primary key (cumulus_id and
+// collection), never another collection's granule of the same cumulus_id.
+func (d *DB) completeGranuleSQL() string {
+	if d.gen.Partitioned() {
+		return completeGranuleV22SQL
+	}
+	return completeGranuleV21SQL
+}
+
+const completeGranuleV21SQL = `SELECT r.collection_id, r.url, r.pdr_name, r.provider,
+  f.cumulus_id, f.bucket, f.key, f.checksum_value, f.checksum_type, f.file_name, f.source, f.type, f.file_size
+FROM (SELECT (SELECT c.name || '___' || c.version FROM collections c WHERE c.cumulus_id = $2) AS collection_id,
+  (SELECT e.url FROM executions e JOIN granules_executions ge ON ge.execution_cumulus_id = e.cumulus_id
+   WHERE ge.granule_cumulus_id = $1 ORDER BY e."timestamp" DESC LIMIT 1) AS url,
+  (SELECT p.name FROM pdrs p WHERE p.cumulus_id = $3) AS pdr_name,
+  (SELECT v.name FROM providers v WHERE v.cumulus_id = $4) AS provider) r
+LEFT JOIN files f ON f.granule_cumulus_id = $1
+ORDER BY f.cumulus_id`
+
+var completeGranuleV22SQL = strings.NewReplacer(
+	"WHERE ge.granule_cumulus_id = $1 ", "WHERE ge.granule_cumulus_id = $1 AND ge.collection_cumulus_id = $2 ",
+	"LEFT JOIN files f ON f.granule_cumulus_id = $1", "LEFT JOIN files f ON f.granule_cumulus_id = $1 AND f.collection_cumulus_id = $2",
+).Replace(completeGranuleV21SQL)
 
 var _ recovery.ProviderSource = (*DB)(nil)
 

@@ -133,7 +133,7 @@ func v22GranuleSQL(status, returning string) string {
   SELECT cumulus_id, collection_cumulus_id FROM granules
   WHERE granule_id = $1::text AND created_at <= $4::timestamptz` + guard + `
 ), other AS (` + other + `
-), upd AS (
+), ` + v22NewGranuleID("NOT EXISTS (SELECT 1 FROM granules WHERE granule_id = $1::text)") + `, upd AS (
   -- The guards are the update's own conditions, not only target's: a row
   -- another writer committed while this one waited for it is judged as
   -- it is then (PostgreSQL re-checks them on the new row version).
@@ -142,9 +142,9 @@ func v22GranuleSQL(status, returning string) string {
     AND NOT EXISTS (SELECT 1 FROM other)
   RETURNING g.*
 ), ins AS (
-  INSERT INTO granules (` + strings.Join(granuleCols, ", ") + `)
-  SELECT ` + strings.Join(params, ", ") + `
-  WHERE NOT EXISTS (SELECT 1 FROM granules WHERE granule_id = $1::text)
+  INSERT INTO granules (cumulus_id, ` + strings.Join(granuleCols, ", ") + `) OVERRIDING SYSTEM VALUE
+  SELECT nid.v, ` + strings.Join(params, ", ") + ` FROM nid
+  WHERE NOT EXISTS (SELECT 1 FROM granules WHERE granule_id = $1::text) AND NOT EXISTS (SELECT 1 FROM taken)
   RETURNING *
 ), w AS (
   SELECT * FROM upd UNION ALL SELECT * FROM ins
@@ -154,9 +154,26 @@ func v22GranuleSQL(status, returning string) string {
   FROM w WHERE $24::bigint IS NOT NULL
   ON CONFLICT (granule_cumulus_id, execution_cumulus_id) DO NOTHING
 )
-SELECT (SELECT o.collection_cumulus_id::text || ':' || c.name || '___' || c.version
-  FROM other o JOIN collections c ON c.cumulus_id = o.collection_cumulus_id LIMIT 1), ` + returning + `
+SELECT coalesce((SELECT o.collection_cumulus_id::text || ':' || c.name || '___' || c.version
+  FROM other o JOIN collections c ON c.cumulus_id = o.collection_cumulus_id LIMIT 1),
+  (SELECT '` + takenPrefix + `' || cumulus_id FROM taken)), ` + returning + `
 FROM (SELECT 1) AS one LEFT JOIN w AS g ON true`
+}
+
+// v22NewGranuleID is the CTEs nid, the cumulus_id a new granule takes (the
+// column's own sequence, drawn as its default would draw it, only when
+// insertIf holds), and taken, the granule that already holds it. v22's
+// primary key is (cumulus_id, collection_cumulus_id): a sequence moved back
+// would give a granule the cumulus_id of another collection's granule, and
+// the writes of files and granules_executions by granule cumulus_id would
+// then reach both. The insert is refused instead (the statement's first
+// column says "taken <id>"), and the run stops naming the sequence.
+func v22NewGranuleID(insertIf string) string {
+	return `nid AS MATERIALIZED (
+  SELECT nextval(pg_get_serial_sequence('granules', 'cumulus_id')) AS v WHERE ` + insertIf + `
+), taken AS (
+  SELECT o.cumulus_id FROM granules o JOIN nid ON o.cumulus_id = nid.v LIMIT 1
+)`
 }
 
 // v22FilesSQL is FilePgModel.upsert and the removal of the granule's other
@@ -165,9 +182,11 @@ FROM (SELECT 1) AS one LEFT JOIN w AS g ON true`
 // another collection's granule holds fails the whole write on the guard
 // table's unique violation, as in v22 (its files are one transaction).
 // The parameters are v21's (writeFilesSQL): $1 the granule, then the
-// columns as arrays; the granule's collection is read from its row.
+// columns as arrays, and $10 the granule's collection: the granule is named
+// by its whole primary key, so a cumulus_id two granules share (a sequence
+// moved back, in v22's schema) never reaches the other's files.
 const v22FilesSQL = `WITH c AS (
-  SELECT collection_cumulus_id AS id FROM granules WHERE cumulus_id = $1::bigint FOR KEY SHARE
+  SELECT collection_cumulus_id AS id FROM granules WHERE cumulus_id = $1::bigint AND collection_cumulus_id = $10::integer FOR KEY SHARE
 ), x AS (
   SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[])
     AS x(b, k, ct, cv, fn, fs, s, t)
@@ -228,9 +247,9 @@ func v22GranuleInsertSQL(returning string) string {
 	for i := range granuleCols {
 		params[i] = fmt.Sprintf("$%d::%s", i+1, granuleTypes[i])
 	}
-	return `WITH ins AS (
-  INSERT INTO granules (` + strings.Join(granuleCols, ", ") + `)
-  VALUES (` + strings.Join(params, ", ") + `)
+	return `WITH ` + v22NewGranuleID("true") + `, ins AS (
+  INSERT INTO granules (cumulus_id, ` + strings.Join(granuleCols, ", ") + `) OVERRIDING SYSTEM VALUE
+  SELECT nid.v, ` + strings.Join(params, ", ") + ` FROM nid WHERE NOT EXISTS (SELECT 1 FROM taken)
   RETURNING *
 ), link AS (
   INSERT INTO granules_executions (granule_cumulus_id, collection_cumulus_id, execution_cumulus_id, execution_created_at)
@@ -238,14 +257,14 @@ func v22GranuleInsertSQL(returning string) string {
   FROM ins WHERE $24::bigint IS NOT NULL
   ON CONFLICT (granule_cumulus_id, execution_cumulus_id) DO NOTHING
 )
-SELECT NULL::text, ` + returning + `
+SELECT (SELECT '` + takenPrefix + `' || cumulus_id FROM taken), ` + returning + `
 FROM (SELECT 1) AS one LEFT JOIN ins AS g ON true`
 }
 
 // v22FilesInsertSQL inserts the granule's files and removes its others
 // (v22FilesSQL's parameters and effect, when no file exists yet).
 const v22FilesInsertSQL = `WITH c AS (
-  SELECT collection_cumulus_id AS id FROM granules WHERE cumulus_id = $1::bigint FOR KEY SHARE
+  SELECT collection_cumulus_id AS id FROM granules WHERE cumulus_id = $1::bigint AND collection_cumulus_id = $10::integer FOR KEY SHARE
 ), ins AS (
   INSERT INTO files (bucket, key, checksum_type, checksum_value, file_name, file_size, granule_cumulus_id, collection_cumulus_id, path, source, type)
   SELECT x.b, x.k, x.ct, x.cv, x.fn, x.fs, $1::bigint, c.id, NULL, x.s, x.t

@@ -580,8 +580,20 @@ func (d *DB) classifyAt(ctx context.Context, err error, seen time.Time) error {
 			err = &resolvedError{err: err, rel: rel, gen: d.gen}
 		}
 	}
+	if pgErr.Code == "23505" {
+		// A key the database fills (a cumulus_id) is its own (sequences.go).
+		if serr := d.sequenceFault(ctx, err, pgErr); serr != nil {
+			return serr
+		}
+	}
 	if owner := ErrorOwner(err); owner == OfTheMessage || schemaSuspect[pgErr.Code] || messageClasses[pgErr.Code[:min(2, len(pgErr.Code))]] {
+		was := d.watch.currentStamp()
 		changed, cerr := d.watch.recheck(ctx, d.q, seen)
+		if cerr == nil && len(changed) == 0 && d.watch.currentStamp() != was {
+			if serr := d.sequencesAfterStampMoved(ctx, err); serr != nil {
+				return serr
+			}
+		}
 		switch {
 		case cerr != nil && owner == OfTheMessage && ctx.Err() == nil && !d.inTx:
 			// (Inside a dry run's transaction an error outside a savepoint

@@ -48,7 +48,9 @@ type DB interface {
 	MarkGranuleFailed(ctx context.Context, granuleID string, collectionID int64, errJSON string) (bool, error)
 	// WriteFiles upserts the files on (bucket, key) and removes the
 	// granule's other files; on failure the files already written stay.
-	WriteFiles(ctx context.Context, granuleCumulusID int64, files []FileRow) error
+	// The granule is named by its cumulus_id and its collection's (v22's
+	// primary key is both).
+	WriteFiles(ctx context.Context, granuleCumulusID, collectionCumulusID int64, files []FileRow) error
 	// LinkGranules links every granule with one of these granule_ids, in
 	// any collection, to the execution.
 	LinkGranules(ctx context.Context, granuleIDs []string, executionID int64) error
@@ -87,8 +89,9 @@ type GranuleBatcher interface {
 
 // FilesWrite is one granule's files, for GranuleBatcher.
 type FilesWrite struct {
-	GranuleCumulusID int64
-	Files            []FileRow
+	GranuleCumulusID    int64
+	CollectionCumulusID int64
+	Files               []FileRow
 }
 
 // Writer is writeRecords with its collaborators.

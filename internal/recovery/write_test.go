@@ -84,7 +84,7 @@ func (d *dbFake) MarkGranuleFailed(_ context.Context, gid string, _ int64, errJS
 	d.markedErrs = append(d.markedErrs, errJSON)
 	return true, nil
 }
-func (d *dbFake) WriteFiles(_ context.Context, id int64, files []FileRow) error {
+func (d *dbFake) WriteFiles(_ context.Context, id, _ int64, files []FileRow) error {
 	d.writeCalls++
 	if d.filesErr != nil {
 		return d.filesErr

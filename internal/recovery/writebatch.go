@@ -90,7 +90,7 @@ func (w *Writer) writeGranulesBatched(ctx context.Context, b GranuleBatcher, p *
 		}
 		out.Outcome = Written
 		if (gw.Row.Status == "completed" || gw.Row.Status == "failed") && gw.WriteFiles {
-			files, filesOf = append(files, FilesWrite{GranuleCumulusID: results[k].CumulusID, Files: gw.Files}), append(filesOf, k)
+			files, filesOf = append(files, FilesWrite{GranuleCumulusID: results[k].CumulusID, CollectionCumulusID: gw.Row.CollectionID, Files: gw.Files}), append(filesOf, k)
 		}
 	}
 	if disjointFiles(files) {
@@ -102,7 +102,7 @@ func (w *Writer) writeGranulesBatched(ctx context.Context, b GranuleBatcher, p *
 		}
 	} else {
 		for j, k := range filesOf {
-			if ferr := w.DB.WriteFiles(ctx, files[j].GranuleCumulusID, files[j].Files); ferr != nil {
+			if ferr := w.DB.WriteFiles(ctx, files[j].GranuleCumulusID, files[j].CollectionCumulusID, files[j].Files); ferr != nil {
 				errAt[idx[k]] = w.filesFailed(ctx, gws[k], mc, ferr, &outs[idx[k]], res)
 			}
 		}

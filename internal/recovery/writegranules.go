@@ -172,7 +172,7 @@ func (w *Writer) writeGranule(ctx context.Context, g gjson.Result, b *builtGranu
 	}
 	out.Outcome = Written
 	if final && gw.WriteFiles {
-		if ferr := w.DB.WriteFiles(ctx, r.CumulusID, gw.Files); ferr != nil {
+		if ferr := w.DB.WriteFiles(ctx, r.CumulusID, gw.Row.CollectionID, gw.Files); ferr != nil {
 			if err := w.filesFailed(ctx, gw, mc, ferr, out, res); err != nil {
 				return err
 			}

@@ -62,8 +62,8 @@ func (c *cutDB) WriteGranule(ctx context.Context, g *recovery.GranuleWrite) (rec
 	return r, err
 }
 
-func (c *cutDB) WriteFiles(ctx context.Context, id int64, files []recovery.FileRow) error {
-	err := c.DB.WriteFiles(ctx, id, files)
+func (c *cutDB) WriteFiles(ctx context.Context, id, collection int64, files []recovery.FileRow) error {
+	err := c.DB.WriteFiles(ctx, id, collection, files)
 	c.after("WriteFiles")
 	return err
 }
