@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,6 +46,7 @@ func sampleKey(t *testing.T) string {
 var confirmYes = []testsupport.PTYAnswer{{Prompt: "to continue:", Reply: "yes"}}
 
 func dlaVerbs() []testsupport.PTYVerb {
+	var probeDB string // the database of the probe's last run, for its Check
 	fixed := func(args ...string) func(*testing.T) ([]string, []testsupport.PTYAnswer) {
 		return func(*testing.T) ([]string, []testsupport.PTYAnswer) { return args, nil }
 	}
@@ -57,6 +59,28 @@ func dlaVerbs() []testsupport.PTYVerb {
 		{Name: "stats", Run: fixed("stats", "--archive", sample, "--by", "error", "--ignore-unreadable"), Codes: []int{0}, Colour: true},
 		{Name: "stats-collection", Run: fixed("stats", "--archive", sample, "--by", "collection", "--ignore-unreadable"), Codes: []int{0}, Colour: true},
 		{Name: "triage", Run: fixed(triageArgs...), Codes: []int{0}, Colour: true, Check: checkTriageScreen},
+		// issue 38 item 1: a database that cannot be reached (a real
+		// closed port) leaves every group printed, says why readiness was
+		// not checked, and exits 3.
+		{Name: "triage-unreachable-database", Run: func(t *testing.T) ([]string, []testsupport.PTYAnswer) {
+			return append(slices.Clone(triageArgs), "--database-url", "postgres://cumulus@"+testsupport.ClosedPort(t)+"/cumulus"), nil
+		}, Codes: []int{3}, Colour: true, Check: func(t *testing.T, r testsupport.PTYResult) {
+			checkTriageScreen(t, r)
+			if !strings.Contains(r.Screen, "readiness not checked: cannot connect to PostgreSQL at 127.0.0.1:") ||
+				!strings.Contains(r.Screen, "71 objects in 8 groups") {
+				t.Errorf("%d columns: no groups, or no reason readiness was not checked:\n%s", r.Cols, r.Screen)
+			}
+			if r.Cols == 80 {
+				t.Logf("the screen at 80 columns:\n%s", plainScreen(r.Screen))
+			}
+		}},
+		// issue 38 item 2: a permanent group whose probe would write
+		// every object shows one verdict, "would be written now: retry",
+		// with recover's dry run, which run through bash -c writes them.
+		{Name: "triage-probe-contradicts-rule", Run: func(t *testing.T) ([]string, []testsupport.PTYAnswer) {
+			probeDB = testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
+			return []string{"triage", "--archive", probeContradictsArchive(t), "--database-url", probeDB, "--probe", "3"}, nil
+		}, Codes: []int{0}, Colour: true, Check: func(t *testing.T, r testsupport.PTYResult) { checkProbeContradictsScreen(t, r, probeDB) }},
 		{Name: "report", Run: func(t *testing.T) ([]string, []testsupport.PTYAnswer) {
 			return []string{"report", "--archive", sample, "--out", filepath.Join(t.TempDir(), "report.html")}, nil
 		}, Codes: []int{0}},
@@ -96,6 +120,83 @@ func dlaVerbs() []testsupport.PTYVerb {
 }
 
 var triageArgs = []string{"triage", "--archive", sample, "--ignore-unreadable"}
+
+// probeContradictsArchive holds 3 copies of an object of the sample that
+// recover writes now into a database with the reference seed, its error
+// text a schema violation: the rule says never as it is.
+func probeContradictsArchive(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(sample, "dead-letter-archive", "sqs", "2024-03-02",
+		"fc11c688-08b0-490f-a8c2-27af55e963d9-2c06e409-dae1-489b-84eb-e698da28bb8e"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["error"] = `AggregateError: SchemaValidationError: The record has validation errors: [{"keyword":"type","dataPath":".duration","message":"should be number"}]`
+	b, _ := json.Marshal(m)
+	archive := filepath.Join(t.TempDir(), "demo")
+	dir := filepath.Join(archive, "dead-letter-archive", "sqs", "2024-03-02")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := os.WriteFile(filepath.Join(dir, "contradicted-"+strconv.Itoa(i)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return archive
+}
+
+// plainScreen is what the terminal shows, without its colours.
+func plainScreen(screen string) string {
+	var lines []string
+	for _, l := range testsupport.ScreenLines(screen) {
+		lines = append(lines, l.Plain)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// checkProbeContradictsScreen: the group's one verdict, its badge, the
+// summary's advice and its command follow the probe, and the command as
+// the terminal shows it, run through bash -c against the database, would
+// write all three.
+func checkProbeContradictsScreen(t *testing.T, r testsupport.PTYResult, db string) {
+	t.Helper()
+	plain := plainScreen(r.Screen)
+	for _, want := range []string{"3 objects in 1 group: 3 transient", "first: retry 3 objects now (1 group)",
+		"would be written now: retry (probe: 3 of 3;"} {
+		if !strings.Contains(plain, want) {
+			t.Errorf("%d columns: the screen lacks %q:\n%s", r.Cols, want, plain)
+		}
+	}
+	if strings.Contains(plain, "permanent") && !strings.Contains(plain, "says never as it is") || strings.Contains(plain, "dla search ") {
+		t.Errorf("%d columns: two verdicts for one group:\n%s", r.Cols, plain)
+	}
+	if r.Cols == 80 {
+		t.Logf("the screen at 80 columns:\n%s", plain)
+	}
+	command := ""
+	for _, l := range strings.Split(plain, "\n") {
+		if c := strings.TrimSpace(l); strings.HasPrefix(c, "dla recover ") {
+			command = c
+		}
+	}
+	if !strings.HasSuffix(command, " --dry-run") || !testsupport.CommandOnItsOwnLine(r.Screen, command) {
+		t.Fatalf("%d columns: no recover --dry-run whole on a line of its own:\n%s", r.Cols, plain)
+	}
+	if r.Cols != 80 {
+		return // once is enough for the command
+	}
+	cmd := exec.Command("bash", "-c", command+" --offline -o ndjson")
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(dlaBin)+":"+os.Getenv("PATH"), "DATABASE_URL="+db, "AWS_EC2_METADATA_DISABLED=true")
+	out, err := cmd.Output()
+	if err != nil || strings.Count(string(out), `"result":"written"`) != 3 {
+		t.Errorf("%s: %v, want 3 written:\n%s", command, err, out)
+	}
+}
 
 // checkTriageScreen pins issue 31's bar for triage on a terminal: each
 // group's next command (as -o json gives it) on a line of its own, whole.

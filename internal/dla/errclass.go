@@ -81,6 +81,11 @@ func InnerErrors(errText string) []string {
 	return out
 }
 
+// NoErrorText is how every verb names the error of an object that has
+// none (its class ""): triage's groups, stats --by error, the report's
+// classes and trace (issue 38).
+const NoErrorText = "(no error text)"
+
 // ErrorClass groups errors that differ only in ids and numbers. An
 // AggregateError is "AggregateError: " and its distinct inner errors,
 // joined with "; ", stack frames dropped; any other error is its first

@@ -43,7 +43,7 @@ func NewDLA() *DLA {
 }
 
 // NoError is the class of objects without an error.
-const NoError = "(no error)"
+const NoError = dla.NoErrorText
 
 // Add counts one decoded object of the selection; class is its
 // dla.ErrorClass, which the caller computes once per object and shares

@@ -81,6 +81,9 @@ type Group struct {
 	Checked bool
 	Missing map[Need]bool // of Needs, those the database does not have
 	Ready   int           // messages whose every need exists now
+	// NotChecked is why readiness was not checked, as the verdict says it
+	// ("" for "no database given").
+	NotChecked string
 }
 
 type weighted struct {
@@ -308,23 +311,33 @@ type Lookup func(ctx context.Context, n Need) (bool, error)
 // CheckReadiness asks the database, once per distinct need, whether the
 // fix-first groups' records exist now, and counts the messages whose every
 // need does.
+//
+// On an error no group is marked checked: a lookup that failed half way
+// leaves the triage as it was, whose verdicts say readiness was not
+// checked (NotChecked).
 func (t *Triage) CheckReadiness(ctx context.Context, exists Lookup) error {
 	known := map[Need]bool{}
 	for _, g := range t.groups {
 		if g.Rule.Class != FixFirst {
 			continue
 		}
-		g.Checked, g.Missing, g.Ready = true, map[Need]bool{}, 0
 		for n := range g.Needs {
-			ok, seen := known[n]
-			if !seen {
-				var err error
-				if ok, err = exists(ctx, n); err != nil {
+			if _, seen := known[n]; !seen {
+				ok, err := exists(ctx, n)
+				if err != nil {
 					return err
 				}
 				known[n] = ok
 			}
-			if !ok {
+		}
+	}
+	for _, g := range t.groups {
+		if g.Rule.Class != FixFirst {
+			continue
+		}
+		g.Checked, g.Missing, g.Ready = true, map[Need]bool{}, 0
+		for n := range g.Needs {
+			if !known[n] {
 				g.Missing[n] = true
 			}
 		}
@@ -341,17 +354,111 @@ func (t *Triage) CheckReadiness(ctx context.Context, exists Lookup) error {
 	return nil
 }
 
+// NotCheckedBecause records why readiness could not be checked (the
+// database could not be reached): the fix-first groups' verdicts say so.
+func (t *Triage) NotCheckedBecause(why string) {
+	for _, g := range t.groups {
+		g.NotChecked = why
+	}
+}
+
+// Evidence is what a group's verdict follows.
+type Evidence string
+
+const (
+	// FromRule: the rule table, nothing contradicting it.
+	FromRule Evidence = "rule"
+	// FromReadiness: the database holds every record a fix-first group
+	// needs, so it is retried now.
+	FromReadiness Evidence = "readiness"
+	// FromProbe: recover's dry run would write objects of a group whose
+	// rule says it is not retried as it is.
+	FromProbe Evidence = "probe"
+)
+
+// Shown is the class of the verdict shown, and what it follows: the
+// rule's class unless the database says otherwise. A fix-first group whose
+// every record exists now is retried now (transient, from readiness); a
+// group that is not retried as it is (permanent, unknown, fix-first and not
+// ready) whose probe would write objects now is retried too (transient,
+// from the probe). One verdict per group: its words, its badge, the
+// summary's advice and its command all follow this class.
+func (g *Group) Shown() (Class, Evidence) {
+	c := g.Rule.Class
+	if g.Unreadable || c == Transient {
+		return c, FromRule
+	}
+	if p := g.Probe; p != nil && p.Written > 0 && !g.ready() {
+		return Transient, FromProbe
+	}
+	if g.ready() {
+		return Transient, FromReadiness
+	}
+	return c, FromRule
+}
+
+// ready says every record the fix-first group needs exists now.
+func (g *Group) ready() bool {
+	return g.Rule.Class == FixFirst && len(g.Needs) > 0 && g.Checked && len(g.Missing) == 0
+}
+
 // Verdict is what to do with a group, in words: "retry now", "fix
 // first: …", "ready: …", "never as it is", "unknown", and what a probe
-// found.
-func (g *Group) Verdict() string { return g.verdict(namesShown, true) + g.probeNote(100) }
+// found; "would be written now: retry" when the probe contradicts the
+// rule (Shown).
+func (g *Group) Verdict() string {
+	if _, from := g.Shown(); from == FromProbe {
+		return g.probeVerdict(100)
+	}
+	return g.verdict(namesShown, true) + g.probeNote(100)
+}
 
 // ShortVerdict is the verdict for one line of a terminal: at most shown
 // names of each kind (then "and N more"), the probe's commonest error cut
 // shorter, and without "(readiness not checked: no database given)",
 // which a terminal says once for every group.
 func (g *Group) ShortVerdict(shown int) string {
+	if _, from := g.Shown(); from == FromProbe {
+		return g.probeVerdict(40)
+	}
 	return g.verdict(max(shown, 1), false) + g.probeNote(40)
+}
+
+// probeVerdict is the verdict of a group whose probe would write objects
+// the rule says are not retried as they are: the probe's finding first,
+// then what the rule said.
+func (g *Group) probeVerdict(cut int) string {
+	p := g.Probe
+	v := "would be written now: retry"
+	if p.Written < p.Tried {
+		v = "some would be written now: retry, and recover's dry run says which"
+	}
+	v += fmt.Sprintf(" (probe: %d of %d", p.Written, p.Tried)
+	if top, n := p.commonest(); n > 0 {
+		v += fmt.Sprintf("; %d: %s", n, cutRunes(top, cut))
+	}
+	rule := map[Class]string{Permanent: "never as it is", Unknown: "unknown", FixFirst: "fix first"}[g.Rule.Class]
+	return v + "; the rule " + g.Rule.ID + " says " + rule + ")"
+}
+
+// commonest is the error class most of the probe's failures have, and how
+// many.
+func (p *Probe) commonest() (string, int) {
+	top, n := "", 0
+	for class, k := range p.Failed {
+		if k > n || (k == n && class < top) {
+			top, n = class, k
+		}
+	}
+	return top, n
+}
+
+// cutRunes is s cut to cut runes, ending with "…" when cut.
+func cutRunes(s string, cut int) string {
+	if r := []rune(s); len(r) > cut {
+		return string(r[:cut]) + "…"
+	}
+	return s
 }
 
 // probeNote is what a probe found ("; probe: 0 of 2 would be written now
@@ -362,17 +469,8 @@ func (g *Group) probeNote(cut int) string {
 		return ""
 	}
 	v := fmt.Sprintf("; probe: %d of %d would be written now", p.Written, p.Tried)
-	top, n := "", 0
-	for class, k := range p.Failed {
-		if k > n || (k == n && class < top) {
-			top, n = class, k
-		}
-	}
-	if n > 0 {
-		if r := []rune(top); len(r) > cut {
-			top = string(r[:cut]) + "…"
-		}
-		v += fmt.Sprintf(" (%d: %s)", n, top)
+	if top, n := p.commonest(); n > 0 {
+		v += fmt.Sprintf(" (%d: %s)", n, cutRunes(top, cut))
 	}
 	return v
 }
@@ -394,7 +492,7 @@ func (g *Group) verdict(shown int, unchecked bool) string {
 		if !g.Checked {
 			note := ""
 			if unchecked {
-				note = " (readiness not checked: no database given)"
+				note = " (readiness not checked: " + cmp.Or(g.NotChecked, "no database given") + ")"
 			}
 			return "fix first: " + g.needsPhrase(shown) + note + g.noProviderNote()
 		}
@@ -411,7 +509,7 @@ func (g *Group) verdict(shown int, unchecked bool) string {
 // FixSteps is what to create first ("create provider LANCE_NRT"), "" for
 // none.
 func (g *Group) FixSteps() string {
-	if g.Rule.Class != FixFirst || len(g.Needs) == 0 || (g.Checked && len(g.Missing) == 0) {
+	if c, _ := g.Shown(); c != FixFirst || len(g.Needs) == 0 {
 		return ""
 	}
 	if g.Checked {

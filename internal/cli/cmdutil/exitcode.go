@@ -28,7 +28,9 @@ const ExitCodesHelp = `Exit codes:
   2    usage: a bad flag, argument or combination of them
   3    partial: the command ran, but some items failed or could not be read
        (for example an archive object that is not valid JSON); they are
-       listed on stderr and counted in the summary
+       listed on stderr and counted in the summary. dla triage exits 3 too
+       when the database given cannot be asked: the groups are printed,
+       readiness not checked, and the reason said
   4    AWS credentials or permissions: no credentials, an unknown profile,
        credentials rejected or expired, or access denied
   130  interrupted (Ctrl-C or SIGTERM); work in flight was finished or

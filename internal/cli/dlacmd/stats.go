@@ -142,6 +142,15 @@ func runStats(ctx context.Context, opts *StatsOptions) error {
 	return finish(nil, st, opts.Select.ignoreUnreadable)
 }
 
+// noValue is the label of the objects that have no value to group by: an
+// empty error is named as every verb names it (dla.NoErrorText).
+func noValue(by string) string {
+	if by == "error" {
+		return dla.NoErrorText
+	}
+	return "(none)"
+}
+
 func deref(p *string) string {
 	if p == nil {
 		return ""
@@ -182,7 +191,7 @@ func printStats(f *Factory, opts *StatsOptions, report StatsReport, counts map[s
 	}
 	t := output.NewTable(f.IO, "COUNT", "SHARE", opts.By)
 	for _, g := range report.Groups {
-		t.Row(fmt.Sprint(g.Count), fmt.Sprintf("%.1f%%", 100*float64(g.Count)/float64(max(report.Total, 1))), cmp.Or(deref(g.Value), "(none)"))
+		t.Row(fmt.Sprint(g.Count), fmt.Sprintf("%.1f%%", 100*float64(g.Count)/float64(max(report.Total, 1))), cmp.Or(deref(g.Value), noValue(opts.By)))
 	}
 	if err := t.Flush(); err != nil {
 		return err
@@ -210,7 +219,7 @@ func printStatsBars(f *Factory, by string, rep StatsReport) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s  %s  %s  %s\n", head.Render(" COUNT"), head.Render(" SHARE"), head.Render(fmt.Sprintf("%-*s", bw, "")), head.Render(strings.ToUpper(by)))
 	for _, g := range rep.Groups {
-		label := []rune(output.Escape(cmp.Or(deref(g.Value), "(none)")))
+		label := []rune(output.Escape(cmp.Or(deref(g.Value), noValue(by))))
 		if len(label) > labelW {
 			label = append(label[:labelW-1], '…')
 		}

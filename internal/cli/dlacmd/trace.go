@@ -421,7 +421,7 @@ func writeTrace(f *Factory, rep TraceReport) error {
 			b.WriteString("    " + style(output.Cut(output.OneLine(head), max(width-4, 20)), "", true) + "\n")
 			line("      ", trimRoot(m.Key))
 			if m.ErrorClass != nil {
-				line("      ", "error: "+output.Cut(cmp.Or(*m.ErrorClass, "(no error text)"), max(width-13, 20)))
+				line("      ", "error: "+output.Cut(cmp.Or(*m.ErrorClass, dla.NoErrorText), max(width-13, 20)))
 			}
 			v := m.Verdict.Result
 			if m.Verdict.Why != "" {

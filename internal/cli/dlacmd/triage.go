@@ -3,6 +3,7 @@ package dlacmd
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -109,33 +110,42 @@ stats do, unless --ignore-unreadable (which names the first 5; -v all).`,
 
 // TriageReport is the -o json form of dla triage (docs/triage.md).
 type TriageReport struct {
-	Schema           string        `json:"schema"`
-	Archive          string        `json:"archive"`
-	Scanned          int           `json:"scanned"`
-	Total            int           `json:"total"`
-	Unreadable       int           `json:"unreadable"`
-	ReadinessChecked bool          `json:"readiness_checked"`
-	Groups           []TriageGroup `json:"groups"`
+	Schema           string `json:"schema"`
+	Archive          string `json:"archive"`
+	Scanned          int    `json:"scanned"`
+	Total            int    `json:"total"`
+	Unreadable       int    `json:"unreadable"`
+	ReadinessChecked bool   `json:"readiness_checked"`
+	// ReadinessError is why a database given could not be asked (the
+	// triage is printed without it, and exits 3); null when it answered
+	// or none was given.
+	ReadinessError *string       `json:"readiness_error"`
+	Groups         []TriageGroup `json:"groups"`
 }
 
 // TriageGroup is one group of a triage.
 type TriageGroup struct {
-	Count       int           `json:"count"`
-	Class       triage.Class  `json:"class"`
-	Rule        string        `json:"rule"`
-	Verdict     string        `json:"verdict"`
-	Why         string        `json:"why"`
-	ErrorClass  *string       `json:"error_class"` // null: unreadable objects
-	FirstDate   *string       `json:"first_date"`
-	LastDate    *string       `json:"last_date"`
-	Collections []string      `json:"collections"`
-	ExampleKey  string        `json:"example_key"`
-	Needs       []triage.Need `json:"needs"`
-	Missing     []triage.Need `json:"missing"` // null: readiness not checked
-	Ready       *int          `json:"ready"`   // messages whose records all exist now; null: not checked
-	Fix         *string       `json:"fix"`     // what to do before the command, if anything
-	Probe       *triage.Probe `json:"probe"`   // recover's dry run on a sample; null: not probed
-	Command     string        `json:"command"` // the next command, quoted for bash and zsh
+	Count   int          `json:"count"`
+	Class   triage.Class `json:"class"` // the rule's
+	Rule    string       `json:"rule"`
+	Verdict string       `json:"verdict"`
+	// VerdictClass is the class of the verdict shown: the rule's, unless
+	// readiness or the probe says otherwise (VerdictFrom); the command
+	// follows it.
+	VerdictClass triage.Class    `json:"verdict_class"`
+	VerdictFrom  triage.Evidence `json:"verdict_from"`
+	Why          string          `json:"why"`
+	ErrorClass   *string         `json:"error_class"` // null: unreadable objects
+	FirstDate    *string         `json:"first_date"`
+	LastDate     *string         `json:"last_date"`
+	Collections  []string        `json:"collections"`
+	ExampleKey   string          `json:"example_key"`
+	Needs        []triage.Need   `json:"needs"`
+	Missing      []triage.Need   `json:"missing"` // null: readiness not checked
+	Ready        *int            `json:"ready"`   // messages whose records all exist now; null: not checked
+	Fix          *string         `json:"fix"`     // what to do before the command, if anything
+	Probe        *triage.Probe   `json:"probe"`   // recover's dry run on a sample; null: not probed
+	Command      string          `json:"command"` // the next command, quoted for bash and zsh
 	// Select lists exactly the group's objects (dla search … -o keys);
 	// null for unreadable objects, which no filter selects.
 	Select *string `json:"select"`
@@ -188,12 +198,18 @@ func runTriage(ctx context.Context, opts *TriageOptions) error {
 		return runErr
 	}
 	ul.done()
+	var dbErr error // the archive pass is printed whatever the database does
 	if opts.Probe > 0 {
-		if err := probe(ctx, opts, t, store, scope, loc); err != nil {
-			return err
+		if dbErr = probe(ctx, opts, t, store, scope, loc); dbErr != nil {
+			if ctx.Err() != nil {
+				return dbErr
+			}
+			for _, g := range t.Groups() { // a probe cut short says nothing
+				g.Probe = nil
+			}
 		}
 	}
-	if err := finishTriage(ctx, opts, t, loc, st.Listed, st.Unreadable, ""); err != nil {
+	if err := finishTriage(ctx, opts, t, loc, st.Listed, st.Unreadable, "", dbErr); err != nil {
 		return err
 	}
 	return finish(nil, st, opts.Select.ignoreUnreadable)
@@ -246,18 +262,35 @@ func probe(ctx context.Context, opts *TriageOptions, t *triage.Triage, store arc
 
 // finishTriage checks readiness when a database is given and prints the
 // triage; source is "" for a pass over the objects, else the Athena query's
-// summary.
-func finishTriage(ctx context.Context, opts *TriageOptions, t *triage.Triage, loc archive.Location, listed, unreadable int, source string) error {
+// summary. A database that cannot be asked (dbErr: the probe could not
+// reach it; or the readiness check fails) never drops the pass: the
+// groups are printed with "readiness not checked: ERROR", and the exit is
+// 3 (partial).
+func finishTriage(ctx context.Context, opts *TriageOptions, t *triage.Triage, loc archive.Location, listed, unreadable int, source string, dbErr error) error {
 	f, ctx := opts.Factory, ctx
 	checked := false
-	if dburl, secret := cmp.Or(opts.DatabaseURL, f.Getenv("DATABASE_URL")), opts.DBSecret; dburl != "" || secret != "" {
-		if err := checkReadiness(ctx, f, t, dburl, secret); err != nil {
-			return err
+	if dburl, secret := cmp.Or(opts.DatabaseURL, f.Getenv("DATABASE_URL")), opts.DBSecret; dbErr == nil && (dburl != "" || secret != "") {
+		if dbErr = checkReadiness(ctx, f, t, dburl, secret); dbErr == nil {
+			checked = true
 		}
-		checked = true
+	}
+	if dbErr != nil && ctx.Err() != nil {
+		return dbErr // interrupted: exit 130, not a verdict
+	}
+	var notChecked string
+	if dbErr != nil {
+		notChecked = "readiness not checked: "
+		if opts.Probe > 0 {
+			notChecked = "readiness not checked, nothing probed: "
+		}
+		notChecked += output.OneLine(cmdutil.ErrorLine(dbErr))
+		t.NotCheckedBecause("the database could not be asked")
 	}
 	archiveArg := cmp.Or(opts.Select.archiveFlag.value, f.Getenv("DLA_ARCHIVE"))
 	rep := TriageReport{Schema: TriageSchema, Archive: loc.String(), Scanned: listed, Total: t.Total, Unreadable: unreadable, ReadinessChecked: checked}
+	if dbErr != nil {
+		rep.ReadinessError = &notChecked
+	}
 	for _, g := range t.Groups() {
 		rep.Groups = append(rep.Groups, triageGroup(g, triageCommand{f: f, sel: &opts.Select, archive: archiveArg}))
 	}
@@ -268,7 +301,13 @@ func finishTriage(ctx context.Context, opts *TriageOptions, t *triage.Triage, lo
 		if source != "" { // what the query scanned and cost
 			fmt.Fprintln(f.IO.ErrOut, source)
 		}
-		return output.WriteJSON(output.JSONOut(f.IO), rep)
+		if err := output.WriteJSON(output.JSONOut(f.IO), rep); err != nil {
+			return err
+		}
+		if dbErr != nil {
+			return &cmdutil.ExitError{Code: cmdutil.ExitPartial, Err: errors.New(notChecked)}
+		}
+		return nil
 	}
 	if f.IO.IsStdoutTTY() {
 		if err := output.WriteTriage(f.IO, triageView(rep)); err != nil {
@@ -278,8 +317,11 @@ func finishTriage(ctx context.Context, opts *TriageOptions, t *triage.Triage, lo
 		return err
 	}
 	note := "readiness not checked (no database given)"
-	if checked {
+	switch {
+	case checked:
 		note = "readiness checked against the database"
+	case dbErr != nil:
+		note = notChecked
 	}
 	if source == "" {
 		source = fmt.Sprintf("%d read from %s", listed, loc)
@@ -292,6 +334,9 @@ func finishTriage(ctx context.Context, opts *TriageOptions, t *triage.Triage, lo
 		line = output.Wrap(output.OneLine(line), cmp.Or(f.IO.ErrTerminalWidth(), 80), "", "  ")
 	}
 	fmt.Fprintln(f.IO.ErrOut, line)
+	if dbErr != nil { // said above, in the summary: only the code is left
+		return cmdutil.PartialError
+	}
 	return nil
 }
 
@@ -333,7 +378,7 @@ func runTriageAthena(ctx context.Context, opts *TriageOptions) error {
 	if err != nil {
 		return err
 	}
-	return finishTriage(ctx, opts, t, loc, t.Total, 0, athenaSummary(plan, st))
+	return finishTriage(ctx, opts, t, loc, t.Total, 0, athenaSummary(plan, st), nil)
 }
 
 // checkReadiness opens the database read only and looks up what the
@@ -407,8 +452,9 @@ func (c triageCommand) selecting(verb string, g *triage.Group) []string {
 }
 
 func triageGroup(g *triage.Group, c triageCommand) TriageGroup {
-	out := TriageGroup{Count: g.Count, Class: g.Rule.Class, Rule: g.Rule.ID, Verdict: g.Verdict(), Why: g.Rule.Why,
-		ExampleKey: g.ExampleKey, Collections: g.SortedCollections(), Needs: g.SortedNeeds()}
+	shown, from := g.Shown()
+	out := TriageGroup{Count: g.Count, Class: g.Rule.Class, Rule: g.Rule.ID, Verdict: g.Verdict(), VerdictClass: shown, VerdictFrom: from,
+		Why: g.Rule.Why, ExampleKey: g.ExampleKey, Collections: g.SortedCollections(), Needs: g.SortedNeeds()}
 	if !g.Unreadable {
 		class := g.Class
 		out.ErrorClass = &class
@@ -444,10 +490,10 @@ func triageGroup(g *triage.Group, c triageCommand) TriageGroup {
 		out.Select = &sel
 	}
 	show := shellword.Join(append(c.base("show"), g.ExampleKey)...)
-	switch {
-	case g.Unreadable, g.Rule.Class == triage.Unknown:
+	switch { // the command follows the verdict shown
+	case g.Unreadable, shown == triage.Unknown:
 		out.Command = show
-	case g.Rule.Class == triage.Permanent || (g.Rule.Class == triage.FixFirst && len(g.Needs) == 0):
+	case shown == triage.Permanent || (shown == triage.FixFirst && len(g.Needs) == 0):
 		out.Command = *out.Select
 	default:
 		out.Command = shellword.Join(append(c.selecting("recover", g), "--dry-run")...)
@@ -460,7 +506,7 @@ func (g TriageGroup) next() string {
 	switch {
 	case g.Fix != nil:
 		return *g.Fix + ", then: " + g.Command
-	case g.ErrorClass == nil || g.Class == triage.Unknown:
+	case g.ErrorClass == nil || g.VerdictClass == triage.Unknown:
 		return "open one: " + g.Command
 	case strings.Contains(g.Command, " search "):
 		return "not recoverable as it is: " + g.Command + " lists them"
@@ -507,18 +553,23 @@ func (g TriageGroup) errorClass() string {
 	if g.ErrorClass == nil {
 		return "(unreadable)"
 	}
-	return cmp.Or(*g.ErrorClass, "(no error text)")
+	return cmp.Or(*g.ErrorClass, dla.NoErrorText)
 }
 
 // triageView is the terminal form: per group a header row (count, class,
 // dates, the commonest collection and "+N", the error class cut to fit),
 // the verdict naming a few records, and the next command on its own line;
-// first, what to do first.
+// first, what to do first. The groups are shown in the order of that
+// advice (retry, create, look, never as it is; the largest first in each),
+// so that the "first:" line names the groups at the top; each group's
+// badge is the class of its verdict (VerdictClass).
 func triageView(rep TriageReport) output.TriageView {
 	v := output.TriageView{Unit: "object"}
 	var retry, create, look, retryG, createG, lookG, never int
 	unchecked := false
-	for _, g := range rep.Groups {
+	groups := slices.Clone(rep.Groups)
+	slices.SortStableFunc(groups, func(a, b TriageGroup) int { return cmp.Compare(a.step(), b.step()) })
+	for _, g := range groups {
 		dates := "-"
 		if g.FirstDate != nil {
 			dates = *g.FirstDate
@@ -538,15 +589,15 @@ func triageView(rep TriageReport) output.TriageView {
 			}
 			colls = output.Cut(output.OneLine(g.Collections[0]), output.LeadCellWidth-len(more)) + more
 		}
-		v.Groups = append(v.Groups, output.TriageCard{Count: g.Count, Class: string(g.Class),
+		v.Groups = append(v.Groups, output.TriageCard{Count: g.Count, Class: string(g.VerdictClass),
 			Cells: []string{dates, colls, g.errorClass()}, Verdicts: g.shortVerdicts, Command: g.Command})
-		switch {
-		case g.Fix != nil:
+		switch g.step() {
+		case stepCreate:
 			create, createG = create+g.Count, createG+1
 			unchecked = unchecked || g.Ready == nil
-		case g.Class == triage.Unknown || g.ErrorClass == nil:
+		case stepLook:
 			look, lookG = look+g.Count, lookG+1
-		case strings.HasPrefix(g.Command, "dla recover "):
+		case stepRetry:
 			retry, retryG = retry+g.Count, retryG+1
 		default:
 			never += g.Count
@@ -567,10 +618,36 @@ func triageView(rep TriageReport) output.TriageView {
 	if never > 0 {
 		v.Idle = fmt.Sprintf("nothing to retry: %s will never succeed as they are", output.Plural(never, "object"))
 	}
-	if unchecked {
+	switch {
+	case rep.ReadinessError != nil:
+		v.Notes = append(v.Notes, *rep.ReadinessError)
+	case unchecked:
 		v.Notes = append(v.Notes, "readiness not checked: no database given (--database-url or --db-secret looks up what exists now)")
 	}
 	return v
+}
+
+// The steps of triage's advice, in the order it gives them.
+const (
+	stepRetry = iota
+	stepCreate
+	stepLook
+	stepNever
+)
+
+// step is which of the advice's steps the group is in: retry what its
+// command recovers, create what its fix names, look at one of the unknown
+// and unreadable, and leave what will never succeed as it is.
+func (g TriageGroup) step() int {
+	switch {
+	case g.Fix != nil:
+		return stepCreate
+	case g.VerdictClass == triage.Unknown || g.ErrorClass == nil:
+		return stepLook
+	case strings.HasPrefix(g.Command, "dla recover "):
+		return stepRetry
+	}
+	return stepNever
 }
 
 // triageRows are a triage's groups as the report page shows them.
@@ -580,9 +657,9 @@ func triageRows(t *triage.Triage, c triageCommand) []report.TriageRow {
 		tg := triageGroup(g, c)
 		what := "(unreadable objects)"
 		if tg.ErrorClass != nil {
-			what = cmp.Or(*tg.ErrorClass, "(no error text)")
+			what = cmp.Or(*tg.ErrorClass, dla.NoErrorText)
 		}
-		rows = append(rows, report.TriageRow{Count: tg.Count, Class: string(tg.Class), What: what, Verdict: tg.Verdict, Next: tg.next()})
+		rows = append(rows, report.TriageRow{Count: tg.Count, Class: string(tg.VerdictClass), What: what, Verdict: tg.Verdict, Next: tg.next()})
 	}
 	return rows
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/deadletter/deadletter/internal/athenasql"
 	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/dla/gen"
 	"github.com/deadletter/deadletter/internal/shellword"
 	"github.com/deadletter/deadletter/internal/testsupport"
 	"github.com/deadletter/deadletter/internal/testsupport/fakeathena"
@@ -628,6 +629,121 @@ func TestTriageViewDates(t *testing.T) {
 		v := triageView(TriageReport{Groups: []TriageGroup{{Count: 1, Class: triage.Unknown, FirstDate: &first, LastDate: &last}}})
 		if got := v.Groups[0].Cells[0]; got != c[2] {
 			t.Errorf("%s..%s: %q, want %q", first, last, got, c[2])
+		}
+	}
+}
+
+// A database in $DATABASE_URL that cannot be reached (a real closed port)
+// does not throw the archive pass away: every group is printed, their
+// readiness said to be not checked and why, and the exit is 3 (partial),
+// as JSON, piped and with --probe (issue 38 item 1). It printed only the
+// connection error and exited 1.
+func TestTriageWithAnUnreachableDatabasePrintsTheGroupsAndExitsPartial(t *testing.T) {
+	env := map[string]string{"DATABASE_URL": "postgres://cumulus@" + testsupport.ClosedPort(t) + "/cumulus?connect_timeout=5"}
+	want := triageOf(t, nil, "--archive", sampleArchive, "--ignore-unreadable")
+	for _, extra := range [][]string{nil, {"--probe", "2"}} {
+		args := append([]string{"triage", "--archive", sampleArchive, "--ignore-unreadable", "-o", "json"}, extra...)
+		r := run(t, false, env, "", args...)
+		var rep TriageReport
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("%v: exit %d, no JSON (%v): %s", extra, r.code, err, r.stderr)
+		}
+		note := "readiness not checked: cannot connect to PostgreSQL at 127.0.0.1:"
+		if extra != nil {
+			note = "readiness not checked, nothing probed: cannot connect to PostgreSQL at 127.0.0.1:"
+		}
+		if r.code != 3 || !strings.Contains(r.stderr, "dla: "+note) {
+			t.Errorf("%v: exit %d, stderr %q; want 3 and the reason", extra, r.code, r.stderr)
+		}
+		if rep.ReadinessChecked || rep.ReadinessError == nil || !strings.HasPrefix(*rep.ReadinessError, note) {
+			t.Errorf("%v: readiness_checked %v, readiness_error %v", extra, rep.ReadinessChecked, rep.ReadinessError)
+		}
+		if len(rep.Groups) != len(want.Groups) || rep.Total != want.Total {
+			t.Fatalf("%v: %d groups of %d objects, want the pass's %d of %d", extra, len(rep.Groups), rep.Total, len(want.Groups), want.Total)
+		}
+		for i, g := range rep.Groups {
+			if g.Class == triage.FixFirst && (g.Ready != nil || g.Missing != nil || !strings.Contains(g.Verdict, "(readiness not checked: the database could not be asked)")) {
+				t.Errorf("%v: %s: ready %v, missing %v, verdict %q", extra, g.Rule, g.Ready, g.Missing, g.Verdict)
+			}
+			if g.Probe != nil || g.Command != want.Groups[i].Command {
+				t.Errorf("%v: %s: probe %+v, command %q, want none and %q", extra, g.Rule, g.Probe, g.Command, want.Groups[i].Command)
+			}
+		}
+	}
+	r := run(t, false, env, "", "triage", "--archive", sampleArchive, "--ignore-unreadable")
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if r.code != 3 || len(lines) != len(want.Groups) || !strings.Contains(r.stderr, "; readiness not checked: cannot connect to PostgreSQL at 127.0.0.1:") {
+		t.Errorf("piped: exit %d, %d lines, stderr %q", r.code, len(lines), r.stderr)
+	}
+}
+
+// probeContradictsArchive holds n objects that recover writes now into a
+// database with the reference seed, their error text a schema violation:
+// the rule says never as it is, the probe that they would be written.
+func probeContradictsArchive(t *testing.T, n int) string {
+	t.Helper()
+	dir := t.TempDir()
+	body := withError(t, sampleBody(t), `AggregateError: SchemaValidationError: The record has validation errors: [{"keyword":"type","dataPath":".duration","message":"should be number"}]`)
+	for i := range n {
+		writeObject(t, dir, fmt.Sprintf("sqs/2024-03-02/contradicted-%d", i), body)
+	}
+	return filepath.Join(dir, "demo")
+}
+
+// Where --probe contradicts a group's rule (permanent, yet recover's dry
+// run would write every object it tried, against a real PostgreSQL), the
+// group has one verdict: "would be written now: retry", recover's dry run
+// as its command (which, run through bash -c, would write them), and in
+// the JSON the rule's class beside the verdict's (verdict_class,
+// verdict_from). It said "never as it is; probe: 3 of 3 would be written
+// now" with a dla search command (issue 38 item 2).
+func TestTriageVerdictFollowsAProbeThatContradictsItsRule(t *testing.T) {
+	dbURL := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
+	archive := probeContradictsArchive(t, 3)
+	rep := triageOf(t, nil, "--archive", archive, "--database-url", dbURL, "--probe", "3")
+	if len(rep.Groups) != 1 {
+		t.Fatalf("%d groups, want 1", len(rep.Groups))
+	}
+	g := rep.Groups[0]
+	t.Logf("%+v", g)
+	if g.Class != triage.Permanent || g.Rule != "schema-validation" || g.VerdictClass != triage.Transient || g.VerdictFrom != triage.FromProbe ||
+		g.Probe == nil || g.Probe.Written != 3 || !strings.HasPrefix(g.Verdict, "would be written now: retry (probe: 3 of 3; the rule schema-validation says never as it is)") ||
+		!strings.HasPrefix(g.Command, "dla recover ") || !strings.HasSuffix(g.Command, " --dry-run") || g.Fix != nil {
+		t.Fatalf("the group: %+v", g)
+	}
+	out, code := bashPrinted(t, g.Command+" --offline -o ndjson", "DATABASE_URL="+dbURL)
+	if code != 0 || strings.Count(out, `"result":"written"`) != 3 {
+		t.Errorf("%s: exit %d, want 3 written:\n%s", g.Command, code, out)
+	}
+	// Without the probe the rule speaks: the search that lists them.
+	plain := triageOf(t, nil, "--archive", archive, "--database-url", dbURL).Groups[0]
+	if plain.VerdictClass != triage.Permanent || plain.VerdictFrom != triage.FromRule || plain.Verdict != "never as it is" || !strings.HasPrefix(plain.Command, "dla search ") {
+		t.Errorf("without --probe: %+v", plain)
+	}
+}
+
+// The objects without an error text are named alike by every verb that
+// names them, dla.NoErrorText: triage's group, stats --by error (piped
+// and on a terminal) and the report's classes. They were "(no error
+// text)", "(none)" and "(no error)" (issue 38 item 9).
+func TestAnEmptyErrorHasOneNameInEveryVerb(t *testing.T) {
+	for _, c := range []struct {
+		tty  bool
+		args []string
+	}{
+		{false, []string{"triage"}},
+		{true, []string{"triage"}},
+		{false, []string{"stats", "--by", "error"}},
+		{true, []string{"stats", "--by", "error"}},
+		{false, []string{"report", "--out", "-"}},
+	} {
+		r := run(t, c.tty, map[string]string{"NO_COLOR": "1"}, "", append(c.args, "--archive", sampleArchive, "--ignore-unreadable")...)
+		out := html.UnescapeString(r.stdout)
+		// "(none)" is still a collection's or a workflow's missing value.
+		none := c.args[0] == "stats" && strings.Contains(out, "(none)")
+		if r.code != 0 || !strings.Contains(out, dla.NoErrorText) || none || strings.Contains(out, "(no error)") {
+			t.Errorf("%v (terminal %v): exit %d, %q named %v, (none) %v, (no error) %v", c.args, c.tty, r.code, dla.NoErrorText,
+				strings.Contains(out, dla.NoErrorText), strings.Contains(out, "(none)"), strings.Contains(out, "(no error)"))
 		}
 	}
 }
