@@ -59,3 +59,22 @@ func TestReplayInterruptedOnATerminalIsResumedByTheCommandItPrints(t *testing.T)
 		w.exactlyOnce(places, eligible, nil)
 	}
 }
+
+// TestReplayAnsweredYIsNotConfirmed pins issue 38 item 6: only "yes"
+// confirms; "y" is said to be no confirmation, nothing is sent, and the
+// exit is 1 (nothing done), not 0.
+func TestReplayAnsweredYIsNotConfirmed(t *testing.T) {
+	w := seededWorld(t, 16)
+	r := testsupport.RunPTY(t, bin, testsupport.PTY{Cols: 80, Env: w.ptyEnv(), Answers: []testsupport.PTYAnswer{{Prompt: "to continue:", Reply: "y"}}},
+		w.replayArgs()...)
+	screen := testsupport.Render(r.Screen, 80).String()
+	if r.Code != 1 || !strings.Contains(screen, "not confirmed (type yes)\nnothing sent, nothing changed; every message is released") {
+		t.Fatalf("exit %d, want 1 saying it was not confirmed:\n%s", r.Code, screen)
+	}
+	places := w.places(1, 2)
+	for body, at := range places {
+		if len(at) != 1 || at[0] != "DLQ" {
+			t.Errorf("%s is in %v after a replay not confirmed", body, at)
+		}
+	}
+}

@@ -72,7 +72,7 @@ fields stay null.`,
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return runMigrate(cmd.Context(), opts)
+			return cmdutil.MutationError(runMigrate(cmd.Context(), opts))
 		},
 	}
 	opts.Archive.register(cmd)

@@ -164,7 +164,7 @@ later moves back what it left.`,
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return runRecover(cmd.Context(), opts)
+			return cmdutil.MutationError(runRecover(cmd.Context(), opts))
 		},
 	}
 	opts.Select.register(cmd)
