@@ -35,8 +35,14 @@ type PTY struct {
 	Timeout time.Duration // 0: 60 s; the run is killed and the test fails past it
 }
 
-// PTYAnswer is what to type once the terminal shows Prompt.
-type PTYAnswer struct{ Prompt, Reply string }
+// PTYAnswer is what to type once the terminal shows Prompt: Reply and
+// Enter, or Reply alone with Keys (a Ctrl-C is "\x03": an operator does
+// not press Enter after it, and the terminal would echo the Enter as a new
+// line).
+type PTYAnswer struct {
+	Prompt, Reply string
+	Keys          bool
+}
 
 // PTYResult is what a run on a pseudo-terminal printed.
 type PTYResult struct {
@@ -101,7 +107,11 @@ func RunPTY(t testing.TB, bin string, opt PTY, args ...string) PTYResult {
 			if answered < len(opt.Answers) {
 				if i := bytes.Index(screen.Bytes()[from:], []byte(opt.Answers[answered].Prompt)); i >= 0 {
 					from += i + len(opt.Answers[answered].Prompt)
-					io.WriteString(master, opt.Answers[answered].Reply+"\r")
+					if a := opt.Answers[answered]; a.Keys {
+						io.WriteString(master, a.Reply)
+					} else {
+						io.WriteString(master, a.Reply+"\r")
+					}
 					answered++
 				}
 			}

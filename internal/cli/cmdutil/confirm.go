@@ -18,8 +18,16 @@ func RequireYes(ios *iostreams.IOStreams, yes bool, what string) error {
 	return UsageErrorf("%s needs --yes when it cannot ask (stdin or stderr is not a terminal, or DEADLETTER_NO_PROMPT is set)", what)
 }
 
+// ErrNotConfirmed is the error of a command whose confirmation was
+// answered with anything but its word, before it changed anything: Confirm
+// said "not confirmed", the command what it left as it was, and the exit
+// code is 1 (`help exit-codes`: nothing was done).
+var ErrNotConfirmed = &ExitError{Code: ExitFailure}
+
 // Confirm asks a question on stderr and reads the answer from stdin; only
 // the word typed exactly (for example "yes") confirms. The default is no.
+// Any other answer (y, an empty line, the end of stdin) is said to be no
+// confirmation, naming the word to type.
 func Confirm(ios *iostreams.IOStreams, question, word string) (bool, error) {
 	// The question on a line of its own: one naming a file and a queue ran
 	// past 80 columns with the prompt after it.
@@ -27,7 +35,10 @@ func Confirm(ios *iostreams.IOStreams, question, word string) (bool, error) {
 	line, err := bufio.NewReader(ios.In).ReadString('\n')
 	if err != nil && line == "" {
 		fmt.Fprintln(ios.ErrOut)
-		return false, nil
 	}
-	return strings.TrimSpace(line) == word, nil
+	if strings.TrimSpace(line) == word {
+		return true, nil
+	}
+	fmt.Fprintf(ios.ErrOut, "not confirmed (type %s)\n", word)
+	return false, nil
 }

@@ -48,6 +48,15 @@ func Execute(ctx context.Context, root *cobra.Command, args []string, errOut io.
 		code = ExitInterrupted
 	}
 	var ee *ExitError
+	if errors.Is(err, syscall.EPIPE) && !errors.As(err, &ee) {
+		// The reader of stdout went away (`dla show … | head -1`) from a
+		// command that only prints: what is lost is output nobody reads.
+		// A quiet success, whether the write that found the pipe closed
+		// came before the end or (the output fitting the pipe) none did:
+		// the same exit every time. A command that changes things returns
+		// a MutationError instead, and exits 1.
+		return ExitOK
+	}
 	switch {
 	case err == nil:
 	case code == ExitInterrupted:
@@ -84,6 +93,18 @@ func ErrorLine(err error) string {
 		return "stdout was closed before the output ended (the reader of the pipe exited); output stopped"
 	}
 	return err.Error()
+}
+
+// MutationError is the error of a command that changes things (recover,
+// migrate): a closed stdout stopped it part way, so a write that failed
+// with EPIPE is exit 1 with its line, never Execute's quiet success of a
+// command that only prints.
+func MutationError(err error) error {
+	var ee *ExitError
+	if errors.Is(err, syscall.EPIPE) && !errors.As(err, &ee) {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	return err
 }
 
 // UsageArgs turns a cobra positional-argument check into a usage error.

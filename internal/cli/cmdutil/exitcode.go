@@ -23,8 +23,13 @@ const (
 // ExitCodesHelp is the text of the exit-codes help topic.
 const ExitCodesHelp = `Exit codes:
 
-  0    success (a search that matches nothing is a success too)
-  1    failure: the command could not do its job
+  0    success (a search that matches nothing is a success too); a command
+       that only prints ends so, quietly, when its reader goes away
+       (dla show … | head -1: stdout closed)
+  1    failure: the command could not do its job; or a confirmation was
+       answered with anything but "yes" ("not confirmed (type yes)":
+       nothing was done); or stdout was closed under recover or migrate,
+       which stopped part way
   2    usage: a bad flag, argument or combination of them
   3    partial: the command ran, but some items failed or could not be read
        (for example an archive object that is not valid JSON); they are

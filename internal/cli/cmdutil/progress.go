@@ -5,10 +5,14 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/deadletter/deadletter/internal/cli/iostreams"
 )
 
 // Progress draws one status line on stderr, at most every 100 ms, and only
-// when stderr is a terminal; otherwise every call is a no-op.
+// when stderr is a terminal; otherwise every call is a no-op. On the
+// process's own stderr (iostreams.System) the line is the terminal's
+// status line, which every other write to the terminal erases first.
 type Progress struct {
 	mu      sync.Mutex
 	w       io.Writer
@@ -40,6 +44,10 @@ func (p *Progress) Clear() {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if sl, ok := p.w.(iostreams.StatusLine); ok {
+		sl.ClearStatus()
+		return
+	}
 	if p.width > 0 {
 		fmt.Fprintf(p.w, "\r%*s\r", p.width, "")
 		p.width = 0
@@ -47,6 +55,10 @@ func (p *Progress) Clear() {
 }
 
 func (p *Progress) draw(s string) {
+	if sl, ok := p.w.(iostreams.StatusLine); ok {
+		sl.DrawStatus(s)
+		return
+	}
 	pad := p.width - len(s)
 	if pad < 0 {
 		pad = 0

@@ -72,7 +72,7 @@ fields stay null.`,
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return runMigrate(cmd.Context(), opts)
+			return cmdutil.MutationError(runMigrate(cmd.Context(), opts))
 		},
 	}
 	opts.Archive.register(cmd)
@@ -138,7 +138,8 @@ func runMigrate(ctx context.Context, opts *MigrateOptions) error {
 			return err
 		}
 		if !ok {
-			return cmdutil.UsageErrorf("not confirmed; nothing was moved")
+			fmt.Fprintln(f.IO.ErrOut, "nothing moved")
+			return cmdutil.ErrNotConfirmed
 		}
 	}
 	message, err := migrateMessages(ctx, f, opts.Offline, loc)

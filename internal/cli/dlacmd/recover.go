@@ -1,6 +1,7 @@
 package dlacmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -163,7 +164,7 @@ later moves back what it left.`,
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return runRecover(cmd.Context(), opts)
+			return cmdutil.MutationError(runRecover(cmd.Context(), opts))
 		},
 	}
 	opts.Select.register(cmd)
@@ -284,13 +285,32 @@ func runRecover(ctx context.Context, opts *RecoverOptions) error {
 		return writeSummary(opts, sess.Summary())
 	}
 	if !opts.DryRun && !opts.Yes {
-		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Write %s to %s?", output.Plural(plan.Objects, "object"), plan.Database), "yes")
+		ok, err := cmdutil.Confirm(f.IO, recoverQuestion(plan, opts), "yes")
 		if err != nil || !ok {
-			fmt.Fprintln(f.IO.ErrOut, "nothing written")
-			return err
+			fmt.Fprintln(f.IO.ErrOut, "nothing written, nothing changed")
+			return cmp.Or(err, error(cmdutil.ErrNotConfirmed))
 		}
 	}
 	return runRecoverObjects(ctx, opts, sess)
+}
+
+// recoverQuestion is the confirmation of a recovery: what is written where,
+// and what then becomes of the archive's objects (deleted, moved to
+// failed-sqs/, or kept), so that "yes" is said to all of it.
+func recoverQuestion(p *dlarecover.Plan, opts *RecoverOptions) string {
+	q := fmt.Sprintf("Write %s to %s?", output.Plural(p.Objects, "object"), p.Database)
+	if opts.Keep {
+		return q + "\nEvery archive object is kept where it is (--keep)."
+	}
+	q += "\nThen each object written (or dropped as stale) is deleted from the archive,\nand each that fails is moved to failed-sqs/<event date>/"
+	switch {
+	case p.Unreadable > 0 && opts.LeaveUnreadable:
+		q += fmt.Sprintf(";\nthe %s %s left where %s (--leave-unreadable)", output.Plural(p.Unreadable, "unreadable object"),
+			map[bool]string{true: "is", false: "are"}[p.Unreadable == 1], map[bool]string{true: "it is", false: "they are"}[p.Unreadable == 1])
+	case p.Unreadable > 0:
+		q += fmt.Sprintf(",\nas %s %s", map[bool]string{true: "is", false: "are"}[p.Unreadable == 1], output.Plural(p.Unreadable, "unreadable object"))
+	}
+	return q + "."
 }
 
 // openError is the error of a run dlarecover.Open would not start: what

@@ -1,6 +1,7 @@
 package dlacmd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
@@ -193,8 +194,8 @@ func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 	if !opts.Yes {
 		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Recover %s through the Cumulus API at %s?", output.Plural(plan.Objects, "object"), opts.ViaAPI), "yes")
 		if err != nil || !ok {
-			fmt.Fprintln(f.IO.ErrOut, "nothing staged")
-			return err
+			fmt.Fprintln(f.IO.ErrOut, "nothing staged, nothing changed")
+			return cmp.Or(err, error(cmdutil.ErrNotConfirmed))
 		}
 	}
 	v.Staging = apirecover.NewStaging(scope.Layout, f.Now())

@@ -28,11 +28,41 @@ type IOStreams struct {
 
 // System returns the real streams, with terminal detection.
 func System() *IOStreams {
-	return &IOStreams{
+	s := &IOStreams{
 		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
 		inTTY: isTerminal(os.Stdin), outTTY: isTerminal(os.Stdout), errTTY: isTerminal(os.Stderr),
 		getenv: os.Getenv,
 	}
+	s.EnableStatusLine()
+	return s
+}
+
+// EnableStatusLine makes stderr, when it is a terminal, able to show a
+// status line (StatusLine) that every other write to stderr, and to
+// stdout when it is a terminal too, erases first. System calls it; tests
+// call it after SetTTY and SetEnv.
+func (s *IOStreams) EnableStatusLine() {
+	if !s.errTTY {
+		return
+	}
+	if _, done := s.ErrOut.(*statusWriter); done {
+		return
+	}
+	line := &statusLine{w: s.ErrOut, dumb: s.getenv("TERM") == "dumb", width: s.ErrTerminalWidth}
+	if s.outTTY {
+		s.Out = &statusWriter{line: line, w: s.Out}
+	}
+	s.ErrOut = &statusWriter{line: line, w: s.ErrOut}
+}
+
+// fileOf is the file under w: a stream's own, or the one a status line
+// writes to.
+func fileOf(w io.Writer) (*os.File, bool) {
+	if sw, ok := w.(*statusWriter); ok {
+		w = sw.w
+	}
+	f, ok := w.(*os.File)
+	return f, ok
 }
 
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
@@ -60,7 +90,7 @@ func (s *IOStreams) TerminalWidth() int {
 	if !s.outTTY {
 		return 0
 	}
-	if f, ok := s.Out.(*os.File); ok {
+	if f, ok := fileOf(s.Out); ok {
 		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
 			return w
 		}
@@ -68,7 +98,7 @@ func (s *IOStreams) TerminalWidth() int {
 	if n, err := strconv.Atoi(s.getenv("COLUMNS")); err == nil && n > 0 {
 		return n
 	}
-	if _, ok := s.Out.(*os.File); ok {
+	if _, ok := fileOf(s.Out); ok {
 		return 80
 	}
 	return 0
@@ -85,7 +115,7 @@ func (s *IOStreams) ErrTerminalWidth() int {
 	if s.width > 0 {
 		return s.width
 	}
-	if f, ok := s.ErrOut.(*os.File); ok {
+	if f, ok := fileOf(s.ErrOut); ok {
 		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
 			return w
 		}
@@ -93,7 +123,7 @@ func (s *IOStreams) ErrTerminalWidth() int {
 	if n, err := strconv.Atoi(s.getenv("COLUMNS")); err == nil && n > 0 {
 		return n
 	}
-	if _, ok := s.ErrOut.(*os.File); ok {
+	if _, ok := fileOf(s.ErrOut); ok {
 		return 80
 	}
 	return 0

@@ -488,7 +488,8 @@ func confirmChange(f *Factory, opts *ProcessorOptions, question string) (bool, e
 		return false, err
 	}
 	if !ok {
-		return false, cmdutil.UsageErrorf("not confirmed; nothing was changed")
+		fmt.Fprintln(f.IO.ErrOut, "nothing changed")
+		return false, cmdutil.ErrNotConfirmed
 	}
 	return true, nil
 }

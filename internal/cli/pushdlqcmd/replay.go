@@ -8,16 +8,19 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/aws/smithy-go"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/pushpolicy"
+	"github.com/deadletter/deadletter/internal/shellword"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
 )
@@ -33,6 +36,9 @@ type ReplayOptions struct {
 	FromEnv         bool
 	AllowWideWindow bool
 	Output          *cmdutil.Output
+	// given are the flags of the invocation, as given: the command that
+	// resumes its run is built from them (resumeCommand).
+	given []string
 }
 
 // NewCmdReplay builds `pushdlq replay`.
@@ -152,6 +158,7 @@ run exits 3 whenever either is not zero, never "nothing to replay" and 0.`,
 // validate resolves the configuration (flags over --from-env) and applies
 // every guardrail before anything is read from SQS.
 func (o *ReplayOptions) validate(cmd *cobra.Command) error {
+	o.given = givenFlags(cmd, "journal", "resume", "dry-run", "wait-held")
 	if err := o.Output.Validate(); err != nil {
 		return err
 	}
@@ -289,7 +296,10 @@ func runReplay(ctx context.Context, opts *ReplayOptions) error {
 				fmt.Fprintf(w, "nothing more sent: the %s round %d read are released; what the earlier rounds sent or parked stays so\n",
 					output.Plural(p.Scanned, "message"), p.Round)
 			default:
-				fmt.Fprintln(w, "nothing sent; every message is released")
+				fmt.Fprintln(w, "nothing sent, nothing changed; every message is released")
+				if err == nil {
+					err = cmdutil.ErrNotConfirmed
+				}
 			}
 			return ok, err
 		}}
@@ -303,6 +313,10 @@ func runReplay(ctx context.Context, opts *ReplayOptions) error {
 // replayOutcome renders what a run came to (what it left undone on stderr,
 // the summary on stdout, then what stopped it) and makes it the exit code.
 func replayOutcome(opts *ReplayOptions, out *stdoutGuard, stream *output.JSONStream, res *pushreplay.RunResult, err error) error {
+	var held *pushreplay.HeldTooLongError
+	if errors.As(err, &held) {
+		err = fmt.Errorf("%w; that is:\n  %s", err, resumeCommand(opts, opts.Resume, held.WaitHeld()))
+	}
 	if res == nil {
 		return replayExit(err)
 	}
@@ -353,8 +367,55 @@ func replayOutcome(opts *ReplayOptions, out *stdoutGuard, stream *output.JSONStr
 		err = stoppedError(what)
 	case err == nil && res.Partial():
 		err = cmdutil.PartialError
+	case errors.Is(err, context.Canceled):
+		printInterrupted(w, opts, s)
 	}
 	return err
+}
+
+// givenFlags are the flags given to cmd (its own and the root's AWS
+// flags), each as one word or a name and its value, but those named in
+// leave.
+func givenFlags(cmd *cobra.Command, leave ...string) []string {
+	var words []string
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		switch {
+		case slices.Contains(leave, fl.Name):
+		case fl.Value.Type() == "bool" && fl.Value.String() == "true":
+			words = append(words, "--"+fl.Name)
+		case fl.Value.Type() == "bool":
+			words = append(words, "--"+fl.Name+"=false")
+		default:
+			words = append(words, "--"+fl.Name, fl.Value.String())
+		}
+	})
+	return words
+}
+
+// resumeCommand is the command that resumes the run of journal: this
+// invocation's flags with --resume, quoted for the shell, so that it runs
+// as printed (a longer --wait-held when waitHeld is not 0).
+func resumeCommand(opts *ReplayOptions, journal string, waitHeld time.Duration) string {
+	words := append([]string{"pushdlq", "replay"}, opts.given...)
+	if waitHeld > 0 {
+		words = append(words, "--wait-held", waitHeld.String())
+	} else if opts.WaitHeld != 15*time.Minute {
+		words = append(words, "--wait-held", opts.WaitHeld.String())
+	}
+	return shellword.Join(append(words, "--resume", journal)...)
+}
+
+// printInterrupted says what an interrupted run (Ctrl-C, SIGTERM) left:
+// nothing changed, when it stopped before its journal was opened; else the
+// command that resumes it.
+func printInterrupted(w io.Writer, opts *ReplayOptions, s pushreplay.Summary) {
+	if s.Journal == nil {
+		fmt.Fprintln(w, "interrupted before anything was sent: nothing changed; every message is released")
+		return
+	}
+	fmt.Fprintf(w, "interrupted: %s sent, %s released; the journal is %s.\n"+
+		"Resume the run (what the journal shows as sent is deleted from the DLQ, not sent again) with:\n  %s\n",
+		output.Plural(s.Sent, "message"), output.Plural(s.Released, "message"), *s.Journal, resumeCommand(opts, *s.Journal, 0))
 }
 
 // stderrOut is where the replay workflow and a DLQ session speak: stderr,

@@ -86,10 +86,14 @@ const exitCodesHelp = `Exit codes:
 
   0    success: everything selected was moved (or, for a dry run, could be);
        a DLQ with nothing to replay is a success too, unless messages are
-       in flight (then 3: another consumer or an interrupted run holds them)
+       in flight (then 3: another consumer or an interrupted run holds them);
+       inspect, triage, trace and codes end so, quietly, when stdout is
+       closed (pushdlq inspect … | head -1)
   1    failure: the command could not do its job (a queue could not be read,
-       the journal could not be written, stdout was closed before the end,
-       a resume would have to wait longer than --wait-held)
+       the journal could not be written, stdout was closed before the end
+       of a replay or an export, a resume would have to wait longer than
+       --wait-held); or a confirmation was answered with anything but
+       "yes" ("not confirmed (type yes)": nothing was done)
   2    usage: a bad flag, argument or combination of them; nothing was read
   3    partial: the command ran, but some messages were not moved: a target
        refused them (failed), a send got no reply (uncertain: possibly
@@ -100,7 +104,9 @@ const exitCodesHelp = `Exit codes:
   4    AWS credentials or permissions: no credentials, expired credentials,
        or access denied
   130  interrupted (Ctrl-C or SIGTERM): batches in flight were finished and
-       journalled, everything else released
+       journalled, everything else released; replay prints the command that
+       resumes the run (or that nothing changed), export the one that
+       finishes it
 
 Whatever the exit code, no message is deleted from the DLQ before its
 target queue (or the export file) has it, and every message still held is

@@ -43,6 +43,22 @@ func (r *replayRun) checkResumeJournal(dlq string) error {
 	return nil
 }
 
+// HeldTooLongError refuses a resume that would wait longer than
+// --wait-held for the messages the interrupted run holds.
+type HeldTooLongError struct {
+	Held  int
+	Until time.Time
+	Wait  time.Duration
+}
+
+// WaitHeld is the --wait-held that would let the resume wait for them.
+func (e *HeldTooLongError) WaitHeld() time.Duration { return e.Wait.Round(time.Minute) + time.Minute }
+
+func (e *HeldTooLongError) Error() string {
+	return fmt.Sprintf("the interrupted run holds %s invisible until %s (%s from now); resume after then, or pass --wait-held %s",
+		messages(e.Held), e.Until.UTC().Format(time.RFC3339), e.Wait.Round(time.Second), e.WaitHeld())
+}
+
 // waitForHeld makes a resume wait until the messages the interrupted run
 // held are visible again: scanning earlier finds nothing of them, and a
 // message sent but not deleted would reappear later, in both places.
@@ -53,8 +69,7 @@ func (r *replayRun) waitForHeld(ctx context.Context) error {
 		return nil
 	}
 	if wait > r.WaitHeld {
-		return fmt.Errorf("the interrupted run holds %s invisible until %s (%s from now); resume after then, or pass --wait-held %s",
-			messages(held), until.UTC().Format(time.RFC3339), wait.Round(time.Second), wait.Round(time.Minute)+time.Minute)
+		return &HeldTooLongError{Held: held, Until: until, Wait: wait}
 	}
 	// A second more: SQS makes them visible at about that time, not before.
 	wait += time.Second
