@@ -103,7 +103,7 @@ func dlaVerbs() []testsupport.PTYVerb {
 			return []string{"trace", "--archive", sample, "--offline", "--database-url", db, "--ignore-unreadable",
 				"--granule", "MOD09GQ.A2023111.h06v07.006.2024248749933", "--granule", "NOT.IN.THE.ARCHIVE"}, nil
 		}, Codes: []int{0}, Colour: true, Check: func(t *testing.T, r testsupport.PTYResult) {
-			for _, want := range []string{"would be written:", "not in the archive: no write of it failed"} {
+			for _, want := range []string{"decides it:", "not in the archive: no write of it failed"} {
 				if !strings.Contains(r.Screen, want) {
 					t.Errorf("%d columns: trace's screen lacks %q", r.Cols, want)
 				}
