@@ -59,11 +59,13 @@ queue or on disk. Data goes to stdout; plans, progress and warnings to stderr.`,
 
 const environmentHelp = `Environment variables:
 
-  PUSH_DLQ_QUEUE_URL     the DLQ                        } read by
-  PUSH_QUEUE_BASE_URL    the priority queues' prefix    } 'replay --from-env',
-  PROCESS_START_AT       window start (ISO-8601)        } exactly as the
-  PROCESS_END_AT         window end (ISO-8601)          } push-dlq processor
-  PROCESS_ERROR_CODES    1004,2003 or *                 } reads them
+  PUSH_DLQ_QUEUE_URL     the DLQ
+  PUSH_QUEUE_BASE_URL    the priority queues' prefix
+  PROCESS_START_AT       window start (ISO-8601)
+  PROCESS_END_AT         window end (ISO-8601)
+  PROCESS_ERROR_CODES    1004,2003 or *
+                         (these five are read by 'replay --from-env',
+                         exactly as the push-dlq processor reads them)
   AWS_PROFILE, AWS_REGION, AWS_DEFAULT_REGION
                          AWS profile and region; --profile and --region win
   AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_SQS
