@@ -67,6 +67,7 @@ summaries go to stderr.`,
   dla stats --archive testdata/archive/demo --by error`,
 	}
 	cmdutil.SetupRoot(root, f.IO.Out, f.IO.ErrOut)
+	cmdutil.WrapHelp(root, f.IO.TerminalWidth)
 	cmdutil.AddAWSFlags(root, f.AWS)
 
 	root.AddCommand(NewCmdSearch(f, nil), NewCmdShow(f, nil), NewCmdStats(f, nil), NewCmdTriage(f, nil), NewCmdTrace(f, nil), NewCmdReport(f, nil), NewCmdRecover(f, nil), NewCmdMigrateLegacy(f, nil), cmdutil.NewCmdVersion("dla", f.IO.Out), newCmdDev(f))

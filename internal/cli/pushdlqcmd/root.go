@@ -48,6 +48,7 @@ queue or on disk. Data goes to stdout; plans, progress and warnings to stderr.`,
   pushdlq export --dlq push-dlq --out push-dlq-2025-11-14.ndjson`,
 	}
 	cmdutil.SetupRoot(root, f.IO.Out, f.IO.ErrOut)
+	cmdutil.WrapHelp(root, f.IO.TerminalWidth)
 	cmdutil.AddAWSFlags(root, f.AWS)
 	root.PersistentFlags().Lookup("endpoint-url").Usage = "send SQS requests to this URL, e.g. a local SQS such as fauxqs or ElasticMQ (beats AWS_ENDPOINT_URL_SQS and AWS_ENDPOINT_URL)"
 	root.AddCommand(NewCmdCodes(f, nil), NewCmdInspect(f, nil), NewCmdTriage(f, nil), NewCmdTrace(f, nil), NewCmdExport(f, nil), NewCmdReplay(f, nil), NewCmdProcessor(f),
