@@ -4,12 +4,15 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
+	"github.com/deadletter/deadletter/internal/pushpolicy"
 )
 
 // Main runs pushdlq with the process's arguments and returns its exit code.
@@ -55,7 +58,42 @@ queue or on disk. Data goes to stdout; plans, progress and warnings to stderr.`,
 		cmdutil.NewCmdVersion("pushdlq", f.IO.Out), newCmdDev(f))
 	root.AddCommand(cmdutil.HelpTopic("exit-codes", "What pushdlq's exit codes mean", exitCodesHelp))
 	root.AddCommand(cmdutil.HelpTopic("environment", "Environment variables pushdlq reads", environmentHelp))
+	cmdutil.CompleteFlag(root, "codes", completeCodes)
+	cmdutil.CompleteFlag(root, "window", cmdutil.NoFiles)
 	return root
+}
+
+// completeCodes completes --codes from the code table, each with its
+// name: after "1004," the codes not yet in the list, then "*" (all codes)
+// when nothing is typed yet. Never file names.
+func completeCodes(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	done, _ := cutLast(toComplete, ",")
+	var out []string
+	if done == "" {
+		out = append(out, "*\tevery code (a window over 24 hours needs --allow-wide-window)")
+	}
+	listed := map[string]bool{}
+	for _, c := range strings.Split(done, ",") {
+		listed[strings.TrimSpace(c)] = true
+	}
+	prefix := ""
+	if done != "" {
+		prefix = done + ","
+	}
+	for _, c := range pushpolicy.Codes {
+		if code := strconv.Itoa(c.Code); !listed[code] {
+			out = append(out, prefix+code+"\t"+c.Name)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// cutLast splits s around the last sep: "1004,20" is "1004" and "20".
+func cutLast(s, sep string) (before, after string) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):]
+	}
+	return "", s
 }
 
 const environmentHelp = `Environment variables:
