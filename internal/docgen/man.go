@@ -2,6 +2,7 @@ package docgen
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -21,7 +22,14 @@ func roffEscape(s string) string {
 
 // roffLine is one input line of text: \& keeps a leading '.' or an apostrophe from
 // being read as a request.
-func roffLine(s string) string { return `\&` + roffEscape(s) + "\n" }
+func roffLine(s string) string {
+	// A <placeholder> of two words is never broken across lines.
+	s = roffEscape(s)
+	s = spacedPlaceholder.ReplaceAllStringFunc(s, func(p string) string { return strings.ReplaceAll(p, " ", `\ `) })
+	return `\&` + s + "\n"
+}
+
+var spacedPlaceholder = regexp.MustCompile(`<[A-Za-z][A-Za-z ]* [A-Za-z ]*>`)
 
 func writeBlocks(b *strings.Builder, text string) {
 	for _, bl := range blocks(text) {
