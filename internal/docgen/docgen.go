@@ -10,15 +10,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 )
 
 // Files returns every generated file, by path relative to the repository
-// root, for each root command.
-func Files(roots ...*cobra.Command) (map[string][]byte, error) {
+// root, for each root command. date (YYYY-MM-DD) is the man pages': the
+// build's, as scripts/gen-docs finds it.
+func Files(date string, roots ...*cobra.Command) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	for _, root := range roots {
 		root.DisableAutoGenTag = true
@@ -31,24 +31,22 @@ func Files(roots ...*cobra.Command) (map[string][]byte, error) {
 			return nil, err
 		}
 		defer os.RemoveAll(tmp)
-		mdDir, manDir := filepath.Join(tmp, "md"), filepath.Join(tmp, "man")
-		os.MkdirAll(mdDir, 0o755)
-		os.MkdirAll(manDir, 0o755)
-		if err := doc.GenMarkdownTree(root, mdDir); err != nil {
+		if err := withMarkdownLongs(root, func() error { return doc.GenMarkdownTree(root, tmp) }); err != nil {
 			return nil, fmt.Errorf("markdown for %s: %w", name, err)
 		}
-		// A fixed date keeps the man pages reproducible.
-		date := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		header := &doc.GenManHeader{Title: name, Section: "1", Source: "deadletter", Manual: "deadletter manual", Date: &date}
-		if err := doc.GenManTree(root, header, manDir); err != nil {
-			return nil, fmt.Errorf("man pages for %s: %w", name, err)
-		}
-		if err := collect(files, mdDir, "docs/reference"); err != nil {
+		if err := collect(files, tmp, "docs/reference"); err != nil {
 			return nil, err
 		}
-		if err := collect(files, manDir, "docs/man"); err != nil {
-			return nil, err
+		var pages func(*cobra.Command)
+		pages = func(c *cobra.Command) {
+			for _, sub := range c.Commands() {
+				if sub.IsAvailableCommand() && !sub.IsAdditionalHelpTopicCommand() {
+					pages(sub)
+				}
+			}
+			files["docs/man/"+manName(c)+".1"] = genMan(c, date)
 		}
+		pages(root)
 		var bash, zsh, fish, ps bytes.Buffer
 		if err := root.GenBashCompletionV2(&bash, true); err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
+	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/cumulusdb"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/dla/gen"
@@ -131,8 +133,60 @@ func writeGenerated(ctx context.Context, f *Factory, store archive.Store, opts g
 	if putErr != nil {
 		return putErr
 	}
-	fmt.Fprintf(f.IO.ErrOut, "wrote %d objects (%s) to %s under %s/: %v\n", opts.Count, humanBytes(size), store, opts.Stack, kinds)
+	fmt.Fprintf(f.IO.ErrOut, "wrote %s (%s) to %s under %s/: %s.\n", output.Plural(opts.Count, "object"), humanBytes(size), store, opts.Stack, describeKinds(kinds))
 	return nil
+}
+
+// generatedKinds are the generator's kinds of object, in the order the
+// summary names them, as the words it names them with.
+var generatedKinds = []struct{ kind, word string }{
+	{"dla-record", "DLA record"},
+	{"sqs-record", "raw SQS record"},
+	{"cumulus-message", "bare Cumulus message"},
+}
+
+var malformedKinds = []struct{ kind, word string }{
+	{"malformed-truncated", "truncated"},
+	{"malformed-body", "body not JSON"},
+	{"malformed-empty", "empty"},
+}
+
+// describeKinds is gen-archive's summary as a sentence: "42 DLA records,
+// 3 raw SQS records, 3 bare Cumulus messages and 2 malformed objects (1
+// body not JSON, 1 empty)". Kinds with no object are left out.
+func describeKinds(kinds map[string]int) string {
+	var parts []string
+	for _, k := range generatedKinds {
+		if n := kinds[k.kind]; n > 0 {
+			parts = append(parts, output.Plural(n, k.word))
+		}
+	}
+	malformed, how := 0, []string{}
+	for _, k := range malformedKinds {
+		if n := kinds[k.kind]; n > 0 {
+			malformed += n
+			how = append(how, fmt.Sprintf("%d %s", n, k.word))
+		}
+	}
+	if malformed > 0 {
+		parts = append(parts, output.Plural(malformed, "malformed object")+" ("+strings.Join(how, ", ")+")")
+	}
+	// A kind the generator gained since is named as it is, never dropped.
+	var other []string
+	for kind, n := range kinds {
+		if !slices.ContainsFunc(append(generatedKinds, malformedKinds...), func(k struct{ kind, word string }) bool { return k.kind == kind }) {
+			other = append(other, fmt.Sprintf("%d %s", n, kind))
+		}
+	}
+	slices.Sort(other)
+	parts = append(parts, other...)
+	switch len(parts) {
+	case 0:
+		return "nothing"
+	case 1:
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
 // newCmdDBInit creates the Cumulus tables recover writes, of either schema

@@ -67,11 +67,16 @@ summaries go to stderr.`,
   dla stats --archive testdata/archive/demo --by error`,
 	}
 	cmdutil.SetupRoot(root, f.IO.Out, f.IO.ErrOut)
+	cmdutil.WrapHelp(root, f.IO.TerminalWidth)
 	cmdutil.AddAWSFlags(root, f.AWS)
 
 	root.AddCommand(NewCmdSearch(f, nil), NewCmdShow(f, nil), NewCmdStats(f, nil), NewCmdTriage(f, nil), NewCmdTrace(f, nil), NewCmdReport(f, nil), NewCmdRecover(f, nil), NewCmdMigrateLegacy(f, nil), cmdutil.NewCmdVersion("dla", f.IO.Out), newCmdDev(f))
 	root.AddCommand(cmdutil.HelpTopic("exit-codes", "What dla's exit codes mean", cmdutil.ExitCodesHelp))
 	root.AddCommand(cmdutil.HelpTopic("environment", "Environment variables dla reads", environmentHelp))
+	// Values no shell can list are never completed with file names.
+	for _, name := range []string{"collection", "error-class", "granule", "execution", "state-machine", "error", "date", "from", "to"} {
+		cmdutil.CompleteFlag(root, name, cmdutil.NoFiles)
+	}
 	return root
 }
 

@@ -4,12 +4,15 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
+	"github.com/deadletter/deadletter/internal/pushpolicy"
 )
 
 // Main runs pushdlq with the process's arguments and returns its exit code.
@@ -48,22 +51,60 @@ queue or on disk. Data goes to stdout; plans, progress and warnings to stderr.`,
   pushdlq export --dlq push-dlq --out push-dlq-2025-11-14.ndjson`,
 	}
 	cmdutil.SetupRoot(root, f.IO.Out, f.IO.ErrOut)
+	cmdutil.WrapHelp(root, f.IO.TerminalWidth)
 	cmdutil.AddAWSFlags(root, f.AWS)
 	root.PersistentFlags().Lookup("endpoint-url").Usage = "send SQS requests to this URL, e.g. a local SQS such as fauxqs or ElasticMQ (beats AWS_ENDPOINT_URL_SQS and AWS_ENDPOINT_URL)"
 	root.AddCommand(NewCmdCodes(f, nil), NewCmdInspect(f, nil), NewCmdTriage(f, nil), NewCmdTrace(f, nil), NewCmdExport(f, nil), NewCmdReplay(f, nil), NewCmdProcessor(f),
 		cmdutil.NewCmdVersion("pushdlq", f.IO.Out), newCmdDev(f))
 	root.AddCommand(cmdutil.HelpTopic("exit-codes", "What pushdlq's exit codes mean", exitCodesHelp))
 	root.AddCommand(cmdutil.HelpTopic("environment", "Environment variables pushdlq reads", environmentHelp))
+	cmdutil.CompleteFlag(root, "codes", completeCodes)
+	cmdutil.CompleteFlag(root, "window", cmdutil.NoFiles)
 	return root
+}
+
+// completeCodes completes --codes from the code table, each with its
+// name: after "1004," the codes not yet in the list, then "*" (all codes)
+// when nothing is typed yet. Never file names.
+func completeCodes(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	done, _ := cutLast(toComplete, ",")
+	var out []string
+	if done == "" {
+		out = append(out, "*\tevery code (a window over 24 hours needs --allow-wide-window)")
+	}
+	listed := map[string]bool{}
+	for _, c := range strings.Split(done, ",") {
+		listed[strings.TrimSpace(c)] = true
+	}
+	prefix := ""
+	if done != "" {
+		prefix = done + ","
+	}
+	for _, c := range pushpolicy.Codes {
+		if code := strconv.Itoa(c.Code); !listed[code] {
+			out = append(out, prefix+code+"\t"+c.Name)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// cutLast splits s around the last sep: "1004,20" is "1004" and "20".
+func cutLast(s, sep string) (before, after string) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):]
+	}
+	return "", s
 }
 
 const environmentHelp = `Environment variables:
 
-  PUSH_DLQ_QUEUE_URL     the DLQ                        } read by
-  PUSH_QUEUE_BASE_URL    the priority queues' prefix    } 'replay --from-env',
-  PROCESS_START_AT       window start (ISO-8601)        } exactly as the
-  PROCESS_END_AT         window end (ISO-8601)          } push-dlq processor
-  PROCESS_ERROR_CODES    1004,2003 or *                 } reads them
+  PUSH_DLQ_QUEUE_URL     the DLQ
+  PUSH_QUEUE_BASE_URL    the priority queues' prefix
+  PROCESS_START_AT       window start (ISO-8601)
+  PROCESS_END_AT         window end (ISO-8601)
+  PROCESS_ERROR_CODES    1004,2003 or *
+                         (these five are read by 'replay --from-env',
+                         exactly as the push-dlq processor reads them)
   AWS_PROFILE, AWS_REGION, AWS_DEFAULT_REGION
                          AWS profile and region; --profile and --region win
   AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_SQS
