@@ -118,3 +118,11 @@ func TestKeyedTableKeepsTheKeyWholeOrItsUniqueTail(t *testing.T) {
 		t.Errorf("wide: fitting %+v:\n%s", fit, out)
 	}
 }
+
+func TestAgreeFollowsTheCount(t *testing.T) {
+	for n, want := range map[int]string{0: "0 messages belong", 1: "1 message belongs", 2: "2 messages belong"} {
+		if got := Plural(n, "message") + " " + Agree(n, "belongs", "belong"); got != want {
+			t.Errorf("%d: %q, want %q", n, got, want)
+		}
+	}
+}
