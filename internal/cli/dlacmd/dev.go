@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/calendar"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cumulusdb"
 	"github.com/deadletter/deadletter/internal/dla"
@@ -43,6 +44,9 @@ The same --seed always writes the same bytes.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t, err := time.Parse(dla.DateLayout, start)
 			if err != nil {
+				if err := calendar.NotADay(start); err != nil && len(start) == len(dla.DateLayout) {
+					return cmdutil.UsageErrorf("invalid --start: %v", err)
+				}
 				return cmdutil.UsageErrorf("invalid --start %q: want YYYY-MM-DD", start)
 			}
 			opts.Start = t
