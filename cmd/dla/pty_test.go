@@ -327,3 +327,68 @@ func TestTriageOfAHostileArchiveOnATerminal(t *testing.T) {
 		}
 	}
 }
+
+// Issue 38 item 7: at 80 columns every key of dla search's table was cut to
+// "sqs/2024-03…", and at 200 still cut, so no row could be told apart or
+// copied. At 200 columns each key is whole (and copies into dla show); at
+// 80 each row shows a tail of its key that no other key ends with; stderr
+// says what was left out, and -o wide shows every column whole.
+func TestSearchOnATerminalKeepsEachKeyWholeOrItsUniqueTail(t *testing.T) {
+	args := []string{"search", "--archive", sample, "--include-legacy", "--ignore-unreadable"}
+	out, stderr, code := dla(t, nil, "", append(args, "-o", "keys")...)
+	if code != 0 {
+		t.Fatalf("-o keys: exit %d: %s", code, stderr)
+	}
+	keys := strings.Fields(out)
+	const root = "demo/dead-letter-archive/"
+	rowsOf := func(r testsupport.PTYResult) []string {
+		var cells []string
+		for _, l := range testsupport.ScreenLines(r.Screen) {
+			if f := strings.Fields(l.Plain); len(f) > 1 && (strings.HasPrefix(f[0], "…") || strings.HasPrefix(f[0], "sqs/") || strings.HasPrefix(f[0], "20")) {
+				cells = append(cells, f[0])
+			}
+		}
+		return cells
+	}
+	for _, cols := range []int{80, 200} {
+		r := testsupport.RunPTY(t, dlaBin, testsupport.PTY{Cols: cols, Rows: 120}, args...)
+		if r.Code != 0 {
+			t.Fatalf("%d columns: exit %d:\n%s", cols, r.Code, r.Screen)
+		}
+		testsupport.CheckScreen(t, "dla search", r)
+		cells := rowsOf(r)
+		if len(cells) != len(keys) {
+			t.Fatalf("%d columns: %d rows for %d keys:\n%s", cols, len(cells), len(keys), r.Screen)
+		}
+		for i, cell := range cells {
+			var ends []string
+			tail, cut := strings.CutPrefix(cell, "…")
+			for _, k := range keys {
+				if strings.HasSuffix(k, tail) {
+					ends = append(ends, k)
+				}
+			}
+			switch {
+			case cols == 200 && (cut || root+cell != keys[i]):
+				t.Errorf("200 columns: row %d shows %q, not its whole key %s", i+1, cell, strings.TrimPrefix(keys[i], root))
+			case len(ends) != 1 || ends[0] != keys[i]:
+				t.Errorf("%d columns: row %d's %q ends %d keys (%v), want only %s", cols, i+1, cell, len(ends), ends, keys[i])
+			}
+		}
+		if cols == 80 && !strings.Contains(r.Screen, "fitted to 80 columns: keys shown by their unique tail") {
+			t.Errorf("80 columns: stderr does not say the keys are cut:\n%s", r.Screen)
+		}
+		if cols == 200 && !strings.Contains(r.Screen, "ERROR") {
+			t.Errorf("200 columns: the error column is left out:\n%s", r.Screen)
+		}
+	}
+	r := testsupport.RunPTY(t, dlaBin, testsupport.PTY{Cols: 80, Rows: 120}, append(args, "-o", "wide")...)
+	for _, want := range []string{"DATE", "GRANULES", "COLLECTION", "STATUS", strings.TrimPrefix(keys[0], root)} {
+		if !strings.Contains(r.Screen, want) {
+			t.Errorf("-o wide at 80 columns lacks %q:\n%s", want, r.Screen)
+		}
+	}
+	if strings.Contains(r.Screen, "fitted to") {
+		t.Errorf("-o wide at 80 columns was fitted:\n%s", r.Screen)
+	}
+}

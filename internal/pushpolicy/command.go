@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/deadletter/deadletter/internal/calendar"
 )
 
 // CreatedAtForm says how a message spelled its createdAt.
@@ -164,6 +166,9 @@ func ParseTime(s string) (time.Time, error) {
 		if t, err := time.Parse(layout, s); err == nil {
 			return t.UTC(), nil
 		}
+	}
+	if err := calendar.NotADay(s); err != nil {
+		return time.Time{}, err
 	}
 	return time.Time{}, fmt.Errorf("%q is not an ISO-8601 time (want e.g. 2025-11-14T08:30:00Z)", s)
 }

@@ -226,3 +226,15 @@ func TestDateOnlyWindowEnd(t *testing.T) {
 		t.Error("IsDateOnly")
 	}
 }
+
+// Issue 38 item 9: a window end of the right form naming no day is said to
+// be no day, not to be in the wrong format.
+func TestWindowNamesADayThatDoesNotExist(t *testing.T) {
+	_, _, err := ParseWindow("2025-02-30/2025-03-01")
+	if err == nil || !strings.Contains(err.Error(), "2025-02-30 is not a day (February 2025 has 28 days)") || strings.Contains(err.Error(), "ISO-8601") {
+		t.Errorf("2025-02-30: %v", err)
+	}
+	if _, _, err := ParseWindow("2025-02-28T08:00:00Z/2025-03-01"); err != nil {
+		t.Errorf("a real window: %v", err)
+	}
+}

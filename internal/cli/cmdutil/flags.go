@@ -1,11 +1,14 @@
 package cmdutil
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/deadletter/deadletter/internal/awsconfig"
 )
@@ -48,5 +51,40 @@ func (o *Output) Validate() error {
 
 // FlagErrorFunc makes cobra's flag errors usage errors (exit 2).
 func FlagErrorFunc(cmd *cobra.Command, err error) error {
+	err = flagValueError(err)
 	return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%w\nRun '%s --help' for usage.", err, cmd.CommandPath())}
+}
+
+// flagValueError says in the tool's words what is wrong with a flag's value
+// that did not parse as its type: `--rate: "abc" is not a number (send at
+// most …)`, where pflag said `invalid argument "abc" for "--rate" flag:
+// strconv.ParseFloat: parsing "abc": invalid syntax`. Other errors are
+// returned as they are.
+func flagValueError(err error) error {
+	var iv *pflag.InvalidValueError
+	if !errors.As(err, &iv) || iv.GetFlag() == nil {
+		return err
+	}
+	fl, value := iv.GetFlag(), iv.GetValue()
+	var what string
+	switch t := fl.Value.Type(); {
+	case t == "duration":
+		what = "a duration (like 30s, 5m or 1h30m)"
+	case t == "bool":
+		what = "true or false"
+	case strings.HasPrefix(t, "float"):
+		what = "a number"
+	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
+		what = "a whole number"
+	default:
+		return err
+	}
+	msg := fmt.Sprintf("--%s: %q is not %s", fl.Name, value, what)
+	if errors.Is(err, strconv.ErrRange) {
+		msg = fmt.Sprintf("--%s: %s is out of range", fl.Name, value)
+	}
+	if fl.Usage != "" {
+		msg += " (" + fl.Usage + ")"
+	}
+	return errors.New(msg)
 }

@@ -234,3 +234,20 @@ func TestInterruptedRunExits130(t *testing.T) {
 		t.Errorf("stderr %q", errOut.String())
 	}
 }
+
+// Issue 38 item 9: --date 2024-02-30 got "want YYYY-MM-DD", though its
+// format is right: the error now says the day does not exist (exit 2).
+func TestDateThatIsNoDayIsNamedAsSuch(t *testing.T) {
+	for flag, want := range map[string]string{
+		"--date": "invalid --date: 2024-02-30 is not a day (February 2024 has 29 days)",
+		"--from": "invalid --from: 2024-02-30 is not a day (February 2024 has 29 days)",
+	} {
+		r := run(t, false, nil, "", "search", "--archive", sampleArchive, flag, "2024-02-30")
+		if r.code != 2 || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "want YYYY-MM-DD") {
+			t.Errorf("%s 2024-02-30: exit %d: %s", flag, r.code, r.stderr)
+		}
+	}
+	if r := run(t, false, nil, "", "search", "--archive", sampleArchive, "--date", "2024-2-3"); r.code != 2 || !strings.Contains(r.stderr, "want YYYY-MM-DD") {
+		t.Errorf("--date 2024-2-3: exit %d: %s", r.code, r.stderr)
+	}
+}

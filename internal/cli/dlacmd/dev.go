@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/calendar"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/cumulusdb"
@@ -45,6 +46,9 @@ The same --seed always writes the same bytes.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t, err := time.Parse(dla.DateLayout, start)
 			if err != nil {
+				if err := calendar.NotADay(start); err != nil && len(start) == len(dla.DateLayout) {
+					return cmdutil.UsageErrorf("invalid --start: %v", err)
+				}
 				return cmdutil.UsageErrorf("invalid --start %q: want YYYY-MM-DD", start)
 			}
 			opts.Start = t

@@ -125,13 +125,15 @@ func runReport(ctx context.Context, opts *ReportOptions) error {
 		fmt.Sprintf("%s, %s matched (%s read, %d unreadable)", loc, output.Plural(st.Matched, "object"), output.Plural(st.Listed, "object"), st.Unreadable),
 		fmt.Sprintf("Selection: %s; %s also read from %s", sel, output.Plural(otherSt.Listed, "object"), other.Area),
 	}
-	archiveArg := opts.Select.value
-	if archiveArg == "" {
-		archiveArg = loc.String()
+	// The page's commands are run from wherever it is read (a ticket, a
+	// browser): a local archive is named by its absolute path, never the
+	// --archive given relative to this directory.
+	archiveArg := cmp.Or(opts.Select.value, f.Getenv("DLA_ARCHIVE"), loc.String())
+	if loc.Bucket == "" {
+		archiveArg = loc.String() // ParseLocation made it absolute
 	}
 	page := report.DLAPage(r.Data(), title, subtitle, report.NewLinks("dla", archiveArg, scope.Layout.Root()))
-	triageArchive := cmp.Or(opts.Select.value, f.Getenv("DLA_ARCHIVE"))
-	page.Sections = append([]report.Section{report.TriageSection(triageRows(tr, triageCommand{f: f, sel: &opts.Select, archive: triageArchive}),
+	page.Sections = append([]report.Section{report.TriageSection(triageRows(tr, triageCommand{f: f, sel: &opts.Select, archive: archiveArg}),
 		"Readiness is not checked here: 'dla triage --database-url' (or --db-secret) asks the database whether what a fix-first group needs exists now.")}, page.Sections...)
 	page.Generated = now.Format("2006-01-02 15:04:05Z") + " by dla report"
 	var buf bytes.Buffer

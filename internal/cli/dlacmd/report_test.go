@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -121,8 +122,12 @@ func TestReportOfTheSampleArchive(t *testing.T) {
 	if len(links) < 3 {
 		t.Fatalf("%d key links", len(links))
 	}
+	absSample, err := filepath.Abs(sampleArchive)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, l := range links {
-		if !strings.Contains(page, `<code id="`+l[1]+`">dla show --archive `+sampleArchive+` `) {
+		if !strings.Contains(page, `<code id="`+l[1]+`">dla show --archive `+absSample+` `) {
 			t.Errorf("link %s (%s) points at no command", l[1], l[2])
 		}
 	}
@@ -140,6 +145,43 @@ func TestReportOfTheSampleArchive(t *testing.T) {
 	// --out - writes the same page to stdout.
 	if s := run(t, false, nil, "", "report", "--archive", sampleArchive, "--out", "-"); s.code != 0 || s.stdout != page {
 		t.Errorf("--out -: exit %d, %d bytes", s.code, len(s.stdout))
+	}
+}
+
+// Issue 38 item 9: the report printed its commands with the --archive as
+// given, relative to where dla report ran, so that pasted from a ticket
+// they named no archive. Every command on the page names a local archive
+// by its absolute path, and runs, through bash -c, from another directory.
+func TestReportCommandsNameALocalArchiveByItsAbsolutePath(t *testing.T) {
+	r := run(t, false, nil, "", "report", "--archive", sampleArchive, "--ignore-unreadable", "--out", "-")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	abs, err := filepath.Abs(sampleArchive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := regexp.MustCompile(`<code(?: id="(show-\d+)")?[^>]*>(dla [^<]*)</code>`).FindAllStringSubmatch(r.stdout, -1)
+	if len(cmds) < 3 {
+		t.Fatalf("%d commands on the page", len(cmds))
+	}
+	elsewhere := t.TempDir()
+	ran := 0
+	for _, m := range cmds {
+		cmd := html.UnescapeString(m[2])
+		if strings.Contains(cmd, "--archive "+sampleArchive) || !strings.Contains(cmd, "--archive "+abs+" ") {
+			t.Errorf("a command does not name the archive by its absolute path: %s", cmd)
+			continue
+		}
+		if m[1] != "" && ran < 2 { // a key's show command
+			ran++
+			if out, code := bashPrinted(t, "cd "+elsewhere+" && "+cmd); code != 0 || out == "" {
+				t.Errorf("from another directory, %s: exit %d", cmd, code)
+			}
+		}
+	}
+	if ran == 0 {
+		t.Error("no key's dla show command on the page")
 	}
 }
 

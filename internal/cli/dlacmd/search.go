@@ -37,12 +37,19 @@ then key). Filters of different kinds must all match; repeated values of one
 filter are alternatives.
 
 Output formats: table (aligned with a header on a terminal; tab-separated
-without one when piped), json (one array), ndjson (one object per line), and
-keys (one object key per line, to pipe into 'dla show -'; with -0, each key
+without one when piped), wide (the table with every column and cell whole,
+however wide), json (one array), ndjson (one object per line), and keys (one object key per line, to pipe into 'dla show -'; with -0, each key
 ends with a NUL byte instead, for 'dla show -0 -', 'dla recover -0 -' or
 xargs -0: then a key may hold any byte). A key that would not read back as
 itself one per line (a line break or a space at either end in it) is not
 printed without -0: it is named on stderr and the exit code is 3.
+
+On a terminal the table keeps each key whole: to fit, it leaves out DATE
+(the key holds it), then GRANULES, COLLECTION and STATUS, and shortens the
+rest first. Where even a whole key does not fit (keys are 88 characters,
+more than an 80-column terminal), it shows each key's unique tail, the
+shortest end no other row's key shares. A line on stderr says what was left
+out.
 
 Objects that cannot be read or decoded are reported on stderr and make the
 exit code 3 unless --ignore-unreadable; with it they are counted and the
@@ -78,7 +85,7 @@ passes the limit.`,
 	opts.Select.register(cmd)
 	opts.Engine.register(cmd)
 	cmd.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "with --ignore-unreadable, list every unreadable object, not only the first 5")
-	opts.Output = cmdutil.AddOutputFlag(cmd, "table", "json", "ndjson", "keys")
+	opts.Output = cmdutil.AddOutputFlag(cmd, "table", "wide", "json", "ndjson", "keys")
 	cmd.Flags().BoolVarP(&opts.Null, "null", "0", false, "with -o keys, end each key with a NUL byte instead of a newline")
 	return cmd
 }
@@ -111,6 +118,7 @@ func runSearch(ctx context.Context, opts *SearchOptions) error {
 	var print func(*dla.Decoded) error
 	unsafeKeys := 0
 	var closeOut func() error
+	fitNote := ""
 	switch opts.Output.Value {
 	case "json", "ndjson":
 		js := output.NewJSONStream(output.JSONOut(f.IO), opts.Output.Value == "ndjson")
@@ -137,14 +145,25 @@ func runSearch(ctx context.Context, opts *SearchOptions) error {
 		closeOut = func() error { return nil }
 	default:
 		t := output.NewTable(f.IO, "KEY", "DATE", "STATUS", "COLLECTION", "GRANULES", "ERROR")
-		tty := f.IO.IsStdoutTTY()
+		// On a terminal the key stays whole (or, narrower than it, its
+		// unique tail): the date (in the key), the granules, the
+		// collection and the status are left out in turn first.
+		t.KeepKey(0, 1, 4, 3, 2)
+		wide := opts.Output.Value == "wide"
+		t.SetWide(wide)
+		cut := f.IO.IsStdoutTTY() && !wide
 		root := scope.Layout.Root()
 		print = func(d *dla.Decoded) error {
 			// Every key starts with <stack>/dead-letter-archive/; the rest
 			// is what 'dla show' needs (-o keys and JSON keep full keys).
-			return t.Row(strings.TrimPrefix(d.Key, root), d.Date(), orDash(d.Status), orDash(d.CollectionID), granuleCell(d.Granules, tty), errorCell(d.ErrorHeadline(), tty))
+			return t.Row(strings.TrimPrefix(d.Key, root), d.Date(), orDash(d.Status), orDash(d.CollectionID), granuleCell(d.Granules, cut), errorCell(d.ErrorHeadline(), cut))
 		}
-		closeOut = func() error { progress.Clear(); return t.Flush() }
+		closeOut = func() error {
+			progress.Clear()
+			err := t.Flush()
+			fitNote = fittingNote(t.Fitted(), f.IO.TerminalWidth())
+			return err
+		}
 	}
 	matched := 0
 	ul := newUnreadableLog(f, progress, opts.Select.ignoreUnreadable, opts.Verbose)
@@ -176,10 +195,29 @@ func runSearch(ctx context.Context, opts *SearchOptions) error {
 		summary += fmt.Sprintf(", %s not printed (use -0)", output.Plural(unsafeKeys, "key"))
 	}
 	fmt.Fprintln(f.IO.ErrOut, summary)
+	if fitNote != "" {
+		fmt.Fprintln(f.IO.ErrOut, fitNote)
+	}
 	if err := finish(nil, st, opts.Select.ignoreUnreadable); err != nil || unsafeKeys == 0 {
 		return err
 	}
 	return cmdutil.PartialError
+}
+
+// fittingNote says what fitting the table to a terminal of cols columns
+// left out, and how to see it all; "" when it left out nothing.
+func fittingNote(fit output.Fitting, cols int) string {
+	var parts []string
+	if fit.Tails {
+		parts = append(parts, "keys shown by their unique tail")
+	}
+	if len(fit.Dropped) > 0 {
+		parts = append(parts, strings.Join(fit.Dropped, ", ")+" left out")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("fitted to %d columns: %s\n-o wide shows every column whole; -o keys prints the whole keys", cols, strings.Join(parts, ", "))
 }
 
 func orDash(s string) string {

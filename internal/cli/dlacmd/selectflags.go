@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/calendar"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/dla"
@@ -204,6 +205,9 @@ func parseDate(flag, v string, now time.Time) (string, error) {
 		return now.UTC().AddDate(0, 0, -1).Format(dla.DateLayout), nil
 	}
 	if !dla.IsDate(v) {
+		if err := calendar.NotADay(v); err != nil && len(v) == len(dla.DateLayout) {
+			return "", cmdutil.UsageErrorf("invalid %s: %v", flag, err)
+		}
 		return "", cmdutil.UsageErrorf("invalid %s %q: want YYYY-MM-DD, today or yesterday", flag, v)
 	}
 	return v, nil

@@ -3,6 +3,7 @@ package dlacmd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -50,7 +51,12 @@ per line, so 'dla search -o keys' can feed it.
 parsed.`,
 		Example: `  dla show --archive s3://bucket/stack sqs/2024-03-02/0e1be317-0d83-453a-bf67-65c3826f4fc5-2c0b6b6e-8f7e-4b5c-9a40-5f4c1b8b9d11
   dla search --date 2024-03-02 --status FAILED -o keys | dla show -`,
-		Args: cmdutil.UsageArgs(cobra.MinimumNArgs(1)),
+		Args: cmdutil.UsageArgs(func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return errors.New("show needs an archive key, e.g. dla show sqs/2024-03-02/EXECUTION-MESSAGE (as dla search prints it), or - to read keys from stdin (dla search … -o keys | dla show -)")
+			}
+			return nil
+		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.Output.Validate(); err != nil {
 				return err

@@ -68,3 +68,13 @@ func TestShowMissingKeyNamedOnce(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q, want %q", r.code, r.stderr, want)
 	}
 }
+
+// Issue 38 item 9: dla show with no key got cobra's "requires at least 1
+// arg(s), only received 0"; it now says what it needs (exit 2).
+func TestShowWithoutAKeySaysWhatItNeeds(t *testing.T) {
+	r := run(t, false, nil, "", "show", "--archive", sampleArchive)
+	if r.code != 2 || !strings.Contains(r.stderr, "show needs an archive key, e.g. dla show sqs/2024-03-02/") ||
+		!strings.Contains(r.stderr, "dla show -") || strings.Contains(r.stderr, "arg(s)") {
+		t.Errorf("exit %d: %s", r.code, r.stderr)
+	}
+}

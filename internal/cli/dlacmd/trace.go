@@ -198,8 +198,11 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 		AWS:      func() (aws.Config, error) { return awsconfig.Load(ctx, *f.AWS) },
 		Settings: *f.AWS, Offline: opts.Offline, ReplaceBucket: loc.Bucket, Now: f.Now,
 	})
-	if dbwrite.StageOf(err) == dbwrite.StageDatabase {
+	switch dbwrite.StageOf(err) {
+	case dbwrite.StageDatabase:
 		return refuseDatabase(err)
+	case dbwrite.StageReads: // no region, no credentials: as recover says
+		return fmt.Errorf("%w (trace's dry run reads Step Functions and S3; --offline runs without them)", err)
 	}
 	if err != nil {
 		return err
@@ -256,8 +259,8 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 	if err != nil {
 		return err
 	}
-	summary := fmt.Sprintf("%s traced: %s naming them, %s read from %s; %s (%s), read only",
-		output.Plural(len(traces), "record"), output.Plural(stats.Matched, "message"), output.Plural(stats.Listed, "object"), loc, rep.Database, rep.Cumulus)
+	summary := fmt.Sprintf("%s traced: %s naming %s, %s read from %s; %s (%s), read only",
+		output.Plural(len(traces), "record"), output.Plural(stats.Matched, "message"), output.Agree(len(traces), "it", "them"), output.Plural(stats.Listed, "object"), loc, rep.Database, rep.Cumulus)
 	if f.IO.IsStderrTTY() {
 		summary = output.Wrap(output.OneLine(summary), cmp.Or(f.IO.TerminalWidth(), 80), "", "  ")
 	}

@@ -284,6 +284,36 @@ func TestTraceUsage(t *testing.T) {
 	}
 }
 
+// Issue 38 item 9: without an AWS region dla trace said only "no AWS
+// region: pass --region …", while recover's same error names --offline,
+// which trace has too. Its error now says so.
+func TestTraceWithoutARegionSuggestsOffline(t *testing.T) {
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_DEFAULT_REGION", "")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	db := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
+	r := run(t, false, map[string]string{"DEADLETTER_NO_PROMPT": "1"}, "", "trace", "--archive", sampleArchive, "--granule", "G", "--database-url", db)
+	if r.code == 0 || !strings.Contains(r.stderr, "no AWS region") || !strings.Contains(r.stderr, "--offline runs without them") {
+		t.Errorf("exit %d, want an error naming --offline:\n%s", r.code, r.stderr)
+	}
+}
+
+// Issue 38 item 9: the summary said "1 record traced: 1 message naming
+// them"; its pronoun now agrees with the count of records.
+func TestTraceSummaryAgreesWithItsCounts(t *testing.T) {
+	db := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
+	args := []string{"trace", "--archive", sampleArchive, "--offline", "--database-url", db, "--ignore-unreadable", "--granule", "MOD09GQ.A2023111.h06v07.006.2024248749933"}
+	r := run(t, false, nil, "", args...)
+	if r.code != 0 || !strings.Contains(r.stderr, "1 record traced: 1 message naming it,") {
+		t.Errorf("one granule: exit %d:\n%s", r.code, r.stderr)
+	}
+	r = run(t, false, nil, "", append(args, "--granule", "NOT.IN.THE.ARCHIVE")...)
+	if r.code != 0 || !strings.Contains(r.stderr, "2 records traced: 1 message naming them,") {
+		t.Errorf("two granules: exit %d:\n%s", r.code, r.stderr)
+	}
+}
+
 // An execution traced by its name matches that name exactly: '_' and '%'
 // in it are characters, not LIKE wildcards ('--execution %' read every
 // execution of the database as the record's rows, and 'run_1' the row of

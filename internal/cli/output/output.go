@@ -31,12 +31,40 @@ type Table struct {
 	header []string
 	rows   [][]string
 	style  lipgloss.Style
+
+	key     int   // the column kept whole (KeepKey); -1: none
+	drop    []int // with key: the columns left out first, in turn
+	wide    bool  // SetWide: render every column whole
+	fitting Fitting
+}
+
+// Fitting is what fitting a terminal table to its width did: the columns
+// it left out, and whether the key column shows each key's unique tail.
+type Fitting struct {
+	Dropped []string // headers of the columns left out
+	Tails   bool     // keys cut from the left to their unique tail
 }
 
 // NewTable returns a table for the streams' stdout.
 func NewTable(s *iostreams.IOStreams, header ...string) *Table {
-	return &Table{w: s.Out, tty: s.IsStdoutTTY(), width: s.TerminalWidth(), header: header, style: s.Renderer().NewStyle().Bold(true)}
+	return &Table{w: s.Out, tty: s.IsStdoutTTY(), width: s.TerminalWidth(), header: header, style: s.Renderer().NewStyle().Bold(true), key: -1}
 }
+
+// KeepKey makes column key the rows' key, never cut at its end: to fit the
+// terminal, the columns of drop are left out in that order and the others
+// shortened first; a key wider than the terminal leaves room for is shown
+// by its unique tail ("…" and the shortest end that tells the rows apart).
+func (t *Table) KeepKey(key int, drop ...int) {
+	t.key, t.drop = key, drop
+}
+
+// SetWide renders a terminal table whole, every column and every cell,
+// however wide (-o wide).
+func (t *Table) SetWide(wide bool) { t.wide = wide }
+
+// Fitted is what Flush did to fit the terminal (nothing piped, nothing
+// with SetWide).
+func (t *Table) Fitted() Fitting { return t.fitting }
 
 // Row adds a row.
 func (t *Table) Row(cells ...string) error {
@@ -63,7 +91,13 @@ func (t *Table) Flush() error {
 	if !t.tty || len(t.rows) == 0 {
 		return nil
 	}
-	fitColumns(t.width, t.header, t.rows)
+	switch {
+	case t.wide:
+	case t.key >= 0:
+		t.fitKeyed()
+	default:
+		fitColumns(t.width, t.header, t.rows)
+	}
 	header := make([]string, len(t.header))
 	for i, h := range t.header {
 		header[i] = t.style.Render(h)
@@ -201,4 +235,163 @@ func fitColumns(width int, header []string, rows [][]string) {
 			r[i] = cut(r[i])
 		}
 	}
+}
+
+// keyFloor is the narrowest a column beside a whole key is shortened to
+// before it is left out instead.
+const keyFloor = 16
+
+// minTail is the fewest characters of a key's end shown for it.
+const minTail = 12
+
+// fitKeyed fits a table with a key column (KeepKey) to t.width.
+func (t *Table) fitKeyed() {
+	n := len(t.header)
+	if t.width <= 0 || t.key >= n {
+		return
+	}
+	widths := make([]int, n)
+	for i, h := range t.header {
+		widths[i] = runewidth.StringWidth(h)
+	}
+	for _, r := range t.rows {
+		for i := 0; i < n && i < len(r); i++ {
+			widths[i] = max(widths[i], runewidth.StringWidth(r[i]))
+		}
+	}
+	kept := make([]bool, n)
+	for i := range kept {
+		kept[i] = true
+	}
+	// need is the width of the kept columns with the others at their floor.
+	need := func(keyW int) int {
+		w := 0
+		for i, k := range kept {
+			switch {
+			case !k:
+			case i == t.key:
+				w += keyW + cellPadding
+			default:
+				w += min(widths[i], keyFloor) + cellPadding
+			}
+		}
+		return w
+	}
+	total := 0
+	for _, w := range widths {
+		total += w + cellPadding
+	}
+	if total <= t.width {
+		return
+	}
+	// dropUntil leaves out the columns of t.drop in turn until the rest
+	// fits beside a key keyW wide; it reports whether they do.
+	dropUntil := func(keyW int) bool {
+		for _, d := range t.drop {
+			if need(keyW) <= t.width {
+				break
+			}
+			kept[d] = false
+		}
+		return need(keyW) <= t.width
+	}
+	keyW := widths[t.key]
+	if !dropUntil(keyW) {
+		// Not even the columns that are never left out fit beside the
+		// whole key: show its unique tail, and start again.
+		for i := range kept {
+			kept[i] = true
+		}
+		keyW = t.tailKeys()
+		dropUntil(keyW)
+	}
+	// Shorten the kept columns but the key to fit what is left.
+	var hdr []string
+	var idx []int
+	for i, k := range kept {
+		if k {
+			idx = append(idx, i)
+			hdr = append(hdr, t.header[i])
+		} else {
+			t.fitting.Dropped = append(t.fitting.Dropped, t.header[i])
+		}
+	}
+	rows := make([][]string, len(t.rows))
+	for j, r := range t.rows {
+		for _, i := range idx {
+			if i < len(r) {
+				rows[j] = append(rows[j], r[i])
+			}
+		}
+	}
+	newKey := slices.Index(idx, t.key)
+	// Fit the other columns in the width the key leaves them.
+	others := make([]string, 0, len(idx)-1)
+	otherRows := make([][]string, len(rows))
+	for c, h := range hdr {
+		if c != newKey {
+			others = append(others, h)
+		}
+	}
+	for j, r := range rows {
+		for c, v := range r {
+			if c != newKey {
+				otherRows[j] = append(otherRows[j], v)
+			}
+		}
+	}
+	fitColumns(t.width-keyW-cellPadding, others, otherRows)
+	put := func(dst []string, src []string, key string) {
+		o := 0
+		for c := range dst {
+			if c == newKey {
+				dst[c] = key
+				continue
+			}
+			dst[c] = src[o]
+			o++
+		}
+	}
+	put(hdr, others, hdr[newKey])
+	for j := range rows {
+		put(rows[j], otherRows[j], rows[j][newKey])
+	}
+	t.header, t.rows = hdr, rows
+}
+
+// tailKeys replaces each key by its unique tail: "…" and the shortest end
+// (minTail characters at least) that no other row's key ends with. It
+// returns the key column's new width.
+func (t *Table) tailKeys() int {
+	keys := make([][]rune, len(t.rows))
+	longest := 0
+	for j, r := range t.rows {
+		keys[j] = []rune(r[t.key])
+		longest = max(longest, len(keys[j]))
+	}
+	tail := func(k []rune, l int) string { return string(k[max(0, len(k)-l):]) }
+	l := minTail
+	for ; l < longest; l++ {
+		seen := make(map[string]bool, len(keys))
+		unique := true
+		for _, k := range keys {
+			s := tail(k, l)
+			unique = unique && !seen[s]
+			seen[s] = true
+		}
+		if unique {
+			break
+		}
+	}
+	w := runewidth.StringWidth(t.header[t.key])
+	for j, k := range keys {
+		s := tail(k, l)
+		if len(k) > l {
+			s = "…" + s
+			t.fitting.Tails = true
+		}
+		t.rows[j][t.key] = s
+		w = max(w, runewidth.StringWidth(s))
+	}
+	return w
 }

@@ -21,3 +21,13 @@ func Plural(n int, word string) string {
 	}
 	return s + word + "s"
 }
+
+// Agree picks the word that agrees with a count of n: one for 1, many
+// otherwise ("1 message belongs", "2 messages belong"; "naming it", "naming
+// them"). Plural counts the noun; Agree gives the verb or pronoun after it.
+func Agree(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -131,3 +131,29 @@ func TestHelpIsPushdlqs(t *testing.T) {
 		t.Errorf("replay --help does not say what a date-only window end means:\n%s", out.String())
 	}
 }
+
+// Issue 38 item 9: inspect's hourly chart listed only the hours holding
+// messages, so a day between two bursts was left out without a word. The
+// hours between are now said, on one line, where they fall.
+func TestInspectHourlyChartSaysTheHoursLeftOut(t *testing.T) {
+	tl := newTally()
+	for _, ms := range []int64{1763022660000, 1763109060000, 1763109120000, 1763112660000, 1763120000000} { // 11-13 08:31; 11-14 08:31, 08:32, 09:31, 11:33
+		tl.add(pushpolicy.ParseCommand(`{"priority":1,"createdAt":` + itoa(ms) + `,"errorCode":1004}`))
+	}
+	var b strings.Builder
+	if err := printInspect(&b, inspectReport(sqsmove.Queue{URL: "https://sqs/1/push-dlq"}, tl, false), nil); err != nil {
+		t.Fatal(err)
+	}
+	hourly := b.String()[strings.Index(b.String(), "createdAt by hour"):]
+	for _, want := range []string{
+		"2025-11-13T08:00Z", "(no messages 2025-11-13 09:00–2025-11-14 08:00)", "2025-11-14T08:00Z",
+		"2025-11-14T09:00Z", "(no messages 2025-11-14 10:00–11:00)", "2025-11-14T11:00Z",
+	} {
+		if !strings.Contains(hourly, want) {
+			t.Errorf("the hourly chart lacks %q:\n%s", want, hourly)
+		}
+	}
+	if strings.Count(hourly, "no messages") != 2 {
+		t.Errorf("want two gaps said:\n%s", hourly)
+	}
+}

@@ -294,7 +294,20 @@ func printInspect(w io.Writer, r InspectReport, sparks []string) error {
 		for _, h := range r.Hourly {
 			peak = max(peak, h.Count)
 		}
+		var last time.Time
 		for _, h := range r.Hourly {
+			// Only the hours holding messages are listed: the ones
+			// between are said, so that a gap reads as one.
+			if at, err := time.Parse("2006-01-02T15:04Z", h.Key); err == nil {
+				if from := last.Add(time.Hour); !last.IsZero() && at.After(from) {
+					to := at.Format("15:04")
+					if at.YearDay() != from.YearDay() || at.Year() != from.Year() {
+						to = at.Format("2006-01-02 15:04")
+					}
+					fmt.Fprintf(&b, "  (no messages %s–%s)\n", from.Format("2006-01-02 15:04"), to)
+				}
+				last = at
+			}
 			bar := strings.Repeat("█", max(1, h.Count*40/peak))
 			fmt.Fprintf(&b, "  %s  %-40s %s\n", h.Key, bar, strconv.Itoa(h.Count))
 		}

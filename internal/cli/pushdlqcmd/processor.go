@@ -612,5 +612,6 @@ func printVarChanges(w io.Writer, current, vars map[string]string) {
 		}
 		fmt.Fprintf(w, "  %-20s %s -> %s\n", k, output.Escape(was), vars[k])
 	}
-	fmt.Fprintf(w, "  (the other %d variables are kept as they are)\n", len(pushpolicy.MergeVars(current, vars))-len(vars))
+	others := len(pushpolicy.MergeVars(current, vars)) - len(vars)
+	fmt.Fprintf(w, "  (the other %s %s kept as %s)\n", output.Plural(others, "variable"), output.Agree(others, "is", "are"), output.Agree(others, "it is", "they are"))
 }

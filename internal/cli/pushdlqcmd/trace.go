@@ -187,8 +187,8 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(f.IO.ErrOut, "%s of %s read belong to notification %s; every message released\n",
-		output.Plural(len(rep.Messages), "message"), strconv.Itoa(scanned), output.OneLine(opts.Notification))
+	fmt.Fprintf(f.IO.ErrOut, "%s of %s read %s to notification %s; every message released\n",
+		output.Plural(len(rep.Messages), "message"), strconv.Itoa(scanned), output.Agree(len(rep.Messages), "belongs", "belong"), output.OneLine(opts.Notification))
 	if limit != nil {
 		return cmdutil.PartialError
 	}
@@ -251,9 +251,11 @@ func printPushTrace(f *Factory, rep TraceReport) error {
 		if m.Priority != nil {
 			prio = "P" + strconv.Itoa(*m.Priority)
 		}
-		verdict := "not replayed: " + m.Reason
+		// Trace sends nothing: each verdict is what the replay below
+		// would do.
+		verdict := "would not be replayed: " + m.Reason
 		if m.Replayed {
-			verdict = "replayed to " + *m.Target
+			verdict = "would be replayed to " + *m.Target
 		}
 		line("  ", fmt.Sprintf("%s  %s  %s  received %d  %s", created, code, prio, m.ReceiveCount, m.MessageID))
 		line("      ", "→ "+verdict)

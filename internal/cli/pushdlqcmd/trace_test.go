@@ -167,6 +167,35 @@ func TestTracePrintedReplayRunsForEveryNotification(t *testing.T) {
 	}
 }
 
+// Issue 38 item 9: trace sends nothing, yet its text said "→ replayed to
+// …P1" for what a replay would do, and "1 message of 2 read belong to"
+// with the verb in the plural. Each verdict now says "would", and the
+// count agrees with its verb.
+func TestTraceTextSaysWhatAReplayWouldDoInWordsThatAgree(t *testing.T) {
+	c := testsupport.SQSClient(t)
+	dlq, base := testsupport.NewPushQueues(t, c, "tw", 1, 2)
+	at := time.Date(2025, 11, 14, 8, 31, 0, 0, time.UTC).UnixMilli()
+	msg := func(n, code string) string {
+		return `{"action":"push","notificationId":"` + n + `","priority":1,"createdAt":` + strconv.FormatInt(at, 10) +
+			`,"errorCode":` + code + `,"errorMessage":"failed"}`
+	}
+	testsupport.SendBodies(t, c, dlq, []string{msg("n-one", "1004"), msg("n-other", "1004")}, nil)
+	code, out, stderr := runPushdlq(t, "trace", "--dlq", dlq, "--queue-base-url", base, "--notification", "n-one", "--visibility-timeout", "30s")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "→ would be replayed to "+base+"P1") || strings.Contains(out, "→ replayed") {
+		t.Errorf("the verdict does not say what a replay would do:\n%s", out)
+	}
+	if !strings.Contains(stderr, "1 message of 2 read belongs to notification n-one") {
+		t.Errorf("the count does not agree with its verb:\n%s", stderr)
+	}
+	code, out, stderr = runPushdlq(t, "trace", "--dlq", dlq, "--queue-base-url", base, "--notification", "n-one", "--window", "2025-11-14T08:00:00Z/2025-11-14T09:00:00Z", "--codes", "2003", "--visibility-timeout", "30s")
+	if code != 0 || !strings.Contains(out, "→ would not be replayed: error code not selected") {
+		t.Errorf("exit %d; the verdict of a message not selected:\n%s%s", code, out, stderr)
+	}
+}
+
 // closedStdout fails every write as a closed pipe does.
 type closedStdout struct{}
 
