@@ -145,3 +145,36 @@ func RedactEndpoint(endpoint string) string {
 	}
 	return u.Redacted()
 }
+
+// FlagScopeError is the refusal of a verb whose --endpoint-url does not
+// cover one of the services it calls (pushdlq's covers SQS only): with the
+// flag sending the other calls to a local endpoint and nothing of the
+// service's own, that service's calls would go to AWS.
+type FlagScopeError struct {
+	Verb    string // "processor"
+	Covers  string // what the flag covers: "SQS"
+	Service string // the service left out: ServiceLambda
+}
+
+func (e *FlagScopeError) Error() string {
+	return fmt.Sprintf("%s calls %s, and --endpoint-url covers %s only: set %s to reach %s at a local endpoint, or drop --endpoint-url",
+		e.Verb, e.Service, e.Covers, ServiceEndpointVar(e.Service), e.Service)
+}
+
+// RequireOwnEndpoint is nil unless --endpoint-url is set (s.EndpointURL)
+// and service, which the flag does not cover, has no endpoint of its own
+// (AWS_ENDPOINT_URL_<SERVICE>, AWS_ENDPOINT_URL, the profile's): then its
+// calls would go to AWS while the flag sends the others elsewhere, and it
+// is a *FlagScopeError. It makes no network call: a verb calls it before
+// its first request.
+func RequireOwnEndpoint(cfg aws.Config, s Settings, verb, covers, service string) error {
+	if s.EndpointURL == "" {
+		return nil
+	}
+	own := s
+	own.EndpointURL = ""
+	if url, _ := Endpoint(cfg, own, service); url != "" {
+		return nil
+	}
+	return &FlagScopeError{Verb: verb, Covers: covers, Service: service}
+}

@@ -109,3 +109,48 @@ func TestDescribeHidesAnEndpointsPassword(t *testing.T) {
 		}
 	}
 }
+
+// A verb whose --endpoint-url does not cover a service it calls (pushdlq
+// processor's Lambda) is refused only when the flag is set and the service
+// has no endpoint of its own: its variable, AWS_ENDPOINT_URL or the
+// profile's endpoint_url each give it one (issue 38 item 4).
+func TestRequireOwnEndpointRefusesOnlyAServiceBoundForAWS(t *testing.T) {
+	const flag, local = "http://127.0.0.1:9", "http://127.0.0.1:7070"
+	config := filepath.Join(t.TempDir(), "config")
+	os.WriteFile(config, []byte("[profile loc]\nregion = us-east-1\nendpoint_url = "+local+"\n"), 0o600)
+	for _, c := range []struct {
+		name    string
+		env     map[string]string
+		s       Settings
+		refused bool
+	}{
+		{"no flag", nil, Settings{}, false},
+		{"the flag alone", nil, Settings{EndpointURL: flag}, true},
+		{"another service's variable", map[string]string{"AWS_ENDPOINT_URL_SQS": local}, Settings{EndpointURL: flag}, true},
+		{"the service's variable", map[string]string{"AWS_ENDPOINT_URL_LAMBDA": local}, Settings{EndpointURL: flag}, false},
+		{"AWS_ENDPOINT_URL", map[string]string{"AWS_ENDPOINT_URL": local}, Settings{EndpointURL: flag}, false},
+		{"the profile's endpoint_url", nil, Settings{EndpointURL: flag, Profile: "loc"}, false},
+		{"AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", map[string]string{"AWS_ENDPOINT_URL_LAMBDA": local, "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "true"}, Settings{EndpointURL: flag}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			isolate(t)
+			t.Setenv("AWS_CONFIG_FILE", config)
+			t.Setenv("AWS_REGION", "us-east-1")
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			cfg, err := Load(context.Background(), c.s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = RequireOwnEndpoint(cfg, c.s, "processor", ServiceSQS, ServiceLambda)
+			want := "processor calls Lambda, and --endpoint-url covers SQS only: set AWS_ENDPOINT_URL_LAMBDA to reach Lambda at a local endpoint, or drop --endpoint-url"
+			switch {
+			case c.refused && (err == nil || err.Error() != want):
+				t.Errorf("RequireOwnEndpoint = %v, want %q", err, want)
+			case !c.refused && err != nil:
+				t.Errorf("RequireOwnEndpoint = %v, want nil", err)
+			}
+		})
+	}
+}

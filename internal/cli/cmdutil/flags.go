@@ -20,7 +20,7 @@ func AddAWSFlags(cmd *cobra.Command, s *awsconfig.Settings) {
 	f := cmd.PersistentFlags()
 	f.StringVar(&s.Profile, "profile", "", "AWS shared-config profile (beats AWS_PROFILE)")
 	f.StringVar(&s.Region, "region", "", "AWS region (beats AWS_REGION and the profile)")
-	f.StringVar(&s.EndpointURL, "endpoint-url", "", "send AWS requests to this URL, e.g. a local S3 (beats AWS_ENDPOINT_URL)")
+	f.StringVar(&s.EndpointURL, "endpoint-url", "", "send every AWS request to this URL (S3, and Step Functions, SNS, Secrets Manager or Athena where the verb calls them), e.g. a local S3 (beats AWS_ENDPOINT_URL_<SERVICE> and AWS_ENDPOINT_URL)")
 	f.BoolVar(&s.Debug, "debug-aws", false, "log AWS requests and responses on stderr, with signatures and tokens redacted (also DEADLETTER_DEBUG=1)")
 }
 

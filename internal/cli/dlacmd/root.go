@@ -93,9 +93,12 @@ const environmentHelp = `Environment variables:
   AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_S3
                          send AWS requests elsewhere (a local S3); --endpoint-url
                          wins. Path-style S3 addressing is used with either.
-  AWS_ENDPOINT_URL_ATHENA, AWS_ENDPOINT_URL_SFN
+  AWS_ENDPOINT_URL_ATHENA, AWS_ENDPOINT_URL_SFN, AWS_ENDPOINT_URL_SNS,
+  AWS_ENDPOINT_URL_SECRETS_MANAGER
                          one service's endpoint (search --engine athena;
-                         recover's Step Functions reads)
+                         recover's Step Functions reads and SNS notices;
+                         --db-secret). --endpoint-url covers every service
+                         and beats them all
   CUMULUS_API_TOKEN      recover --via-api's token when --token-file is not
                          given (never printed)
   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/deadletter/deadletter/internal/awsconfig"
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
 	"github.com/deadletter/deadletter/internal/lambdactl"
 	"github.com/deadletter/deadletter/internal/sqsmove"
@@ -56,7 +57,13 @@ func NewFactory(ios *iostreams.IOStreams, getenv func(string) string) *Factory {
 			return nil, err
 		}
 		// --endpoint-url is for SQS here (a local SQS); Lambda follows
-		// AWS_ENDPOINT_URL_LAMBDA and the profile.
+		// AWS_ENDPOINT_URL_LAMBDA, AWS_ENDPOINT_URL and the profile. With
+		// the flag set and none of those, the Lambda calls would go to
+		// AWS while the queues are read elsewhere: refused (exit 2),
+		// before any request.
+		if err := awsconfig.RequireOwnEndpoint(cfg, *f.AWS, "processor", awsconfig.ServiceSQS, awsconfig.ServiceLambda); err != nil {
+			return nil, cmdutil.UsageErrorf("%w", err)
+		}
 		s := *f.AWS
 		s.EndpointURL = ""
 		return awsconfig.Lambda(cfg, s), nil

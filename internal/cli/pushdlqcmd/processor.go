@@ -36,6 +36,14 @@ type ProcessorOptions struct {
 	Output          *cmdutil.Output
 }
 
+// processorEndpointHelp is what every processor verb's help says of
+// --endpoint-url (issue 38: the flag sent the queue reads to a local SQS and
+// the Lambda calls to AWS, and the error then said to check the flag).
+const processorEndpointHelp = `--endpoint-url covers SQS only (the queue depths). The Lambda calls go where
+AWS_ENDPOINT_URL_LAMBDA, AWS_ENDPOINT_URL or the profile sends them; with
+--endpoint-url set and none of those, the verb refuses before any request
+rather than call AWS's Lambda beside a local SQS.`
+
 // NewCmdProcessor builds `pushdlq processor` and its three verbs.
 func NewCmdProcessor(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
@@ -55,7 +63,9 @@ func NewCmdProcessor(f *Factory) *cobra.Command {
 Only the PROCESS_* variables are changed: the environment is read, merged
 and written back on the condition that nobody changed the function in
 between (its RevisionId), so a concurrent change is never overwritten.
-arm and disarm print their plan first and need --yes when they cannot ask.`,
+arm and disarm print their plan first and need --yes when they cannot ask.
+
+` + processorEndpointHelp,
 		Args: cmdutil.UsageArgs(cobra.NoArgs),
 	}
 	cmd.AddCommand(newCmdProcessorStatus(f), newCmdProcessorArm(f), newCmdProcessorDisarm(f))
@@ -72,6 +82,11 @@ func newCmdProcessorStatus(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status --function NAME",
 		Short: "Show the push-dlq function's window, codes, mapping and queue depths",
+		Long: `Show the push-dlq function's PROCESS_* window and codes, its event source
+mapping, and the depths of the DLQ and the priority queues (runbook step 6);
+--watch prints the depths again every --interval until Ctrl-C.
+
+` + processorEndpointHelp,
 		Example: `  pushdlq processor status --function my-push-dlq
   pushdlq processor status --function my-push-dlq --watch --interval 10s`,
 		Args: cmdutil.UsageArgs(cobra.NoArgs),
@@ -112,7 +127,9 @@ The window and codes are checked as 'pushdlq replay' checks them: codes '*'
 with a window over 24 hours is refused unless --allow-wide-window. The plan is
 printed first; --dry-run stops there; without a terminal, --yes is required.
 If someone changed the function since it was read, nothing is written and the
-command says so (exit 1).`,
+command says so (exit 1).
+
+` + processorEndpointHelp,
 		Example: `  pushdlq processor arm --function my-push-dlq --window 2025-11-14T08:30:00Z/2025-11-14T09:00:00Z --codes 1004 --dry-run
   pushdlq processor arm --function my-push-dlq --window 2025-11-14T08:30:00Z/2025-11-14T09:00:00Z --codes 1004 --max-concurrency 2 --yes`,
 		Args: cmdutil.UsageArgs(cobra.NoArgs),
@@ -154,7 +171,9 @@ func newCmdProcessorDisarm(f *Factory) *cobra.Command {
 		Long: `Runbook step 8: disable the push-dlq function's event source mapping, so that
 nothing more is replayed. With --clear, the PROCESS_* variables are then set to
 a window that matches nothing (one millisecond at the epoch, code 0), so that
-enabling the mapping by mistake later replays nothing.`,
+enabling the mapping by mistake later replays nothing.
+
+` + processorEndpointHelp,
 		Example: `  pushdlq processor disarm --function my-push-dlq --yes
   pushdlq processor disarm --function my-push-dlq --clear --yes`,
 		Args: cmdutil.UsageArgs(cobra.NoArgs),

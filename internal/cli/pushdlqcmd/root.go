@@ -112,7 +112,9 @@ const environmentHelp = `Environment variables:
                          --endpoint-url wins
   AWS_ENDPOINT_URL_LAMBDA
                          the Lambda API of pushdlq processor (--endpoint-url
-                         is for SQS only)
+                         is for SQS only: with it set, processor refuses to
+                         run unless this, AWS_ENDPOINT_URL or the profile
+                         gives Lambda an endpoint)
   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
                          static credentials, as the AWS SDK reads them
   XDG_STATE_HOME         journals go to $XDG_STATE_HOME/deadletter
