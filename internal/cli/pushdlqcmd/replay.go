@@ -293,8 +293,7 @@ func runReplay(ctx context.Context, opts *ReplayOptions) error {
 			switch {
 			case err == nil && ok:
 			case p.Round > 1:
-				fmt.Fprintf(w, "nothing more sent: the %s round %d read are released; what the earlier rounds sent or parked stays so\n",
-					output.Plural(p.Scanned, "message"), p.Round)
+				fmt.Fprintln(w, declinedRoundLine(p))
 			default:
 				fmt.Fprintln(w, "nothing sent, nothing changed; every message is released")
 				if err == nil {
@@ -750,4 +749,11 @@ func checkReason(err error) string {
 		}
 	}
 	return line
+}
+
+// declinedRoundLine is what a declined later round of a park replay says:
+// that round's messages are released, the earlier rounds' moves stay.
+func declinedRoundLine(p *pushreplay.Plan) string {
+	return fmt.Sprintf("nothing more sent: the %s round %d read %s released; what the earlier rounds sent or parked stays so",
+		output.Plural(p.Scanned, "message"), p.Round, output.Agree(p.Scanned, "is", "are"))
 }
