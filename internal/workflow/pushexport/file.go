@@ -209,8 +209,19 @@ func OpenPartial(path string, errOut io.Writer) (*File, error) {
 	}
 	firstLine := map[string]int{}
 	r := bufio.NewReaderSize(f, 1<<20)
+	// lastWithoutNewline: the last line is a whole exported message that
+	// lacks only its newline (taken off by hand or by an editor, or a kill
+	// between the line and its newline): it is kept, and its newline
+	// written, never cut. Its message may have been deleted from the DLQ,
+	// so cutting it could lose it; kept, a message still in the DLQ is
+	// found in the file and deleted, not written twice.
+	lastWithoutNewline := false
 	for lineNo := 1; ; lineNo++ {
 		b, err := r.ReadBytes('\n')
+		if errors.Is(err, io.EOF) && len(b) > 0 && wholeExportLine(b) {
+			lastWithoutNewline, err = true, nil
+			b = append(b, '\n')
+		}
 		if errors.Is(err, io.EOF) {
 			if len(b) > 0 && !tornExportLine(b) {
 				// Not the start of an exported message: a file of another
@@ -253,6 +264,14 @@ func OpenPartial(path string, errOut io.Writer) (*File, error) {
 		e.sum.Write(b)
 		e.n += int64(len(b))
 		e.resumed++
+		if lastWithoutNewline {
+			if _, err := f.WriteAt([]byte{'\n'}, e.n-1); err != nil {
+				f.Close()
+				return nil, fmt.Errorf("end the last line of %s with its newline: %w", partial, err)
+			}
+			fmt.Fprintf(errOut, "the last line of %s (line %d, message %s) lacked its newline: it is kept, and its newline written\n", partial, lineNo, m.MessageID)
+			break
+		}
 	}
 	if err := f.Truncate(e.n); err != nil {
 		f.Close()
@@ -270,6 +289,13 @@ func OpenPartial(path string, errOut io.Writer) (*File, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// wholeExportLine reports whether b, a last line without its newline, is
+// a whole exported message (JSON with its message id), not a torn one.
+func wholeExportLine(b []byte) bool {
+	var m line
+	return json.Unmarshal(bytes.TrimSpace(b), &m) == nil && m.MessageID != ""
 }
 
 // exportLineStart is how every exported line begins (json.Marshal of

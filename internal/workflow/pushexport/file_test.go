@@ -107,3 +107,49 @@ func TestCreateRefusesAnExistingPartial(t *testing.T) {
 		t.Errorf("FILE.partial changed: %q", b)
 	}
 }
+
+// A last line that is a whole exported message and lacks only its newline
+// (taken off by hand, `$(cat …)` or an editor) is kept and ended, never
+// cut: the stopped export may have deleted its message from the DLQ, so
+// cutting it lost the message while saying it was still in the DLQ.
+func TestOpenPartialKeepsAWholeLastLineWithoutItsNewline(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "dlq.ndjson")
+	e, err := Create(out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b"} {
+		if err := e.Write(&sqsmove.Message{MessageID: id, Body: "{}"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	e.Abort()
+	whole, _ := os.ReadFile(out + ".partial")
+	if err := os.WriteFile(out+".partial", bytes.TrimSuffix(whole, []byte("\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var said strings.Builder
+	r, err := OpenPartial(out, &said)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Resumed() != 2 || !r.Holds("b") || r.Bytes() != int64(len(whole)) {
+		t.Fatalf("resumed %d, holds b %v, %d bytes; want 2, true, %d (the last line kept)", r.Resumed(), r.Holds("b"), r.Bytes(), len(whole))
+	}
+	if strings.Contains(said.String(), "cut") || !strings.Contains(said.String(), "lacked its newline") {
+		t.Errorf("what was said: %q", said.String())
+	}
+	if err := r.Write(&sqsmove.Message{MessageID: "c", Body: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(out)
+	if lines := strings.Split(strings.TrimSuffix(string(got), "\n"), "\n"); len(lines) != 3 || !strings.HasPrefix(lines[2], `{"message_id":"c"`) {
+		t.Fatalf("FILE is not the three lines a, b, c:\n%s", got)
+	}
+}
