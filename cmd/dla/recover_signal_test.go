@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -29,6 +30,8 @@ func TestRecoverSIGTERMThenResume(t *testing.T) {
 		"--offline", "--yes", "--concurrency", "2", "-o", "ndjson"}
 
 	cmd := exec.Command(dlaBin, args...)
+	var stderrBuf strings.Builder
+	cmd.Stderr = &stderrBuf
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -82,10 +85,23 @@ func TestRecoverSIGTERMThenResume(t *testing.T) {
 	}
 	t.Logf("SIGTERM after %d results: %d objects recovered, %d left for the re-run", len(results), gone, n-gone)
 
-	// The re-run picks up the rest.
-	out, stderr, code := dla(t, nil, "", args...)
-	if code != 0 {
-		t.Fatalf("re-run exit %d: %s", code, stderr)
+	// It says how far it got and prints the command that goes on; run as
+	// printed, that command recovers the rest.
+	printed := ""
+	lines := strings.Split(stderrBuf.String(), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "interrupted: ") && i+1 < len(lines) {
+			printed = strings.TrimSpace(lines[i+1])
+		}
+	}
+	if !strings.HasPrefix(printed, "dla recover ") || !strings.Contains(stderrBuf.String(), "objects processed") {
+		t.Fatalf("no re-run command after the interrupt:\n%s", stderrBuf.String())
+	}
+	rerun := exec.Command("bash", "-c", printed)
+	rerun.Env = append(os.Environ(), "PATH="+filepath.Dir(dlaBin)+":"+os.Getenv("PATH"), "AWS_EC2_METADATA_DISABLED=true")
+	out, err := rerun.Output()
+	if err != nil {
+		t.Fatalf("the printed re-run %s: %v", printed, err)
 	}
 	for _, k := range keys {
 		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(k))); err == nil {
@@ -95,6 +111,25 @@ func TestRecoverSIGTERMThenResume(t *testing.T) {
 	var execs int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM executions`).Scan(&execs); err != nil || execs != n {
 		t.Errorf("%d executions in the database, want %d (%v); re-run output %d bytes", execs, n, err, len(out))
+	}
+}
+
+// An interrupt at the question (Ctrl-C on the terminal), before anything
+// is written or moved, says that nothing changed.
+func TestRecoverInterruptedAtTheQuestionSaysNothingChanged(t *testing.T) {
+	dbURL, _, root, keys := recoverSetup(t, 20, 12, 2)
+	r := testsupport.RunPTY(t, dlaBin, testsupport.PTY{Cols: 80, Answers: []testsupport.PTYAnswer{{Prompt: `Type "yes" to continue`, Reply: "\x03", Keys: true}}},
+		"recover", "--archive", filepath.Join(root, "demo"), "--include-legacy", "--database-url", dbURL, "--offline")
+	if r.Code != 130 {
+		t.Fatalf("Ctrl-C at the question: exit %d, want 130\n%s", r.Code, r.Screen)
+	}
+	if !strings.Contains(r.Screen, "nothing changed") {
+		t.Errorf("the interrupt does not say that nothing changed:\n%s", r.Screen)
+	}
+	for _, k := range keys {
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(k))); err != nil {
+			t.Errorf("%s left the archive after an interrupt at the question", k)
+		}
 	}
 }
 

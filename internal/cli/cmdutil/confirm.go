@@ -2,6 +2,7 @@ package cmdutil
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"strings"
 
@@ -32,11 +33,28 @@ func Confirm(ios *iostreams.IOStreams, question, word string) (bool, error) {
 	// The question on a line of its own: one naming a file and a queue ran
 	// past 80 columns with the prompt after it.
 	fmt.Fprintf(ios.ErrOut, "%s\nType %q to continue: ", question, word)
-	line, err := bufio.NewReader(ios.In).ReadString('\n')
-	if err != nil && line == "" {
+	type answer struct {
+		line string
+		err  error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		line, err := bufio.NewReader(ios.In).ReadString('\n')
+		answered <- answer{line, err}
+	}()
+	var a answer
+	select {
+	case a = <-answered:
+	case <-ios.Interrupted:
+		// Ctrl-C at the question: the read of stdin would wait for an
+		// Enter that never comes, and the interrupt would go unanswered.
+		fmt.Fprintln(ios.ErrOut)
+		return false, context.Canceled
+	}
+	if a.err != nil && a.line == "" {
 		fmt.Fprintln(ios.ErrOut)
 	}
-	if strings.TrimSpace(line) == word {
+	if strings.TrimSpace(a.line) == word {
 		return true, nil
 	}
 	fmt.Fprintf(ios.ErrOut, "not confirmed (type %s)\n", word)

@@ -22,6 +22,7 @@ import (
 	"github.com/deadletter/deadletter/internal/cumulusdb"
 	"github.com/deadletter/deadletter/internal/recovery"
 	"github.com/deadletter/deadletter/internal/selection"
+	"github.com/deadletter/deadletter/internal/shellword"
 	"github.com/deadletter/deadletter/internal/snspub"
 	"github.com/deadletter/deadletter/internal/workflow/dbwrite"
 	"github.com/deadletter/deadletter/internal/workflow/dlarecover"
@@ -30,6 +31,7 @@ import (
 // RecoverOptions are dla recover's inputs.
 type RecoverOptions struct {
 	Factory         *Factory
+	given           []string // the flags given, for the re-run an interrupt prints
 	Select          selectFlags
 	Output          *cmdutil.Output
 	Args            []string
@@ -161,6 +163,7 @@ later moves back what it left.`,
 				return err
 			}
 			opts.Args = args
+			opts.given = cmdutil.GivenFlags(cmd)
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -269,7 +272,7 @@ func runRecover(ctx context.Context, opts *RecoverOptions) error {
 		},
 	})
 	if err != nil {
-		return openError(err)
+		return interruptedBeforeAnyChange(ctx, opts, openError(err))
 	}
 	defer sess.Close()
 
@@ -277,7 +280,7 @@ func runRecover(ctx context.Context, opts *RecoverOptions) error {
 	plan, err := sess.Plan(ctx)
 	progress.Clear()
 	if err != nil {
-		return err
+		return interruptedBeforeAnyChange(ctx, opts, err)
 	}
 	printPlan(f.IO.ErrOut, plan, opts, topics)
 	if plan.Objects == 0 {
@@ -292,6 +295,51 @@ func runRecover(ctx context.Context, opts *RecoverOptions) error {
 		}
 	}
 	return runRecoverObjects(ctx, opts, sess)
+}
+
+// interruptedBeforeAnyChange is err, said first to be an interrupt that
+// came before anything was written or moved, when it is one (Ctrl-C or
+// SIGTERM during the database's checks, the plan or the question).
+func interruptedBeforeAnyChange(ctx context.Context, opts *RecoverOptions, err error) error {
+	if err != nil && ctx.Err() != nil {
+		fmt.Fprintln(opts.Factory.IO.ErrOut, "interrupted before anything was written or moved: nothing changed")
+	}
+	return err
+}
+
+// printRecoverInterrupted says what an interrupted run left: nothing
+// changed, when no object was processed; else how many were, and the
+// command that goes on (the same selection: what was written or moved is
+// no longer in it), quoted for the shell, with a database URL's password
+// left out (it is read from PGPASSWORD or ~/.pgpass).
+func printRecoverInterrupted(opts *RecoverOptions, sum *RecoverSummary) {
+	errOut := opts.Factory.IO.ErrOut
+	if sum == nil || sum.Processed == 0 {
+		fmt.Fprintln(errOut, "interrupted before anything was written or moved: nothing changed")
+		return
+	}
+	words := []string{"dla", "recover"}
+	note := ""
+	for i := 0; i < len(opts.given); i++ {
+		w := opts.given[i]
+		if w == "--database-url" && i+1 < len(opts.given) {
+			u, hadPassword, ok := urlWithoutPassword(opts.given[i+1])
+			i++
+			switch {
+			case !ok:
+				note = "; add --database-url as given: it is left out, as its key=value form may hold a password"
+				continue
+			case hadPassword:
+				note = "; the password of --database-url is left out: the command reads it from PGPASSWORD or ~/.pgpass"
+			}
+			words = append(words, w, u)
+			continue
+		}
+		words = append(words, w)
+	}
+	words = append(words, opts.Args...)
+	fmt.Fprintf(errOut, "interrupted: %s processed (the summary above); the rest are still in the archive, and the same command goes on with them%s:\n  %s\n",
+		output.Plural(sum.Processed, "object"), note, shellword.Join(words...))
 }
 
 // recoverQuestion is the confirmation of a recovery: what is written where,
@@ -497,6 +545,9 @@ func runRecoverObjects(ctx context.Context, opts *RecoverOptions, sess *dlarecov
 	}
 	if werr := writeSummary(opts, sum); werr != nil && outErr == nil {
 		outErr = werr
+	}
+	if ctx.Err() != nil && !opts.DryRun {
+		printRecoverInterrupted(opts, sum)
 	}
 	var stopped *dlarecover.StoppedError
 	switch {

@@ -24,6 +24,7 @@ func Main() int {
 	signal.Ignore(syscall.SIGPIPE)
 	tuneGC(os.Getenv)
 	ios := iostreams.System()
+	ios.Interrupted = ctx.Done()
 	return Run(ctx, NewFactory(ios, os.Getenv), os.Args[1:])
 }
 

@@ -20,6 +20,9 @@ type IOStreams struct {
 	In     io.Reader
 	Out    io.Writer
 	ErrOut io.Writer
+	// Interrupted is closed on Ctrl-C or SIGTERM (the command's context's
+	// Done): a question waiting for its answer stops waiting. nil: never.
+	Interrupted <-chan struct{}
 
 	inTTY, outTTY, errTTY bool
 	getenv                func(string) string

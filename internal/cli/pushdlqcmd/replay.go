@@ -8,14 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/aws/smithy-go"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
@@ -158,7 +156,7 @@ run exits 3 whenever either is not zero, never "nothing to replay" and 0.`,
 // validate resolves the configuration (flags over --from-env) and applies
 // every guardrail before anything is read from SQS.
 func (o *ReplayOptions) validate(cmd *cobra.Command) error {
-	o.given = givenFlags(cmd, "journal", "resume", "dry-run", "wait-held")
+	o.given = cmdutil.GivenFlags(cmd, "journal", "resume", "dry-run", "wait-held")
 	if err := o.Output.Validate(); err != nil {
 		return err
 	}
@@ -370,25 +368,6 @@ func replayOutcome(opts *ReplayOptions, out *stdoutGuard, stream *output.JSONStr
 		printInterrupted(w, opts, s)
 	}
 	return err
-}
-
-// givenFlags are the flags given to cmd (its own and the root's AWS
-// flags), each as one word or a name and its value, but those named in
-// leave.
-func givenFlags(cmd *cobra.Command, leave ...string) []string {
-	var words []string
-	cmd.Flags().Visit(func(fl *pflag.Flag) {
-		switch {
-		case slices.Contains(leave, fl.Name):
-		case fl.Value.Type() == "bool" && fl.Value.String() == "true":
-			words = append(words, "--"+fl.Name)
-		case fl.Value.Type() == "bool":
-			words = append(words, "--"+fl.Name+"=false")
-		default:
-			words = append(words, "--"+fl.Name, fl.Value.String())
-		}
-	})
-	return words
 }
 
 // resumeCommand is the command that resumes the run of journal: this

@@ -23,7 +23,9 @@ func Main() int {
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return Run(ctx, NewFactory(iostreams.System(), os.Getenv), os.Args[1:])
+	ios := iostreams.System()
+	ios.Interrupted = ctx.Done()
+	return Run(ctx, NewFactory(ios, os.Getenv), os.Args[1:])
 }
 
 // Run executes one command line and reports errors on stderr.
