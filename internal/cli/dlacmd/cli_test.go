@@ -180,7 +180,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"search", "--archive", "/nonexistent/archive"}, "no such file"},
 		{[]string{"search", "--archive", "gs://bucket/stack"}, "only s3://"},
 		{[]string{"stats", "--archive", sampleArchive, "--by", "color"}, "invalid --by"},
-		{[]string{"show", "--archive", sampleArchive}, "requires at least 1 arg"},
+		{[]string{"show", "--archive", sampleArchive}, "show needs an archive key"},
 		{[]string{"frobnicate"}, "unknown command"},
 	} {
 		r := run(t, false, nil, "", c.args...)
