@@ -2,6 +2,7 @@ package pushdlqcmd
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -93,5 +94,50 @@ func TestReplaySinceRefusesWindowAndBadSpans(t *testing.T) {
 		if code := Run(context.Background(), f, append(base, strings.Fields(args)...)); code != 2 || !strings.Contains(errOut.String(), want) {
 			t.Errorf("%s: exit %d, want 2 with %q: %s", args, code, want, errOut.String())
 		}
+	}
+}
+
+// inspect --since 30m summarises only the messages read that were created
+// in the window ending now, says the window as absolute UTC times, and
+// counts the others read (earlier, or not dated) apart.
+func TestInspectSinceCountsOnlyTheWindow(t *testing.T) {
+	c := testsupport.SQSClient(t)
+	dlq, _ := testsupport.NewPushQueues(t, c, "isince", 1)
+	var bodies []string
+	for _, m := range []struct {
+		ago  time.Duration
+		code int
+	}{{5 * time.Minute, 1004}, {29 * time.Minute, 2003}, {31 * time.Minute, 1004}, {2 * time.Hour, 1004}} {
+		created := sinceNow.Add(-m.ago).UnixMilli()
+		bodies = append(bodies, `{"action":"push","priority":1,"createdAt":`+strconv.FormatInt(created, 10)+`,"errorCode":`+strconv.Itoa(m.code)+`}`)
+	}
+	testsupport.SendBodies(t, c, dlq, append(bodies, "not json"), nil)
+	code, out, stderr := runPushdlqAt(t, sinceNow, "inspect", "--dlq", dlq, "--all", "--since", "30m")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		"Since       30m: 2025-11-14T08:30:00Z/2025-11-14T09:00:00Z (on createdAt)\n",
+		"Scanned     5 messages (all): 2 created in that window, counted below;\n",
+		"            3 outside it (created before or after it, or undated) left out\n",
+		"createdAt   2025-11-14T08:31:00.000Z … 2025-11-14T08:55:00.000Z\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "Malformed") {
+		t.Errorf("the undated body was counted:\n%s", out)
+	}
+	code, out, stderr = runPushdlqAt(t, sinceNow, "inspect", "--dlq", dlq, "--all", "--since", "30m", "-o", "json")
+	var rep InspectReport
+	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil {
+		t.Fatalf("exit %d, %v: %s", code, err, stderr)
+	}
+	if rep.Since == nil || *rep.Since != "2025-11-14T08:30:00Z/2025-11-14T09:00:00Z" || rep.OutsideSince != 3 || rep.Scanned != 2 || len(rep.ByCode) != 2 {
+		t.Errorf("json: since %v, outside %d, scanned %d, by code %v", rep.Since, rep.OutsideSince, rep.Scanned, rep.ByCode)
+	}
+	if code, _, stderr := runPushdlqAt(t, sinceNow, "inspect", "--dlq", dlq, "--since", "6y"); code != 2 || !strings.Contains(stderr, `--since: "6y" is not a duration (e.g. 30m, 6h, 2d)`) {
+		t.Errorf("--since 6y: exit %d: %s", code, stderr)
 	}
 }
