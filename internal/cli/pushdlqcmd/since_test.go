@@ -3,6 +3,8 @@ package pushdlqcmd
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -136,6 +138,15 @@ func TestInspectSinceCountsOnlyTheWindow(t *testing.T) {
 	}
 	if rep.Since == nil || *rep.Since != "2025-11-14T08:30:00Z/2025-11-14T09:00:00Z" || rep.OutsideSince != 3 || rep.Scanned != 2 || len(rep.ByCode) != 2 {
 		t.Errorf("json: since %v, outside %d, scanned %d, by code %v", rep.Since, rep.OutsideSince, rep.Scanned, rep.ByCode)
+	}
+	page := filepath.Join(t.TempDir(), "inspect.html")
+	if code, _, stderr := runPushdlqAt(t, sinceNow, "inspect", "--dlq", dlq, "--all", "--since", "30m", "--html", page); code != 0 {
+		t.Fatalf("--html: exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(page)
+	if want := "read 5 messages (every message)"; err != nil || !strings.Contains(string(b), want) ||
+		!strings.Contains(string(b), "Counted: the 2 created since 30m, 2025-11-14T08:30:00Z/2025-11-14T09:00:00Z (UTC); 3 outside it") {
+		t.Errorf("the page does not say the window (%v):\n%s", err, b)
 	}
 	if code, _, stderr := runPushdlqAt(t, sinceNow, "inspect", "--dlq", dlq, "--since", "6y"); code != 2 || !strings.Contains(stderr, `--since: "6y" is not a duration (e.g. 30m, 6h, 2d)`) {
 		t.Errorf("--since 6y: exit %d: %s", code, stderr)
