@@ -75,7 +75,7 @@ summaries go to stderr.`,
 	root.AddCommand(cmdutil.HelpTopic("exit-codes", "What dla's exit codes mean", cmdutil.ExitCodesHelp))
 	root.AddCommand(cmdutil.HelpTopic("environment", "Environment variables dla reads", environmentHelp))
 	// Values no shell can list are never completed with file names.
-	for _, name := range []string{"collection", "error-class", "granule", "execution", "state-machine", "error", "date", "from", "to"} {
+	for _, name := range []string{"collection", "error-class", "granule", "execution", "state-machine", "error", "date", "from", "to", "since"} {
 		cmdutil.CompleteFlag(root, name, cmdutil.NoFiles)
 	}
 	return root

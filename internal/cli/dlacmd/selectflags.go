@@ -53,9 +53,13 @@ type selectFlags struct {
 	granules, collections, executions, statuses, stateMachines []string
 	errorRE                                                    string
 	errorClass                                                 presentString
-	date, from, to                                             string
-	failed, includeLegacy, ignoreUnreadable                    bool
-	limit, concurrency                                         int
+	date, from, to, since                                      string
+	// sinceWindow is what --since resolved to, once it has (it then
+	// stands in from and to, so that printed commands select the same
+	// folders whenever they run).
+	sinceWindow                             *cmdutil.SinceWindow
+	failed, includeLegacy, ignoreUnreadable bool
+	limit, concurrency                      int
 }
 
 func (s *selectFlags) register(cmd *cobra.Command) {
@@ -71,6 +75,7 @@ func (s *selectFlags) register(cmd *cobra.Command) {
 	f.StringVar(&s.date, "date", "", "one date folder: YYYY-MM-DD, today or yesterday (UTC)")
 	f.StringVar(&s.from, "from", "", "first date folder, inclusive")
 	f.StringVar(&s.to, "to", "", "last date folder, inclusive")
+	f.StringVar(&s.since, "since", "", "the last 30m, 6h, 2d or 1w (units s, m, h, d, w): the date folders from the day of now minus it to today, whole (UTC)")
 	f.BoolVar(&s.failed, "failed", false, "search failed-sqs/ (where recovery moves what it could not write) instead of sqs/")
 	f.BoolVar(&s.includeLegacy, "include-legacy", false, "also read objects outside date folders (pre-v18.3 flat keys); they are dated by their event time")
 	f.BoolVar(&s.ignoreUnreadable, "ignore-unreadable", false, "do not exit 3 when some objects cannot be read or decoded (they are still reported)")
@@ -119,6 +124,9 @@ func (s *selectFlags) scope(f *Factory) (selection.Scope, archive.Location, erro
 		filter.ErrorClass = &class
 	}
 	now := f.Now()
+	if err := s.resolveSince(f, now); err != nil {
+		return selection.Scope{}, loc, err
+	}
 	if s.date != "" {
 		if s.from != "" || s.to != "" {
 			return selection.Scope{}, loc, cmdutil.UsageErrorf("--date cannot be combined with --from or --to")
@@ -152,8 +160,41 @@ func (s *selectFlags) scope(f *Factory) (selection.Scope, archive.Location, erro
 	}, loc, nil
 }
 
+// resolveSince turns --since into --from and --to: the date folders
+// (days, UTC) from the day of now−span to today, which are the folders
+// that can hold a message of the span. The folders are read whole: the
+// selection does not filter by time within a day. It says so on stderr,
+// with the window resolved, once.
+func (s *selectFlags) resolveSince(f *Factory, now time.Time) error {
+	if s.since == "" || s.sinceWindow != nil {
+		return nil
+	}
+	var given []string
+	for _, fl := range [][2]string{{"--date", s.date}, {"--from", s.from}, {"--to", s.to}} {
+		if fl[1] != "" {
+			given = append(given, fl[0])
+		}
+	}
+	if err := cmdutil.SinceConflict(given...); err != nil {
+		return err
+	}
+	w, err := cmdutil.ResolveSince(s.since, now.Truncate(time.Second)) // only the days matter
+	if err != nil {
+		return err
+	}
+	s.sinceWindow = &w
+	s.from, s.to = w.Start.Format(dla.DateLayout), w.End.Format(dla.DateLayout)
+	folders := fmt.Sprintf("the date folders %s to %s (whole days)", s.from, s.to)
+	if s.from == s.to {
+		folders = fmt.Sprintf("the date folder %s (the whole day)", s.from)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "dla: %s: reading %s\n", w, folders)
+	return nil
+}
+
 // args are the selection flags as given, as words of a command line
 // (without --archive); withDates false leaves out --date, --from and --to.
+// --since is given as the --from and --to it resolved to.
 func (s *selectFlags) args(withDates bool) []string {
 	var words []string
 	add := func(name string, vals ...string) {

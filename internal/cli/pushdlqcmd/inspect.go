@@ -29,14 +29,17 @@ type InspectOptions struct {
 	Sample  int
 	All     bool
 	HTML    string
+	Since   string
 	Output  *cmdutil.Output
+	// since is what --since resolved to (nil without it).
+	since *cmdutil.SinceWindow
 }
 
 // NewCmdInspect builds `pushdlq inspect`.
 func NewCmdInspect(f *Factory, runF func(context.Context, *InspectOptions) error) *cobra.Command {
 	opts := &InspectOptions{Factory: f}
 	cmd := &cobra.Command{
-		Use:   "inspect --dlq URL|NAME [--sample N | --all]",
+		Use:   "inspect --dlq URL|NAME [--sample N | --all] [--since SPAN]",
 		Short: "Summarise the DLQ without consuming it",
 		Long: `Read a sample of the DLQ (--sample, default 100) or all of it (--all) and
 summarise it: queue depth, counts by error code, priority and action, the
@@ -45,11 +48,18 @@ malformed bodies, and a suggested --window and --codes for the dominant
 failure. On a terminal, each error code's createdAt histogram is also drawn as
 a one-line sparkline. --html FILE writes the same as a self-contained page.
 
+--since 30m, 6h, 2d or 1w summarises only the messages read whose createdAt
+lies in the window from now minus that to now (printed as absolute UTC
+times); the others read, created before it or without a createdAt, are
+counted apart. SQS cannot select by time: the messages are read as for any
+inspection (--sample reads the first N received, not the newest).
+
 Nothing is deleted. Messages are received with a visibility timeout that
 covers the scan and made visible again at the end; SQS has no peek, so
 reading raises each message's receive count.`,
 		Example: `  pushdlq inspect --dlq push-dlq
-  pushdlq inspect --dlq https://sqs.us-east-1.amazonaws.com/123456789012/push-dlq --all -o json`,
+  pushdlq inspect --dlq https://sqs.us-east-1.amazonaws.com/123456789012/push-dlq --all -o json
+  pushdlq inspect --dlq push-dlq --all --since 6h`,
 		Args: cmdutil.UsageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := opts.Output.Validate(); err != nil {
@@ -67,6 +77,13 @@ reading raises each message's receive count.`,
 			if opts.Sample < 1 {
 				return cmdutil.UsageErrorf("--sample %d: want at least 1", opts.Sample)
 			}
+			if opts.Since != "" {
+				w, err := cmdutil.ResolveSince(opts.Since, f.Now())
+				if err != nil {
+					return err
+				}
+				opts.since = &w
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -76,6 +93,7 @@ reading raises each message's receive count.`,
 	addQueueFlags(cmd, &opts.Queue, true)
 	cmd.Flags().IntVar(&opts.Sample, "sample", 100, "read this many messages")
 	cmd.Flags().BoolVar(&opts.All, "all", false, "read every message")
+	cmd.Flags().StringVar(&opts.Since, "since", "", "summarise only the messages created in the last 30m, 6h, 2d or 1w (units s, m, h, d, w)")
 	cmd.Flags().StringVar(&opts.HTML, "html", "", "also write a self-contained HTML report to this file: the createdAt histogram by error code with the suggested window, depth by priority, malformed messages")
 	opts.Output = cmdutil.AddOutputFlag(cmd, "table", "json")
 	return cmd
@@ -103,6 +121,14 @@ type InspectReport struct {
 	// InFlightLimit: SQS's in-flight limit stopped the scan; the report
 	// covers the messages read before it (and Sample is true).
 	InFlightLimit bool `json:"in_flight_limit"`
+	// Since is the --since window resolved (START/END, UTC; null without
+	// it): the report (Scanned and every count) covers the messages read
+	// that were created in it, and OutsideSince counts the others read
+	// (created outside it, or without a createdAt), which are in no other
+	// count.
+	Since        *string `json:"since"`
+	SinceSpan    *string `json:"since_span"`
+	OutsideSince int     `json:"outside_since"`
 }
 
 func runInspect(ctx context.Context, opts *InspectOptions) error {
@@ -121,8 +147,13 @@ func runInspect(ctx context.Context, opts *InspectOptions) error {
 	if opts.All {
 		limit = 0
 	}
+	outside := 0
 	overLimit, err := s.ScanAndRelease(ctx, limit, func(m *sqsmove.Message) {
 		c := pushpolicy.ParseCommand(m.Body)
+		if w := opts.since; w != nil && !(c.HasCreatedAt && c.CreatedAt >= w.Start.UnixMilli() && c.CreatedAt <= w.End.UnixMilli()) {
+			outside++
+			return
+		}
 		t.add(c)
 		pt.Add(c)
 	})
@@ -131,6 +162,10 @@ func runInspect(ctx context.Context, opts *InspectOptions) error {
 	}
 	rep := inspectReport(s.Queue, t, !opts.All || overLimit != nil)
 	rep.InFlightLimit = overLimit != nil
+	if w := opts.since; w != nil {
+		window := w.Window()
+		rep.Since, rep.SinceSpan, rep.OutsideSince = &window, &w.Given, outside
+	}
 	if overLimit != nil {
 		defer fmt.Fprintln(f.IO.ErrOut, inFlightLimitNote(overLimit, s.Queue.Visible+s.Queue.InFlight, "this report covers only them; every message is released"))
 	}
@@ -175,10 +210,16 @@ func writeInspectHTML(f *Factory, path string, rep InspectReport, t *tally, tria
 	if rep.Sample {
 		scope = "a sample of " + output.Plural(rep.Scanned, "message")
 	}
-	page := report.PushDLQPage(p, "Push DLQ report: "+sqsmove.Name(rep.Queue), []string{
+	subtitle := []string{
 		rep.Queue,
 		fmt.Sprintf("Depth before the scan: %d visible, %d in flight, %d delayed; read %s (%s)", rep.Visible, rep.InFlight, rep.Delayed, output.Plural(rep.Scanned, "message"), scope),
-	})
+	}
+	if rep.Since != nil {
+		subtitle[1] = fmt.Sprintf("Depth before the scan: %d visible, %d in flight, %d delayed; read %s (%s)", rep.Visible, rep.InFlight, rep.Delayed, output.Plural(rep.Scanned+rep.OutsideSince, "message"), scope)
+		subtitle = append(subtitle, fmt.Sprintf("Counted: the %d created since %s, %s (UTC); %d outside it (created before or after it, or undated) left out",
+			rep.Scanned, *rep.SinceSpan, *rep.Since, rep.OutsideSince))
+	}
+	page := report.PushDLQPage(p, "Push DLQ report: "+sqsmove.Name(rep.Queue), subtitle)
 	note := "From the messages read."
 	if rep.Sample {
 		note = "From a sample only: 'pushdlq triage' reads every message."
@@ -265,7 +306,13 @@ func printInspect(w io.Writer, r InspectReport, sparks []string) error {
 	if r.InFlight > 0 {
 		fmt.Fprintf(&b, "            %s\n", inFlightNote(r.Visible, r.InFlight))
 	}
-	fmt.Fprintf(&b, "Scanned     %s (%s)\n", output.Plural(r.Scanned, "message"), scope)
+	if r.Since != nil {
+		fmt.Fprintf(&b, "Since       %s: %s (on createdAt)\n", *r.SinceSpan, *r.Since)
+		fmt.Fprintf(&b, "Scanned     %s (%s): %d created in that window, counted below;\n", output.Plural(r.Scanned+r.OutsideSince, "message"), scope, r.Scanned)
+		fmt.Fprintf(&b, "            %d outside it (created before or after it, or undated) left out\n", r.OutsideSince)
+	} else {
+		fmt.Fprintf(&b, "Scanned     %s (%s)\n", output.Plural(r.Scanned, "message"), scope)
+	}
 	if r.CreatedAtMin != nil {
 		fmt.Fprintf(&b, "createdAt   %s … %s\n", *r.CreatedAtMin, *r.CreatedAtMax)
 	}

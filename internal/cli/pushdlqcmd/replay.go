@@ -30,26 +30,31 @@ type ReplayOptions struct {
 	Factory *Factory
 	pushreplay.Options
 	Window          string
+	Since           string
 	Codes           string
 	FromEnv         bool
 	AllowWideWindow bool
 	Output          *cmdutil.Output
 	// given are the flags of the invocation, as given: the command that
-	// resumes its run is built from them (resumeCommand).
+	// resumes its run is built from them (resumeCommand), --since as the
+	// --window it resolved to.
 	given []string
+	// since is what --since resolved to (nil without it).
+	since *cmdutil.SinceWindow
 }
 
 // NewCmdReplay builds `pushdlq replay`.
 func NewCmdReplay(f *Factory, runF func(context.Context, *ReplayOptions) error) *cobra.Command {
 	opts := &ReplayOptions{Factory: f}
 	cmd := &cobra.Command{
-		Use:   "replay (--dlq URL|NAME | --from-file FILE) --queue-base-url URL --window START/END --codes LIST",
+		Use:   "replay (--dlq URL|NAME | --from-file FILE) --queue-base-url URL (--window START/END | --since SPAN) --codes LIST",
 		Short: "Replay a time-boxed, error-code-filtered slice of the DLQ to the priority queues",
 		Long: `Replay the DLQ messages whose errorCode is selected (--codes 1004,2003, or '*'
 alone) and whose createdAt lies inside the inclusive window (--window
 START/END, each ISO-8601 or epoch milliseconds; a time without a zone is UTC,
 and a date alone is midnight UTC at the start of that day, so
-2025-11-14/2025-11-15 covers the 14th and ends at 2025-11-15T00:00:00.000Z)
+2025-11-14/2025-11-15 covers the 14th and ends at 2025-11-15T00:00:00.000Z;
+or --since 30m, 6h, 2d or 1w, the window from now minus that to now)
 to ${queue-base-url}P${priority}, exactly as
 the push-dlq processor decides. --from-env reads the processor's variables
 (PUSH_DLQ_QUEUE_URL, PUSH_QUEUE_BASE_URL, PROCESS_START_AT, PROCESS_END_AT,
@@ -115,6 +120,7 @@ plan and the summary count both (in_flight_elsewhere, delayed), and the
 run exits 3 whenever either is not zero, never "nothing to replay" and 0.`,
 		Example: `  pushdlq replay --dlq push-dlq --queue-base-url https://sqs.us-east-1.amazonaws.com/123456789012/push- \
       --window 2025-11-14T08:30:00Z/2025-11-14T09:00:00Z --codes 1004,2003 --dry-run
+  pushdlq replay --dlq push-dlq --queue-base-url URL --since 6h --codes 1004 --dry-run
   env $(cat push-dlq.env) pushdlq replay --from-env --yes --rate 50
   pushdlq replay --from-env --resume ~/.local/state/deadletter/replay-20251114T091500Z.ndjson --yes
   pushdlq replay --from-file edited.ndjson --queue-base-url URL --window START/END --codes '*' --yes`,
@@ -133,6 +139,7 @@ run exits 3 whenever either is not zero, never "nothing to replay" and 0.`,
 	fl := cmd.Flags()
 	fl.StringVar(&opts.BaseURL, "queue-base-url", "", "prefix of the priority queues; target = ${base}P${priority}")
 	fl.StringVar(&opts.Window, "window", "", "inclusive createdAt window START/END (ISO-8601 or epoch ms)")
+	fl.StringVar(&opts.Since, "since", "", "the createdAt window of the last 30m, 6h, 2d or 1w (units s, m, h, d, w): now minus it to now; not with --window")
 	fl.StringVar(&opts.Codes, "codes", "", "error codes to replay, comma-separated, or '*' for all")
 	fl.BoolVar(&opts.FromEnv, "from-env", false, "read the push-dlq processor's environment variables")
 	fl.StringVar(&opts.FromFile, "from-file", "", "replay the messages of an export file instead of the DLQ")
@@ -156,7 +163,7 @@ run exits 3 whenever either is not zero, never "nothing to replay" and 0.`,
 // validate resolves the configuration (flags over --from-env) and applies
 // every guardrail before anything is read from SQS.
 func (o *ReplayOptions) validate(cmd *cobra.Command) error {
-	o.given = cmdutil.GivenFlags(cmd, "journal", "resume", "dry-run", "wait-held")
+	o.given = cmdutil.GivenFlags(cmd, "journal", "resume", "dry-run", "wait-held", "since")
 	if err := o.Output.Validate(); err != nil {
 		return err
 	}
@@ -183,6 +190,9 @@ func (o *ReplayOptions) validate(cmd *cobra.Command) error {
 		return cmdutil.UsageErrorf("--dlq (or --from-env, or --from-file) is required")
 	case o.BaseURL == "":
 		return cmdutil.UsageErrorf("--queue-base-url (or --from-env) is required")
+	}
+	if err := o.resolveSince(); err != nil {
+		return err
 	}
 	if err := policyFlags(o.Factory, &o.Policy, o.Window, o.Codes, o.AllowWideWindow, o.FromEnv, "--from-env"); err != nil {
 		return err
@@ -225,6 +235,25 @@ func (o *ReplayOptions) validate(cmd *cobra.Command) error {
 	if !o.DryRun {
 		return cmdutil.RequireYes(o.Factory.IO, o.Yes, "replay")
 	}
+	return nil
+}
+
+// resolveSince makes --since the --window it stands for: from now minus
+// the span to now, to the millisecond. A resume command printed later
+// names that window, never the span, so that it selects what this run did.
+func (o *ReplayOptions) resolveSince() error {
+	if o.Since == "" {
+		return nil
+	}
+	if o.Window != "" {
+		return cmdutil.SinceConflict("--window")
+	}
+	w, err := cmdutil.ResolveSince(o.Since, o.Factory.Now())
+	if err != nil {
+		return err
+	}
+	o.since, o.Window = &w, w.Window()
+	o.given = append(o.given, "--window", o.Window)
 	return nil
 }
 
@@ -436,6 +465,9 @@ func printPlan(w io.Writer, opts *ReplayOptions, p *pushreplay.Plan) {
 	}
 	// Two lines, so that the plan fits 80 columns.
 	fmt.Fprintf(w, "  window   %s … %s\n           inclusive, on createdAt (epoch ms %d … %d)\n", isoMs(policy.Start), isoMs(policy.End), policy.Start, policy.End)
+	if opts.since != nil {
+		fmt.Fprintf(w, "           %s (now minus %s to now)\n", opts.since, opts.since.Given)
+	}
 	if opts.Window != "" {
 		if a, b, _ := strings.Cut(opts.Window, "/"); pushpolicy.IsDateOnly(a) || pushpolicy.IsDateOnly(b) {
 			fmt.Fprintf(w, "           a date alone means midnight UTC at the start of that day: the window ends at %s\n", isoMs(policy.End))

@@ -62,6 +62,7 @@ queue or on disk. Data goes to stdout; plans, progress and warnings to stderr.`,
 	root.AddCommand(cmdutil.HelpTopic("environment", "Environment variables pushdlq reads", environmentHelp))
 	cmdutil.CompleteFlag(root, "codes", completeCodes)
 	cmdutil.CompleteFlag(root, "window", cmdutil.NoFiles)
+	cmdutil.CompleteFlag(root, "since", cmdutil.NoFiles)
 	return root
 }
 
