@@ -311,10 +311,10 @@ func TestTriageOfAHostileArchiveOnATerminal(t *testing.T) {
 		if r.Code != 0 {
 			t.Fatalf("exit %d:\n%s", r.Code, r.Screen)
 		}
-		// What the terminal receives once the tool's own colours are
-		// taken out: no control but line ends (\r, the progress line's
-		// redraw, is the terminal's own newline and the progress line).
-		rest := regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(r.Screen, "")
+		// What the terminal receives once the tool's own colours and the
+		// progress line's erase (iostreams' status line) are taken out: no
+		// control but line ends (\r is the terminal's own newline).
+		rest := regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(strings.ReplaceAll(r.Screen, "\r\x1b[2K\x1b[1A\x1b[2K", ""), "")
 		for _, bad := range []string{"\x1b", "\x07", "\u009b", "\u202e", "\u202c"} {
 			if strings.Contains(rest, bad) {
 				t.Errorf("%d columns: the terminal received %q from archived text:\n%q", cols, bad, r.Screen)

@@ -72,18 +72,25 @@ func TestConcurrentRequestsReuseConnections(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		// A guard against a hang, not a time limit: the pool is normally
-		// back in microseconds.
-		guard := time.After(time.Minute)
+		// Wait for the connections to go back to the pool before the next
+		// wave. Not every one reports it to this trace: a connection dialled
+		// for a request that an idle one served first goes to the pool
+		// untraced (net/http's dial race), so the wait ends when all have
+		// reported or none has for a while; what is asserted is that none
+		// was closed, and the dials below.
 		for i := 0; i < concurrency; i++ {
+			quiet := time.NewTimer(2 * time.Second)
 			select {
 			case err := <-pooled:
+				quiet.Stop()
 				if err != nil {
 					t.Fatalf("wave %d: a connection was closed instead of kept for reuse: %v", wave, err)
 				}
-			case <-guard:
-				t.Fatalf("wave %d: %d of %d connections never went back to the pool", wave, concurrency-i, concurrency)
+				continue
+			case <-quiet.C:
+				t.Logf("wave %d: %d of %d connections reported going back to the pool", wave, i, concurrency)
 			}
+			break
 		}
 		if n := dials.Load(); n > concurrency {
 			t.Fatalf("after wave %d of %d concurrent GETs: %d connections dialled, want at most %d (one per concurrent request)", wave, concurrency, n, concurrency)
