@@ -290,10 +290,19 @@ func (d *DB) UpsertExecution(ctx context.Context, r *recovery.ExecutionRow) (int
 	sql := d.st.execution[boolIndex(r.Status == "running")]
 	var id int64
 	err := d.write(ctx, d.st.executionInsert, sql, func(q querier, sql string) error {
-		return q.QueryRow(ctx, sql, r.Arn, r.Status, r.URL, r.CumulusVersion, nullJSON(r.Tasks), r.WorkflowName,
+		var taken *string
+		err := q.QueryRow(ctx, sql, r.Arn, r.Status, r.URL, r.CumulusVersion, nullJSON(r.Tasks), r.WorkflowName,
 			r.CreatedAt, r.Timestamp, r.UpdatedAt, nullJSON(r.Error), nullJSON(r.OriginalPayload), nullJSON(r.FinalPayload),
-			r.Duration, r.AsyncOperationID, r.CollectionID, r.ParentID).Scan(&id)
+			r.Duration, r.AsyncOperationID, r.CollectionID, r.ParentID).Scan(&taken, &id)
+		if t, ok := takenID("executions", taken); ok && err == nil {
+			return t
+		}
+		return err
 	})
+	var t *idTaken
+	if errors.As(err, &t) {
+		return 0, d.takenError(ctx, t)
+	}
 	return id, err
 }
 
@@ -430,7 +439,7 @@ func (d *DB) granuleResult(ctx context.Context, gw *recovery.GranuleWrite, other
 	case err != nil:
 		return res, err
 	case other != nil:
-		if t, ok := takenID(other); ok {
+		if t, ok := takenID("granules", other); ok {
 			return res, d.takenError(ctx, t)
 		}
 		return res, d.st.otherCollection(gw, *other)

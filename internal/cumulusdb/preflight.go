@@ -85,7 +85,7 @@ func CheckWritable(ctx context.Context, q interface {
   UNION ALL
   SELECT 1000 + n, 'USAGE on ' || s.seq
   FROM unnest($3::text[]) WITH ORDINALITY AS t(tab, n),
-    LATERAL (SELECT pg_get_serial_sequence(quote_ident(t.tab), 'cumulus_id') AS seq) s
+    LATERAL (SELECT `+serialSequenceSQL("t.tab", "'cumulus_id'")+` AS seq) s
   WHERE s.seq IS NOT NULL AND NOT has_sequence_privilege(s.seq, 'USAGE')
 ) x`, tables, privs, serialTables).Scan(&lacks); err != nil {
 		return err

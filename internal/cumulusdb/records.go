@@ -33,8 +33,8 @@ const storedExecutionCols = `up.cumulus_id, up.arn, up.status, up.url, up.cumulu
   (SELECT x.arn FROM executions x WHERE x.cumulus_id = up.parent_cumulus_id)`
 
 var (
-	upsertExecutionRecord        = withReturning(upsertExecution, "e", storedExecutionCols)
-	upsertRunningExecutionRecord = withReturning(upsertRunningExecution, "e", storedExecutionCols)
+	upsertExecutionRecord        = withReturning(upsertExecution, "e", "NULL::text, "+storedExecutionCols)
+	upsertRunningExecutionRecord = withReturning(upsertRunningExecution, "e", "NULL::text, "+storedExecutionCols)
 )
 
 func (d *DB) UpsertExecutionRecord(ctx context.Context, r *recovery.ExecutionRow) (int64, *recovery.StoredExecution, error) {
@@ -42,15 +42,22 @@ func (d *DB) UpsertExecutionRecord(ctx context.Context, r *recovery.ExecutionRow
 	var id int64
 	var e recovery.StoredExecution
 	err := d.write(ctx, d.st.executionRecordInsert, sql, func(q querier, sql string) error {
-		var tasks, errJSON, orig, final *string
+		var taken, tasks, errJSON, orig, final *string
 		err := q.QueryRow(ctx, sql, r.Arn, r.Status, r.URL, r.CumulusVersion, nullJSON(r.Tasks), r.WorkflowName,
 			r.CreatedAt, r.Timestamp, r.UpdatedAt, nullJSON(r.Error), nullJSON(r.OriginalPayload), nullJSON(r.FinalPayload),
-			r.Duration, r.AsyncOperationID, r.CollectionID, r.ParentID).Scan(&id, &e.Arn, &e.Status, &e.URL,
+			r.Duration, r.AsyncOperationID, r.CollectionID, r.ParentID).Scan(&taken, &id, &e.Arn, &e.Status, &e.URL,
 			&e.CumulusVersion, &e.WorkflowName, &tasks, &errJSON, &orig, &final, &e.Duration, &e.Archived,
 			&e.CreatedAt, &e.UpdatedAt, &e.Timestamp, &e.CollectionID, &e.AsyncOperationID, &e.ParentArn)
+		if t, ok := takenID("executions", taken); ok && err == nil {
+			return t
+		}
 		e.Tasks, e.Error, e.OriginalPayload, e.FinalPayload = deref(tasks), deref(errJSON), deref(orig), deref(final)
 		return err
 	})
+	var t *idTaken
+	if errors.As(err, &t) {
+		return 0, nil, d.takenError(ctx, t)
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -157,7 +164,7 @@ func (d *DB) WriteGranuleRecord(ctx context.Context, gw *recovery.GranuleWrite) 
 		if err != nil {
 			return err
 		}
-		if t, ok := takenID(other); ok {
+		if t, ok := takenID("granules", other); ok {
 			return t
 		}
 		if other != nil {

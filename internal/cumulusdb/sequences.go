@@ -28,7 +28,7 @@ import (
 // be read: the role has USAGE but not SELECT on it and it was never read
 // in a session).
 type SequenceBehind struct {
-	Sequence      string // as pg_get_serial_sequence names it
+	Sequence      string // schema-qualified, as pg_get_serial_sequence names it
 	Table, Column string
 	Next          *string // the value nextval returns next (numeric text)
 	Largest       string  // the table's largest value of the column
@@ -111,7 +111,7 @@ func serialColumns() (tables, columns []string) {
 func sequencesBehind(ctx context.Context, q querier, tables, columns []string, all bool) ([]SequenceBehind, error) {
 	rows, err := q.Query(ctx, `SELECT t.tab, t.col, s.seq, v.nextv::text, m.largest::text, v.nextv > m.largest
 FROM unnest($1::text[], $2::text[]) AS t(tab, col)
-CROSS JOIN LATERAL (SELECT pg_get_serial_sequence(quote_ident(t.tab), t.col) AS seq) s
+CROSS JOIN LATERAL (SELECT `+serialSequenceSQL("t.tab", "t.col")+` AS seq) s
 CROSS JOIN LATERAL (SELECT q.seqincrement AS inc FROM pg_sequence q WHERE q.seqrelid = s.seq::regclass) i
 CROSS JOIN LATERAL (SELECT CASE WHEN has_sequence_privilege(s.seq, 'SELECT') THEN
     (xpath('/row/v/text()', query_to_xml(format('SELECT CASE WHEN is_called THEN last_value::numeric + %s ELSE last_value END AS v FROM %s', i.inc, s.seq), false, true, '')))[1]::text::numeric
@@ -246,23 +246,44 @@ func (d *DB) sequenceError(ctx context.Context, table string, cols []string, key
 	return &recovery.TransientError{Err: &SequenceBehindError{Behind: behind, Key: key, Cause: cause}}
 }
 
-// takenPrefix starts the first column of v22's granule statements when
-// the cumulus_id drawn for a new granule names another granule already
-// (then no row is written): "taken <cumulus_id>".
-const takenPrefix = "taken "
-
-// idTaken is the write of a new granule refused because the cumulus_id
-// its sequence gave names a granule of another collection (v22, where the
-// primary key (cumulus_id, collection_cumulus_id) would take it).
-type idTaken struct{ id string }
-
-func (e *idTaken) Error() string {
-	return "the cumulus_id " + e.id + " drawn for a new granule names another granule already"
+// serialSequenceSQL is the SQL of the sequence whose values the column
+// col (SQL text) of table tab (SQL text, a name quote_ident quotes) takes:
+// the one pg_get_serial_sequence names, or, when the sequence is OWNED BY
+// NONE (pg_get_serial_sequence is NULL then), the one its default draws
+// from (the default's dependency on it). NULL: the column takes no
+// sequence's values.
+func serialSequenceSQL(tab, col string) string {
+	return `coalesce(pg_get_serial_sequence(quote_ident(` + tab + `), ` + col + `), (SELECT quote_ident(n.nspname) || '.' || quote_ident(s.relname)
+  FROM pg_attrdef ad
+  JOIN pg_attribute a ON a.attrelid = ad.adrelid AND a.attnum = ad.adnum
+  JOIN pg_depend d ON d.classid = 'pg_attrdef'::regclass AND d.objid = ad.oid AND d.refclassid = 'pg_class'::regclass
+  JOIN pg_class s ON s.oid = d.refobjid AND s.relkind = 'S'
+  JOIN pg_namespace n ON n.oid = s.relnamespace
+  WHERE ad.adrelid = to_regclass(quote_ident(` + tab + `)) AND a.attname = ` + col + ` LIMIT 1))`
 }
 
-// takenID reads a granule statement's first column: the drawn cumulus_id
-// that another granule holds, if that is what it says.
-func takenID(other *string) (*idTaken, bool) {
+// takenPrefix starts the first column of v22's granule and execution
+// statements when the cumulus_id drawn for a new row names another row
+// of its table already (then no row is written): "taken <cumulus_id>".
+const takenPrefix = "taken "
+
+// idTaken is the write of a new granule or execution refused because the
+// cumulus_id its sequence gave names another row of the table already
+// (v22, where the primary keys (cumulus_id, collection_cumulus_id) and
+// (cumulus_id, created_at) would take it).
+type idTaken struct{ table, id string }
+
+// takenRow is what a row of table is called in an idTaken.
+var takenRow = map[string]string{"granules": "granule", "executions": "execution"}
+
+func (e *idTaken) Error() string {
+	row := takenRow[e.table]
+	return "the cumulus_id " + e.id + " drawn for a new " + row + " names another " + row + " already"
+}
+
+// takenID reads the first column of a statement writing into table: the
+// drawn cumulus_id that another row holds, if that is what it says.
+func takenID(table string, other *string) (*idTaken, bool) {
 	if other == nil {
 		return nil, false
 	}
@@ -270,12 +291,12 @@ func takenID(other *string) (*idTaken, bool) {
 	if _, err := strconv.ParseInt(id, 10, 64); !ok || err != nil {
 		return nil, false
 	}
-	return &idTaken{id: id}, true
+	return &idTaken{table: table, id: id}, true
 }
 
-// takenError is the stop of a granule write whose drawn id was taken.
+// takenError is the stop of a write whose drawn id was taken.
 func (d *DB) takenError(ctx context.Context, t *idTaken) error {
-	return d.sequenceError(ctx, "granules", []string{"cumulus_id"}, "granules.granules_pkey", t)
+	return d.sequenceError(ctx, t.table, []string{"cumulus_id"}, t.table+"."+t.table+"_pkey", t)
 }
 
 // sequencesAfterStampMoved checks the sequences again when the catalog's

@@ -34,9 +34,14 @@ func TestAKeyTheDatabaseFillsIsTheEnvironments(t *testing.T) {
 		gen      cumulusdb.Generation
 		sequence string
 		table    string
+		at       string // what the stop says of the sequence
 	}{
-		{cumulusdb.V21, "files_cumulus_id_seq", "files"},
-		{cumulusdb.V22_3, "granules_cumulus_id_seq", "granules"},
+		// The write drew 1 and met it: the sequence is at 2 then.
+		{cumulusdb.V21, "files_cumulus_id_seq", "files", " is at 2, behind files' largest cumulus_id"},
+		{cumulusdb.V22_3, "granules_cumulus_id_seq", "granules", " is at 2, behind granules' largest cumulus_id"},
+		// v22's executions_pkey is (cumulus_id, created_at): the new
+		// execution would take e1's cumulus_id, 1, the largest.
+		{cumulusdb.V22_3, "executions_cumulus_id_seq", "executions", " gave a cumulus_id that executions already holds (it is at 2 now"},
 	} {
 		for _, german := range []bool{false, true} {
 			name := string(c.gen)
@@ -59,7 +64,8 @@ func TestAKeyTheDatabaseFillsIsTheEnvironments(t *testing.T) {
 				before := granuleRows(t, db.Pool, "G1")
 				testsupport.ExecSQL(t, dbURL, `SELECT setval('`+c.sequence+`', 1, false)`)
 
-				_, err := w.Write(ctx, inCollectionD(message("e2", "completed", feb2024, "", granule("G2", file("b", "k3", 3)))))
+				// e2 of another created_at: v22 would key it (1, that created_at).
+				_, err := w.Write(ctx, inCollectionD(message("e2", "completed", mar2024, "", granule("G2", file("b", "k3", 3)))))
 				if !recovery.IsTransient(err) {
 					t.Fatalf("a cumulus_id the sequence gave again is blamed on the message: %v", err)
 				}
@@ -68,8 +74,8 @@ func TestAKeyTheDatabaseFillsIsTheEnvironments(t *testing.T) {
 					t.Fatalf("the stop is not a SequenceBehindError: %v", err)
 				}
 				t.Log(err)
-				for _, want := range []string{ // The write drew 1 and met it: the sequence is at 2 then.
-					"sequence public." + c.sequence + " is at 2, behind " + c.table + "' largest cumulus_id",
+				for _, want := range []string{
+					"sequence public." + c.sequence + c.at,
 					"SELECT setval('public." + c.sequence + "', (SELECT max(cumulus_id) FROM " + c.table + "))", "no message is blamed"} {
 					if !strings.Contains(err.Error(), want) {
 						t.Errorf("the stop line lacks %q: %v", want, err)
@@ -86,6 +92,37 @@ func TestAKeyTheDatabaseFillsIsTheEnvironments(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A sequence OWNED BY NONE (pg_get_serial_sequence knows it no more) is
+// still the one the column's default draws from: the writes take their
+// ids from it, as the default would (not NULL, which every insert would
+// refuse with 23502), and the check before a run still finds it behind.
+func TestASequenceOwnedByNoneIsStillTheColumnsSequence(t *testing.T) {
+	gen := testsupport.Generation(t)
+	dbURL := testsupport.NewCumulusDatabaseOf(t, gen, []byte(writersSeed))
+	db, w := openDB(t, dbURL)
+	ctx := context.Background()
+	testsupport.ExecSQL(t, dbURL, `ALTER SEQUENCE executions_cumulus_id_seq OWNED BY NONE`,
+		`ALTER SEQUENCE granules_cumulus_id_seq OWNED BY NONE`, `ALTER SEQUENCE files_cumulus_id_seq OWNED BY NONE`)
+	if _, err := w.Write(ctx, message("e1", "completed", feb2024, "", granule("G1", file("b", "k1", 1)))); err != nil {
+		t.Fatalf("a write with the sequences OWNED BY NONE: %v", err)
+	}
+	if n := queryString(t, db.Pool, `SELECT count(*)::text FROM granules WHERE granule_id = 'G1'`); n != "1" {
+		t.Errorf("%s granules G1 written", n)
+	}
+	testsupport.ExecSQL(t, dbURL, `SELECT setval('executions_cumulus_id_seq', 1, false)`)
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened, err := cumulusdb.Open(ctx, cfg)
+	if err == nil {
+		opened.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "sequence public.executions_cumulus_id_seq is at 1, behind executions' largest cumulus_id") {
+		t.Errorf("Open with executions_cumulus_id_seq OWNED BY NONE and behind: %v", err)
 	}
 }
 

@@ -14,7 +14,9 @@ import (
 type statements struct {
 	gen Generation
 	// execution[running] and executionRecord[running]: the execution
-	// write, returning its cumulus_id, or the columns of
+	// write, returning "taken <id>" or NULL (v22: the cumulus_id drawn
+	// for a new execution is another's, and nothing was written; see
+	// v22NewID), then its cumulus_id, or the columns of
 	// storedExecutionCols.
 	execution, executionRecord [2]string
 	// pdr, pdrRecord, pdrID [running]: the PDR upsert returning its
@@ -56,7 +58,7 @@ func boolIndex(b bool) int {
 
 var v21Statements = &statements{
 	gen:             V21,
-	execution:       [2]string{upsertExecution, upsertRunningExecution},
+	execution:       [2]string{withReturning(upsertExecution, "e", "NULL::text, up.cumulus_id"), withReturning(upsertRunningExecution, "e", "NULL::text, up.cumulus_id")},
 	executionRecord: [2]string{upsertExecutionRecord, upsertRunningExecutionRecord},
 	pdr:             [2]string{upsertPdr, upsertRunningPdr},
 	pdrRecord:       [2]string{upsertPdrRecord, upsertRunningPdrRecord},

@@ -58,13 +58,13 @@ func v22ExecutionSQL(running bool, returning string) string {
   UPDATE executions AS e SET ` + set + `
   WHERE e.arn = $1
   RETURNING e.*
-), ins AS (
-  INSERT INTO executions (` + executionCols + `, parent_created_at)
-  SELECT $1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10::jsonb, $11::jsonb, $12::jsonb, $13, $14, $15, $16::bigint, ` + v22ExecutionCreatedAt("$16::bigint") + `
-  WHERE NOT EXISTS (SELECT 1 FROM upd)
+), ` + v22NewID("executions", "NOT EXISTS (SELECT 1 FROM upd)") + `, ins AS (
+  INSERT INTO executions (cumulus_id, ` + executionCols + `, parent_created_at) OVERRIDING SYSTEM VALUE
+  SELECT nid.v, $1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10::jsonb, $11::jsonb, $12::jsonb, $13, $14, $15, $16::bigint, ` + v22ExecutionCreatedAt("$16::bigint") + `
+  FROM nid WHERE NOT EXISTS (SELECT 1 FROM taken)
   RETURNING *
 )
-SELECT ` + returning + ` FROM (SELECT * FROM upd UNION ALL SELECT * FROM ins) AS up`
+SELECT ` + v22ExecutionResult(returning, "upd", "ins")
 }
 
 // v22PdrSQL is v21's PDR upsert (pdrs is not partitioned and keeps its
@@ -133,7 +133,7 @@ func v22GranuleSQL(status, returning string) string {
   SELECT cumulus_id, collection_cumulus_id FROM granules
   WHERE granule_id = $1::text AND created_at <= $4::timestamptz` + guard + `
 ), other AS (` + other + `
-), ` + v22NewGranuleID("NOT EXISTS (SELECT 1 FROM granules WHERE granule_id = $1::text)") + `, upd AS (
+), ` + v22NewID("granules", "NOT EXISTS (SELECT 1 FROM granules WHERE granule_id = $1::text)") + `, upd AS (
   -- The guards are the update's own conditions, not only target's: a row
   -- another writer committed while this one waited for it is judged as
   -- it is then (PostgreSQL re-checks them on the new row version).
@@ -160,19 +160,23 @@ SELECT coalesce((SELECT o.collection_cumulus_id::text || ':' || c.name || '___' 
 FROM (SELECT 1) AS one LEFT JOIN w AS g ON true`
 }
 
-// v22NewGranuleID is the CTEs nid, the cumulus_id a new granule takes (the
-// column's own sequence, drawn as its default would draw it, only when
-// insertIf holds), and taken, the granule that already holds it. v22's
-// primary key is (cumulus_id, collection_cumulus_id): a sequence moved back
-// would give a granule the cumulus_id of another collection's granule, and
-// the writes of files and granules_executions by granule cumulus_id would
-// then reach both. The insert is refused instead (the statement's first
-// column says "taken <id>"), and the run stops naming the sequence.
-func v22NewGranuleID(insertIf string) string {
+// v22NewID is the CTEs nid, the cumulus_id a new row of table (granules
+// or executions) takes (the column's own sequence, drawn as its default
+// would draw it, only when insertIf holds), and taken, the row that
+// already holds it. v22's primary keys are (cumulus_id,
+// collection_cumulus_id) and (cumulus_id, created_at): a sequence moved
+// back would give a granule the cumulus_id of another collection's
+// granule, an execution that of an execution of another created_at, and
+// every statement that finds the row by cumulus_id alone (files and
+// granules_executions of a granule, v22ExecutionCreatedAt, the status
+// guards, v22LinkGranulesSQL) would then reach both. The insert is
+// refused instead (the statement's first column says "taken <id>"), and
+// the run stops naming the sequence.
+func v22NewID(table, insertIf string) string {
 	return `nid AS MATERIALIZED (
-  SELECT nextval(pg_get_serial_sequence('granules', 'cumulus_id')) AS v WHERE ` + insertIf + `
+  SELECT nextval(` + serialSequenceSQL("'"+table+"'", "'cumulus_id'") + `) AS v WHERE ` + insertIf + `
 ), taken AS (
-  SELECT o.cumulus_id FROM granules o JOIN nid ON o.cumulus_id = nid.v LIMIT 1
+  SELECT o.* FROM ` + table + ` o JOIN nid ON o.cumulus_id = nid.v LIMIT 1
 )`
 }
 
@@ -231,12 +235,26 @@ func v22OtherCollectionError(granuleID string, otherCumulusID int64, otherName s
 // v22ExecutionInsertSQL inserts the execution; returning as in
 // v22ExecutionSQL.
 func v22ExecutionInsertSQL(returning string) string {
-	return `WITH up AS (
-  INSERT INTO executions (` + executionCols + `, parent_created_at)
-  VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10::jsonb, $11::jsonb, $12::jsonb, $13, $14, $15, $16::bigint, ` + v22ExecutionCreatedAt("$16::bigint") + `)
+	return `WITH ` + v22NewID("executions", "true") + `, ins AS (
+  INSERT INTO executions (cumulus_id, ` + executionCols + `, parent_created_at) OVERRIDING SYSTEM VALUE
+  SELECT nid.v, $1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10::jsonb, $11::jsonb, $12::jsonb, $13, $14, $15, $16::bigint, ` + v22ExecutionCreatedAt("$16::bigint") + `
+  FROM nid WHERE NOT EXISTS (SELECT 1 FROM taken)
   RETURNING *
 )
-SELECT ` + returning + ` FROM up`
+SELECT ` + v22ExecutionResult(returning, "ins")
+}
+
+// v22ExecutionResult is the selection of an execution statement: "taken
+// <id>" when the drawn cumulus_id was taken (the row then selected is the
+// execution holding it, which the caller never reads), then returning, of
+// the written row, of the statement's CTEs written (upd and ins, or ins).
+func v22ExecutionResult(returning string, written ...string) string {
+	from := ""
+	for _, w := range append(written, "taken") {
+		from += "SELECT * FROM " + w + " UNION ALL "
+	}
+	return `(SELECT '` + takenPrefix + `' || cumulus_id FROM taken), ` + returning + `
+FROM (` + strings.TrimSuffix(from, " UNION ALL ") + `) AS up`
 }
 
 // v22GranuleInsertSQL inserts the granule and links it to its execution;
@@ -247,7 +265,7 @@ func v22GranuleInsertSQL(returning string) string {
 	for i := range granuleCols {
 		params[i] = fmt.Sprintf("$%d::%s", i+1, granuleTypes[i])
 	}
-	return `WITH ` + v22NewGranuleID("true") + `, ins AS (
+	return `WITH ` + v22NewID("granules", "true") + `, ins AS (
   INSERT INTO granules (cumulus_id, ` + strings.Join(granuleCols, ", ") + `) OVERRIDING SYSTEM VALUE
   SELECT nid.v, ` + strings.Join(params, ", ") + ` FROM nid WHERE NOT EXISTS (SELECT 1 FROM taken)
   RETURNING *

@@ -62,12 +62,22 @@ func granuleLines(t *testing.T, dump map[string][]map[string]any) map[string]str
 // unchanged run leaves alone, and every granule the unchanged run leaves
 // as it was keeps its rows (granule, files, executions) exactly. Once the
 // sequence is moved on as the stop line says, a re-run ends where the
-// unchanged run does.
+// unchanged run does. The executions' sequence (executions_cumulus_id_seq)
+// likewise, on both: v22's primary key (cumulus_id, created_at) would
+// give a new execution the cumulus_id of an older one, and everything that
+// finds an execution by cumulus_id (its created_at for a reference, the
+// granules' status guards, the links) would then meet two.
 func TestASequenceMovedBackMidRunStopsAndLeavesOtherGranulesAlone(t *testing.T) {
-	sequence := "files_cumulus_id_seq"
+	sequences := []string{"files_cumulus_id_seq", "executions_cumulus_id_seq"}
 	if testsupport.Generation(t).Partitioned() {
-		sequence = "granules_cumulus_id_seq"
+		sequences[0] = "granules_cumulus_id_seq"
 	}
+	for _, sequence := range sequences {
+		t.Run(sequence, func(t *testing.T) { sequenceMovedBackMidRun(t, sequence) })
+	}
+}
+
+func sequenceMovedBackMidRun(t *testing.T, sequence string) {
 	// The granules already in the database: those of archive A.
 	load := func(dbURL string) {
 		t.Helper()
