@@ -26,6 +26,12 @@ CREATE TRIGGER granules_audit BEFORE INSERT OR UPDATE ON granules FOR EACH ROW E
 //     constraint; a function a domain's CHECK calls, replaced;
 //   - a function of a trigger on a table that a trigger function of
 //     granules writes (an audit table), replaced by one that raises;
+//   - the function of an operator a CHECK on granules uses (pg_depend
+//     names the operator, not its function), replaced;
+//   - a function a view selects, read through another view by a trigger
+//     function of granules, replaced;
+//   - a function the default of that audit table calls, replaced, or set
+//     as its default mid-run;
 //   - beside a trigger function that runs dynamic SQL (EXECUTE), whose
 //     callees cannot be read, any new function: a stop that says it may
 //     be unrelated and that a re-run goes on;
@@ -60,6 +66,30 @@ CREATE TRIGGER check_log BEFORE INSERT ON audit.log FOR EACH ROW EXECUTE FUNCTIO
 ` + refuseG1(`INSERT INTO audit.log VALUES (NEW.granule_id);`),
 			`CREATE OR REPLACE FUNCTION audit.check_log() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN RAISE EXCEPTION 'no'; END $f$`, true,
 			[]string{"function audit.check_log(), the function of trigger audit.log.check_log, a table granules_audit() names, was replaced"}},
+		{"the function of an operator a CHECK uses, replaced",
+			`CREATE SCHEMA helpers; CREATE FUNCTION helpers.okf(a text, b text) RETURNS bool LANGUAGE sql IMMUTABLE AS $f$ SELECT true $f$;
+CREATE OPERATOR helpers.<~> (LEFTARG = text, RIGHTARG = text, FUNCTION = helpers.okf);
+ALTER TABLE granules ADD CONSTRAINT g_op CHECK (granule_id OPERATOR(helpers.<~>) '')`,
+			`CREATE OR REPLACE FUNCTION helpers.okf(a text, b text) RETURNS bool LANGUAGE sql IMMUTABLE AS $f$ SELECT false $f$`, true,
+			[]string{"function helpers.okf(text,text), called by constraint granules.g_op, was replaced", "SQLSTATE 23514"}},
+		{"a function a view selects, the view read by a trigger function, replaced",
+			`CREATE SCHEMA helpers; CREATE FUNCTION helpers.chk() RETURNS bool LANGUAGE plpgsql AS $f$ BEGIN RETURN true; END $f$;
+CREATE VIEW helpers.inner_v AS SELECT helpers.chk() AS ok; CREATE VIEW helpers.v AS SELECT ok FROM helpers.inner_v;
+` + refuseG1(`PERFORM 1 FROM helpers.v;`),
+			`CREATE OR REPLACE FUNCTION helpers.chk() RETURNS bool LANGUAGE plpgsql AS $f$ BEGIN RAISE EXCEPTION 'no'; END $f$`, true,
+			[]string{"function helpers.chk(), called by view helpers.inner_v, which view helpers.v reads, a view granules_audit() names, was replaced"}},
+		{"a function the default of a table a trigger writes calls, replaced",
+			`CREATE SCHEMA helpers; CREATE FUNCTION helpers.stamp() RETURNS int LANGUAGE plpgsql AS $f$ BEGIN RETURN 1; END $f$;
+CREATE TABLE helpers.log (g text, s int DEFAULT helpers.stamp());
+` + refuseG1(`INSERT INTO helpers.log (g) VALUES (NEW.granule_id);`),
+			`CREATE OR REPLACE FUNCTION helpers.stamp() RETURNS int LANGUAGE plpgsql AS $f$ BEGIN RAISE EXCEPTION 'no'; END $f$`, true,
+			[]string{"function helpers.stamp(), called by the default of helpers.log.s, a table granules_audit() names, was replaced"}},
+		{"a default set mid-run, on a table a trigger writes, to a function that raises",
+			`CREATE SCHEMA helpers; CREATE FUNCTION helpers.refuse() RETURNS int LANGUAGE plpgsql AS $f$ BEGIN RAISE EXCEPTION 'no'; END $f$;
+CREATE TABLE helpers.log (g text, s int);
+` + refuseG1(`INSERT INTO helpers.log (g) VALUES (NEW.granule_id);`),
+			`ALTER TABLE helpers.log ALTER COLUMN s SET DEFAULT helpers.refuse()`, true,
+			[]string{"function helpers.refuse(), called by the default of helpers.log.s, a table granules_audit() names,", "is new"}},
 		{"a new function beside a trigger function running dynamic SQL",
 			refuseG1(`EXECUTE 'SELECT 1';`),
 			`CREATE FUNCTION public.unrelated() RETURNS int LANGUAGE sql AS $f$ SELECT 1 $f$`, true,

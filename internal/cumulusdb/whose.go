@@ -277,8 +277,9 @@ func (w *schemaWatch) recheck(ctx context.Context, q querier, since time.Time) (
 
 // stamp is one cheap value that changes whenever a catalog row the
 // fingerprint is read from is written: the transaction ids (xmin) of the
-// rows of the tables and their partitions, their columns, defaults,
-// constraints and triggers, of every trigger of the database, of every
+// rows of the tables and their partitions, their columns, constraints
+// and triggers, of every trigger, default and view's rewrite rule of the
+// database (a table or view a function names may run them), of every
 // domain and its constraints, and of every function outside pg_catalog
 // and information_schema (a wider set than the fingerprint's: which
 // functions the writes reach is read from their source, by fingerprint,
@@ -301,7 +302,8 @@ r AS MATERIALIZED (SELECT array_agg(DISTINCT o) AS oids FROM (
 SELECT md5(coalesce(string_agg(x, ',' ORDER BY x), '')) FROM (
   SELECT 'c' || c.oid || '@' || c.xmin AS x FROM pg_class c WHERE c.oid = ANY ((SELECT oids FROM r)::oid[])
   UNION ALL SELECT 'a' || a.attrelid || '.' || a.attnum || '@' || a.xmin FROM pg_attribute a WHERE a.attrelid = ANY ((SELECT oids FROM r)::oid[]) AND a.attnum > 0
-  UNION ALL SELECT 'd' || d.oid || '@' || d.xmin FROM pg_attrdef d WHERE d.adrelid = ANY ((SELECT oids FROM r)::oid[])
+  UNION ALL SELECT 'd' || d.oid || '@' || d.xmin FROM pg_attrdef d
+  UNION ALL SELECT 'w' || w.oid || '@' || w.xmin FROM pg_rewrite w WHERE w.oid >= 16384
   UNION ALL SELECT 'k' || k.oid || '@' || k.xmin FROM pg_constraint k WHERE k.conrelid = ANY ((SELECT oids FROM r)::oid[]) OR k.contypid <> 0
   UNION ALL SELECT 'g' || g.oid || '@' || g.xmin FROM pg_trigger g WHERE g.tgrelid = ANY ((SELECT oids FROM r)::oid[]) OR NOT g.tgisinternal
   UNION ALL SELECT 'i' || i.indexrelid || '@' || i.xmin FROM pg_index i WHERE i.indrelid = ANY ((SELECT oids FROM r)::oid[])
@@ -326,13 +328,15 @@ SELECT md5(coalesce(string_agg(x, ',' ORDER BY x), '')) FROM (
 // others, wherever they live:
 //   - for certain: the trigger functions of the tables and partitions, and
 //     the functions their constraints, defaults, indexes and domains call
-//     (pg_depend);
+//     (pg_depend), or the operators they use run (pg_operator.oprcode);
 //   - by name: PL/pgSQL and SQL callees are not in pg_depend, so from the
 //     source of each function reached, every function of a name followed
-//     by "(" and the trigger functions of every table named (an audit
-//     table a trigger writes), 8 calls deep, in every schema but
-//     pg_catalog and information_schema (a name may be another schema's
-//     function, so such a change may be unrelated);
+//     by "(", and of every table or view named (an audit table a trigger
+//     writes, a view it reads) the trigger functions, the functions its
+//     defaults, constraints and columns' domains call and those a view's
+//     rewrite rule (and the views it reads) calls, 8 calls deep, in every
+//     schema but pg_catalog and information_schema (a name may be another
+//     schema's function, so such a change may be unrelated);
 //   - beside a function reached that runs SQL whose callees cannot be read
 //     (PL/pgSQL's EXECUTE, or a language other than SQL, PL/pgSQL, C and
 //     internal): every function, an extension's apart.
@@ -364,33 +368,64 @@ coltypes(oid, col) AS (
   SELECT CASE WHEN y.typtype = 'd' THEN y.typbasetype ELSE y.typelem END, c.col
   FROM coltypes c JOIN pg_type y ON y.oid = c.oid WHERE y.typtype = 'd' OR y.typelem <> 0),
 domains AS (SELECT c.oid, string_agg(DISTINCT c.col, ', ') AS cols FROM coltypes c JOIN pg_type y ON y.oid = c.oid AND y.typtype = 'd' GROUP BY c.oid),
+-- The functions an object calls as pg_depend records it: those it names,
+-- and those of the operators it uses (a CHECK's OPERATOR(helpers.<~>)
+-- depends on the operator, which runs its oprcode).
+callee(classid, objid, oid) AS NOT MATERIALIZED (
+  SELECT d.classid, d.objid, CASE WHEN d.refclassid = 'pg_operator'::regclass THEN o.oprcode::oid ELSE d.refobjid END
+  FROM pg_depend d LEFT JOIN pg_operator o ON d.refclassid = 'pg_operator'::regclass AND o.oid = d.refobjid
+  WHERE d.refclassid = 'pg_proc'::regclass OR o.oprcode <> 0),
+-- The views a view reads, transitively (itself among them): reading a
+-- view runs the functions their rewrite rules call.
+views(view, rel) AS (
+  SELECT c.oid, c.oid FROM pg_class c WHERE c.relkind = 'v'
+    AND c.relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
+  UNION
+  SELECT v.view, d.refobjid FROM views v JOIN pg_rewrite w ON w.ev_class = v.rel
+  JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid AND d.refclassid = 'pg_class'::regclass AND d.refobjid <> v.rel
+  JOIN pg_class c ON c.oid = d.refobjid AND c.relkind = 'v'),
 -- The functions a write runs for certain: the tables' and partitions'
 -- trigger functions, and those their constraints, defaults (and
 -- generated columns), indexes and domains call (pg_depend).
 seeds(oid, via) AS (
   SELECT g.tgfoid, 'the function of trigger ' || g.tgrelid::regclass::text || '.' || g.tgname
   FROM rels c JOIN pg_trigger g ON g.tgrelid = c.relid AND NOT g.tgisinternal
-  UNION SELECT d.refobjid, 'called by constraint ' || k.conrelid::regclass::text || '.' || k.conname
+  UNION SELECT d.oid, 'called by constraint ' || k.conrelid::regclass::text || '.' || k.conname
   FROM rels c JOIN pg_constraint k ON k.conrelid = c.relid
-  JOIN pg_depend d ON d.classid = 'pg_constraint'::regclass AND d.objid = k.oid AND d.refclassid = 'pg_proc'::regclass
-  UNION SELECT d.refobjid, 'called by the default of ' || a.adrelid::regclass::text || '.' || att.attname
+  JOIN callee d ON d.classid = 'pg_constraint'::regclass AND d.objid = k.oid
+  UNION SELECT d.oid, 'called by the default of ' || a.adrelid::regclass::text || '.' || att.attname
   FROM rels c JOIN pg_attrdef a ON a.adrelid = c.relid JOIN pg_attribute att ON att.attrelid = a.adrelid AND att.attnum = a.adnum
-  JOIN pg_depend d ON d.classid = 'pg_attrdef'::regclass AND d.objid = a.oid AND d.refclassid = 'pg_proc'::regclass
-  UNION SELECT d.refobjid, 'called by index ' || x.indexrelid::regclass::text
+  JOIN callee d ON d.classid = 'pg_attrdef'::regclass AND d.objid = a.oid
+  UNION SELECT d.oid, 'called by index ' || x.indexrelid::regclass::text
   FROM rels c JOIN pg_index x ON x.indrelid = c.relid
-  JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = x.indexrelid AND d.refclassid = 'pg_proc'::regclass
-  UNION SELECT d.refobjid, 'called by constraint ' || k.conname || ' of domain ' || m.oid::regtype::text
+  JOIN callee d ON d.classid = 'pg_class'::regclass AND d.objid = x.indexrelid
+  UNION SELECT d.oid, 'called by constraint ' || k.conname || ' of domain ' || m.oid::regtype::text
   FROM domains m JOIN pg_constraint k ON k.contypid = m.oid
-  JOIN pg_depend d ON d.classid = 'pg_constraint'::regclass AND d.objid = k.oid AND d.refclassid = 'pg_proc'::regclass
-  UNION SELECT d.refobjid, 'called by the default of domain ' || m.oid::regtype::text
-  FROM domains m JOIN pg_depend d ON d.classid = 'pg_type'::regclass AND d.objid = m.oid AND d.refclassid = 'pg_proc'::regclass),
+  JOIN callee d ON d.classid = 'pg_constraint'::regclass AND d.objid = k.oid
+  UNION SELECT d.oid, 'called by the default of domain ' || m.oid::regtype::text
+  FROM domains m JOIN callee d ON d.classid = 'pg_type'::regclass AND d.objid = m.oid),
 -- What a name in a function's source can reach: a function of that
--- name (when a "(" follows it), or the trigger functions of a table of
--- that name (which the function may write), outside the system schemas.
+-- name (when a "(" follows it); of a table or view of that name (which
+-- the function may write or read), outside the system schemas: its
+-- trigger functions, the functions its defaults, constraints and its
+-- columns' domains call, and those a view's rewrite rule calls (of the
+-- views it reads too). hook says how, up to the function naming it.
 names(word, oid, hook) AS (
   SELECT p.proname::text, p.oid, NULL::text FROM pg_proc p WHERE p.pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
-  UNION ALL SELECT c.relname::text, g.tgfoid, c.oid::regclass::text || '.' || g.tgname
-  FROM pg_class c JOIN pg_trigger g ON g.tgrelid = c.oid AND NOT g.tgisinternal AND g.tgparentid = 0
+  UNION ALL SELECT c.relname::text, h.oid, h.hook
+  FROM pg_class c CROSS JOIN LATERAL (
+    SELECT g.tgfoid AS oid, 'the function of trigger ' || c.oid::regclass::text || '.' || g.tgname || ', a table' AS hook
+    FROM pg_trigger g WHERE g.tgrelid = c.oid AND NOT g.tgisinternal AND g.tgparentid = 0
+    UNION ALL SELECT d.oid, 'called by the default of ' || c.oid::regclass::text || '.' || a.attname || ', a table'
+    FROM pg_attrdef f JOIN pg_attribute a ON a.attrelid = f.adrelid AND a.attnum = f.adnum
+    JOIN callee d ON d.classid = 'pg_attrdef'::regclass AND d.objid = f.oid WHERE f.adrelid = c.oid
+    UNION ALL SELECT d.oid, 'called by constraint ' || c.oid::regclass::text || '.' || k.conname || ', a table'
+    FROM pg_constraint k JOIN callee d ON d.classid = 'pg_constraint'::regclass AND d.objid = k.oid WHERE k.conrelid = c.oid
+    UNION ALL SELECT d.oid, 'called by constraint ' || k.conname || ' of domain ' || y.oid::regtype::text || ', the type of ' || c.oid::regclass::text || '.' || a.attname || ', a table'
+    FROM pg_attribute a JOIN pg_type y ON y.oid = a.atttypid AND y.typtype = 'd' JOIN pg_constraint k ON k.contypid = y.oid
+    JOIN callee d ON d.classid = 'pg_constraint'::regclass AND d.objid = k.oid WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+    UNION ALL SELECT d.oid, 'called by view ' || v.rel::regclass::text || CASE WHEN v.rel <> c.oid THEN ', which view ' || c.oid::regclass::text || ' reads' ELSE '' END || ', a view'
+    FROM views v JOIN pg_rewrite w ON w.ev_class = v.rel JOIN callee d ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid WHERE v.view = c.oid) h
   WHERE c.relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)),
 -- PL/pgSQL and SQL callees are not in pg_depend: the functions named in
 -- the source of a function reached, transitively (8 calls deep).
@@ -398,7 +433,7 @@ reach(oid, via, unsure, depth) AS (
   SELECT oid, via, false, 0 FROM seeds
   UNION
   SELECT e.oid, CASE WHEN e.hook IS NULL THEN 'which ' || f.oid::regprocedure::text || ' names'
-    ELSE 'the function of trigger ' || e.hook || ', a table ' || f.oid::regprocedure::text || ' names' END, true, r.depth + 1
+    ELSE e.hook || ' ' || f.oid::regprocedure::text || ' names' END, true, r.depth + 1
   FROM reach r JOIN pg_proc f ON f.oid = r.oid AND f.pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
     AND f.prolang IN (SELECT l.oid FROM pg_language l WHERE l.lanname IN ('sql', 'plpgsql'))
   CROSS JOIN LATERAL (SELECT DISTINCT CASE WHEN left(m[1], 1) = '"' THEN replace(substr(m[1], 2, length(m[1]) - 2), '""', '"') ELSE lower(m[1]) END AS word,

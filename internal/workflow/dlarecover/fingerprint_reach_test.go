@@ -21,6 +21,13 @@ import (
 //     by one that raises (P0001);
 //   - ALTER DOMAIN … ADD CONSTRAINT … NOT VALID on the domain of a
 //     column granules' writes fill (23514, naming no table).
+//   - the function of an operator a CHECK on granules uses (pg_depend
+//     names the operator, not its function), replaced by one that
+//     returns false (23514);
+//   - a function a view selects, where a trigger function of granules
+//     reads the view, replaced by one that raises (P0001);
+//   - a function the default of a column calls, of a table a trigger
+//     function of granules writes, replaced by one that raises (P0001).
 //
 // Each must stop the run with the objects in place, naming what changed
 // without calling it the Cumulus schema.
@@ -51,6 +58,29 @@ func TestAChangeTheWriteCanReachOutsideTheTablesStopsTheRun(t *testing.T) {
 				`ALTER TABLE granules ALTER COLUMN producer_granule_id TYPE types.producer_id`},
 			[]string{`ALTER DOMAIN types.producer_id ADD CONSTRAINT not_yet CHECK (VALUE = '') NOT VALID`},
 			"domain types.producer_id"},
+		{"the function of an operator a CHECK on granules uses, replaced by one that refuses",
+			[]string{`CREATE SCHEMA helpers`,
+				`CREATE FUNCTION helpers.okf(a text, b text) RETURNS bool LANGUAGE sql IMMUTABLE AS $$ SELECT true $$`,
+				`CREATE OPERATOR helpers.<~> (LEFTARG = text, RIGHTARG = text, FUNCTION = helpers.okf)`,
+				`ALTER TABLE granules ADD CONSTRAINT g_op CHECK (granule_id OPERATOR(helpers.<~>) '')`},
+			[]string{`CREATE OR REPLACE FUNCTION helpers.okf(a text, b text) RETURNS bool LANGUAGE sql IMMUTABLE AS $$ SELECT false $$`},
+			"function helpers.okf(text,text), called by constraint granules.g_op,"},
+		{"a function a view selects, the view read by a trigger function, replaced by one that raises",
+			[]string{`CREATE SCHEMA helpers`,
+				`CREATE FUNCTION helpers.chk() RETURNS bool LANGUAGE plpgsql AS $$ BEGIN RETURN true; END $$`,
+				`CREATE VIEW helpers.v AS SELECT helpers.chk() AS ok`,
+				`CREATE FUNCTION granules_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM 1 FROM helpers.v; RETURN NEW; END $$`,
+				`CREATE TRIGGER granules_audit BEFORE INSERT OR UPDATE ON granules FOR EACH ROW EXECUTE FUNCTION granules_audit()`},
+			[]string{`CREATE OR REPLACE FUNCTION helpers.chk() RETURNS bool LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'nope'; END $$`},
+			"function helpers.chk(), called by view helpers.v, a view granules_audit() names,"},
+		{"a function the default of a table a trigger function writes calls, replaced by one that raises",
+			[]string{`CREATE SCHEMA helpers`,
+				`CREATE FUNCTION helpers.stamp() RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN 1; END $$`,
+				`CREATE TABLE helpers.log (g text, s int DEFAULT helpers.stamp())`,
+				`CREATE FUNCTION granules_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO helpers.log (g) VALUES (NEW.granule_id); RETURN NEW; END $$`,
+				`CREATE TRIGGER granules_audit BEFORE INSERT OR UPDATE ON granules FOR EACH ROW EXECUTE FUNCTION granules_audit()`},
+			[]string{`CREATE OR REPLACE FUNCTION helpers.stamp() RETURNS int LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'nope'; END $$`},
+			"function helpers.stamp(), called by the default of helpers.log.s, a table granules_audit() names,"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			root := t.TempDir()
