@@ -41,8 +41,12 @@ func TestEnvironmentFaultsOutsideTheFingerprintDoNotBlameMessages(t *testing.T) 
 			[]string{`DO $$ DECLARE m bigint; BEGIN LOCK TABLE granules IN SHARE MODE; SELECT coalesce(max(cumulus_id), 0) INTO m FROM granules;
 EXECUTE format('CREATE UNIQUE INDEX granules_new_per_collection ON granules (collection_cumulus_id) WHERE cumulus_id > %s', m); END $$`}},
 		{"the granules sequence runs out", nil,
-			[]string{`DO $$ DECLARE m bigint; BEGIN SELECT last_value + 2 INTO m FROM granules_cumulus_id_seq;
-EXECUTE format('ALTER SEQUENCE granules_cumulus_id_seq MAXVALUE %s', m); END $$`}},
+			// The run's workers draw from the sequence while this runs
+			// (nextval is not transactional), so the value read can be
+			// passed before the ALTER lands: read again and retry.
+			[]string{`DO $$ DECLARE m bigint; BEGIN LOOP BEGIN SELECT last_value + 2 INTO m FROM granules_cumulus_id_seq;
+EXECUTE format('ALTER SEQUENCE granules_cumulus_id_seq MAXVALUE %s', m); EXIT;
+EXCEPTION WHEN invalid_parameter_value THEN NULL; END; END LOOP; END $$`}},
 		{"a function another schema holds, called by a CHECK, replaced",
 			[]string{`CREATE SCHEMA hostile`, `CREATE FUNCTION hostile.ok(t text) RETURNS bool LANGUAGE sql IMMUTABLE AS $$ SELECT true $$`,
 				`ALTER TABLE granules ADD CONSTRAINT granules_ok CHECK (hostile.ok(granule_id))`},
