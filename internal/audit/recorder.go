@@ -1,0 +1,239 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/deadletter/deadletter/internal/archive"
+)
+
+// The bounds of a chunk of items: a SIGKILL loses at most the items of
+// the chunk being gathered, and memory holds at most one chunk (more only
+// while the store refuses writes).
+const (
+	DefaultChunkLines = 500
+	DefaultChunkEvery = 5 * time.Second
+)
+
+// Options tune a Recorder.
+type Options struct {
+	ChunkLines int           // default DefaultChunkLines
+	ChunkEvery time.Duration // default DefaultChunkEvery
+	Now        func() time.Time
+	// Warnf says, once, that a chunk could not be written (it is kept
+	// and tried again with the next).
+	Warnf func(format string, args ...any)
+}
+
+// UnwritableError is a record that could not be begun: the run must not
+// move anything.
+type UnwritableError struct {
+	Where string
+	Err   error
+}
+
+func (e *UnwritableError) Error() string {
+	return fmt.Sprintf("the audit record cannot be written to %s: %v; nothing was changed (--no-audit runs without a record)", e.Where, e.Err)
+}
+func (e *UnwritableError) Unwrap() error { return e.Err }
+
+// Recorder writes one run's record: Begin, Add for each item (from any
+// goroutine), Finish.
+type Recorder struct {
+	store  archive.Store
+	folder string // <base><date>/<run-id>/
+	runID  string
+	opts   Options
+
+	mu       sync.Mutex
+	pending  []Item
+	total    int
+	chunk    int
+	lastErr  error
+	warned   bool
+	full     chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+	finished bool
+	writeMu  sync.Mutex // one chunk written at a time, in order
+}
+
+// Where names the record's folder for people: store and prefix.
+func Where(store archive.Store, prefix string) string {
+	return strings.TrimSuffix(store.String(), "/") + "/" + prefix
+}
+
+// Begin writes the started record under base (a folder prefix ending in
+// "/", or ""), before anything moves. Its error is an *UnwritableError:
+// the caller refuses the run.
+func Begin(ctx context.Context, store archive.Store, base string, s Started, opts Options) (*Recorder, error) {
+	if opts.ChunkLines <= 0 {
+		opts.ChunkLines = DefaultChunkLines
+	}
+	if opts.ChunkEvery <= 0 {
+		opts.ChunkEvery = DefaultChunkEvery
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if s.StartedAt.IsZero() {
+		s.StartedAt = opts.Now()
+	}
+	s.StartedAt = s.StartedAt.UTC()
+	if s.RunID == "" {
+		s.RunID = NewRunID(s.StartedAt)
+	}
+	s.Schema, s.Record = Schema, "started"
+	s.Argv = RedactArgv(s.Argv)
+	folder := RunFolder(base, s.StartedAt, s.RunID)
+	r := &Recorder{store: store, folder: folder, runID: s.RunID, opts: opts,
+		full: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	body, err := json.Marshal(s)
+	if err != nil {
+		return nil, &UnwritableError{Where: Where(store, folder), Err: err}
+	}
+	if err := store.PutNew(ctx, folder+"started.json", append(body, '\n'), ""); err != nil {
+		return nil, &UnwritableError{Where: Where(store, folder), Err: err}
+	}
+	go r.flusher()
+	return r, nil
+}
+
+// RunFolder is the folder of a run's record under base.
+func RunFolder(base string, started time.Time, runID string) string {
+	return base + started.UTC().Format("2006-01-02") + "/" + runID + "/"
+}
+
+// RunID is the run's id.
+func (r *Recorder) RunID() string { return r.runID }
+
+// Folder is the key prefix of the run's record.
+func (r *Recorder) Folder() string { return r.folder }
+
+// Where names the record for people.
+func (r *Recorder) Where() string { return Where(r.store, r.folder) }
+
+// Add queues one item; a full chunk is written in the background.
+func (r *Recorder) Add(it Item) {
+	r.mu.Lock()
+	r.pending = append(r.pending, it)
+	r.total++
+	full := len(r.pending) >= r.opts.ChunkLines
+	r.mu.Unlock()
+	if full {
+		select {
+		case r.full <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (r *Recorder) flusher() {
+	defer close(r.done)
+	t := time.NewTicker(r.opts.ChunkEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-r.full:
+		case <-t.C:
+		}
+		r.flush(context.Background())
+	}
+}
+
+// flush writes what is pending as the next chunks, of at most ChunkLines
+// items each. A chunk that cannot be written is kept, to go with the next
+// flush.
+func (r *Recorder) flush(ctx context.Context) error {
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
+	for {
+		r.mu.Lock()
+		n := min(len(r.pending), r.opts.ChunkLines)
+		items := r.pending[:n:n]
+		r.pending = r.pending[n:]
+		r.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		if err := r.writeChunk(ctx, items); err != nil {
+			return err
+		}
+	}
+}
+
+func (r *Recorder) writeChunk(ctx context.Context, items []Item) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	for _, it := range items {
+		_ = enc.Encode(it)
+	}
+	key := fmt.Sprintf("%sitems-%06d.ndjson", r.folder, r.chunk+1)
+	err := r.store.PutNew(ctx, key, b.Bytes(), "")
+	if errors.Is(err, archive.ErrExists) {
+		// A put whose reply was lost, or a name taken: the next number.
+		r.chunk++
+		key = fmt.Sprintf("%sitems-%06d.ndjson", r.folder, r.chunk+1)
+		err = r.store.PutNew(ctx, key, b.Bytes(), "")
+	}
+	if err != nil {
+		r.mu.Lock()
+		r.pending = append(items, r.pending...)
+		r.lastErr = err
+		warn := !r.warned
+		r.warned = true
+		r.mu.Unlock()
+		if warn && r.opts.Warnf != nil {
+			r.opts.Warnf("audit: %d items not yet written to %s (kept, tried again): %v", len(items), r.Where(), err)
+		}
+		return err
+	}
+	r.chunk++
+	return nil
+}
+
+// Finish writes the remaining items and the finished record. It is called
+// once, with a context that outlives an interrupt. Its error names what
+// could not be recorded.
+func (r *Recorder) Finish(ctx context.Context, f Finished) error {
+	r.mu.Lock()
+	if r.finished {
+		r.mu.Unlock()
+		return nil
+	}
+	r.finished = true
+	r.mu.Unlock()
+	close(r.stop)
+	<-r.done
+	ferr := r.flush(ctx)
+	r.mu.Lock()
+	f.Unrecorded = len(r.pending)
+	f.Items = r.total
+	r.mu.Unlock()
+	f.Schema, f.Record, f.RunID = Schema, "finished", r.runID
+	if f.EndedAt.IsZero() {
+		f.EndedAt = r.opts.Now()
+	}
+	f.EndedAt = f.EndedAt.UTC()
+	f.Error = RedactText(f.Error)
+	body, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	if err := r.store.PutNew(ctx, r.folder+"finished.json", append(body, '\n'), ""); err != nil && !errors.Is(err, archive.ErrExists) {
+		return fmt.Errorf("audit: the finished record could not be written to %s: %w", r.Where(), err)
+	}
+	if ferr != nil {
+		return fmt.Errorf("audit: %d items could not be written to %s: %w", f.Unrecorded, r.Where(), ferr)
+	}
+	return nil
+}
