@@ -126,6 +126,9 @@ func PushDLQPage(p PushDLQ, title string, subtitle []string) Page {
 	labels, series, first, minutes := p.Histogram()
 	hist := Section{ID: ChartCreatedAt, Title: "createdAt, by error code",
 		Note: fmt.Sprintf("Messages per %s of createdAt (UTC), stacked by error code.", bucketName(minutes))}
+	if len(labels) > 0 {
+		hist.Note += " " + spanNote(series, first, minutes, len(labels))
+	}
 	var band *Band
 	if p.Window != nil && len(labels) > 0 {
 		width := minutes * 60_000
@@ -190,4 +193,38 @@ func bucketName(minutes int64) string {
 		return "day"
 	}
 	return "week"
+}
+
+// spanNote says what the histogram spans (only the createdAt range that
+// holds messages, never a fixed day) and its longest stretch without a
+// message, when that is three buckets or more, so that a gap reads as one.
+func spanNote(series []Series, first, minutes int64, n int) string {
+	width := minutes * 60_000
+	at := func(i int) string { return time.UnixMilli(first + int64(i)*width).UTC().Format("2006-01-02 15:04") }
+	note := fmt.Sprintf("It spans the messages' createdAt, %s to %s.", at(0), at(n))
+	bestFrom, bestLen, runFrom := -1, 0, -1
+	for i := 0; i <= n; i++ {
+		empty := i < n
+		if i < n {
+			for _, s := range series {
+				if s.Values[i] > 0 {
+					empty = false
+					break
+				}
+			}
+		}
+		switch {
+		case empty && runFrom < 0:
+			runFrom = i
+		case !empty && runFrom >= 0:
+			if i-runFrom > bestLen {
+				bestFrom, bestLen = runFrom, i-runFrom
+			}
+			runFrom = -1
+		}
+	}
+	if bestLen >= 3 {
+		note += fmt.Sprintf(" No message was created from %s to %s.", at(bestFrom), at(bestFrom+bestLen))
+	}
+	return note
 }
