@@ -211,7 +211,7 @@ func Explain(err error) (Explanation, bool) {
 		if host != "" {
 			host = " " + host
 		}
-		return Explanation{Kind: KindUnreachable, Message: prefix + "cannot reach the AWS endpoint" + host + serviceNote(err) + ": " + why + "; check --endpoint-url, AWS_ENDPOINT_URL and the network"}, true
+		return Explanation{Kind: KindUnreachable, Message: prefix + "cannot reach the AWS endpoint" + host + serviceNote(err) + ": " + why + "; " + endpointHint(err)}, true
 	}
 	return Explanation{}, false
 }
@@ -451,4 +451,16 @@ func throttler(err error) string {
 		return n
 	}
 	return "AWS"
+}
+
+// endpointHint is what to check for an endpoint that cannot be reached:
+// --endpoint-url, except for the services it never applies to (Lambda,
+// which pushdlq processor sends to its own endpoint, and STS), whose own
+// variable is named instead.
+func endpointHint(err error) string {
+	var oe *smithy.OperationError
+	if errors.As(err, &oe) && (oe.ServiceID == ServiceLambda || oe.ServiceID == ServiceSTS) {
+		return "check " + ServiceEndpointVar(oe.ServiceID) + ", AWS_ENDPOINT_URL and the network (--endpoint-url does not apply to " + oe.ServiceID + ")"
+	}
+	return "check --endpoint-url, AWS_ENDPOINT_URL and the network"
 }

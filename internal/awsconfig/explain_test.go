@@ -67,6 +67,9 @@ func TestExplain(t *testing.T) {
 			awsconfig.KindUnknownProfile, true, []string{`AWS profile "ops"`, "/home/u/.aws/config"}},
 		{"connection refused", listCtx(sendErr("http://127.0.0.1:1/b?list-type=2", refused)), awsconfig.KindUnreachable, false,
 			[]string{"cannot reach the AWS endpoint http://127.0.0.1:1 (S3): connection refused"}},
+		{"Lambda unreachable names its own variable", &smithy.OperationError{ServiceID: "Lambda", OperationName: "GetFunctionConfiguration", Err: &smithyhttp.RequestSendError{
+			Err: &url.Error{Op: "Get", URL: "http://127.0.0.1:9/2015-03-31/functions/f", Err: refused}}}, awsconfig.KindUnreachable, false,
+			[]string{"(Lambda): connection refused", "check AWS_ENDPOINT_URL_LAMBDA, AWS_ENDPOINT_URL and the network (--endpoint-url does not apply to Lambda)"}},
 		{"wrong region (header malformed)", listCtx(opErr(400, &smithy.GenericAPIError{Code: "AuthorizationHeaderMalformed",
 			Message: "The authorization header is malformed; the region 'us-east-1' is wrong; expecting 'eu-west-1'"})),
 			awsconfig.KindWrongRegion, false, []string{"list s3://b/", "another region", "(AuthorizationHeaderMalformed)", "it is in eu-west-1", "--region eu-west-1"}},
