@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
@@ -52,6 +53,12 @@ func (s *IOStreams) EnableStatusLine() {
 		return
 	}
 	line := &statusLine{w: s.ErrOut, dumb: s.getenv("TERM") == "dumb", width: s.ErrTerminalWidth}
+	if !s.outTTY {
+		// Stdout piped (| head, | jq): the process reading it writes to
+		// this terminal too, where no erase of ours can reach its lines.
+		// A run that ends within the hold never draws a status at all.
+		line.holdUntil = time.Now().Add(PipedStatusHold)
+	}
 	if s.outTTY {
 		s.Out = &statusWriter{line: line, w: s.Out}
 	}

@@ -3,6 +3,7 @@ package iostreams
 import (
 	"io"
 	"sync"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
 )
@@ -27,7 +28,15 @@ type statusLine struct {
 	dumb  bool
 	width func() int // the terminal's columns; 0: unknown
 	shown int        // columns of the status shown (0: none)
+	// holdUntil: no status is drawn before it (stdout piped).
+	holdUntil time.Time
 }
+
+// PipedStatusHold is how long a status line waits before it is first
+// drawn while stdout is piped: `dla search … | head -1` ends well within
+// it, and then no "1 match" is left on the terminal among the lines head
+// printed, where only the reader of the pipe could have erased it.
+const PipedStatusHold = time.Second
 
 // statusWriter writes to one stream of the terminal that shows the status
 // line, erasing the line first.
@@ -48,6 +57,9 @@ func (sw *statusWriter) DrawStatus(s string) {
 	l := sw.line
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !l.holdUntil.IsZero() && time.Now().Before(l.holdUntil) {
+		return
+	}
 	if w := l.width(); w > 1 && ansi.StringWidth(s) > w-1 {
 		// One row, never wrapped: erasing goes back exactly one row.
 		s = ansi.Truncate(s, w-2, "…")

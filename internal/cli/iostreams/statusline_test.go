@@ -81,3 +81,22 @@ func TestAProgressLineWiderThanTheTerminalIsCutToOneRow(t *testing.T) {
 		t.Errorf("the screen is\n%s", r)
 	}
 }
+
+// `dla search … | head -1`: head prints to the same terminal, where no
+// erase of ours reaches; a run that ends within PipedStatusHold must leave
+// no status there (it once left "1 match" above head's line).
+func TestWithStdoutPipedAQuickRunDrawsNoStatus(t *testing.T) {
+	s, _, _, _ := iostreams.Test()
+	var screen, pipe strings.Builder
+	s.Out, s.ErrOut = &pipe, &screen
+	s.SetTTY(true, false, true)
+	s.SetWidth(80)
+	s.SetEnv(func(string) string { return "xterm-256color" })
+	s.EnableStatusLine()
+	p := cmdutil.NewProgress(s.ErrOut, s.ShowProgress())
+	p.Update("%d match", 1)
+	p.Clear()
+	if screen.Len() != 0 {
+		t.Errorf("a status was drawn within the hold: %q", screen.String())
+	}
+}
