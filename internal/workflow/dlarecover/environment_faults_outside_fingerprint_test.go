@@ -2,8 +2,6 @@ package dlarecover
 
 import (
 	"errors"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/deadletter/deadletter/internal/dla/gen"
@@ -73,12 +71,7 @@ EXCEPTION WHEN invalid_parameter_value THEN NULL; END; END LOOP; END $$`}},
 			if !errors.As(err, &stopped) {
 				t.Errorf("the run did not stop on the environment's fault: %v", err)
 			}
-			moved := 0
-			for _, k := range archiveKeys(root) {
-				if strings.Contains(k, "/failed-sqs/") && !slices.Contains(baseLeft, k) {
-					moved++
-				}
-			}
+			moved := len(movedToFailed(root, baseLeft))
 			if moved > 0 {
 				t.Errorf("%d objects moved to failed-sqs/ for the environment's fault; the unchanged run leaves them elsewhere", moved)
 			}

@@ -74,6 +74,31 @@ func schemaRun(t *testing.T, dbURL, root string, conc int, emitted func(n int)) 
 	return r.Sum, err
 }
 
+// movedToFailed are the keys of failed-sqs/ under root that the unchanged
+// run (baseLeft) does not leave there: objects a fault moved.
+func movedToFailed(root string, baseLeft []string) []string {
+	var moved []string
+	for _, k := range archiveKeys(root) {
+		if strings.Contains(k, "/failed-sqs/") && !slices.Contains(baseLeft, k) {
+			moved = append(moved, k)
+		}
+	}
+	return moved
+}
+
+// checkTablesAsUnchanged reports each table whose rows written since start
+// differ from the unchanged run's; when says at which point ("after the
+// re-run").
+func checkTablesAsUnchanged(t *testing.T, dbURL string, start time.Time, baseTables map[string][]map[string]any, when string) {
+	t.Helper()
+	tables := testsupport.DumpTables(t, dbURL, start)
+	for name := range baseTables {
+		if got, want := testsupport.TableLines(t, tables[name]), testsupport.TableLines(t, baseTables[name]); got != want {
+			t.Errorf("table %s%s differs from the unchanged run's (%d rows, want %d)", name, when, len(tables[name]), len(baseTables[name]))
+		}
+	}
+}
+
 // archiveKeys are the keys under root, sorted.
 func archiveKeys(root string) []string {
 	var keys []string
@@ -155,10 +180,8 @@ func TestASchemaChangedMidRunStopsWithTheObjectsInPlace(t *testing.T) {
 			} else {
 				t.Log(err)
 			}
-			for _, k := range archiveKeys(root) {
-				if strings.Contains(k, "/failed-sqs/") && !slices.Contains(baseLeft, k) {
-					t.Errorf("%s moved to failed-sqs/ on the changed schema; the unchanged run leaves it elsewhere", k)
-				}
+			for _, k := range movedToFailed(root, baseLeft) {
+				t.Errorf("%s moved to failed-sqs/ on the changed schema; the unchanged run leaves it elsewhere", k)
 			}
 			testsupport.ExecSQL(t, dbURL, c.undo...)
 			if _, err := schemaRun(t, dbURL, root, 8, nil); err != nil {
@@ -167,12 +190,7 @@ func TestASchemaChangedMidRunStopsWithTheObjectsInPlace(t *testing.T) {
 			if left := archiveKeys(root); !reflect.DeepEqual(left, baseLeft) {
 				t.Errorf("the archive after the re-run differs from the unchanged run's:\n%v\nwant\n%v", left, baseLeft)
 			}
-			tables := testsupport.DumpTables(t, dbURL, start)
-			for name := range baseTables {
-				if got, want := testsupport.TableLines(t, tables[name]), testsupport.TableLines(t, baseTables[name]); got != want {
-					t.Errorf("table %s after the re-run differs from the unchanged run's (%d rows, want %d)", name, len(tables[name]), len(baseTables[name]))
-				}
-			}
+			checkTablesAsUnchanged(t, dbURL, start, baseTables, " after the re-run")
 		})
 	}
 }

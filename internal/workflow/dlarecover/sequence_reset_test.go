@@ -140,12 +140,7 @@ func sequenceMovedBackMidRun(t *testing.T, sequence string) {
 	fix, _, _ = strings.Cut(fix, "));")
 	fix = "SELECT setval(" + fix + "))"
 
-	moved := 0
-	for _, k := range archiveKeys(root) {
-		if strings.Contains(k, "/failed-sqs/") && !slices.Contains(baseLeft, k) {
-			moved++
-		}
-	}
+	moved := len(movedToFailed(root, baseLeft))
 	if moved > 0 {
 		t.Errorf("%d objects moved to failed-sqs/ for the sequence; the unchanged run leaves them elsewhere", moved)
 	}
@@ -185,10 +180,5 @@ func sequenceMovedBackMidRun(t *testing.T, sequence string) {
 	if left := archiveKeys(root); !slices.Equal(left, baseLeft) {
 		t.Errorf("the archive after the re-run differs from the unchanged run's")
 	}
-	tables = testsupport.DumpTables(t, dbURL, start)
-	for name := range baseTables {
-		if got, want := testsupport.TableLines(t, tables[name]), testsupport.TableLines(t, baseTables[name]); got != want {
-			t.Errorf("table %s after the re-run differs from the unchanged run's (%d rows, want %d)", name, len(tables[name]), len(baseTables[name]))
-		}
-	}
+	checkTablesAsUnchanged(t, dbURL, start, baseTables, " after the re-run")
 }
