@@ -19,13 +19,13 @@ import (
 	"github.com/deadletter/deadletter/internal/cumulusdb"
 )
 
-// Execute runs a command tree on one command line, reports its error on
-// errOut prefixed with the program name, and returns the exit code. Both
-// binaries end here, so they agree on exit codes and error reporting.
 // CPUProfileEnv names the file that, when set, receives a CPU profile of
 // the command (runtime/pprof): how the benchmarks find where the time goes.
 const CPUProfileEnv = "DEADLETTER_CPUPROFILE"
 
+// Execute runs a command tree on one command line, reports its error on
+// errOut prefixed with the program name, and returns the exit code. Both
+// binaries end here, so they agree on exit codes and error reporting.
 func Execute(ctx context.Context, root *cobra.Command, args []string, errOut io.Writer) int {
 	root.SetArgs(args)
 	if path := os.Getenv(CPUProfileEnv); path != "" {

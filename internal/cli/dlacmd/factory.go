@@ -1,4 +1,4 @@
-// Package dla is the cobra wiring of the dla command: one file per verb,
+// Package dlacmd is the cobra wiring of the dla command: one file per verb,
 // each with an Options struct and a run function that tests can call.
 package dlacmd
 

@@ -1,4 +1,4 @@
-// Package pushdlq is the cobra wiring of the pushdlq command: one file per
+// Package pushdlqcmd is the cobra wiring of the pushdlq command: one file per
 // verb, each with an Options struct and a run function that tests can call.
 package pushdlqcmd
 

@@ -602,7 +602,7 @@ func runProcessorDisarm(ctx context.Context, opts *ProcessorOptions) error {
 }
 
 // checkRunnable reads the environment the function would have after the
-// change as the processor reads it (pushdlq.LoadConfig): it must load, and
+// change as the processor reads it (pushpolicy.LoadConfig): it must load, and
 // give back the policy meant. Nothing is written otherwise.
 func checkRunnable(fn lambdactl.Function, vars map[string]string, want *pushpolicy.Policy) error {
 	merged := pushpolicy.MergeVars(fn.Env, vars)

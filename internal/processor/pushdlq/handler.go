@@ -2,7 +2,7 @@
 // SQS event source mapping on the push DLQ that replays the slice of failed
 // push commands its environment selects and parks the rest. Its decision is
 // the one `pushdlq replay` makes (internal/workflow/pushreplay), from the
-// same environment (pushdlq.LoadConfig).
+// same environment (pushpolicy.LoadConfig).
 package pushdlq
 
 import (

@@ -24,7 +24,7 @@ type Step struct {
 	Decision pushpolicy.Decision
 	// Route: an eligible message goes to Decision.Target; anything else,
 	// a malformed body included, is parked in the DLQ with
-	// pushdlq.ParkDelaySeconds of delay.
+	// pushpolicy.ParkDelaySeconds of delay.
 	Route sqsmove.Route
 }
 
