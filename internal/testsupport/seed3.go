@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -120,21 +119,6 @@ func LoadSFN(t testing.TB, path string) map[string]SFNExecution {
 		t.Fatal(err)
 	}
 	return exs
-}
-
-// ReadSFN reads the executions of an sfn.json: {"executions": {ARN: ...}}.
-func ReadSFN(path string) (map[string]SFNExecution, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var f struct {
-		Executions map[string]SFNExecution `json:"executions"`
-	}
-	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Executions, nil
 }
 
 // DumpTables reads the five tables with natural keys for foreign keys,

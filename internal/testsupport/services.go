@@ -16,18 +16,17 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/deadletter/deadletter/internal/awsconfig"
+	"github.com/deadletter/deadletter/internal/localaws"
 )
 
 // Env names, shared with scripts/services.sh.
 const (
 	EnvRequire    = "DEADLETTER_REQUIRE_SERVICES"
 	EnvS3Endpoint = "DEADLETTER_TEST_S3_ENDPOINT"
-	AccessKey     = "test"
-	SecretKey     = "testtesttest"
+	AccessKey     = localaws.AccessKey
+	SecretKey     = localaws.SecretKey
 )
 
 // need returns the value of env, or skips/fails the test when the service
@@ -65,11 +64,7 @@ func S3Endpoint(t testing.TB) string { return need(t, EnvS3Endpoint, "S3 (versit
 // AWSConfig is a static-credential config for local servers, with the
 // commands' HTTP client (so benchmarks reuse connections as they do).
 func AWSConfig() aws.Config {
-	return aws.Config{
-		HTTPClient:  awsconfig.HTTPClient(),
-		Region:      "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, ""),
-	}
+	return localaws.Config()
 }
 
 // SetAWSEnv points the process's AWS SDK (the commands', through their

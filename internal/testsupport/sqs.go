@@ -20,11 +20,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/deadletter/deadletter/internal/awsconfig"
+	"github.com/deadletter/deadletter/internal/localaws"
 )
 
 // EnvSQSEndpoint names the test SQS server (fauxqs).
-const EnvSQSEndpoint = "DEADLETTER_TEST_SQS_ENDPOINT"
+const EnvSQSEndpoint = localaws.EnvSQSEndpoint
 
 // SQSEndpoint returns the endpoint of the test SQS server.
 func SQSEndpoint(t testing.TB) string { return need(t, EnvSQSEndpoint, "SQS (fauxqs)") }
@@ -32,7 +32,7 @@ func SQSEndpoint(t testing.TB) string { return need(t, EnvSQSEndpoint, "SQS (fau
 // SQSClientAt returns a client for an SQS endpoint, built as the CLI builds
 // its own.
 func SQSClientAt(endpoint string) *sqs.Client {
-	return awsconfig.SQS(AWSConfig(), awsconfig.Settings{EndpointURL: endpoint})
+	return localaws.SQSClient(endpoint)
 }
 
 // SQSClient returns a client for the test SQS server.
@@ -371,9 +371,7 @@ func (p *Proxy) Calls() map[string]int {
 }
 
 // AWSJSONError is the body of an AWS JSON protocol error.
-func AWSJSONError(typ, msg string) string {
-	return `{"__type":"` + typ + `","message":"` + msg + `"}`
-}
+func AWSJSONError(typ, msg string) string { return localaws.AWSJSONError(typ, msg) }
 
 // s3Op names the S3 REST operations the fault tests inject into.
 func s3Op(r *http.Request) string {

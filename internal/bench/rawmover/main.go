@@ -3,12 +3,12 @@
 // moving a queue, with the SDK and client settings the project's own tools
 // use. It has no decisions, no journal and no hold. It also seeds the
 // benchmark's queues, counts the SQS calls another tool makes (a counting
-// proxy) and runs pushdlq in-process under the CPU profiler.
+// proxy) and splits a profiled run's time into its phases (pushdlq writes
+// its CPU profile itself: DEADLETTER_CPUPROFILE).
 //
 //	rawmover seed    -endpoint URL -prefix P -count N -size BYTES
 //	rawmover move    -endpoint URL -source URL -target URL -workers N
 //	rawmover proxy   -endpoint URL -calls FILE      (prints its URL, counts until SIGTERM)
-//	rawmover profile -cpuprofile FILE -- pushdlq-args...
 //	rawmover cleanup -endpoint URL -prefix P
 //	rawmover phases  -journal FILE -start UNIXSECS -end UNIXSECS
 package main
@@ -37,15 +37,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/deadletter/deadletter/internal/cli/iostreams"
-	"github.com/deadletter/deadletter/internal/cli/pushdlqcmd"
+	"github.com/deadletter/deadletter/internal/localaws"
 	"github.com/deadletter/deadletter/internal/pushpolicy/gen"
-	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fail(fmt.Errorf("usage: rawmover seed|move|proxy|profile|cleanup [flags]"))
+		fail(fmt.Errorf("usage: rawmover seed|move|proxy|cleanup|phases [flags]"))
 	}
 	cmd, args := os.Args[1], os.Args[2:]
 	var err error
@@ -56,8 +54,6 @@ func main() {
 		err = move(args)
 	case "proxy":
 		err = proxy(args)
-	case "profile":
-		err = profile(args)
 	case "cleanup":
 		err = cleanup(args)
 	case "phases":
@@ -76,7 +72,7 @@ func fail(err error) {
 }
 
 func endpointFlag(fs *flag.FlagSet) *string {
-	return fs.String("endpoint", os.Getenv(testsupport.EnvSQSEndpoint), "SQS endpoint")
+	return fs.String("endpoint", os.Getenv(localaws.EnvSQSEndpoint), "SQS endpoint")
 }
 
 // seed creates PREFIXdlq, PREFIXP1..P3 (pushdlq's targets) and PREFIXraw
@@ -95,7 +91,7 @@ func seed(args []string) error {
 		return fmt.Errorf("seed: -prefix is required")
 	}
 	ctx := context.Background()
-	c := testsupport.SQSClientAt(*endpoint)
+	c := localaws.SQSClient(*endpoint)
 	create := func(name string) (string, error) {
 		out, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
 		if err != nil {
@@ -212,7 +208,7 @@ func move(args []string) error {
 		defer pprof.StopCPUProfile()
 	}
 	ctx := context.Background()
-	c := testsupport.SQSClientAt(*endpoint)
+	c := localaws.SQSClient(*endpoint)
 	calls := &counter{calls: map[string]int{}}
 	var moved, failed atomic.Int64
 	var firstErr error
@@ -372,31 +368,6 @@ func countTargets(r io.Reader, calls *counter) {
 	}
 }
 
-// profile runs a pushdlq command line in this process under the CPU
-// profiler (the same code as the pushdlq binary: pushdlq.Run with the
-// system's streams and environment).
-func profile(args []string) error {
-	fs := flag.NewFlagSet("profile", flag.ExitOnError)
-	out := fs.String("cpuprofile", "", "CPU profile file")
-	fs.Parse(args)
-	f, err := os.Create(*out)
-	if err != nil {
-		return err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		return err
-	}
-	code := pushdlqcmd.Run(context.Background(), pushdlqcmd.NewFactory(iostreams.System(), os.Getenv), fs.Args())
-	pprof.StopCPUProfile()
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if code != 0 {
-		return fmt.Errorf("pushdlq exited %d", code)
-	}
-	return nil
-}
-
 // cleanup deletes the queues whose names start with prefix.
 func cleanup(args []string) error {
 	fs := flag.NewFlagSet("cleanup", flag.ExitOnError)
@@ -407,7 +378,7 @@ func cleanup(args []string) error {
 		return fmt.Errorf("cleanup: -prefix is required")
 	}
 	ctx := context.Background()
-	c := testsupport.SQSClientAt(*endpoint)
+	c := localaws.SQSClient(*endpoint)
 	out, err := c.ListQueues(ctx, &sqs.ListQueuesInput{QueueNamePrefix: prefix, MaxResults: aws.Int32(1000)})
 	if err != nil {
 		return err

@@ -46,8 +46,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/localaws"
 	"github.com/deadletter/deadletter/internal/recovery"
-	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
 func main() {
@@ -94,7 +94,7 @@ func gen(args []string) error {
 		return fmt.Errorf("gen needs -seed3 and -executions")
 	}
 	archiveDir := filepath.Join(*seed3, "archive")
-	exs, err := testsupport.ReadSFN(filepath.Join(archiveDir, "_fixtures", "sfn.json"))
+	exs, err := localaws.ReadSFN(filepath.Join(archiveDir, "_fixtures", "sfn.json"))
 	if err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ func gen(args []string) error {
 		return err
 	}
 
-	all := map[string]testsupport.SFNExecution{}
+	all := map[string]localaws.SFNExecution{}
 	var puts []file
 	for r := range *copies {
 		rename := renamer(names, r)
@@ -187,7 +187,7 @@ func gen(args []string) error {
 		for _, f := range fixtures {
 			puts = append(puts, file{bucket: rename(f.bucket), key: rename(f.key), body: []byte(rename(string(f.body)))})
 		}
-		var copyExs map[string]testsupport.SFNExecution
+		var copyExs map[string]localaws.SFNExecution
 		if err := json.Unmarshal([]byte(rename(string(exJSON))), &copyExs); err != nil {
 			return err
 		}
@@ -302,7 +302,7 @@ func serveSFN(args []string) error {
 	exFile := fl.String("executions", "", "sfn.json written by gen")
 	addr := fl.String("addr", "127.0.0.1:0", "listen address")
 	_ = fl.Parse(args)
-	exs, err := testsupport.ReadSFN(*exFile)
+	exs, err := localaws.ReadSFN(*exFile)
 	if err != nil {
 		return err
 	}
@@ -311,7 +311,7 @@ func serveSFN(args []string) error {
 		return err
 	}
 	fmt.Printf("http://%s\n", ln.Addr())
-	srv := &http.Server{Handler: testsupport.NewSFNServer(exs)}
+	srv := &http.Server{Handler: localaws.NewSFNServer(exs)}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	go func() {
