@@ -94,7 +94,7 @@ func TestTwoRunsNeverShareARecord(t *testing.T) {
 	if _, err := Begin(ctx, s, "", Started{RunID: "same", StartedAt: start}, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Begin(ctx, s, "", Started{RunID: "same", StartedAt: start}, Options{})
+	_, err := Begin(ctx, s, "", Started{RunID: "same", StartedAt: start, Verb: "another"}, Options{})
 	var ue *UnwritableError
 	if !errors.As(err, &ue) || !errors.Is(err, archive.ErrExists) {
 		t.Fatalf("a second record with the same id: %v", err)
@@ -134,5 +134,82 @@ func TestRedactArgvLeavesNoSecret(t *testing.T) {
 		if strings.Join(got, "\x00") != strings.Join(c.want, "\x00") {
 			t.Errorf("RedactArgv(%q) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+// lossyStore lands a put and then answers it with an error, as a put whose
+// reply was lost does (the SDK's retry then meets its own object), for the
+// first lose puts of chunks; failing refuses every chunk put outright.
+type lossyStore struct {
+	archive.Store
+	lose    int
+	failing bool
+}
+
+func (l *lossyStore) PutNew(ctx context.Context, key string, body []byte, origin string) error {
+	if strings.Contains(key, "/items-") {
+		if l.failing {
+			return errors.New("ServiceUnavailable")
+		}
+		if l.lose > 0 {
+			l.lose--
+			if err := l.Store.PutNew(ctx, key, body, origin); err != nil {
+				return err
+			}
+			return errors.New("read tcp: connection reset by peer")
+		}
+	}
+	return l.Store.PutNew(ctx, key, body, origin)
+}
+
+func TestAChunkWhosePutReplyWasLostIsWrittenOnce(t *testing.T) {
+	ctx := context.Background()
+	ls := &lossyStore{Store: localStore(t), lose: 1}
+	r, err := Begin(ctx, ls, "", Started{Verb: "replay"}, Options{ChunkLines: 4, ChunkEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		r.Add(Item{MessageID: fmt.Sprint(i), Action: "replayed"})
+	}
+	if err := r.Finish(ctx, Finished{}); err != nil {
+		t.Fatal(err)
+	}
+	runs, _, err := List(ctx, ls, "", Filter{})
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs %d err %v", len(runs), err)
+	}
+	_ = runs[0].LoadItems(ctx, ls)
+	seen := map[string]int{}
+	for _, it := range runs[0].Items {
+		seen[it.MessageID]++
+	}
+	if len(runs[0].Items) != 10 || len(seen) != 10 {
+		t.Fatalf("%d items for 10 (by id: %v)", len(runs[0].Items), seen)
+	}
+}
+
+func TestChunksTheStoreRefusesAreCountedUnrecorded(t *testing.T) {
+	ctx := context.Background()
+	ls := &lossyStore{Store: localStore(t), failing: true}
+	var warned []string
+	r, err := Begin(ctx, ls, "", Started{Verb: "recover"}, Options{ChunkLines: 2, ChunkEvery: time.Hour,
+		Warnf: func(f string, a ...any) { warned = append(warned, fmt.Sprintf(f, a...)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		r.Add(Item{Key: fmt.Sprint(i), Action: "deleted"})
+	}
+	err = r.Finish(ctx, Finished{Counts: map[string]int{"deleted": 5}})
+	if err == nil || !strings.Contains(err.Error(), "5 items could not be written") {
+		t.Fatalf("Finish: %v", err)
+	}
+	runs, _, _ := List(ctx, ls, "", Filter{})
+	if len(runs) != 1 || runs[0].Finished == nil || runs[0].Finished.Unrecorded != 5 || runs[0].Finished.Items != 5 {
+		t.Fatalf("the finished record does not count the 5 unrecorded items: %+v", runs)
+	}
+	if len(warned) != 1 {
+		t.Errorf("warned %d times, want once: %q", len(warned), warned)
 	}
 }

@@ -55,7 +55,7 @@ type Recorder struct {
 	pending  []Item
 	total    int
 	chunk    int
-	lastErr  error
+	failed   *chunk // the chunk a write failed, tried again first
 	warned   bool
 	full     chan struct{}
 	stop     chan struct{}
@@ -98,7 +98,7 @@ func Begin(ctx context.Context, store archive.Store, base string, s Started, opt
 	if err != nil {
 		return nil, &UnwritableError{Where: Where(store, folder), Err: err}
 	}
-	if err := store.PutNew(ctx, folder+"started.json", append(body, '\n'), ""); err != nil {
+	if err := putRecord(ctx, store, folder+"started.json", append(body, '\n')); err != nil {
 		return nil, &UnwritableError{Where: Where(store, folder), Err: err}
 	}
 	go r.flusher()
@@ -149,56 +149,78 @@ func (r *Recorder) flusher() {
 	}
 }
 
+// chunk is one items-NNNNNN.ndjson: its bytes and how many items.
+type chunk struct {
+	body  []byte
+	items int
+}
+
+// chunkWait bounds one chunk's write, so that a store that hangs cannot
+// hold the run's end forever (the chunk is kept and counted).
+const chunkWait = time.Minute
+
+// finishRetry is the first wait between Finish's tries of what is left.
+const finishRetry = 250 * time.Millisecond
+
 // flush writes what is pending as the next chunks, of at most ChunkLines
-// items each. A chunk that cannot be written is kept, to go with the next
-// flush.
+// items each. A chunk that cannot be written is kept as it is and tried
+// again first, under the same number, with the next flush: a retry whose
+// first try had landed (its reply lost) then finds its own bytes there,
+// and no item is ever written twice.
 func (r *Recorder) flush(ctx context.Context) error {
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
 	for {
-		r.mu.Lock()
-		n := min(len(r.pending), r.opts.ChunkLines)
-		items := r.pending[:n:n]
-		r.pending = r.pending[n:]
-		r.mu.Unlock()
-		if n == 0 {
-			return nil
+		c := r.failed
+		if c == nil {
+			r.mu.Lock()
+			n := min(len(r.pending), r.opts.ChunkLines)
+			items := r.pending[:n:n]
+			r.pending = r.pending[n:]
+			r.mu.Unlock()
+			if n == 0 {
+				return nil
+			}
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false)
+			for _, it := range items {
+				_ = enc.Encode(it)
+			}
+			c = &chunk{body: b.Bytes(), items: n}
 		}
-		if err := r.writeChunk(ctx, items); err != nil {
+		wctx, cancel := context.WithTimeout(ctx, chunkWait)
+		err := putRecord(wctx, r.store, fmt.Sprintf("%sitems-%06d.ndjson", r.folder, r.chunk+1), c.body)
+		cancel()
+		if err != nil {
+			r.mu.Lock()
+			r.failed = c
+			warn := !r.warned
+			r.warned = true
+			r.mu.Unlock()
+			if warn && r.opts.Warnf != nil {
+				r.opts.Warnf("audit: %d items not yet written to %s (kept, tried again): %v", c.items, r.Where(), err)
+			}
 			return err
 		}
+		r.mu.Lock()
+		r.failed = nil
+		r.chunk++
+		r.mu.Unlock()
 	}
 }
 
-func (r *Recorder) writeChunk(ctx context.Context, items []Item) error {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	for _, it := range items {
-		_ = enc.Encode(it)
-	}
-	key := fmt.Sprintf("%sitems-%06d.ndjson", r.folder, r.chunk+1)
-	err := r.store.PutNew(ctx, key, b.Bytes(), "")
+// putRecord stores body at key only when the key is free. Taken by the
+// same bytes, it is this put's own earlier attempt, which landed while its
+// reply was lost (the SDK retries a put on its own): done.
+func putRecord(ctx context.Context, store archive.Store, key string, body []byte) error {
+	err := store.PutNew(ctx, key, body, "")
 	if errors.Is(err, archive.ErrExists) {
-		// A put whose reply was lost, or a name taken: the next number.
-		r.chunk++
-		key = fmt.Sprintf("%sitems-%06d.ndjson", r.folder, r.chunk+1)
-		err = r.store.PutNew(ctx, key, b.Bytes(), "")
-	}
-	if err != nil {
-		r.mu.Lock()
-		r.pending = append(items, r.pending...)
-		r.lastErr = err
-		warn := !r.warned
-		r.warned = true
-		r.mu.Unlock()
-		if warn && r.opts.Warnf != nil {
-			r.opts.Warnf("audit: %d items not yet written to %s (kept, tried again): %v", len(items), r.Where(), err)
+		if got, gerr := store.Get(ctx, key); gerr == nil && bytes.Equal(got, body) {
+			return nil
 		}
-		return err
 	}
-	r.chunk++
-	return nil
+	return err
 }
 
 // Finish writes the remaining items and the finished record. It is called
@@ -214,9 +236,18 @@ func (r *Recorder) Finish(ctx context.Context, f Finished) error {
 	r.mu.Unlock()
 	close(r.stop)
 	<-r.done
+	// What is left, tried a few times: the run is over, and this is the
+	// record's last chance.
 	ferr := r.flush(ctx)
+	for wait := finishRetry; ferr != nil && wait <= 4*finishRetry && ctx.Err() == nil; wait *= 2 {
+		time.Sleep(wait)
+		ferr = r.flush(ctx)
+	}
 	r.mu.Lock()
 	f.Unrecorded = len(r.pending)
+	if r.failed != nil {
+		f.Unrecorded += r.failed.items
+	}
 	f.Items = r.total
 	r.mu.Unlock()
 	f.Schema, f.Record, f.RunID = Schema, "finished", r.runID
@@ -229,7 +260,7 @@ func (r *Recorder) Finish(ctx context.Context, f Finished) error {
 	if err != nil {
 		return err
 	}
-	if err := r.store.PutNew(ctx, r.folder+"finished.json", append(body, '\n'), ""); err != nil && !errors.Is(err, archive.ErrExists) {
+	if err := putRecord(ctx, r.store, r.folder+"finished.json", append(body, '\n')); err != nil {
 		return fmt.Errorf("audit: the finished record could not be written to %s: %w", r.Where(), err)
 	}
 	if ferr != nil {
