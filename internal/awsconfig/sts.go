@@ -3,6 +3,8 @@ package awsconfig
 import (
 	"context"
 	"errors"
+	"os"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
@@ -11,11 +13,12 @@ import (
 // ServiceSTS names STS, for the audit's caller identity.
 const ServiceSTS = "STS"
 
-// ErrNoSTSEndpoint is the caller identity not asked for: --endpoint-url
-// points the run's services at a local server, and STS has no endpoint of
-// its own (AWS_ENDPOINT_URL_STS, AWS_ENDPOINT_URL, the profile), so that
-// asking would leave for AWS while everything else stays local.
-var ErrNoSTSEndpoint = errors.New("not asked: --endpoint-url is given and STS has no endpoint of its own (AWS_ENDPOINT_URL_STS)")
+// ErrNoSTSEndpoint is the caller identity not asked for: the run's
+// services are pointed elsewhere (--endpoint-url, AWS_ENDPOINT_URL_<SERVICE>)
+// and STS has no endpoint of its own (AWS_ENDPOINT_URL_STS,
+// AWS_ENDPOINT_URL, the profile), so that asking would leave for AWS while
+// everything else stays local.
+var ErrNoSTSEndpoint = errors.New("not asked: endpoints are overridden (--endpoint-url or AWS_ENDPOINT_URL_<SERVICE>) and STS has none of its own (AWS_ENDPOINT_URL_STS)")
 
 // CallerIdentity is STS GetCallerIdentity: the ARN and account of the
 // credentials cfg holds. --endpoint-url does not apply (no local S3 or SQS
@@ -26,7 +29,7 @@ func CallerIdentity(cfg aws.Config, s Settings) func(ctx context.Context) (strin
 		c := sts.NewFromConfig(cfg, func(o *sts.Options) {
 			o.RetryMaxAttempts = 1
 		})
-		if s.EndpointURL != "" && c.Options().BaseEndpoint == nil {
+		if c.Options().BaseEndpoint == nil && endpointsOverridden(s) {
 			return "", "", ErrNoSTSEndpoint
 		}
 		out, err := c.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
@@ -35,4 +38,18 @@ func CallerIdentity(cfg aws.Config, s Settings) func(ctx context.Context) (strin
 		}
 		return aws.ToString(out.Arn), aws.ToString(out.Account), nil
 	}
+}
+
+// endpointsOverridden reports whether any service's endpoint is set
+// elsewhere than AWS: the flag, or an AWS_ENDPOINT_URL variable.
+func endpointsOverridden(s Settings) bool {
+	if s.EndpointURL != "" {
+		return true
+	}
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "AWS_ENDPOINT_URL") {
+			return true
+		}
+	}
+	return false
 }

@@ -23,6 +23,10 @@ func TestCallerIdentityAsksSTSAtItsOwnEndpoint(t *testing.T) {
 	if _, _, err := awsconfig.CallerIdentity(cfg, s)(ctx); !errors.Is(err, awsconfig.ErrNoSTSEndpoint) {
 		t.Fatalf("with --endpoint-url and no STS endpoint: %v", err)
 	}
+	t.Setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:1")
+	if _, _, err := awsconfig.CallerIdentity(cfg, awsconfig.Settings{})(ctx); !errors.Is(err, awsconfig.ErrNoSTSEndpoint) {
+		t.Fatalf("with AWS_ENDPOINT_URL_S3 and no STS endpoint: %v", err)
+	}
 	testsupport.STSResponder(t, "arn:aws:sts::123456789012:assumed-role/ops-oncall/alice", "123456789012")
 	cfg, err = awsconfig.Load(ctx, s)
 	if err != nil {
