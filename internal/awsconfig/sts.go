@@ -3,6 +3,8 @@ package awsconfig
 import (
 	"context"
 	"errors"
+	"net"
+	"net/url"
 	"os"
 	"strings"
 
@@ -14,11 +16,12 @@ import (
 const ServiceSTS = "STS"
 
 // ErrNoSTSEndpoint is the caller identity not asked for: the run's
-// services are pointed elsewhere (--endpoint-url, AWS_ENDPOINT_URL_<SERVICE>)
+// services are pointed at a local server (--endpoint-url,
+// AWS_ENDPOINT_URL_<SERVICE> on a loopback address)
 // and STS has no endpoint of its own (AWS_ENDPOINT_URL_STS,
 // AWS_ENDPOINT_URL, the profile), so that asking would leave for AWS while
 // everything else stays local.
-var ErrNoSTSEndpoint = errors.New("not asked: endpoints are overridden (--endpoint-url or AWS_ENDPOINT_URL_<SERVICE>) and STS has none of its own (AWS_ENDPOINT_URL_STS)")
+var ErrNoSTSEndpoint = errors.New("not asked: endpoints point at a local server (--endpoint-url or AWS_ENDPOINT_URL_<SERVICE>) and STS has none of its own (AWS_ENDPOINT_URL_STS)")
 
 // CallerIdentity is STS GetCallerIdentity: the ARN and account of the
 // credentials cfg holds. --endpoint-url does not apply (no local S3 or SQS
@@ -40,14 +43,27 @@ func CallerIdentity(cfg aws.Config, s Settings) func(ctx context.Context) (strin
 	}
 }
 
-// endpointsOverridden reports whether any service's endpoint is set
-// elsewhere than AWS: the flag, or an AWS_ENDPOINT_URL variable.
+// endpointsOverridden reports whether any service's endpoint is set to a
+// local server (a loopback address) by the flag or an AWS_ENDPOINT_URL
+// variable: a local run, where STS may be asked only at an endpoint of its
+// own. An override to a VPC endpoint of AWS leaves STS asked as usual.
 func endpointsOverridden(s Settings) bool {
-	if s.EndpointURL != "" {
-		return true
-	}
+	urls := []string{s.EndpointURL}
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "AWS_ENDPOINT_URL") {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "AWS_ENDPOINT_URL") {
+			urls = append(urls, v)
+		}
+	}
+	for _, u := range urls {
+		if u == "" {
+			continue
+		}
+		p, err := url.Parse(u)
+		if err != nil {
+			return true // not read: as if local, never asked of AWS
+		}
+		host := p.Hostname()
+		if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
 			return true
 		}
 	}
