@@ -3,6 +3,7 @@ package dlacmd
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -48,7 +49,10 @@ type TraceReport struct {
 	Archive  string `json:"archive"`
 	Database string `json:"database"`
 	Cumulus  string `json:"cumulus_schema"` // the generation read from the catalog
-	Offline  bool   `json:"offline"`
+	// DatabaseError is why the database was not checked (null: it was):
+	// the records then hold the archive's messages alone, none judged.
+	DatabaseError *string `json:"database_error"`
+	Offline       bool    `json:"offline"`
 	// Unreadable counts the archive objects that could not be read or
 	// decoded: any of them may name a record (0: none).
 	Unreadable int           `json:"unreadable"`
@@ -100,8 +104,10 @@ command reads from PGPASSWORD or ~/.pgpass (a note says so).
 
 The database is found as recover finds it (--database-url, $DATABASE_URL,
 the PG* variables, or --db-secret), with the same schema detection and
-checks (Cumulus v21, or v22's partitioned tables). Nothing is written,
-moved or deleted. The other selection flags (--date, --from, --to,
+checks (Cumulus v21, or v22's partitioned tables): a schema it refuses
+stops the trace (exit 2). One it cannot reach does not: the messages are
+listed, each "not judged", and the exit is 3. Nothing is written, moved or
+deleted. The other selection flags (--date, --from, --to,
 --include-legacy, --collection, ...) narrow the archive messages read.
 --engine athena finds the sqs/ messages with one query over the Glue table
 (failed-sqs/, which the table does not cover, is listed as before).
@@ -190,24 +196,33 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 	} else if scope, loc, store, err = opts.Select.open(ctx, f); err != nil {
 		return err
 	}
-	// The database first: one that cannot be reached, or whose schema is
-	// refused, ends the trace before the archive is read (every object of
-	// it, when a PDR is traced).
+	// The database first: one whose schema is refused ends the trace
+	// before the archive is read (every object of it, when a PDR is
+	// traced). One that cannot be reached never drops the archive's half:
+	// its messages are listed, none judged, and the exit is 3.
+	dburl := cmp.Or(opts.DatabaseURL, f.Getenv("DATABASE_URL"))
 	path, err := dbwrite.Open(ctx, dbwrite.Config{
-		DatabaseURL: cmp.Or(opts.DatabaseURL, f.Getenv("DATABASE_URL")), DBSecret: opts.DBSecret, MaxConns: 2,
+		DatabaseURL: dburl, DBSecret: opts.DBSecret, MaxConns: 2,
 		AWS:      func() (aws.Config, error) { return awsconfig.Load(ctx, *f.AWS) },
 		Settings: *f.AWS, Offline: opts.Offline, ReplaceBucket: loc.Bucket, Now: f.Now,
 	})
+	var dbErr error
 	switch dbwrite.StageOf(err) {
 	case dbwrite.StageDatabase:
-		return refuseDatabase(err)
+		var se *cumulusdb.SchemaError
+		if errors.As(err, &se) || ctx.Err() != nil {
+			return refuseDatabase(err)
+		}
+		dbErr, err = err, nil
 	case dbwrite.StageReads: // no region, no credentials: as recover says
 		return fmt.Errorf("%w (trace's dry run reads Step Functions and S3; --offline runs without them)", err)
 	}
 	if err != nil {
 		return err
 	}
-	defer path.Close()
+	if path != nil {
+		defer path.Close()
+	}
 	scope.Filter.Granules, scope.Filter.Executions = nil, nil
 	scope.Filter = tracer.Narrow(scope.Filter)
 	for _, area := range []dla.Area{dla.AreaSQS, dla.AreaFailed} {
@@ -240,8 +255,14 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 		return err
 	}
 	c := triageCommand{f: f, sel: &opts.Select, archive: cmp.Or(opts.Select.archiveFlag.value, f.Getenv("DLA_ARCHIVE"))}
-	rep := TraceReport{Schema: TraceSchema, Archive: loc.String(), Database: path.Database.Target,
-		Cumulus: string(path.Database.Generation), Offline: opts.Offline, Unreadable: stats.Unreadable, Records: []TraceRecord{}}
+	rep := TraceReport{Schema: TraceSchema, Archive: loc.String(), Offline: opts.Offline, Unreadable: stats.Unreadable, Records: []TraceRecord{}}
+	if path != nil {
+		rep.Database, rep.Cumulus = path.Database.Target, string(path.Database.Generation)
+	} else {
+		rep.Database = databaseTarget(dburl, opts.DBSecret)
+		why := "not checked: " + output.OneLine(cmdutil.ErrorLine(dbErr))
+		rep.DatabaseError = &why
+	}
 	for _, t := range traces {
 		if t.Conclusion.Kind == trace.ConcludeNotInArchive && stats.Unreadable > 0 {
 			// "No write of it failed" is said of the objects read only.
@@ -259,13 +280,34 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 	if err != nil {
 		return err
 	}
-	summary := fmt.Sprintf("%s traced: %s naming %s, %s read from %s; %s (%s), read only",
-		output.Plural(len(traces), "record"), output.Plural(stats.Matched, "message"), output.Agree(len(traces), "it", "them"), output.Plural(stats.Listed, "object"), loc, rep.Database, rep.Cumulus)
+	db := fmt.Sprintf("%s (%s), read only", rep.Database, rep.Cumulus)
+	if rep.DatabaseError != nil {
+		db = rep.Database + " not checked (it could not be asked)"
+	}
+	summary := fmt.Sprintf("%s traced: %s naming %s, %s read from %s; %s",
+		output.Plural(len(traces), "record"), output.Plural(stats.Matched, "message"), output.Agree(len(traces), "it", "them"), output.Plural(stats.Listed, "object"), loc, db)
 	if f.IO.IsStderrTTY() {
 		summary = output.Wrap(output.OneLine(summary), cmp.Or(f.IO.TerminalWidth(), 80), "", "  ")
 	}
 	fmt.Fprintln(f.IO.ErrOut, summary)
+	if dbErr != nil {
+		// The archive's half is printed; the database's is missing.
+		return &cmdutil.ExitError{Code: cmdutil.ExitPartial, Err: fmt.Errorf("the database was not checked, so no message was judged: %w", dbErr)}
+	}
 	return finish(nil, stats, opts.Select.ignoreUnreadable)
+}
+
+// databaseTarget names the database a trace was given, for a report whose
+// database could not be reached: the URL without its password, or the
+// secret's name.
+func databaseTarget(dburl, secret string) string {
+	if secret != "" {
+		return "the database of secret " + secret
+	}
+	if cfg, err := cumulusdb.PoolConfig(dburl, 1); err == nil {
+		return cumulusdb.Target(cfg)
+	}
+	return "the database given"
 }
 
 // command is a trace's next command, built as triage builds its own: the
@@ -401,7 +443,10 @@ func writeTrace(f *Factory, rep TraceReport) error {
 			b.WriteString("\n")
 		}
 		b.WriteString(style(rec.Kind, "", true) + " " + output.OneLine(rec.ID) + "\n")
-		if len(rec.Rows) == 0 {
+		switch {
+		case rep.DatabaseError != nil:
+			line("  ", "database: "+*rep.DatabaseError)
+		case len(rec.Rows) == 0:
 			line("  ", "database: not in the database")
 		}
 		for _, row := range rec.Rows {

@@ -398,7 +398,6 @@ func TestTraceRefusesTheDatabaseBeforeReadingTheArchive(t *testing.T) {
 		want     string
 	}{
 		{"no Cumulus tables", testsupport.NewDatabase(t), 2, "the database schema is not one dla can write"},
-		{"unreachable", "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=2", 1, "cannot connect to PostgreSQL"},
 	} {
 		r := run(t, false, map[string]string{"DATABASE_URL": c.db}, "", "trace", "--archive", archive, "--offline", "--granule", "G.REFUSED")
 		if r.code != c.code || !strings.Contains(r.stderr, c.want) || r.stdout != "" {
@@ -407,6 +406,40 @@ func TestTraceRefusesTheDatabaseBeforeReadingTheArchive(t *testing.T) {
 		if strings.Contains(r.stderr, "unreadable") {
 			t.Errorf("%s: the archive was read before the database was refused:\n%s", c.name, r.stderr)
 		}
+	}
+}
+
+// Issue 38 item 1: a database that cannot be reached ended the trace
+// before the archive was read. The archive's half is printed now: the
+// record's messages, none judged, "database: not checked" and why, and a
+// conclusion that says so, with exit 3 (partial); -o json carries
+// database_error and each verdict "not judged".
+func TestTraceWithAnUnreachableDatabaseStillReadsTheArchive(t *testing.T) {
+	root := t.TempDir()
+	writeObject(t, root, "sqs/2024-03-02/named", traceMessage(t, "named", "completed", time.Date(2024, 3, 2, 8, 0, 0, 0, time.UTC), "MOD09GQ", "006", "G.AWAY"))
+	archive := filepath.Join(root, "demo")
+	env := map[string]string{"DATABASE_URL": "postgres://postgres:hunter2@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"}
+	r := run(t, false, env, "", "trace", "--archive", archive, "--offline", "--granule", "G.AWAY")
+	if r.code != 3 {
+		t.Fatalf("exit %d, want 3:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"database: not checked: cannot connect to PostgreSQL", "sqs/2024-03-02/named",
+		"→ not judged: the database could not be asked", "not judged: the database could not be asked, so its one message (2024-03-02 in sqs/) was not tried"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout+r.stderr, "hunter2") {
+		t.Errorf("the password is printed:\n%s%s", r.stdout, r.stderr)
+	}
+	r = run(t, false, env, "", "trace", "--archive", archive, "--offline", "--granule", "G.AWAY", "-o", "json")
+	var rep TraceReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	if r.code != 3 || rep.DatabaseError == nil || len(rep.Records) != 1 || len(rep.Records[0].Messages) != 1 ||
+		rep.Records[0].Messages[0].Verdict.Result != trace.NotJudged || rep.Records[0].Conclusion.Kind != trace.ConcludeNotJudged {
+		t.Fatalf("exit %d, report %+v", r.code, rep)
 	}
 }
 

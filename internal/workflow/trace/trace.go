@@ -58,6 +58,8 @@ type Verdict struct {
 const (
 	Unreadable = "unreadable"
 	NotWritten = "not written"
+	// NotJudged: the database could not be asked, so no dry run ran.
+	NotJudged = "not judged"
 )
 
 // Message is one archive message naming the record.
@@ -101,6 +103,9 @@ const (
 	ConcludeNotInArchive = "not-in-archive"
 	// ConcludeNothing: messages name it, none would write it.
 	ConcludeNothing = "nothing-to-write"
+	// ConcludeNotJudged: the database could not be asked; the archive's
+	// messages are listed, none judged.
+	ConcludeNotJudged = "not-judged"
 )
 
 // Conclusion is the trace in one line, and which messages the next
@@ -234,6 +239,8 @@ func createdAt(d *dla.Decoded, tg Target) *time.Time {
 // Judge is what the verdicts and rows are read with: the archive and the
 // database path recover writes through (dbwrite.Open: the same schema
 // detection and checks), used only for a dry run and read-only queries.
+// With no Path (a database that could not be reached), the archive's half
+// is all a trace holds: its messages, each "not judged".
 type Judge struct {
 	Store   archive.Store
 	Layout  dla.Layout
@@ -249,6 +256,12 @@ type Judge struct {
 // writes them all. Each target is judged in a transaction of its own.
 func (t *Tracer) Judge(ctx context.Context, j Judge) ([]Trace, error) {
 	out := make([]Trace, 0, len(t.targets))
+	if j.Path == nil {
+		for i, tg := range t.targets {
+			out = append(out, t.unjudged(i, tg))
+		}
+		return out, nil
+	}
 	for i, tg := range t.targets {
 		rows, err := cumulusdb.TraceRows(ctx, j.Path.Database.Pool, tg.Kind, tg.ID)
 		if err != nil {
@@ -296,6 +309,37 @@ func (t *Tracer) Judge(ctx context.Context, j Judge) ([]Trace, error) {
 		out = append(out, tr)
 	}
 	return out, nil
+}
+
+// unjudged is target i's archive half alone: its messages in recover's
+// order, none judged, and a conclusion that says so (the database could
+// not be asked: no row read, no dry run).
+func (t *Tracer) unjudged(i int, tg Target) Trace {
+	tr := Trace{Target: tg, Messages: []Message{}, Warnings: []string{}}
+	ms := t.found[i]
+	slices.SortStableFunc(ms, RecoverOrder)
+	ms = slices.CompactFunc(ms, func(a, b *Message) bool { return a.Key == b.Key })
+	keys := make([]string, len(ms))
+	for k, m := range ms {
+		m.Verdict = Verdict{Result: NotJudged, Why: "the database could not be asked"}
+		m.Writes = writes(tg, m)
+		keys[k] = m.Key
+		tr.Messages = append(tr.Messages, *m)
+	}
+	tr.Warnings = append(tr.Warnings, collectionWarnings(tr)...)
+	if len(ms) == 0 {
+		tr.Conclusion = Conclusion{Kind: ConcludeNotInArchive, Message: -1, Keys: []string{},
+			Text: "not in the archive: no write of it failed; the database could not be asked"}
+		return tr
+	}
+	last := ms[len(ms)-1]
+	text := fmt.Sprintf("not judged: the database could not be asked, so its one message (%s in %s/) was not tried", last.Date, last.Area)
+	if len(ms) > 1 {
+		text = fmt.Sprintf("not judged: the database could not be asked, so its %s were not tried (in recover's order the last is of %s in %s/)", messages(len(ms)), last.Date, last.Area)
+	}
+	tr.Conclusion = Conclusion{Kind: ConcludeNotJudged, Message: len(ms) - 1, Keys: keys,
+		Text: text + "; once it answers, see what recover would do"}
+	return tr
 }
 
 // dryRun is recover's dry run of keys: in their order, in one transaction
