@@ -233,6 +233,18 @@ func (g TriageGroup) code() string {
 	return strconv.Itoa(*g.Code) + " " + g.Name
 }
 
+// step is where the group comes in the advice: replay (0), look (1),
+// never as it is (2).
+func (g TriageGroup) step() int {
+	switch {
+	case g.Command != nil:
+		return 0
+	case g.Class == triage.Unknown:
+		return 1
+	}
+	return 2
+}
+
 // template is the commonest message template, and how many others.
 func (g TriageGroup) template() string {
 	switch len(g.Templates) {
@@ -263,11 +275,15 @@ func (g TriageGroup) when() string {
 
 // triageView is the terminal form: per group a header row (count, class,
 // burst, code, the commonest template cut to fit), the verdict, and the
-// replay command on its own line; first, what to do first.
+// replay command on its own line; first, what to do first. The groups are
+// shown in the order of that advice (replay, look, never; the largest
+// first in each), so that the "first:" line names the groups at the top.
 func triageView(rep TriageReport) output.TriageView {
 	v := output.TriageView{Unit: "message"}
 	var replay, replayG, look, never int
-	for _, g := range rep.Groups {
+	groups := slices.Clone(rep.Groups)
+	slices.SortStableFunc(groups, func(a, b TriageGroup) int { return cmp.Compare(a.step(), b.step()) })
+	for _, g := range groups {
 		code := "no error code"
 		if g.Code != nil {
 			code = g.code()

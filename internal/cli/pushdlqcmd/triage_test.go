@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -237,5 +238,28 @@ func TestPushTriageReplayCommandSelectsExactlyItsBurst(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("the inspect page's triage lacks %q", want)
 		}
+	}
+}
+
+// Issue 38 item 2: the "first:" line named the replayable bursts while a
+// larger permanent group was printed above them. The groups are now shown
+// in the advice's order: replay, look, never.
+func TestPushTriageGroupsAreShownInTheAdvicesOrder(t *testing.T) {
+	cmd := "pushdlq replay --window W --codes 1004 --dry-run"
+	rep := TriageReport{Groups: []TriageGroup{
+		{Name: "permanent", Class: triage.Permanent, Count: 50},
+		{Name: "unknown", Class: triage.Unknown, Count: 20},
+		{Name: "replayable", Class: triage.Transient, Count: 5, Command: &cmd},
+	}}
+	v := triageView(rep)
+	var order []int
+	for _, g := range v.Groups {
+		order = append(order, g.Count)
+	}
+	if !slices.Equal(order, []int{5, 20, 50}) {
+		t.Errorf("groups shown in the order %v, want replay (5), look (20), never (50)", order)
+	}
+	if len(v.Steps) == 0 || !strings.HasPrefix(v.Steps[0], "replay 5 messages") {
+		t.Errorf("steps %q", v.Steps)
 	}
 }
