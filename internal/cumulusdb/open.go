@@ -30,6 +30,7 @@ type Database struct {
 // cannot take the writes a *NotWritableError.
 func Open(ctx context.Context, cfg *pgxpool.Config) (*Database, error) {
 	target := Target(cfg)
+	cfg = withoutJIT(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", target, err)
