@@ -2,6 +2,7 @@ package dlacmd
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/dla/gen"
 	"github.com/deadletter/deadletter/internal/testsupport"
+	"github.com/deadletter/deadletter/internal/workflow/apirecover"
 )
 
 const testARN = "arn:aws:sts::123456789012:assumed-role/ops-oncall/alice"
@@ -367,3 +369,123 @@ func TestReadVerbsDoNotSeeTheAuditFolder(t *testing.T) {
 var seconds = regexp.MustCompile(`[0-9.]+ ?m?s\b`)
 
 func stripAudit(s string) string { return seconds.ReplaceAllString(s, "") }
+
+// recover --via-api leaves one record: the archive and the API as its
+// target, each object staged (key → its staging key), each outcome
+// Cumulus's operation reported (written and deleted, or failed and moved
+// to its failed-sqs/ key), each object moved back (--cleanup), and the
+// result's counts; the token of --token-file is nowhere in it.
+func TestRecoverViaAPILeavesARecordOfEachStagedObjectAndItsOutcome(t *testing.T) {
+	e := newViaAPIEnv(t)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(testAPIToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runViaAPI(t, context.Background(), "", "", "recover", "--archive", "s3://"+e.bucket+"/demo", "--via-api", e.api.URL,
+		"--token-file", tokenFile, "--date", "2024-03-03", "--yes", "--cleanup", "--reason", "INC-9", "-o", "json")
+	if r.code != 3 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var res apirecover.Result
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	store := archive.NewS3(e.c, e.bucket)
+	runs := auditRuns(t, store, "demo")
+	if len(runs) != 1 || runs[0].Finished == nil {
+		t.Fatalf("%d records: %+v", len(runs), runs)
+	}
+	run := runs[0]
+	if run.Target.API != e.api.URL || run.Target.Archive != "s3://"+e.bucket+"/demo" || run.Reason != "INC-9" ||
+		!strings.Contains(r.stderr, "audit: s3://"+e.bucket+"/"+run.Folder+"\n") {
+		t.Errorf("started record %+v; plan:\n%s", run.Started, r.stderr)
+	}
+	c := run.Finished.Counts
+	if c["staged"] != res.Staged || c["succeeded"] != res.Succeeded || c["failed"] != res.Failed || c["moved_back"] != res.MovedBack ||
+		c["left_out"] != len(res.LeftOut) || run.Finished.ExitCode != 3 {
+		t.Errorf("counts %v, exit %d; result %+v", c, run.Finished.ExitCode, res)
+	}
+	after := e.snapshot(t)
+	by := map[string]int{}
+	for _, it := range run.Items {
+		by[it.Action]++
+		switch it.Action {
+		case "staged":
+			if !strings.HasPrefix(it.MovedTo, res.Staging) || e.before[it.Key] == "" {
+				t.Errorf("staged item %+v", it)
+			}
+		case "deleted by Cumulus":
+			if _, still := after[it.Key]; still || e.before[it.Key] == "" {
+				t.Errorf("written item %+v: still there", it)
+			}
+		case "moved by Cumulus":
+			if it.MovedTo == "" || after[it.MovedTo] != e.before[it.Key] {
+				t.Errorf("failed item %+v: not at its failed-sqs key", it)
+			}
+		case "moved back":
+			if after[it.MovedTo] == "" {
+				t.Errorf("moved back item %+v: not back", it)
+			}
+		case "left in staging":
+		default:
+			t.Errorf("item of an unknown action %+v", it)
+		}
+	}
+	if by["staged"] != res.Staged || by["deleted by Cumulus"] != res.Succeeded || by["moved by Cumulus"] != res.Failed || by["moved back"] != res.MovedBack {
+		t.Errorf("items by action %v, result %+v", by, res)
+	}
+	for _, k := range testsupport.ListKeys(t, e.c, e.bucket, "demo/dead-letter-archive/audit/") {
+		if b, _ := store.Get(context.Background(), k); strings.Contains(string(b), testAPIToken) {
+			t.Errorf("%s holds the token", k)
+		}
+	}
+}
+
+// migrate-legacy leaves one record: one item per legacy object (its key,
+// its result, where it moved), the counts of the summary; a dry run none.
+func TestMigrateLegacyLeavesARecordOfEachMove(t *testing.T) {
+	e := newMigrateEnv(t)
+	if r, _ := e.migrate(t, "--dry-run"); r.code != 3 {
+		t.Fatalf("dry run: exit %d: %s", r.code, r.stderr)
+	}
+	if keys := testsupport.ListKeys(t, e.c, e.bucket, "demo/dead-letter-archive/audit/"); len(keys) != 0 {
+		t.Fatalf("a dry run left a record: %v", keys)
+	}
+	r, results := e.migrate(t, "--yes", "--reason", "move the old ones")
+	if r.code != 3 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	runs := auditRuns(t, archive.NewS3(e.c, e.bucket), "demo")
+	if len(runs) != 1 || runs[0].Finished == nil || runs[0].Verb != "migrate-legacy" || runs[0].Reason != "move the old ones" {
+		t.Fatalf("records %+v", runs)
+	}
+	run := runs[0]
+	if !strings.Contains(r.stderr, "audit: s3://"+e.bucket+"/"+run.Folder+"\n") {
+		t.Errorf("the plan does not name the record:\n%s", r.stderr)
+	}
+	want := map[string]MigrateResult{}
+	for _, m := range results {
+		want[m.Key] = m
+	}
+	if len(run.Items) != len(results) || run.Plan["objects"] != len(e.legacy) {
+		t.Fatalf("%d items, %d results, plan %v", len(run.Items), len(results), run.Plan)
+	}
+	moved := 0
+	for _, it := range run.Items {
+		m, ok := want[it.Key]
+		switch {
+		case !ok || m.Result != it.Result:
+			t.Errorf("item %+v, result %+v", it, m)
+		case it.Result == "moved":
+			moved++
+			if m.Target == nil || *m.Target != it.MovedTo || it.Action != "moved" {
+				t.Errorf("item %+v, result %+v", it, m)
+			}
+		case it.Action != "left":
+			t.Errorf("item %+v", it)
+		}
+	}
+	if run.Finished.Counts["moved"] != moved || run.Finished.Counts["unreadable"] != 1 || run.Finished.ExitCode != 3 {
+		t.Errorf("counts %v, exit %d", run.Finished.Counts, run.Finished.ExitCode)
+	}
+}
