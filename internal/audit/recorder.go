@@ -98,11 +98,27 @@ func Begin(ctx context.Context, store archive.Store, base string, s Started, opt
 	if err != nil {
 		return nil, &UnwritableError{Where: Where(store, folder), Err: err}
 	}
-	if err := store.PutNew(ctx, folder+"started.json", append(body, '\n'), ""); err != nil {
+	body = append(body, '\n')
+	// The put's origin is a token of this Begin alone: a retry refused
+	// after a lost reply finds it on the record it stored.
+	token := "audit-begin:" + NewRunID(opts.Now())
+	if err := store.PutNew(ctx, folder+"started.json", body, token); err != nil && !ownPut(ctx, store, folder+"started.json", token, err) {
 		return nil, &UnwritableError{Where: Where(store, folder), Err: err}
 	}
 	go r.flusher()
 	return r, nil
+}
+
+// ownPut reports whether a PutNew that found its key taken had in fact
+// stored the object itself (its reply was lost and the retry refused): the
+// object there carries the put's origin token (a store that keeps no
+// origin never says so).
+func ownPut(ctx context.Context, store archive.Store, key, token string, err error) bool {
+	if !errors.Is(err, archive.ErrExists) {
+		return false
+	}
+	e, serr := store.Stat(ctx, key)
+	return serr == nil && e.Origin == token
 }
 
 // RunFolder is the folder of a run's record under base.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -366,9 +367,15 @@ func TestReadVerbsDoNotSeeTheAuditFolder(t *testing.T) {
 	}
 }
 
-var seconds = regexp.MustCompile(`[0-9.]+ ?m?s\b`)
+var timingRE = regexp.MustCompile(`[0-9.]+ ?m?s\b`)
 
-func stripAudit(s string) string { return seconds.ReplaceAllString(s, "") }
+func stripAudit(s string) string { return timingRE.ReplaceAllString(s, "") }
+
+// isAuditKey is a key (or path) of an audit record: the tests that compare
+// an archive before and after a run leave the run's own record out.
+func isAuditKey(k string) bool {
+	return strings.Contains(filepath.ToSlash(k), "dead-letter-archive/audit/")
+}
 
 // recover --via-api leaves one record: the archive and the API as its
 // target, each object staged (key → its staging key), each outcome
@@ -487,5 +494,113 @@ func TestMigrateLegacyLeavesARecordOfEachMove(t *testing.T) {
 	}
 	if run.Finished.Counts["moved"] != moved || run.Finished.Counts["unreadable"] != 1 || run.Finished.ExitCode != 3 {
 		t.Errorf("counts %v, exit %d", run.Finished.Counts, run.Finished.ExitCode)
+	}
+}
+
+// seedWithoutFirstCollection is the reference seed less its first
+// collection: the messages of that collection fail to write.
+func seedWithoutFirstCollection(t *testing.T) []byte {
+	t.Helper()
+	var seed map[string][]map[string]any
+	if err := json.Unmarshal(gen.ReferenceSeed(), &seed); err != nil {
+		t.Fatal(err)
+	}
+	seed["collections"] = seed["collections"][1:]
+	b, _ := json.Marshal(seed)
+	return b
+}
+
+// An object recover moved to failed-sqs/ and then retried (--failed)
+// twice was tried by three runs: triage --failed says so of its group,
+// trace of its granule says so of the message and lists each run with
+// its actor, time, reason and outcome. Without an audit folder neither
+// says anything more; with one that cannot be read, one line says so and
+// the command goes on.
+func TestTriageAndTraceSayHowOftenRecoverTriedAFailedObject(t *testing.T) {
+	e := newRecoverEnv(t, seedWithoutFirstCollection(t), nil)
+	dir := t.TempDir()
+	store, err := archive.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := gen.Generate(gen.Options{Stack: "demo", Count: 30, Seed: 21, Days: 1, Malformed: -1, Start: time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)},
+		func(o gen.Object) error { return store.Put(ctx, o.Key, o.Body) }); err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(dir, "demo")
+	triageArgs := []string{"triage", "--archive", spec, "--failed"}
+	base := []string{"recover", "--archive", spec, "--database-url", e.dbURL, "--yes", "--offline", "-o", "ndjson"}
+	r := runAt(t, auditNow, e.env, "", append(base, "--reason", "INC-1")...)
+	if r.code != 3 {
+		t.Fatalf("first run: exit %d: %s", r.code, r.stderr)
+	}
+	var failedKey, granule string
+	for _, o := range results(t, r.stdout) {
+		if o["type"] != "object" || o["result"] != "failed" || granule != "" {
+			continue
+		}
+		body, err := store.Get(ctx, o["moved_to"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, err := dla.Decode(body); err == nil && len(d.Granules) > 0 && d.Granules[0] != "" {
+			failedKey, granule = o["moved_to"].(string), d.Granules[0]
+		}
+	}
+	if failedKey == "" {
+		t.Fatal("no failure names a granule")
+	}
+	// The item names the granule, though its write never got to it.
+	if runs := auditRuns(t, store, "demo"); len(runs) != 1 || !slices.ContainsFunc(runs[0].Items, func(it audit.Item) bool {
+		return it.MovedTo == failedKey && slices.Contains(it.Granules, granule)
+	}) {
+		t.Fatalf("no item of %s names its granule %s", failedKey, granule)
+	}
+	for range 2 {
+		if r := runAt(t, auditNow, e.env, "", append(base, "--failed")...); r.code != 3 {
+			t.Fatalf("retry: exit %d: %s", r.code, r.stderr)
+		}
+	}
+	tr := run(t, false, nil, "", triageArgs...)
+	if !strings.Contains(tr.stdout, "tried 3 times by recover") {
+		t.Errorf("triage --failed does not say the objects were tried 3 times:\n%s%s", tr.stdout, tr.stderr)
+	}
+	trace := runAt(t, auditNow, e.env, "", "trace", "--archive", spec, "--database-url", e.dbURL, "--offline", "--granule", granule)
+	if !strings.Contains(trace.stdout, "tried 3 times by recover") ||
+		!strings.Contains(trace.stdout, "history: recovered by ") || !strings.Contains(trace.stdout, "at 2024-03-20T12:00:00Z (INC-1): failed, moved") ||
+		strings.Count(trace.stdout, "history: recovered by ") != 3 {
+		t.Errorf("trace does not show the record's history:\n%s%s", trace.stdout, trace.stderr)
+	}
+	var js TraceReport
+	jr := runAt(t, auditNow, e.env, "", "trace", "--archive", spec, "--database-url", e.dbURL, "--offline", "--granule", granule, "-o", "json")
+	if err := json.Unmarshal([]byte(jr.stdout), &js); err != nil || len(js.Records) != 1 || js.Records[0].TriedByRecover[failedKey] != 3 || len(js.Records[0].History) != 3 {
+		t.Errorf("trace -o json: %v %+v", err, js.Records)
+	}
+
+	// No audit folder: nothing more said.
+	if err := os.RemoveAll(filepath.Join(dir, "demo/dead-letter-archive/audit")); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{triageArgs, {"trace", "--archive", spec, "--database-url", e.dbURL, "--offline", "--granule", granule}} {
+		r := runAt(t, auditNow, e.env, "", args...)
+		if strings.Contains(r.stdout+r.stderr, "by recover") || strings.Contains(r.stdout+r.stderr, "history:") || strings.Contains(r.stderr, "audit") {
+			t.Errorf("%s without records says more:\n%s%s", args[0], r.stdout, r.stderr)
+		}
+	}
+	// An audit that cannot be read (a record whose started.json is no
+	// file): one line, and the command goes on.
+	bad := filepath.Join(dir, "demo/dead-letter-archive/audit/2024-03-20/20240320T120000Z-0badf00d/started.json")
+	if err := os.MkdirAll(bad, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bad, "x"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{triageArgs, {"trace", "--archive", spec, "--database-url", e.dbURL, "--offline", "--granule", granule}} {
+		r := runAt(t, auditNow, e.env, "", args...)
+		if n := strings.Count(r.stderr, "could not be read"); n != 1 || r.stdout == "" || r.code != 0 {
+			t.Errorf("%s with an unreadable audit: exit %d, %d lines saying so:\n%s%s", args[0], r.code, n, r.stdout, r.stderr)
+		}
 	}
 }

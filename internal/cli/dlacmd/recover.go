@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -357,8 +358,11 @@ func recoverCounts(s *RecoverSummary) map[string]int {
 func recoverItem(o ObjectResult) audit.Item {
 	it := audit.Item{Key: o.Key, Result: o.Result, Action: o.Action, MovedTo: o.MovedTo, Error: o.Error,
 		Execution: cmp.Or(o.ExecutionArn, o.Execution)}
+	it.Granules = append(it.Granules, o.GranuleIDs...)
 	for _, g := range o.Granules {
-		it.Granules = append(it.Granules, g.GranuleID)
+		if !slices.Contains(it.Granules, g.GranuleID) {
+			it.Granules = append(it.Granules, g.GranuleID)
+		}
 	}
 	it.Granules = granuleIDs(it.Granules)
 	return it
