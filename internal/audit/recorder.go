@@ -62,6 +62,7 @@ type Recorder struct {
 	done     chan struct{}
 	finished bool
 	writeMu  sync.Mutex // one chunk written at a time, in order
+	written  *sync.Cond // signalled (on mu) after each chunk written
 }
 
 // Where names the record's folder for people: store and prefix.
@@ -94,6 +95,7 @@ func Begin(ctx context.Context, store archive.Store, base string, s Started, opt
 	folder := RunFolder(base, s.StartedAt, s.RunID)
 	r := &Recorder{store: store, folder: folder, runID: s.RunID, opts: opts,
 		full: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	r.written = sync.NewCond(&r.mu)
 	body, err := json.Marshal(s)
 	if err != nil {
 		return nil, &UnwritableError{Where: Where(store, folder), Err: err}
@@ -135,12 +137,23 @@ func (r *Recorder) Folder() string { return r.folder }
 // Where names the record for people.
 func (r *Recorder) Where() string { return Where(r.store, r.folder) }
 
-// Add queues one item; a full chunk is written in the background.
+// Add queues one item; a full chunk is written in the background. While
+// two chunks wait (the store writes them slower than the run adds items)
+// it waits for one to be written, so that the items not yet written stay
+// within the chunk gathered and the one being written (unless the store
+// refuses writes: then they are kept, and tried again).
 func (r *Recorder) Add(it Item) {
 	r.mu.Lock()
 	r.pending = append(r.pending, it)
 	r.total++
 	full := len(r.pending) >= r.opts.ChunkLines
+	for len(r.pending) >= 2*r.opts.ChunkLines && r.lastErr == nil && !r.finished {
+		select {
+		case r.full <- struct{}{}:
+		default:
+		}
+		r.written.Wait()
+	}
 	r.mu.Unlock()
 	if full {
 		select {
@@ -205,6 +218,7 @@ func (r *Recorder) writeChunk(ctx context.Context, items []Item) error {
 		r.mu.Lock()
 		r.pending = append(items, r.pending...)
 		r.lastErr = err
+		r.written.Broadcast()
 		warn := !r.warned
 		r.warned = true
 		r.mu.Unlock()
@@ -213,7 +227,11 @@ func (r *Recorder) writeChunk(ctx context.Context, items []Item) error {
 		}
 		return err
 	}
+	r.mu.Lock()
 	r.chunk++
+	r.lastErr = nil
+	r.written.Broadcast()
+	r.mu.Unlock()
 	return nil
 }
 

@@ -278,6 +278,9 @@ func runRecover(ctx context.Context, opts *RecoverOptions) error {
 		Warnf: func(format string, args ...any) {
 			fmt.Fprintf(f.IO.ErrOut, "dla: %s\n", output.Escape(fmt.Sprintf(format, args...)))
 		},
+		// Each object's item goes to the audit record as soon as its move
+		// or delete is done (a record that was not begun takes none).
+		Acted: func(o ObjectResult) { opts.audit.add(recoverItem(o)) },
 	})
 	if err != nil {
 		return interruptedBeforeAnyChange(ctx, opts, openError(err))
@@ -598,9 +601,6 @@ func runRecoverObjects(ctx context.Context, opts *RecoverOptions, sess *dlarecov
 	unreadable := 0
 	var emitErr error
 	sum, err := sess.Run(ctx, func(o ObjectResult) error {
-		if !o.DryRun {
-			opts.audit.add(recoverItem(o))
-		}
 		if o.Result == "unreadable" {
 			unreadable++
 			if opts.Verbose || unreadable <= unreadableShown {

@@ -35,6 +35,7 @@ type Object struct {
 	res        *recovery.Result
 	seq        int                     // its place in the selection
 	skipped    bool                    // fed ahead, not started: the run stopped
+	reported   bool                    // told to Run.Acted
 	held       []recovery.Notification // notifications to publish before the archive action
 	// pending is the batched delete of a written object: its line says
 	// "deleted" only once that delete returned (settle).
