@@ -101,26 +101,28 @@ func Begin(ctx context.Context, store archive.Store, base string, s Started, opt
 		return nil, &UnwritableError{Where: Where(store, folder), Err: err}
 	}
 	body = append(body, '\n')
-	// The put's origin is a token of this Begin alone: a retry refused
-	// after a lost reply finds it on the record it stored.
-	token := "audit-begin:" + NewRunID(opts.Now())
-	if err := store.PutNew(ctx, folder+"started.json", body, token); err != nil && !ownPut(ctx, store, folder+"started.json", token, err) {
+	if err := putNew(ctx, store, folder+"started.json", body); err != nil {
 		return nil, &UnwritableError{Where: Where(store, folder), Err: err}
 	}
 	go r.flusher()
 	return r, nil
 }
 
-// ownPut reports whether a PutNew that found its key taken had in fact
-// stored the object itself (its reply was lost and the retry refused): the
-// object there carries the put's origin token (a store that keeps no
-// origin never says so).
-func ownPut(ctx context.Context, store archive.Store, key, token string, err error) bool {
-	if !errors.Is(err, archive.ErrExists) {
-		return false
+// putNew is store.PutNew of a record's object, taking as done a put that
+// failed but stored the object all the same (its reply was lost, and the
+// retry was refused or lost too): the object there carries the put's
+// origin, a token of this put alone (a store that keeps no origin never
+// says so).
+func putNew(ctx context.Context, store archive.Store, key string, body []byte) error {
+	token := "audit:" + NewRunID(time.Now())
+	err := store.PutNew(ctx, key, body, token)
+	if err == nil {
+		return nil
 	}
-	e, serr := store.Stat(ctx, key)
-	return serr == nil && e.Origin == token
+	if e, serr := store.Stat(ctx, key); serr == nil && e.Origin == token {
+		return nil
+	}
+	return err
 }
 
 // RunFolder is the folder of a run's record under base.
@@ -207,12 +209,12 @@ func (r *Recorder) writeChunk(ctx context.Context, items []Item) error {
 		_ = enc.Encode(it)
 	}
 	key := fmt.Sprintf("%sitems-%06d.ndjson", r.folder, r.chunk+1)
-	err := r.store.PutNew(ctx, key, b.Bytes(), "")
+	err := putNew(ctx, r.store, key, b.Bytes())
 	if errors.Is(err, archive.ErrExists) {
 		// A put whose reply was lost, or a name taken: the next number.
 		r.chunk++
 		key = fmt.Sprintf("%sitems-%06d.ndjson", r.folder, r.chunk+1)
-		err = r.store.PutNew(ctx, key, b.Bytes(), "")
+		err = putNew(ctx, r.store, key, b.Bytes())
 	}
 	if err != nil {
 		r.mu.Lock()
@@ -263,7 +265,7 @@ func (r *Recorder) Finish(ctx context.Context, f Finished) error {
 	if err != nil {
 		return err
 	}
-	if err := r.store.PutNew(ctx, r.folder+"finished.json", append(body, '\n'), ""); err != nil && !errors.Is(err, archive.ErrExists) {
+	if err := putNew(ctx, r.store, r.folder+"finished.json", append(body, '\n')); err != nil && !errors.Is(err, archive.ErrExists) {
 		return fmt.Errorf("audit: the finished record could not be written to %s: %w", r.Where(), err)
 	}
 	if ferr != nil {
