@@ -93,6 +93,15 @@ func (a *dlaAudit) begin(ctx context.Context, identity audit.CallerIdentity) err
 		opts.ChunkLines = n
 	}
 	rec, err := audit.Begin(ctx, a.store, a.base, a.started, opts)
+	var ue *audit.UnwritableError
+	if errors.As(err, &ue) {
+		// One line that says it is the record, why (a denied put says
+		// which permission, as every AWS error does), and that nothing
+		// changed; the exit code is the cause's (4 for a permission).
+		return &cmdutil.ExitError{Code: max(cmdutil.ExitCode(ue.Err), cmdutil.ExitFailure), Err: fmt.Errorf(
+			"the audit record cannot be written to %s: %s; nothing was changed (--no-audit runs without a record)",
+			ue.Where, output.OneLine(cmdutil.ErrorLine(ue.Err)))}
+	}
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/audit"
+	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/dla/gen"
 	"github.com/deadletter/deadletter/internal/testsupport"
@@ -603,4 +604,69 @@ func TestTriageAndTraceSayHowOftenRecoverTriedAFailedObject(t *testing.T) {
 			t.Errorf("%s with an unreadable audit: exit %d, %d lines saying so:\n%s%s", args[0], r.code, n, r.stdout, r.stderr)
 		}
 	}
+}
+
+// In S3, a bucket that refuses the audit record's put (AccessDenied for
+// it alone, as a policy denying the audit/ prefix would): recover, its
+// --via-api form and migrate-legacy each refuse before anything moves, in
+// one line naming the record's place and the permission, exit 4 (as
+// every permission error); the bucket is as it was.
+func TestEveryVerbRefusesWhenS3DeniesItsRecord(t *testing.T) {
+	denied := func(p *testsupport.Proxy) {
+		p.SetHook(func(op string, body []byte) ([]byte, *testsupport.Reply) {
+			if op == "PutObject" && strings.Contains(string(body), audit.Schema) {
+				return nil, &testsupport.Reply{Status: 403, Body: "<Error><Code>AccessDenied</Code><Message>denied by the bucket policy</Message></Error>"}
+			}
+			return nil, nil
+		})
+	}
+	check := func(t *testing.T, r runResult, before, after map[string]string) {
+		t.Helper()
+		lines := 0
+		for _, l := range strings.Split(r.stderr, "\n") {
+			if strings.Contains(l, "audit record cannot be written") && strings.Contains(l, "AccessDenied") && strings.Contains(l, "/dead-letter-archive/audit/") {
+				lines++
+			}
+		}
+		if r.code != cmdutil.ExitAuth || lines != 1 {
+			t.Errorf("exit %d, %d lines naming the refused record:\n%s", r.code, lines, r.stderr)
+		}
+		if !mapsEqual(before, after) {
+			t.Errorf("the bucket changed: %d objects before, %d after", len(before), len(after))
+		}
+	}
+	t.Run("recover", func(t *testing.T) {
+		e, bucket, proxy := faultArchive(t)
+		denied(proxy)
+		v := &viaAPIEnv{c: e.s3, bucket: bucket}
+		before, execs := v.snapshot(t), executionCount(t, e.dbURL)
+		r := runAt(t, auditNow, e.env, "", "recover", "--archive", "s3://"+bucket+"/demo", "--database-url", e.dbURL, "--yes", "--offline")
+		check(t, r, before, v.snapshot(t))
+		if n := executionCount(t, e.dbURL); n != execs {
+			t.Errorf("%d executions in the database, %d before", n, execs)
+		}
+	})
+	t.Run("via-api", func(t *testing.T) {
+		e := newViaAPIEnv(t)
+		denied(proxyS3(t))
+		r := e.recover(t, testAPIToken, "--date", "2024-03-03", "--yes")
+		check(t, r, e.before, e.snapshot(t))
+		if len(e.api.Posts()) != 0 {
+			t.Error("Cumulus was asked to recover")
+		}
+	})
+	t.Run("migrate-legacy", func(t *testing.T) {
+		e := newMigrateEnv(t)
+		denied(e.proxy)
+		v := &viaAPIEnv{c: e.c, bucket: e.bucket}
+		before := v.snapshot(t)
+		r, _ := e.migrate(t, "--yes")
+		after := v.snapshot(t)
+		for k := range after { // the lock object comes and goes
+			if strings.Contains(k, "/locks/") {
+				delete(after, k)
+			}
+		}
+		check(t, r, before, after)
+	})
 }
