@@ -42,6 +42,9 @@ func census(t *testing.T, store archive.Store, names map[string]bool) {
 	t.Helper()
 	seen := map[string]int{}
 	err := store.List(context.Background(), "demo/dead-letter-archive/", false, func(e archive.Entry) error {
+		if strings.HasPrefix(e.Key, "demo/dead-letter-archive/audit/") {
+			return nil // the runs' own records
+		}
 		rel := strings.TrimPrefix(e.Key, "demo/dead-letter-archive/sqs/")
 		if !strings.Contains(rel, "/") {
 			t.Errorf("%s: a legacy key is left", e.Key)

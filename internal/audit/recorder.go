@@ -56,12 +56,14 @@ type Recorder struct {
 	total    int
 	chunk    int
 	failed   *chunk // the chunk a write failed, tried again first
+	lastErr  error  // the last chunk's write error (nil: it was written)
 	warned   bool
 	full     chan struct{}
 	stop     chan struct{}
 	done     chan struct{}
 	finished bool
 	writeMu  sync.Mutex // one chunk written at a time, in order
+	written  *sync.Cond // signalled (on mu) after each chunk's write
 }
 
 // Where names the record's folder for people: store and prefix.
@@ -94,6 +96,7 @@ func Begin(ctx context.Context, store archive.Store, base string, s Started, opt
 	folder := RunFolder(base, s.StartedAt, s.RunID)
 	r := &Recorder{store: store, folder: folder, runID: s.RunID, opts: opts,
 		full: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	r.written = sync.NewCond(&r.mu)
 	body, err := json.Marshal(s)
 	if err != nil {
 		return nil, &UnwritableError{Where: Where(store, folder), Err: err}
@@ -119,12 +122,23 @@ func (r *Recorder) Folder() string { return r.folder }
 // Where names the record for people.
 func (r *Recorder) Where() string { return Where(r.store, r.folder) }
 
-// Add queues one item; a full chunk is written in the background.
+// Add queues one item; a full chunk is written in the background. While
+// two chunks wait (the store writes them slower than the run adds items)
+// it waits for one to be written, so that the items not yet written stay
+// within the chunk gathered and the one being written (unless the store
+// refuses writes: then they are kept, and tried again).
 func (r *Recorder) Add(it Item) {
 	r.mu.Lock()
 	r.pending = append(r.pending, it)
 	r.total++
 	full := len(r.pending) >= r.opts.ChunkLines
+	for len(r.pending) >= 2*r.opts.ChunkLines && r.lastErr == nil && !r.finished {
+		select {
+		case r.full <- struct{}{}:
+		default:
+		}
+		r.written.Wait()
+	}
 	r.mu.Unlock()
 	if full {
 		select {
@@ -195,6 +209,8 @@ func (r *Recorder) flush(ctx context.Context) error {
 		if err != nil {
 			r.mu.Lock()
 			r.failed = c
+			r.lastErr = err
+			r.written.Broadcast()
 			warn := !r.warned
 			r.warned = true
 			r.mu.Unlock()
@@ -205,7 +221,9 @@ func (r *Recorder) flush(ctx context.Context) error {
 		}
 		r.mu.Lock()
 		r.failed = nil
+		r.lastErr = nil
 		r.chunk++
+		r.written.Broadcast()
 		r.mu.Unlock()
 	}
 }
@@ -233,6 +251,7 @@ func (r *Recorder) Finish(ctx context.Context, f Finished) error {
 		return nil
 	}
 	r.finished = true
+	r.written.Broadcast()
 	r.mu.Unlock()
 	close(r.stop)
 	<-r.done

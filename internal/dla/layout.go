@@ -33,6 +33,12 @@ func (l Layout) Root() string {
 // AreaPrefix is "<stack>/dead-letter-archive/<area>/".
 func (l Layout) AreaPrefix(a Area) string { return l.Root() + string(a) + "/" }
 
+// AuditPrefix is "<stack>/dead-letter-archive/audit/": the audit records
+// of the runs that changed the archive (internal/audit), inside the
+// archive's root and outside sqs/ and failed-sqs/, so that neither
+// Cumulus's recovery nor the Athena table sees them.
+func (l Layout) AuditPrefix() string { return l.Root() + "audit/" }
+
 // DatePrefix is "<stack>/dead-letter-archive/<area>/<date>/".
 func (l Layout) DatePrefix(a Area, date string) string { return l.AreaPrefix(a) + date + "/" }
 

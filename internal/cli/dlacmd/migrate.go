@@ -3,11 +3,13 @@ package dlacmd
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/audit"
 	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/awsread"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
@@ -27,6 +29,8 @@ type MigrateOptions struct {
 	Offline     bool
 	Concurrency int
 	BreakLock   bool
+	Audit       cmdutil.AuditFlags
+	audit       *dlaAudit
 }
 
 // NewCmdMigrateLegacy builds `dla migrate-legacy`.
@@ -62,13 +66,14 @@ fields stay null.`,
 		Example: `  dla migrate-legacy --archive s3://my-internal-bucket/my-stack --dry-run
   dla migrate-legacy --archive s3://my-internal-bucket/my-stack --yes -o ndjson`,
 		Args: cmdutil.UsageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.Output.Validate(); err != nil {
 				return err
 			}
 			if opts.Concurrency < 1 || opts.Concurrency > 256 {
 				return cmdutil.UsageErrorf("--concurrency must be between 1 and 256, not %d", opts.Concurrency)
 			}
+			opts.audit = newDLAAudit(cmd, args, opts.Audit, f)
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -82,6 +87,7 @@ fields stay null.`,
 	fl.BoolVar(&opts.Offline, "offline", false, "no Step Functions or S3 reads for the Cumulus message: its fields stay null where they need one")
 	fl.IntVar(&opts.Concurrency, "concurrency", 8, "objects moved at once")
 	fl.BoolVar(&opts.BreakLock, "break-lock", false, "remove the lock another migrate-legacy left (one that is not running) before taking it")
+	cmdutil.AddAuditFlags(cmd, &opts.Audit, false)
 	opts.Output = cmdutil.AddOutputFlag(cmd, "table", "json", "ndjson")
 	return cmd
 }
@@ -132,6 +138,10 @@ func runMigrate(ctx context.Context, opts *MigrateOptions) error {
 	if n == 0 {
 		return nil
 	}
+	if !opts.DryRun {
+		opts.audit.prepare(store, layout, audit.Target{Archive: loc.String()}, nil, map[string]int{"objects": n})
+		opts.audit.planLine(f.IO.ErrOut)
+	}
 	if !opts.DryRun && !opts.Yes {
 		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Move %s?", output.Plural(n, "object")), "yes")
 		if err != nil {
@@ -146,6 +156,30 @@ func runMigrate(ctx context.Context, opts *MigrateOptions) error {
 	if err != nil {
 		return err
 	}
+	if !opts.DryRun {
+		if err := opts.audit.begin(ctx, f.callerIdentity(loc.Bucket != "" || !opts.Offline)); err != nil {
+			return err
+		}
+	}
+	err = migrateObjects(ctx, opts, store, layout, message)
+	return err
+}
+
+// migrateObjects moves the legacy objects, prints each one's outcome and
+// the summary, and finishes the audit record.
+func migrateObjects(ctx context.Context, opts *MigrateOptions, store archive.Store, layout dla.Layout, message dla.MessageFunc) (err error) {
+	f := opts.Factory
+	counts := map[string]int{}
+	var mu sync.Mutex
+	defer func() {
+		mu.Lock()
+		c := make(map[string]int, len(counts))
+		for k, v := range counts {
+			c[strings.ReplaceAll(k, " ", "_")] = v
+		}
+		mu.Unlock()
+		opts.audit.finish(ctx, c, err, ctx.Err() != nil)
+	}()
 
 	var print func(MigrateResult) error
 	closeOut := func() error { return nil }
@@ -174,10 +208,11 @@ func runMigrate(ctx context.Context, opts *MigrateOptions) error {
 		closeOut = t.Flush
 	}
 
-	counts := map[string]int{}
 	var printErr error
-	var mu sync.Mutex
 	report := func(r MigrateResult) {
+		if !opts.DryRun {
+			opts.audit.add(migrateItem(r))
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		counts[r.Result]++
@@ -212,6 +247,24 @@ func runMigrate(ctx context.Context, opts *MigrateOptions) error {
 		return cmdutil.PartialError
 	}
 	return nil
+}
+
+// migrateItem is one legacy object's outcome, for the audit record.
+func migrateItem(r MigrateResult) audit.Item {
+	it := audit.Item{Key: r.Key, Result: r.Result, Action: "left"}
+	if r.Target != nil {
+		it.MovedTo = *r.Target
+	}
+	switch r.Result {
+	case "moved", "already moved":
+		it.Action = "moved"
+	case "gone":
+		it.Action = "gone"
+	}
+	if r.Error != nil {
+		it.Error = *r.Error
+	}
+	return it
 }
 
 // migrateMessages is the Cumulus message lookup of the hoist: the one

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/audit"
 	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
@@ -57,6 +59,10 @@ type RecoverOptions struct {
 	// (viaapi.go), with the token from TokenFile or $CUMULUS_API_TOKEN.
 	ViaAPI, TokenFile, CleanupStaging string
 	Cleanup                           bool
+	// Audit are --reason and --no-audit; audit is the run's record
+	// (audit.go), made when the command runs.
+	Audit cmdutil.AuditFlags
+	audit *dlaAudit
 }
 
 // NewCmdRecover builds `dla recover`.
@@ -164,6 +170,7 @@ later moves back what it left.`,
 			}
 			opts.Args = args
 			opts.given = cmdutil.GivenFlags(cmd)
+			opts.audit = newDLAAudit(cmd, args, opts.Audit, f)
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -201,6 +208,7 @@ later moves back what it left.`,
 	fl.BoolVar(&opts.Cleanup, "cleanup", false, "with --via-api, move what Cumulus left in the staging folder back where it came from")
 	fl.StringVar(&opts.CleanupStaging, "cleanup-staging", "", "with --via-api, only move everything in this staging folder (a prefix a stopped run named) back; nothing else")
 	addNullFlag(cmd, &opts.Null)
+	cmdutil.AddAuditFlags(cmd, &opts.Audit, false)
 	opts.Output = cmdutil.AddOutputFlag(cmd, "text", "json", "ndjson")
 	return cmd
 }
@@ -270,6 +278,9 @@ func runRecover(ctx context.Context, opts *RecoverOptions) error {
 		Warnf: func(format string, args ...any) {
 			fmt.Fprintf(f.IO.ErrOut, "dla: %s\n", output.Escape(fmt.Sprintf(format, args...)))
 		},
+		// Each object's item goes to the audit record as soon as its move
+		// or delete is done (a record that was not begun takes none).
+		Acted: func(o ObjectResult) { opts.audit.add(recoverItem(o)) },
 	})
 	if err != nil {
 		return interruptedBeforeAnyChange(ctx, opts, openError(err))
@@ -282,11 +293,16 @@ func runRecover(ctx context.Context, opts *RecoverOptions) error {
 	if err != nil {
 		return interruptedBeforeAnyChange(ctx, opts, err)
 	}
+	db := poolDatabase(sess.DatabaseConfig())
+	db.Generation = sess.Generation()
+	opts.audit.prepare(store, scope.Layout, audit.Target{Archive: loc.String(), Database: db},
+		selectionOf(&opts.Select, len(scope.Keys)), recoverPlanCounts(plan))
 	printPlan(f.IO.ErrOut, plan, opts, topics)
 	if plan.Objects == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "nothing to recover")
 		return writeSummary(opts, sess.Summary())
 	}
+	recoverAuditLine(opts)
 	if !opts.DryRun && !opts.Yes {
 		ok, err := cmdutil.Confirm(f.IO, recoverQuestion(plan, opts), "yes")
 		if err != nil || !ok {
@@ -294,7 +310,65 @@ func runRecover(ctx context.Context, opts *RecoverOptions) error {
 			return cmp.Or(err, error(cmdutil.ErrNotConfirmed))
 		}
 	}
-	return runRecoverObjects(ctx, opts, sess)
+	if !opts.DryRun {
+		// The record goes down before the first write: a record that
+		// cannot be written refuses the run, nothing changed.
+		if err := opts.audit.begin(ctx, f.callerIdentity(loc.Bucket != "" || !opts.Offline || opts.DBSecret != "" || !topics.None())); err != nil {
+			return err
+		}
+	}
+	sum, err := runRecoverObjects(ctx, opts, sess)
+	if sum != nil {
+		opts.audit.finish(ctx, recoverCounts(sum), err, ctx.Err() != nil || sum.Interrupted)
+	} else {
+		opts.audit.finish(ctx, nil, err, ctx.Err() != nil)
+	}
+	return err
+}
+
+// recoverAuditLine is the plan's line naming the audit record: none in a
+// dry run, which changes nothing.
+func recoverAuditLine(opts *RecoverOptions) {
+	if opts.DryRun {
+		if opts.audit != nil {
+			fmt.Fprintln(opts.Factory.IO.ErrOut, "audit: none (dry run: nothing is changed)")
+		}
+		return
+	}
+	opts.audit.planLine(opts.Factory.IO.ErrOut)
+}
+
+// recoverPlanCounts are the plan's counts, for the audit record.
+func recoverPlanCounts(p *dlarecover.Plan) map[string]int {
+	c := map[string]int{"objects": p.Objects, "unreadable": p.Unreadable}
+	if p.LeftAlone > 0 {
+		c["unreadable_left_alone"] = p.LeftAlone
+	}
+	for st, n := range p.ByStatus {
+		c["status "+st] = n
+	}
+	return c
+}
+
+// recoverCounts are the summary's counts, for the audit record.
+func recoverCounts(s *RecoverSummary) map[string]int {
+	return map[string]int{"selected": s.Selected, "processed": s.Processed, "written": s.Written, "dropped": s.Dropped,
+		"failed": s.Failed, "unreadable": s.Unreadable, "left": s.Left, "gone_elsewhere": s.GoneElsewhere,
+		"not_processed": s.NotProcessed, "deleted": s.Deleted, "moved": s.Moved}
+}
+
+// recoverItem is one object's outcome, for the audit record.
+func recoverItem(o ObjectResult) audit.Item {
+	it := audit.Item{Key: o.Key, Result: o.Result, Action: o.Action, MovedTo: o.MovedTo, Error: o.Error,
+		Execution: cmp.Or(o.ExecutionArn, o.Execution)}
+	it.Granules = append(it.Granules, o.GranuleIDs...)
+	for _, g := range o.Granules {
+		if !slices.Contains(it.Granules, g.GranuleID) {
+			it.Granules = append(it.Granules, g.GranuleID)
+		}
+	}
+	it.Granules = granuleIDs(it.Granules)
+	return it
 }
 
 // interruptedBeforeAnyChange is err, said first to be an interrupt that
@@ -509,7 +583,7 @@ func printPlan(w io.Writer, p *dlarecover.Plan, opts *RecoverOptions, topics sns
 
 // runRecoverObjects runs the workflow over the planned keys, printing each
 // object's result as it comes, then the summary.
-func runRecoverObjects(ctx context.Context, opts *RecoverOptions, sess *dlarecover.Session) error {
+func runRecoverObjects(ctx context.Context, opts *RecoverOptions, sess *dlarecover.Session) (*RecoverSummary, error) {
 	f := opts.Factory
 	var emit func(ObjectResult) error
 	closeOut := func() error { return nil }
@@ -552,18 +626,18 @@ func runRecoverObjects(ctx context.Context, opts *RecoverOptions, sess *dlarecov
 	var stopped *dlarecover.StoppedError
 	switch {
 	case outErr != nil:
-		return outErr
+		return sum, outErr
 	case errors.As(err, &stopped):
-		return &cmdutil.ExitError{Code: cmdutil.ExitPartial, Err: fmt.Errorf("stopped: %v; %s not processed, left in place: re-run to continue", stopped.Err, output.Plural(stopped.Left, "object"))}
+		return sum, &cmdutil.ExitError{Code: cmdutil.ExitPartial, Err: fmt.Errorf("stopped: %v; %s not processed, left in place: re-run to continue", stopped.Err, output.Plural(stopped.Left, "object"))}
 	case err != nil:
-		return err
+		return sum, err
 	}
 	// --ignore-unreadable: the unreadable objects are still named and
 	// counted, but are no reason for exit 3 (as in search, stats, triage).
 	if sum.Failed > 0 || (sum.Unreadable > 0 && !opts.Select.ignoreUnreadable) || sum.Left > 0 {
-		return cmdutil.PartialError
+		return sum, cmdutil.PartialError
 	}
-	return nil
+	return sum, nil
 }
 
 // printObjectText prints an object's result; on a terminal of width

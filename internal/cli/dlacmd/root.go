@@ -71,7 +71,7 @@ summaries go to stderr.`,
 	cmdutil.WrapHelp(root, f.IO.TerminalWidth)
 	cmdutil.AddAWSFlags(root, f.AWS)
 
-	root.AddCommand(NewCmdSearch(f, nil), NewCmdShow(f, nil), NewCmdStats(f, nil), NewCmdTriage(f, nil), NewCmdTrace(f, nil), NewCmdReport(f, nil), NewCmdRecover(f, nil), NewCmdMigrateLegacy(f, nil), cmdutil.NewCmdVersion("dla", f.IO.Out), newCmdDev(f))
+	root.AddCommand(NewCmdSearch(f, nil), NewCmdShow(f, nil), NewCmdStats(f, nil), NewCmdTriage(f, nil), NewCmdTrace(f, nil), NewCmdReport(f, nil), NewCmdRecover(f, nil), NewCmdMigrateLegacy(f, nil), NewCmdHistory(f, nil), cmdutil.NewCmdVersion("dla", f.IO.Out), newCmdDev(f))
 	root.AddCommand(cmdutil.HelpTopic("exit-codes", "What dla's exit codes mean", cmdutil.ExitCodesHelp))
 	root.AddCommand(cmdutil.HelpTopic("environment", "Environment variables dla reads", environmentHelp))
 	// Values no shell can list are never completed with file names.
@@ -108,4 +108,11 @@ const environmentHelp = `Environment variables:
   CLICOLOR=0             turns colour off
   CLICOLOR_FORCE         any non-empty value but 0 keeps colour when piped
   DEADLETTER_NO_PROMPT   never ask for confirmation (commands then need --yes)
-  DEADLETTER_DEBUG       log AWS requests on stderr (as --debug-aws)`
+  DEADLETTER_DEBUG       log AWS requests on stderr (as --debug-aws)
+  DEADLETTER_REASON      the reason recover and migrate-legacy keep in their
+                         audit record when --reason is not given
+  AWS_ENDPOINT_URL_STS   STS's endpoint, for the audit record's caller
+                         identity (sts:GetCallerIdentity)
+  DEADLETTER_AUDIT_CHUNK_LINES
+                         a test knob: items per chunk of an audit record
+                         (default 500); no operator needs it`

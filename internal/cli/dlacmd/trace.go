@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/athenarun"
+	"github.com/deadletter/deadletter/internal/audit"
 	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
@@ -69,6 +71,13 @@ type TraceRecord struct {
 	// nothing): the password left out of --database-url, or the flag
 	// itself.
 	CommandNote *string `json:"command_note"`
+	// History is what the archive's audit records say of the record, one
+	// run a line, newest first ("recovered by WHO at T (REASON): written,
+	// deleted"); absent when none names it.
+	History []string `json:"history,omitempty"`
+	// TriedByRecover is, for each of its messages in failed-sqs/ that
+	// recover runs tried before, how many did.
+	TriedByRecover map[string]int `json:"tried_by_recover,omitempty"`
 }
 
 // NewCmdTrace builds `dla trace`.
@@ -254,6 +263,12 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 	if err != nil {
 		return err
 	}
+	// The audit, read once: each record's runs, and how often recover
+	// tried its messages of failed-sqs/.
+	hist := readAuditHistory(ctx, store, scope.Layout)
+	if hist.Problem != "" {
+		fmt.Fprintf(f.IO.ErrOut, "dla: %s\n", output.Escape(hist.Problem))
+	}
 	c := triageCommand{f: f, sel: &opts.Select, archive: cmp.Or(opts.Select.archiveFlag.value, f.Getenv("DLA_ARCHIVE"))}
 	rep := TraceReport{Schema: TraceSchema, Archive: loc.String(), Offline: opts.Offline, Unreadable: stats.Unreadable, Records: []TraceRecord{}}
 	if path != nil {
@@ -270,7 +285,16 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 				fmt.Sprintf("no write of it failed (but %s could not be read, and may name it)", output.Plural(stats.Unreadable, "object")), 1)
 		}
 		command, note := opts.command(c, t)
-		rep.Records = append(rep.Records, TraceRecord{Trace: t, Command: command, CommandNote: note})
+		tr := TraceRecord{Trace: t, Command: command, CommandNote: note, History: hist.Of(traceMatch(t))}
+		for _, m := range t.Messages {
+			if n := hist.Tries(m.Key); n > 0 && m.Area == string(dla.AreaFailed) {
+				if tr.TriedByRecover == nil {
+					tr.TriedByRecover = map[string]int{}
+				}
+				tr.TriedByRecover[m.Key] = n
+			}
+		}
+		rep.Records = append(rep.Records, tr)
 	}
 	if opts.Output.Value == "json" {
 		err = output.WriteJSON(output.JSONOut(f.IO), rep)
@@ -468,6 +492,9 @@ func writeTrace(f *Factory, rep TraceReport) error {
 			}
 			b.WriteString("    " + style(output.Cut(output.OneLine(head), max(width-4, 20)), "", true) + "\n")
 			line("      ", trimRoot(m.Key))
+			if n := rec.TriedByRecover[m.Key]; n > 0 {
+				line("      ", triedText(n))
+			}
 			if m.ErrorClass != nil {
 				line("      ", "error: "+output.Cut(cmp.Or(*m.ErrorClass, dla.NoErrorText), max(width-13, 20)))
 			}
@@ -484,6 +511,9 @@ func writeTrace(f *Factory, rep TraceReport) error {
 		}
 		for _, w := range rec.Warnings {
 			line("  ", "warning: "+w)
+		}
+		for _, h := range rec.History {
+			line("  ", "history: "+h)
 		}
 		concl := rec.Conclusion.Text
 		if rec.Command != nil {
@@ -532,4 +562,26 @@ func trimRoot(key string) string {
 		return rest
 	}
 	return key
+}
+
+// traceMatch matches the audit items of a traced record: those naming it
+// (a granule, an execution) and those of its messages' keys (a PDR's too).
+func traceMatch(t trace.Trace) func(audit.Item) bool {
+	keys := map[string]bool{}
+	for _, m := range t.Messages {
+		keys[m.Key] = true
+	}
+	exec := executionMatch(t.ID)
+	return func(it audit.Item) bool {
+		if keys[it.Key] || (it.MovedTo != "" && keys[it.MovedTo]) {
+			return true
+		}
+		switch t.Kind {
+		case cumulusdb.TraceGranule:
+			return slices.Contains(it.Granules, t.ID)
+		case cumulusdb.TraceExecution:
+			return exec(it)
+		}
+		return false
+	}
 }

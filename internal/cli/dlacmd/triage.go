@@ -40,6 +40,9 @@ type TriageOptions struct {
 	Probe       int
 	Verbose     bool
 	Output      *cmdutil.Output
+	// tried counts, per group ("e:"+class, "u:" for the unreadable), the
+	// objects of failed-sqs/ recover tried before (the audit records).
+	tried map[string]*triedGroup
 }
 
 // NewCmdTriage builds `dla triage`.
@@ -149,6 +152,10 @@ type TriageGroup struct {
 	// Select lists exactly the group's objects (dla search … -o keys);
 	// null for unreadable objects, which no filter selects.
 	Select *string `json:"select"`
+	// TriedByRecover counts the group's objects of failed-sqs/ that recover
+	// runs tried before, by the archive's audit records (absent: none).
+	TriedByRecover *triedGroup `json:"tried_by_recover,omitempty"`
+	tried          string
 
 	// shortVerdicts are the verdict for a terminal line, naming fewer
 	// records each (triage.Group.ShortVerdict).
@@ -180,6 +187,25 @@ func runTriage(ctx context.Context, opts *TriageOptions) error {
 	// Unreadable objects are a group, and named on stderr as search and
 	// stats name them: exit 3 means each one was (finish).
 	ul := newUnreadableLog(f, progress, opts.Select.ignoreUnreadable, opts.Verbose)
+	// What recover already tried of failed-sqs/: the audit, read once.
+	var hist *auditHistory
+	if scope.Area == dla.AreaFailed {
+		hist = readAuditHistory(ctx, store, scope.Layout)
+		if hist.Problem != "" {
+			fmt.Fprintf(f.IO.ErrOut, "dla: %s\n", output.Escape(hist.Problem))
+		}
+		opts.tried = map[string]*triedGroup{}
+	}
+	countTried := func(group, key string) {
+		if n := hist.Tries(key); n > 0 {
+			g := opts.tried[group]
+			if g == nil {
+				g = &triedGroup{}
+				opts.tried[group] = g
+			}
+			g.add(n)
+		}
+	}
 	st, runErr := selection.Run(ctx, store, scope, opts.Select.concurrency, func(r selection.Result) error {
 		if r.Unreadable() {
 			if err := stopOnAuth(r); err != nil {
@@ -187,8 +213,10 @@ func runTriage(ctx context.Context, opts *TriageOptions) error {
 			}
 			ul.report(r)
 			t.AddUnreadable(r.Entry.Key, scope.Layout.ParseKey(r.Entry.Key).Date)
+			countTried("u:", r.Entry.Key)
 		} else {
 			t.Add(r.Decoded)
+			countTried("e:"+dla.ErrorClass(r.Decoded.Error), r.Decoded.Key)
 		}
 		progress.Update("%s triaged", output.Plural(t.Total, "object"))
 		return nil
@@ -292,7 +320,18 @@ func finishTriage(ctx context.Context, opts *TriageOptions, t *triage.Triage, lo
 		rep.ReadinessError = &notChecked
 	}
 	for _, g := range t.Groups() {
-		rep.Groups = append(rep.Groups, triageGroup(g, triageCommand{f: f, sel: &opts.Select, archive: archiveArg}))
+		tg := triageGroup(g, triageCommand{f: f, sel: &opts.Select, archive: archiveArg})
+		key := "e:" + g.Class
+		if g.Unreadable {
+			key = "u:"
+		}
+		if tr := opts.tried[key]; tr != nil {
+			tg.TriedByRecover, tg.tried = tr, tr.text(g.Count)
+			for i := range tg.shortVerdicts {
+				tg.shortVerdicts[i] += "; " + tg.tried
+			}
+		}
+		rep.Groups = append(rep.Groups, tg)
 	}
 	if rep.Groups == nil {
 		rep.Groups = []TriageGroup{}
@@ -519,8 +558,12 @@ func (g TriageGroup) next() string {
 // next step, as stored (a terminal gets triageView).
 func printTriage(w io.Writer, rep TriageReport) error {
 	for _, g := range rep.Groups {
-		if err := output.WriteFields(w, fmt.Sprint(g.Count), string(g.Class), g.dates(), g.collections(), g.errorClass(),
-			g.Verdict, "e.g. "+g.ExampleKey, "next: "+g.next()); err != nil {
+		fields := []string{fmt.Sprint(g.Count), string(g.Class), g.dates(), g.collections(), g.errorClass(),
+			g.Verdict, "e.g. " + g.ExampleKey, "next: " + g.next()}
+		if g.tried != "" { // only where the audit names some
+			fields = append(fields, g.tried)
+		}
+		if err := output.WriteFields(w, fields...); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/audit"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/cumulusapi"
@@ -116,17 +117,37 @@ func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 		},
 		Progress: progress.Update, Clear: progress.Clear}
 	res := &apirecover.Result{Type: "via_api", API: opts.ViaAPI}
+	target := audit.Target{Archive: loc.String(), API: audit.RedactText(opts.ViaAPI)}
+	// Each move into staging and back out is an item of the record.
+	meta := map[string]audit.Item{} // by key: the granules and execution the plan read
+	v.Moved = func(from, to string) {
+		if strings.HasPrefix(from, v.Staging) {
+			it := meta[v.OriginalKey(from)]
+			it.Key, it.Action, it.MovedTo = from, "moved back", to
+			opts.audit.add(it)
+			return
+		}
+		it := meta[from]
+		it.Key, it.Action, it.MovedTo = from, "staged", to
+		opts.audit.add(it)
+	}
 
 	if opts.CleanupStaging != "" { // only the way back
 		v.Staging = staging
 		res.Staging = v.Staging
+		opts.audit.prepare(store, scope.Layout, target, map[string]any{"cleanup_staging": staging}, nil)
+		opts.audit.planLine(f.IO.ErrOut)
+		if err := opts.audit.begin(ctx, f.callerIdentity(true)); err != nil {
+			return err
+		}
 		defer apirecover.DropManifest(context.WithoutCancel(ctx), store, v.Staging)
 		back, left, err := v.Unstage(ctx)
 		res.MovedBack, res.Left = back, left
-		if err != nil {
-			return err
+		if err == nil {
+			err = viaAPIFinish(opts, res, archiveArg)
 		}
-		return viaAPIFinish(opts, res, archiveArg)
+		opts.audit.finish(ctx, viaAPICounts(res), err, ctx.Err() != nil)
+		return err
 	}
 
 	// The API and the token, before anything is read or staged.
@@ -155,6 +176,10 @@ func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 			unsure = append(unsure, apirecover.LeftOut{Key: key, Reason: apirecover.LeftOutPercent})
 			return ""
 		}
+		it := audit.Item{Execution: d.ExecutionArn, Granules: granuleIDs(d.Granules)}
+		if it.Execution != "" || len(it.Granules) > 0 {
+			meta[key] = it
+		}
 		date, certain := dla.CumulusFailureDate(apirecover.CumulusTime(d), now)
 		if !certain {
 			unsure = append(unsure, apirecover.LeftOut{Key: key, Reason: apirecover.LeftOutTime + " (" + apirecover.CumulusTime(d).Raw + ")"})
@@ -173,6 +198,8 @@ func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 	for _, l := range res.LeftOut {
 		leftOut[l.Key] = true
 	}
+	opts.audit.prepare(store, scope.Layout, target, selectionOf(&opts.Select, len(scope.Keys)),
+		map[string]int{"objects": plan.Objects, "unreadable": plan.Unreadable, "left_out": len(res.LeftOut)})
 	printPlan(f.IO.ErrOut, plan, opts, snspub.Topics{})
 	if plan.Objects == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "nothing to recover")
@@ -181,6 +208,7 @@ func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 	if len(res.LeftOut) > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "  left out: %s that Cumulus's recovery could overwrite in failed-sqs/ (listed at the end)\n", output.Plural(len(res.LeftOut), "object"))
 	}
+	recoverAuditLine(opts)
 	if opts.DryRun {
 		fmt.Fprintln(f.IO.ErrOut, "dry run: nothing was staged, Cumulus was not asked")
 		// The result says what the run would leave out (exit 3, as the
@@ -198,7 +226,23 @@ func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 			return cmp.Or(err, error(cmdutil.ErrNotConfirmed))
 		}
 	}
-	v.Staging = apirecover.NewStaging(scope.Layout, f.Now())
+	// The record goes down before the first object moves: a record that
+	// cannot be written refuses the run, nothing staged.
+	if err := opts.audit.begin(ctx, f.callerIdentity(true)); err != nil {
+		return err
+	}
+	err = viaAPIStageAndRun(ctx, opts, v, res, plan, leftOut, loc, archiveArg)
+	opts.audit.finish(ctx, viaAPICounts(res), err, ctx.Err() != nil)
+	return err
+}
+
+// viaAPIStageAndRun stages the selection, runs Cumulus's recovery on it
+// and watches it to its end, recording each object's outcome.
+func viaAPIStageAndRun(ctx context.Context, opts *RecoverOptions, v *apirecover.Run, res *apirecover.Result, plan *dlarecover.Plan,
+	leftOut map[string]bool, loc archive.Location, archiveArg string) (err error) {
+	f := opts.Factory
+	store := v.Store
+	v.Staging = apirecover.NewStaging(v.Layout, f.Now())
 	res.Staging = v.Staging
 	// Recorded before the first object moves, so that a run killed while
 	// staging leaves a folder every verb warns about (warnStaging).
@@ -224,8 +268,12 @@ func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 	if err := v.Run(ctx, res); err != nil {
 		return err
 	}
+	viaAPIOutcomeItems(opts, v, res, plan)
 	if res.Left, err = v.Leftovers(ctx); err != nil {
 		return err
+	}
+	for _, k := range res.Left {
+		opts.audit.add(audit.Item{Key: v.OriginalKey(k), Result: "left", Action: "left in staging", MovedTo: k})
 	}
 	if opts.Cleanup && len(res.Left) > 0 {
 		back, left, err := v.Unstage(ctx)
@@ -311,4 +359,37 @@ func viaAPILeftOut(opts *RecoverOptions, res *apirecover.Result, archiveArg stri
 	fmt.Fprintf(w, "recover them here instead (a failure goes to the next free name, never over another object), into the database\n"+
 		"of $DATABASE_URL (or add --database-url or --db-secret); a dry run first, then the same without --dry-run:\n  %s\n",
 		dlaCommand(opts.Factory, archiveArg, "recover", words...))
+}
+
+// viaAPIOutcomeItems records what Cumulus's operation did to each staged
+// object: written and deleted, or failed and moved to failed-sqs/.
+func viaAPIOutcomeItems(opts *RecoverOptions, v *apirecover.Run, res *apirecover.Result, plan *dlarecover.Plan) {
+	if opts.audit == nil || opts.audit.rec == nil {
+		return
+	}
+	failedTo := map[string]string{}
+	for dst, keys := range plan.ByFailed {
+		for _, k := range keys {
+			failedTo[k] = dst
+		}
+	}
+	orig := func(k string) string {
+		if strings.HasPrefix(k, v.Staging) {
+			return v.OriginalKey(k)
+		}
+		return k
+	}
+	for _, k := range res.SucceededKeys {
+		opts.audit.add(audit.Item{Key: orig(k), Result: "written", Action: "deleted by Cumulus"})
+	}
+	for _, k := range res.FailedKeys {
+		o := orig(k)
+		opts.audit.add(audit.Item{Key: o, Result: "failed", Action: "moved by Cumulus", MovedTo: failedTo[o]})
+	}
+}
+
+// viaAPICounts are a --via-api run's counts, for the audit record.
+func viaAPICounts(res *apirecover.Result) map[string]int {
+	return map[string]int{"staged": res.Staged, "succeeded": res.Succeeded, "failed": res.Failed,
+		"left_in_staging": len(res.Left), "moved_back": res.MovedBack, "left_out": len(res.LeftOut)}
 }

@@ -199,6 +199,9 @@ func Run(ctx context.Context, ios *iostreams.IOStreams, o *Options, now time.Tim
 
 func table(ios *iostreams.IOStreams, runs []audit.Run, items bool) error {
 	t := output.NewTable(ios, "WHEN (UTC)", "WHO", "WHY", "WHAT", "OUTCOME")
+	// The time is never cut; on a narrow terminal WHAT gives way, so that
+	// the outcome ("did not finish") keeps room to be read.
+	t.KeepKey(0, 3)
 	for i := range runs {
 		r := &runs[i]
 		why := r.Reason

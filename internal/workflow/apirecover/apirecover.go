@@ -48,6 +48,10 @@ type Result struct {
 	// Cumulus, and why: its recovery copies a failure to
 	// failed-sqs/<date>/<name> and replaces what is there.
 	LeftOut []LeftOut `json:"left_out"`
+	// SucceededKeys and FailedKeys are the staged keys Cumulus's
+	// operation reports written and failed (for the audit record).
+	SucceededKeys []string `json:"-"`
+	FailedKeys    []string `json:"-"`
 }
 
 // LeftOut is an object --via-api did not stage.
@@ -166,6 +170,16 @@ type Run struct {
 	Logf     func(format string, args ...any)
 	Progress func(format string, args ...any)
 	Clear    func()
+	// Moved, when set, is told of each object moved into staging (from
+	// its key to the staged one) and back out (from the staged key), once
+	// the move is done: the audit record's items.
+	Moved func(from, to string)
+}
+
+func (v *Run) moved(from, to string) {
+	if v.Moved != nil {
+		v.Moved(from, to)
+	}
 }
 
 // NewStaging names a run's staging folder: its time and a random suffix.
@@ -215,6 +229,7 @@ func (v *Run) Stage(ctx context.Context, keys func(yield func(string) error) err
 			return fmt.Errorf("staging %s: %s was taken; the object is at %s", key, dst, moved)
 		}
 		n++
+		v.moved(key, dst)
 		v.Progress("staging: %d/%d objects", n, total)
 		return nil
 	})
@@ -281,9 +296,11 @@ func (v *Run) Unstage(ctx context.Context) (int, []string, error) {
 			v.Logf("dla: could not move %s back to %s: %v", k, orig, err)
 		case moved != orig:
 			n++
+			v.moved(k, moved)
 			v.Logf("dla: %s was taken; %s went back to %s", orig, k, moved)
 		default:
 			n++
+			v.moved(k, moved)
 		}
 	}
 	return n, left, nil
@@ -349,6 +366,7 @@ func (v *Run) Run(ctx context.Context, res *Result) error {
 	var out cumulusapi.RecoveryOutput
 	if op.Succeeded() && json.Unmarshal([]byte(op.Output), &out) == nil {
 		res.Succeeded, res.Failed = len(out.ProcessingSucceededKeys), len(out.ProcessingFailedKeys)
+		res.SucceededKeys, res.FailedKeys = out.ProcessingSucceededKeys, out.ProcessingFailedKeys
 	}
 	if !op.Succeeded() {
 		v.Logf("dla: Cumulus operation %s ended %s: %s", op.ID, op.Status, shorten(op.Output))

@@ -29,10 +29,14 @@ type Object struct {
 	// (in a dry run, that would have been).
 	Published *recovery.PublishCounts `json:"sns_published,omitempty"`
 	DryRun    bool                    `json:"dry_run,omitempty"`
-	res       *recovery.Result
-	seq       int                     // its place in the selection
-	skipped   bool                    // fed ahead, not started: the run stopped
-	held      []recovery.Notification // notifications to publish before the archive action
+	// GranuleIDs are the granule ids the object names, whatever became of
+	// its write (the audit record's items); not in -o ndjson.
+	GranuleIDs []string `json:"-"`
+	res        *recovery.Result
+	seq        int                     // its place in the selection
+	skipped    bool                    // fed ahead, not started: the run stopped
+	reported   bool                    // told to Run.Acted
+	held       []recovery.Notification // notifications to publish before the archive action
 	// pending is the batched delete of a written object: its line says
 	// "deleted" only once that delete returned (settle).
 	pending *pendingDelete

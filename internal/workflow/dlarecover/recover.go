@@ -51,7 +51,13 @@ type Run struct {
 	Explain func(error) string
 	// Progress is called after each object's result is counted.
 	Progress func(*Summary)
-	Sum      *Summary
+	// Acted, when set, is told of each object's outcome as soon as it is
+	// final (its delete or move done), out of the selection's order and
+	// from any goroutine: the audit record's items, so that a killed run
+	// has recorded every move but those of its last chunk, not also those
+	// waiting for their line's turn. Not in a dry run.
+	Acted func(Object)
+	Sum   *Summary
 	// Objects, when set, holds the selection as the plan read it: the
 	// objects are written from it, in its order, instead of being fetched
 	// and decoded again (those it marks are fetched again, with scope's
@@ -215,6 +221,7 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 				res, tail := r.process(workCtx, it)
 				clock.add(stWorkerProcess, t0)
 				if tail == nil {
+					r.acted(workCtx, &res)
 					finished(res)
 					continue
 				}
@@ -227,6 +234,7 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 					t0 := clock.start()
 					tail(&res)
 					clock.add(stTail, t0)
+					r.acted(workCtx, &res)
 					// Its place is given back once its result was taken:
 					// results not taken (stdout stalled) hold the tails,
 					// and the tails the workers.
@@ -270,6 +278,10 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 				t0 := clock.start()
 				r.settle(workCtx, &res)
 				clock.add(stEmitSettle, t0)
+				if !res.reported && r.Acted != nil && !r.DryRun {
+					res.reported = true
+					r.Acted(res)
+				}
 				r.count(res)
 				if r.Progress != nil {
 					r.Progress(r.Sum)
@@ -422,4 +434,23 @@ func (r *Run) stopWith(err error) {
 	if r.stopErr == nil {
 		r.stopErr = err
 	}
+}
+
+// acted tells Acted of an object whose outcome is final: no delete
+// pending, or one that already returned (a delete issued in the tail).
+// One whose delete waits for a batch is told once its line settles it.
+func (r *Run) acted(ctx context.Context, o *Object) {
+	if r.Acted == nil || r.DryRun || o.skipped {
+		return
+	}
+	if pd := o.pending; pd != nil {
+		select {
+		case <-pd.done:
+			r.settle(ctx, o)
+		default:
+			return
+		}
+	}
+	o.reported = true
+	r.Acted(*o)
 }

@@ -57,6 +57,9 @@ type Options struct {
 	// called after each object's result of the run is counted.
 	PlanProgress func(n int)
 	Progress     func(*Summary)
+	// Acted is Run.Acted: each object's outcome once final, for the
+	// audit record.
+	Acted func(Object)
 	// Explain and Warnf are Run's.
 	Explain func(error) string
 	Warnf   func(format string, args ...any)
@@ -234,7 +237,7 @@ func (s *Session) Run(ctx context.Context, emit func(Object) error) (*Summary, e
 	run := &Run{Store: o.Store, Layout: o.Scope.Layout, DB: s.path.DB, Pool: db.Pool, Writer: s.path.Writer, Lock: s.lock,
 		DryRun: o.DryRun, Keep: o.Keep, LeaveUnreadable: o.LeaveUnreadable, Concurrency: o.Concurrency,
 		NoPrefetch: o.Baseline.NoPrefetch,
-		Now:        o.Now, Sum: sum, Explain: o.Explain, Warnf: o.Warnf, Progress: o.Progress,
+		Now:        o.Now, Sum: sum, Explain: o.Explain, Warnf: o.Warnf, Progress: o.Progress, Acted: o.Acted,
 	}
 	// The run takes what the plan spooled, not the selection again.
 	scope := o.Scope

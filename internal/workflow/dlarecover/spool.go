@@ -39,6 +39,7 @@ type spooled struct {
 	ExecutionArn, Status, Time,
 	MessageSource, Message, Detail string
 	Problems  []string
+	Granules  []string // the granule ids the object names (the audit record's items)
 	Digest    [16]byte // the MD5 of the bytes the plan read (HasDigest)
 	HasDigest bool
 }
@@ -62,7 +63,7 @@ func NewObjectSpool() (*ObjectSpool, error) {
 func (s *ObjectSpool) Add(key string, d *dla.Decoded, err error) error {
 	o := spooled{Key: key, Refetch: err != nil || d == nil, Read: err == nil || dla.IsDecodeError(err)}
 	if !o.Refetch {
-		o.ExecutionArn, o.Status, o.Time, o.Problems = d.ExecutionArn, d.Status, d.Time, d.Problems
+		o.ExecutionArn, o.Status, o.Time, o.Problems, o.Granules = d.ExecutionArn, d.Status, d.Time, d.Problems, d.Granules
 		o.MessageSource, o.Message, o.Detail = d.MessageSource, d.Message, unwrapDetail(d.Detail)
 		o.Digest, o.HasDigest = d.Digest, d.HasDigest
 	}
@@ -135,7 +136,7 @@ func (s *ObjectSpool) replay(ctx context.Context, yield func(key string, d *dla.
 		}
 		var d *dla.Decoded
 		if !o.Refetch {
-			d = &dla.Decoded{Record: dla.Record{Key: o.Key, ExecutionArn: o.ExecutionArn, Status: o.Status, Time: o.Time, Problems: o.Problems},
+			d = &dla.Decoded{Record: dla.Record{Key: o.Key, ExecutionArn: o.ExecutionArn, Status: o.Status, Time: o.Time, Problems: o.Problems, Granules: o.Granules},
 				MessageSource: o.MessageSource, Message: o.Message, Detail: o.Detail, Digest: o.Digest, HasDigest: o.HasDigest}
 		}
 		if err := yield(o.Key, d, o.Read); err != nil {

@@ -55,7 +55,7 @@ func (r *Run) process(ctx context.Context, it workItem) (Object, func(*Object)) 
 		}
 		return r.tail(&o, func(o *Object) { r.move(ctx, o, d) })
 	}
-	o.ExecutionArn, o.Status = d.ExecutionArn, d.Status
+	o.ExecutionArn, o.Status, o.GranuleIDs = d.ExecutionArn, d.Status, d.Granules
 	var werr error
 	if it.err != nil {
 		werr = &recovery.UnwrapError{Reason: it.err.Error()}
