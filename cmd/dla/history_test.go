@@ -104,9 +104,9 @@ func historyVerbs() []testsupport.PTYVerb {
 		}, Codes: []int{0}, Colour: true, Check: func(t *testing.T, r testsupport.PTYResult) {
 			plain := plainScreen(r.Screen)
 			wants := []string{"WHEN (UTC)", "2026-12-02 08:30", "2026-12-02 03:10", "2026-12-01 22:00", "did not finish",
-				"assumed-role/ops-", "bob@laptop", "INC-4412", "3 runs, newest first"}
+				"role/ops-", "bob@laptop", "INC-4412", "3 runs, newest first"}
 			if r.Cols == 200 { // room for every column, and the whole actor
-				wants = append(wants, "assumed-role/ops-oncall/alice", "recover → https://example.com/api", "did not finish: 1 left recorded")
+				wants = append(wants, "role/ops-oncall/alice", "recover → https://example.com/api", "did not finish: 1 item recorded (1 left)")
 			}
 			for _, want := range wants {
 				if !strings.Contains(plain, want) {

@@ -16,6 +16,7 @@ package audit
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"strings"
 	"time"
 )
 
@@ -36,10 +37,16 @@ type Actor struct {
 }
 
 // Who is the shortest name of the actor for a table: the AWS identity's
-// last part (role/ops-oncall/session), else the OS user at the host.
+// resource part, an assumed role as role/NAME/SESSION (of
+// arn:aws:sts::123456789012:assumed-role/NAME/SESSION), else the OS user
+// at the host.
 func (a Actor) Who() string {
 	if a.AWSARN != nil && *a.AWSARN != "" {
-		return shortARN(*a.AWSARN)
+		short := shortARN(*a.AWSARN)
+		if rest, ok := strings.CutPrefix(short, "assumed-role/"); ok {
+			return "role/" + rest
+		}
+		return short
 	}
 	if a.Host != "" {
 		return a.OSUser + "@" + a.Host

@@ -170,6 +170,7 @@ func Run(ctx context.Context, ios *iostreams.IOStreams, o *Options, now time.Tim
 	if o.Limit > 0 && len(runs) > o.Limit {
 		runs = runs[:o.Limit]
 	}
+	var dropped []string
 	if o.Output.Value == "ndjson" {
 		js := output.NewJSONStream(output.JSONOut(ios), true)
 		for i := range runs {
@@ -181,7 +182,7 @@ func Run(ctx context.Context, ios *iostreams.IOStreams, o *Options, now time.Tim
 			return err
 		}
 	} else {
-		if err := table(ios, runs, src.Match != nil); err != nil {
+		if dropped, err = table(ios, runs, src.Match != nil); err != nil {
 			return err
 		}
 	}
@@ -193,15 +194,22 @@ func Run(ctx context.Context, ios *iostreams.IOStreams, o *Options, now time.Tim
 		fmt.Fprintf(ios.ErrOut, "%s at %s\n", what, output.Escape(src.Where))
 	} else if ios.IsStderrTTY() {
 		fmt.Fprintf(ios.ErrOut, "%s, newest first, from %s\n", output.Plural(len(runs), "run"), output.Escape(src.Where))
+		if len(dropped) > 0 {
+			fmt.Fprintf(ios.ErrOut, "%s left out at this width: -o ndjson has every field\n", strings.Join(dropped, ", "))
+		}
 	}
 	return nil
 }
 
-func table(ios *iostreams.IOStreams, runs []audit.Run, items bool) error {
+// table prints the runs as a terminal table (tab-separated when piped); it
+// returns the headers of the columns it left out to fit the terminal.
+func table(ios *iostreams.IOStreams, runs []audit.Run, items bool) ([]string, error) {
 	t := output.NewTable(ios, "WHEN (UTC)", "WHO", "WHY", "WHAT", "OUTCOME")
-	// The time is never cut; on a narrow terminal WHAT gives way, so that
-	// the outcome ("did not finish") keeps room to be read.
+	// The time is never cut; on a narrow terminal WHAT gives way, and the
+	// outcome ("did not finish") folds onto more lines rather than being
+	// cut, so that it is read whole.
 	t.KeepKey(0, 3)
+	t.WrapLast()
 	for i := range runs {
 		r := &runs[i]
 		why := r.Reason
@@ -213,10 +221,11 @@ func table(ios *iostreams.IOStreams, runs []audit.Run, items bool) error {
 			outcome = ItemsLine(r.Items) + "; " + outcome
 		}
 		if err := t.Row(r.StartedAt.UTC().Format("2006-01-02 15:04"), r.Actor.Who(), why, What(r), outcome); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return t.Flush()
+	err := t.Flush()
+	return t.Fitted().Dropped, err
 }
 
 // What is the run's verb and target, short.
@@ -280,37 +289,63 @@ func selectionText(sel map[string]any) string {
 	return strings.Join(parts, " ")
 }
 
-// Outcome is a run's counts and end: "did not finish" for a run with no
-// finished record.
-func Outcome(r *audit.Run) string {
-	c := r.Counts()
+// countOrder is the order the outcome names a run's counts in: what
+// became of the records first (written, replayed ...), then what was done
+// to the archive or the queue; a count not listed comes after, largest
+// first. The totals (selected, processed) are left out: the others add up
+// to them.
+var countOrder = []string{"written", "dropped", "failed", "unreadable", "left", "gone_elsewhere", "not_processed",
+	"replayed", "held_back", "parked", "released", "exported", "kept", "deleted", "moved"}
+
+var countTotals = map[string]bool{"selected": true, "processed": true, "objects": true, "messages": true}
+
+// Counts is a run's counts in words, in countOrder, zeros left out.
+func Counts(c map[string]int) string {
+	rank := func(k string) int {
+		for i, o := range countOrder {
+			if o == k {
+				return i
+			}
+		}
+		return len(countOrder)
+	}
 	keys := make([]string, 0, len(c))
-	for k := range c {
-		keys = append(keys, k)
+	for k, n := range c {
+		if n > 0 && !countTotals[k] {
+			keys = append(keys, k)
+		}
 	}
 	sort.Slice(keys, func(i, j int) bool {
+		if ri, rj := rank(keys[i]), rank(keys[j]); ri != rj {
+			return ri < rj
+		}
 		if c[keys[i]] != c[keys[j]] {
 			return c[keys[i]] > c[keys[j]]
 		}
 		return keys[i] < keys[j]
 	})
-	var parts []string
-	for _, k := range keys {
-		if c[k] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", c[k], k))
-		}
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d %s", c[k], strings.ReplaceAll(k, "_", " "))
 	}
-	counts := strings.Join(parts, ", ")
-	if counts == "" {
-		counts = "nothing"
+	if len(parts) == 0 {
+		return "nothing"
 	}
+	return strings.Join(parts, ", ")
+}
+
+// Outcome is a run's counts and end: "did not finish" for a run with no
+// finished record, with what its items say.
+func Outcome(r *audit.Run) string {
+	if r.Finished == nil {
+		return fmt.Sprintf("did not finish: %s recorded (%s)", output.Plural(len(r.Items), "item"), Counts(r.Counts()))
+	}
+	counts := Counts(r.Counts())
 	switch {
-	case r.Finished == nil:
-		return "did not finish: " + counts + " recorded"
 	case r.Finished.Interrupted:
-		return counts + " (interrupted, exit " + fmt.Sprint(r.Finished.ExitCode) + ")"
+		return counts + fmt.Sprintf(" (interrupted, exit %d)", r.Finished.ExitCode)
 	case r.Finished.ExitCode != 0:
-		return counts + " (exit " + fmt.Sprint(r.Finished.ExitCode) + ")"
+		return counts + fmt.Sprintf(" (exit %d)", r.Finished.ExitCode)
 	}
 	return counts
 }

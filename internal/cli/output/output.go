@@ -32,9 +32,10 @@ type Table struct {
 	rows   [][]string
 	style  lipgloss.Style
 
-	key     int   // the column kept whole (KeepKey); -1: none
-	drop    []int // with key: the columns left out first, in turn
-	wide    bool  // SetWide: render every column whole
+	key      int   // the column kept whole (KeepKey); -1: none
+	drop     []int // with key: the columns left out first, in turn
+	wide     bool  // SetWide: render every column whole
+	wrapLast bool  // WrapLast: the last column folds onto more lines
 	fitting Fitting
 }
 
@@ -61,6 +62,12 @@ func (t *Table) KeepKey(key int, drop ...int) {
 // SetWide renders a terminal table whole, every column and every cell,
 // however wide (-o wide).
 func (t *Table) SetWide(wide bool) { t.wide = wide }
+
+// WrapLast makes the last column of a terminal table fold onto more lines
+// at its spaces, in the width the other columns leave it (a third of the
+// terminal at the least), instead of being cut: for a column that must be
+// read whole, such as a run's outcome.
+func (t *Table) WrapLast() { t.wrapLast = true }
 
 // Fitted is what Flush did to fit the terminal (nothing piped, nothing
 // with SetWide).
@@ -93,6 +100,8 @@ func (t *Table) Flush() error {
 	}
 	switch {
 	case t.wide:
+	case t.wrapLast && len(t.header) > 1 && t.width > 0:
+		t.fitWrappingLast()
 	case t.key >= 0:
 		t.fitKeyed()
 	default:
@@ -357,6 +366,78 @@ func (t *Table) fitKeyed() {
 		put(rows[j], otherRows[j], rows[j][newKey])
 	}
 	t.header, t.rows = hdr, rows
+}
+
+// fitWrappingLast fits the columns but the last in the width the last one
+// needs (a third of the terminal at the least, its whole width at the
+// most), then folds each of the last column's cells to what they leave.
+func (t *Table) fitWrappingLast() {
+	n := len(t.header)
+	lastW := runewidth.StringWidth(t.header[n-1])
+	for _, r := range t.rows {
+		if len(r) == n {
+			lastW = max(lastW, runewidth.StringWidth(r[n-1]))
+		}
+	}
+	total := 0
+	for i := range t.header {
+		w := runewidth.StringWidth(t.header[i])
+		for _, r := range t.rows {
+			if i < len(r) {
+				w = max(w, runewidth.StringWidth(r[i]))
+			}
+		}
+		total += w + cellPadding
+	}
+	if total <= t.width {
+		return
+	}
+	last := make([]string, len(t.rows))
+	for j, r := range t.rows {
+		if len(r) == n {
+			last[j], t.rows[j] = r[n-1], r[:n-1]
+		}
+	}
+	lastHeader := t.header[n-1]
+	t.header = t.header[:n-1]
+	width := t.width
+	header, rows := slices.Clone(t.header), make([][]string, len(t.rows))
+	for j, r := range t.rows {
+		rows[j] = slices.Clone(r)
+	}
+	// The last column's room: a third of the terminal, less where the
+	// key would otherwise be cut to its tail (down to 20 columns).
+	for reserve := min(lastW, max(width/3, runewidth.StringWidth(lastHeader))); ; reserve -= 4 {
+		t.header, t.fitting = slices.Clone(header), Fitting{}
+		for j := range rows {
+			t.rows[j] = slices.Clone(rows[j])
+		}
+		t.width = width - reserve - cellPadding
+		if t.key >= 0 && t.key < n-1 {
+			t.fitKeyed()
+		} else {
+			fitColumns(t.width, t.header, t.rows)
+		}
+		if !t.fitting.Tails || reserve <= 20 {
+			break
+		}
+	}
+	t.width = width
+	used := 0
+	for i := range t.header {
+		w := runewidth.StringWidth(t.header[i])
+		for _, r := range t.rows {
+			if i < len(r) {
+				w = max(w, runewidth.StringWidth(r[i]))
+			}
+		}
+		used += w + cellPadding
+	}
+	room := max(width-used-cellPadding, minCut)
+	t.header = append(t.header, lastHeader)
+	for j := range t.rows {
+		t.rows[j] = append(t.rows[j], Wrap(last[j], room, "", ""))
+	}
 }
 
 // tailKeys replaces each key by its unique tail: "…" and the shortest end
