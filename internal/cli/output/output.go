@@ -36,7 +36,7 @@ type Table struct {
 	drop     []int // with key: the columns left out first, in turn
 	wide     bool  // SetWide: render every column whole
 	wrapLast bool  // WrapLast: the last column folds onto more lines
-	fitting Fitting
+	fitting  Fitting
 }
 
 // Fitting is what fitting a terminal table to its width did: the columns
