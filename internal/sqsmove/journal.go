@@ -310,6 +310,9 @@ type Resume struct {
 	// Sources lists the source queues (the run events' targets) of the
 	// journal's runs, each once, in order.
 	Sources []string
+	// LastFinished says the journal's last run ended with its summary (a
+	// journal whose last run has none was killed, or is being written).
+	LastFinished bool
 }
 
 // ReadJournal reads a journal written by an earlier run. A torn last line
@@ -416,6 +419,10 @@ func ReadJournal(path string) (Resume, error) {
 			delete(cur, ev.ID) // visible again, or another consumer's
 		case EvSummary:
 			endRun(true)
+			r.LastFinished = true
+		}
+		if ev.Event == EvRun {
+			r.LastFinished = false
 		}
 	}
 	if err := sc.Err(); err != nil && !errors.Is(err, io.EOF) {

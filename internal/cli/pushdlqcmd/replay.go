@@ -113,6 +113,9 @@ visible again (at most --wait-held; longer, it exits 1 saying until when);
 messages the journal shows as sent are deleted from the DLQ instead of being
 sent again; uncertain ones (the batch in flight when the run died, and sends
 whose reply was lost) are sent again, and are the only possible duplicates.
+A fresh replay of a DLQ whose last replay was killed, leaving messages held
+or unconfirmed in its journal under $XDG_STATE_HOME/deadletter, is refused
+(it would send them again) and prints the --resume command instead.
 After the scan, the DLQ's messages that are neither visible nor held by
 this run are in flight elsewhere (another consumer, an interrupted run, a
 receive whose reply was lost), and delayed ones cannot be read yet: the
@@ -331,6 +334,15 @@ func runReplay(ctx context.Context, opts *ReplayOptions) error {
 		}}
 	if stream != nil {
 		run.OnMessage = func(m pushreplay.Fate) { stream.Write(messageLine(m)) }
+	}
+	if opts.Resume == "" && opts.Journal == "" && opts.FromFile == "" {
+		// After a kill nothing was printed: the same command again is
+		// refused, and names the resume instead (a dry run only says so).
+		if uerr := unfinishedReplay(opts, opts.Queue.DLQ); uerr != nil && !opts.DryRun {
+			return uerr
+		} else if uerr != nil {
+			fmt.Fprintf(w, "note: %v\n", uerr)
+		}
 	}
 	res, err := run.Run(ctx)
 	return replayOutcome(opts, out, stream, res, err)
