@@ -56,7 +56,7 @@ func TestRecoverViaAPISIGKILLLoopLosesAndDoublesNothing(t *testing.T) {
 	for i := 0; i < 20 && (i < 6 || !staged()); i++ {
 		cmd := exec.Command(dlaBin, args...)
 		cmd.Env = env
-		testsupport.StartProc(t, cmd).KillAfter(time.Duration(30+rng.Intn(400)+max(0, i-5)*200) * time.Millisecond)
+		testsupport.StartProc(t, cmd).KillAfter(time.Duration(30+rng.Intn(400)+max(0, i-5)*400) * time.Millisecond)
 	}
 	time.Sleep(300 * time.Millisecond) // an operation a killed run started ends (the fake runs it at once)
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -228,12 +227,14 @@ func (r *Recorder) flush(ctx context.Context) error {
 	}
 }
 
-// putRecord stores body at key only when the key is free. Taken by the
-// same bytes, it is this put's own earlier attempt, which landed while its
-// reply was lost (the SDK retries a put on its own): done.
+// putRecord stores body at key only when the key is free. A put that
+// failed but finds its own bytes there landed while its reply was lost
+// (the SDK's retry then meets its own object, or every reply was lost):
+// done. The key is the run's own (its folder has the run's random id), so
+// the same bytes there can only be this put's.
 func putRecord(ctx context.Context, store archive.Store, key string, body []byte) error {
 	err := store.PutNew(ctx, key, body, "")
-	if errors.Is(err, archive.ErrExists) {
+	if err != nil && ctx.Err() == nil {
 		if got, gerr := store.Get(ctx, key); gerr == nil && bytes.Equal(got, body) {
 			return nil
 		}

@@ -259,10 +259,17 @@ func TestEveryAWSComponentUnderEveryFaultIsOneLineNamingIt(t *testing.T) {
 						region = "eu-west-1" // the resource's; the client stays in us-east-1
 					}
 				}
+				// A fake that answers may be slow to on a loaded machine
+				// (it answered one 300 ms too late, "timed out"); only
+				// the endpoint that never answers is waited for briefly.
+				timeout := 5 * time.Second
+				if fault == unreachable {
+					timeout = 300 * time.Millisecond
+				}
 				cfg := aws.Config{
 					Region:      "us-east-1",
 					Credentials: credentials.NewStaticCredentialsProvider("AKIAFAULT", "secret", ""),
-					HTTPClient:  awsconfig.HTTPClient().WithTimeout(300 * time.Millisecond),
+					HTTPClient:  awsconfig.HTTPClient().WithTimeout(timeout),
 					Retryer:     func() aws.Retryer { return aws.NopRetryer{} },
 				}
 				err := c.call(context.Background(), cfg, awsconfig.Settings{EndpointURL: endpoint}, region)
