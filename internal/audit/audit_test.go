@@ -213,3 +213,32 @@ func TestChunksTheStoreRefusesAreCountedUnrecorded(t *testing.T) {
 		t.Errorf("warned %d times, want once: %q", len(warned), warned)
 	}
 }
+
+// A run that adds items as fast as chunks are written wrote a chunk of a
+// few items after every chunk (44 chunks for 1,800 items on S3, each a
+// PUT and a HEAD): while a run goes on only whole chunks are written, and
+// the part left goes at the next tick or at the end.
+func TestItemsAddedFasterThanChunksAreWrittenGoInWholeChunks(t *testing.T) {
+	ctx := context.Background()
+	s := localStore(t)
+	r, err := Begin(ctx, s, "", Started{Verb: "recover"}, Options{ChunkLines: 500, ChunkEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1800 {
+		r.Add(Item{Key: fmt.Sprint(i), Action: "deleted"})
+		if i%5 == 0 {
+			time.Sleep(50 * time.Microsecond) // a run's pace: a chunk write meets new items
+		}
+	}
+	if err := r.Finish(ctx, Finished{}); err != nil {
+		t.Fatal(err)
+	}
+	runs, _, _ := List(ctx, s, "", Filter{})
+	if len(runs) != 1 || len(runs[0].Chunks) != 4 {
+		t.Fatalf("1,800 items in chunks of 500 came in %d chunks, want 4", len(runs[0].Chunks))
+	}
+	if err := runs[0].LoadItems(ctx, s); err != nil || len(runs[0].Items) != 1800 {
+		t.Fatalf("%d items, err %v", len(runs[0].Items), err)
+	}
+}

@@ -152,13 +152,15 @@ func (r *Recorder) flusher() {
 	t := time.NewTicker(r.opts.ChunkEvery)
 	defer t.Stop()
 	for {
+		all := false
 		select {
 		case <-r.stop:
 			return
 		case <-r.full:
 		case <-t.C:
+			all = true
 		}
-		r.flush(context.Background())
+		r.flush(context.Background(), all)
 	}
 }
 
@@ -180,7 +182,7 @@ const finishRetry = 250 * time.Millisecond
 // again first, under the same number, with the next flush: a retry whose
 // first try had landed (its reply lost) then finds its own bytes there,
 // and no item is ever written twice.
-func (r *Recorder) flush(ctx context.Context) error {
+func (r *Recorder) flush(ctx context.Context, all bool) error {
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
 	for {
@@ -188,6 +190,16 @@ func (r *Recorder) flush(ctx context.Context) error {
 		if c == nil {
 			r.mu.Lock()
 			n := min(len(r.pending), r.opts.ChunkLines)
+			if n < r.opts.ChunkLines {
+				// Only whole chunks while the run goes on: the rest
+				// waits for the next tick (or the end), so that a run
+				// adding items as fast as they are written does not
+				// write a chunk of a few items after every chunk.
+				if !all {
+					n = 0
+				}
+				all = false // one part chunk a flush at the most
+			}
 			items := r.pending[:n:n]
 			r.pending = r.pending[n:]
 			r.mu.Unlock()
@@ -258,10 +270,10 @@ func (r *Recorder) Finish(ctx context.Context, f Finished) error {
 	<-r.done
 	// What is left, tried a few times: the run is over, and this is the
 	// record's last chance.
-	ferr := r.flush(ctx)
+	ferr := r.flush(ctx, true)
 	for wait := finishRetry; ferr != nil && wait <= 4*finishRetry && ctx.Err() == nil; wait *= 2 {
 		time.Sleep(wait)
-		ferr = r.flush(ctx)
+		ferr = r.flush(ctx, true)
 	}
 	r.mu.Lock()
 	f.Unrecorded = len(r.pending)
