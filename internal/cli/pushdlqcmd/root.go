@@ -121,7 +121,12 @@ const environmentHelp = `Environment variables:
   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
                          static credentials, as the AWS SDK reads them
   XDG_STATE_HOME         journals go to $XDG_STATE_HOME/deadletter
-                         (default ~/.local/state/deadletter)
+                         (default ~/.local/state/deadletter), and the
+                         audit records to its audit/ without --audit
+  DEADLETTER_AUDIT       where the audit records are: s3://BUCKET/PREFIX
+                         (--audit wins); S3 follows AWS_ENDPOINT_URL_S3,
+                         never --endpoint-url
+  DEADLETTER_REASON      the reason an audit record keeps (--reason wins)
   NO_COLOR               any non-empty value turns colour off
   CLICOLOR=0             turns colour off
   CLICOLOR_FORCE         any non-empty value but 0 keeps colour when piped
