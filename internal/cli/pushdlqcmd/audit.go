@@ -231,7 +231,7 @@ func (o *ReplayOptions) auditStarted(plan *pushreplay.Plan) audit.Started {
 	s.Target = audit.Target{DLQ: o.Queue.DLQ}
 	start, end := o.Policy.Window()
 	s.Selection = map[string]any{"window": start.Format(time.RFC3339Nano) + "/" + end.Format(time.RFC3339Nano),
-		"codes": o.Policy.CodesString(), "ineligible": o.Ineligible, "max_replays": o.MaxReplays, "queue_base_url": o.BaseURL}
+		"codes": o.Policy.CodesString(), "ineligible": o.Ineligible, "max_replays": o.MaxReplays}
 	if o.FromFile != "" {
 		s.Selection["from_file"] = o.FromFile
 	}
@@ -242,7 +242,10 @@ func (o *ReplayOptions) auditStarted(plan *pushreplay.Plan) audit.Started {
 		s.Selection["max"] = o.Max
 	}
 	if plan == nil {
-		s.Selection["streamed"] = true // sent during the scan: no plan before the first move
+		// Sent during the scan: no plan before the first move, and the
+		// queues are the base's.
+		s.Selection["streamed"] = true
+		s.Target.Queues = []string{o.BaseURL + "P<priority>"}
 		return s
 	}
 	if plan.Source != "" && o.FromFile == "" {
