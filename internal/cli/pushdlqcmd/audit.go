@@ -17,6 +17,7 @@ import (
 	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
+	"github.com/deadletter/deadletter/internal/lambdactl"
 	"github.com/deadletter/deadletter/internal/pushpolicy"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
@@ -332,4 +333,154 @@ func unwritableError(u *audit.UnwritableError) error {
 	}
 	return &cmdutil.ExitError{Code: code, Err: fmt.Errorf("the audit record cannot be written to %s: %s; nothing was changed, every message is released (--no-audit runs without a record)",
 		u.Where, auditErrorLine(u.Err))}
+}
+
+// exportRecord is the audit record of an export --delete (nil without
+// --delete, or with --no-audit): begun before the first delete, one item
+// per message deleted (or not), finished with the summary's counts.
+type exportRecord struct {
+	place   *auditPlace
+	started audit.Started
+	sum     *ExportSummary
+	rec     *audit.Recorder
+	file    string
+}
+
+// attach completes the started record once the DLQ is resolved.
+func (e *exportRecord) attach(o *ExportOptions, dlq string, sum *ExportSummary) {
+	if e == nil {
+		return
+	}
+	e.sum, e.file = sum, o.Out
+	e.started.Target = audit.Target{DLQ: dlq}
+	e.started.Selection = map[string]any{"file": o.Out}
+	if o.Resume {
+		e.started.Selection["resume"] = true
+	}
+	if o.Max > 0 {
+		e.started.Selection["max"] = o.Max
+	}
+}
+
+// begin writes the started record, once, before the first delete; its
+// error refuses the deletes (the file keeps what was read).
+func (e *exportRecord) begin(ctx context.Context, f *Factory) error {
+	if e == nil || e.rec != nil {
+		return nil
+	}
+	e.started.Plan = map[string]int{"exported": e.sum.Exported, "resumed": e.sum.Resumed, "already_in_file": e.sum.AlreadyInFile}
+	rec, err := f.beginAudit(ctx, e.place, e.started)
+	var u *audit.UnwritableError
+	if errors.As(err, &u) {
+		return unwritableError(u)
+	}
+	if err != nil {
+		return err
+	}
+	e.rec = rec
+	return nil
+}
+
+// deleted records one message's delete.
+func (e *exportRecord) deleted(m *sqsmove.Message, err error) {
+	if e == nil || e.rec == nil {
+		return
+	}
+	it := audit.Item{MessageID: m.MessageID, NotificationID: pushpolicy.NotificationID(m.Body), Action: "deleted", Result: "exported", MovedTo: e.file}
+	if err != nil {
+		it.Action, it.Error = "delete_failed", audit.RedactText(err.Error())
+	}
+	e.rec.Add(it)
+}
+
+// finish writes the finished record (when one was begun).
+func (e *exportRecord) finish(ctx context.Context, f *Factory, err error) {
+	if e == nil || e.rec == nil {
+		return
+	}
+	s := e.sum
+	finishAudit(ctx, f.IO.ErrOut, e.rec, map[string]int{"exported": s.Exported, "deleted": s.Deleted, "delete_failed": s.DeleteFailed,
+		"released": s.Released, "already_in_file": s.AlreadyInFile, "resumed": s.Resumed}, err)
+}
+
+// processorRecord is the audit record of processor arm or disarm (nil
+// with --no-audit): one item per setting changed and for the mapping.
+type processorRecord struct {
+	rec    *audit.Recorder
+	counts map[string]int
+}
+
+// beginRecord writes the started record of arm or disarm, after the plan
+// and the confirmation, before the first change; its error refuses the
+// change (nothing written to the function).
+func (o *ProcessorOptions) beginRecord(ctx context.Context, fn lambdactl.Function, verb string) (*processorRecord, error) {
+	if o.Audit.NoAudit {
+		fmt.Fprintln(o.Factory.IO.ErrOut, "audit: none (--no-audit)")
+		return nil, nil
+	}
+	place, err := o.Factory.auditPlace(ctx, o.Audit.Location)
+	if err != nil {
+		return nil, err
+	}
+	s := o.started
+	s.Target = audit.Target{Function: fn.ARN, DLQ: fn.Env[pushpolicy.EnvDLQURL]}
+	s.Selection = map[string]any{"mapping": o.Mapping}
+	if verb == "arm" {
+		s.Selection["window"], s.Selection["codes"] = o.Window, o.Codes
+		if o.MaxConcurrency > 0 {
+			s.Selection["max_concurrency"] = o.MaxConcurrency
+		}
+	} else if o.Clear {
+		s.Selection["clear"] = true
+	}
+	rec, err := o.Factory.beginAudit(ctx, place, s)
+	var u *audit.UnwritableError
+	if errors.As(err, &u) {
+		return nil, &cmdutil.ExitError{Code: cmdutil.ExitFailure, Err: fmt.Errorf("the audit record cannot be written to %s: %s; nothing was changed (--no-audit runs without a record)",
+			u.Where, auditErrorLine(u.Err))}
+	}
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(o.Factory.IO.ErrOut, place.planLine())
+	return &processorRecord{rec: rec, counts: map[string]int{"settings_changed": 0}}, nil
+}
+
+// settings records the PROCESS_* variables that changed.
+func (p *processorRecord) settings(before, vars map[string]string) {
+	if p == nil {
+		return
+	}
+	keys := make([]string, 0, len(vars))
+	for k := range vars {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if was, ok := before[k]; ok && was == vars[k] {
+			continue
+		}
+		p.rec.Add(audit.Item{Key: k, Action: "set", Result: vars[k]})
+		p.counts["settings_changed"]++
+	}
+}
+
+// mapping records the event source mapping enabled or disabled.
+func (p *processorRecord) mapping(uuid, state string, concurrency *int32) {
+	if p == nil {
+		return
+	}
+	it := audit.Item{Key: "mapping " + uuid, Action: state}
+	if concurrency != nil {
+		it.Result = fmt.Sprintf("maximum concurrency %d", *concurrency)
+	}
+	p.rec.Add(it)
+	p.counts["mapping_"+state]++
+}
+
+func (p *processorRecord) finish(ctx context.Context, f *Factory, err error) {
+	if p == nil {
+		return
+	}
+	finishAudit(ctx, f.IO.ErrOut, p.rec, p.counts, err)
 }
