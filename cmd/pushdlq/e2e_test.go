@@ -37,6 +37,10 @@ type world struct {
 	bodies   []string
 	ids      []string // SQS message ids of bodies
 	stateDir string
+	// tag makes the notification ids of the world's seed its own
+	// (n-TAG-I): the replay guard counts a notification's replays across
+	// every run that records to one state folder.
+	tag string
 }
 
 const (
@@ -49,7 +53,7 @@ const (
 func newWorld(t *testing.T, priorities ...int) *world {
 	t.Helper()
 	endpoint := testsupport.SQSEndpoint(t)
-	w := &world{t: t, c: testsupport.SQSClientAt(endpoint), endpoint: endpoint, stateDir: t.TempDir()}
+	w := &world{t: t, c: testsupport.SQSClientAt(endpoint), endpoint: endpoint, stateDir: t.TempDir(), tag: testsupport.RandomHex(3) + "-"}
 	w.dlq, w.base = testsupport.NewPushQueues(t, w.c, "e2e", priorities...)
 	return w
 }
@@ -73,7 +77,7 @@ func (w *world) seed(n int) {
 		created := inWindow + int64(i)*1000
 		switch i % 8 {
 		case 0, 1:
-			b = fmt.Sprintf(`{"action":"push","id":%d,"notificationId":"n-%d","priority":%d,"createdAt":%d,"errorCode":1004,"errorMessage":"SNS throttled","future":{"field":[1,2]}}`, i, i, 1+i%2, created)
+			b = fmt.Sprintf(`{"action":"push","id":%d,"notificationId":"n-%s%d","priority":%d,"createdAt":%d,"errorCode":1004,"errorMessage":"SNS throttled","future":{"field":[1,2]}}`, i, w.tag, i, 1+i%2, created)
 		case 2:
 			b = fmt.Sprintf(`{"action":"schedule","id":%d,"priority":2,"createdAt":"%d","errorCode":2003,"errorMessage":"not found"}`, i, created)
 		case 3:

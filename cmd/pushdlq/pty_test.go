@@ -56,7 +56,7 @@ func pushdlqVerbs(t *testing.T) []testsupport.PTYVerb {
 		}},
 		{Name: "trace", Run: func(t *testing.T) ([]string, []testsupport.PTYAnswer) {
 			w := own(t) // trace receives every message: a DLQ of its own
-			return []string{"trace", "--dlq", w.dlq, "--queue-base-url", w.base, "--notification", "n-1"}, nil
+			return []string{"trace", "--dlq", w.dlq, "--queue-base-url", w.base, "--notification", "n-" + w.tag + "1"}, nil
 		}, Env: env, Codes: []int{0}, Check: func(t *testing.T, r testsupport.PTYResult) {
 			if !strings.Contains(r.Screen, "notification n-1: 1 message") || !strings.Contains(r.Screen, "pushdlq replay --dlq ") {
 				t.Errorf("%d columns: trace's screen lacks the message or the replay", r.Cols)

@@ -34,6 +34,10 @@ type ExportOptions struct {
 	Resume   bool
 	WaitHeld time.Duration // with Resume: how long to wait for messages in flight
 	Output   *cmdutil.Output
+	// Audit: --reason, --no-audit, --audit; with --delete the run keeps an
+	// audit record, begun before its first delete (exportRecord).
+	Audit  cmdutil.AuditFlags
+	record *exportRecord
 }
 
 // NewCmdExport builds `pushdlq export`.
@@ -131,7 +135,16 @@ past --wait-held) and prints the command to run again.`,
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return runExport(cmd.Context(), opts)
+			if opts.Delete && !opts.Audit.NoAudit {
+				place, err := f.auditPlace(cmd.Context(), opts.Audit.Location)
+				if err != nil {
+					return err
+				}
+				opts.record = &exportRecord{place: place, started: cmdutil.AuditStarted(cmd, nil, opts.Audit, f.Getenv)}
+			}
+			err := runExport(cmd.Context(), opts)
+			opts.record.finish(cmd.Context(), f, err)
+			return err
 		},
 	}
 	addQueueFlags(cmd, &opts.Queue, true)
@@ -142,6 +155,7 @@ past --wait-held) and prints the command to run again.`,
 	fl.IntVar(&opts.Max, "max", 0, "export at most this many messages (0: all)")
 	fl.BoolVar(&opts.Resume, "resume", false, "finish the export that stopped and left FILE.partial: append what is not in it, and with --delete delete what is")
 	fl.DurationVar(&opts.WaitHeld, "wait-held", defaultWaitHeld, "with --resume: how long to wait for messages of the DLQ in flight (the stopped export's) to be visible again")
+	cmdutil.AddAuditFlags(cmd, &opts.Audit, true)
 	opts.Output = cmdutil.AddOutputFlag(cmd, "table", "json")
 	return cmd
 }
@@ -191,6 +205,7 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 		return err
 	}
 	sum := ExportSummary{Type: "summary", Queue: s.Queue.URL, File: opts.Out}
+	opts.record.attach(opts, s.Queue.URL, &sum)
 	defer func() {
 		sum.Released, sum.ReleaseFailed = s.Close()
 		if err == nil || errors.Is(err, cmdutil.PartialError) {
@@ -277,7 +292,10 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 		if writeErr = out.Sync(); writeErr != nil {
 			break
 		}
-		if !deleteExported(ctx, f.IO.ErrOut, s.Hold, held, out.Partial, &sum) {
+		if err := opts.record.begin(ctx, f); err != nil {
+			return exportStopped(f, opts, out, &sum, err, false)
+		}
+		if !deleteExported(ctx, opts.record, f.IO.ErrOut, s.Hold, held, out.Partial, &sum) {
 			return exportStopped(f, opts, out, &sum, cmdutil.PartialError, false)
 		}
 		if ctx.Err() != nil {
@@ -373,7 +391,10 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 			declined = !ok
 		}
 		if !declined {
-			if !deleteExported(ctx, f.IO.ErrOut, s.Hold, held, out.Partial, &sum) {
+			if err := opts.record.begin(ctx, f); err != nil {
+				return exportStopped(f, opts, out, &sum, err, false)
+			}
+			if !deleteExported(ctx, opts.record, f.IO.ErrOut, s.Hold, held, out.Partial, &sum) {
 				return exportStopped(f, opts, out, &sum, cmdutil.PartialError, false)
 			}
 			if err := ctx.Err(); err != nil {
@@ -430,7 +451,10 @@ func finishResumed(ctx context.Context, f *Factory, opts *ExportOptions, s *push
 				return exportStopped(f, opts, out, sum, cmp.Or(err, error(cmdutil.PartialError)), false)
 			}
 		}
-		if !deleteExported(ctx, w, s.Hold, held, out.Partial, sum) {
+		if err := opts.record.begin(ctx, f); err != nil {
+			return exportStopped(f, opts, out, sum, err, false)
+		}
+		if !deleteExported(ctx, opts.record, w, s.Hold, held, out.Partial, sum) {
 			return exportStopped(f, opts, out, sum, cmdutil.PartialError, false)
 		}
 		if err := ctx.Err(); err != nil {
@@ -515,8 +539,8 @@ func exportStopped(f *Factory, opts *ExportOptions, out *pushexport.File, sum *E
 // this run; they count as not deleted, said on w: they are in the file
 // and still in the DLQ. Before, the run ended with exported > deleted and
 // delete_failed 0, and exit 0.
-func deleteExported(ctx context.Context, w io.Writer, hold *sqsmove.Hold, want int, file string, sum *ExportSummary) bool {
-	deleted, failed, lost := pushexport.DeleteHeld(ctx, hold, want)
+func deleteExported(ctx context.Context, rec *exportRecord, w io.Writer, hold *sqsmove.Hold, want int, file string, sum *ExportSummary) bool {
+	deleted, failed, lost := pushexport.DeleteHeld(ctx, hold, want, rec.deleted)
 	if lost > 0 {
 		fmt.Fprintf(w, "%s in %s were not deleted: this run no longer held them (a renewal of their visibility was refused, or the run was paused past --visibility-timeout); they are in the DLQ as well as in the file\n",
 			output.Plural(lost, "message"), file)

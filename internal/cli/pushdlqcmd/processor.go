@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
 
+	"github.com/deadletter/deadletter/internal/audit"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/lambdactl"
@@ -34,6 +35,10 @@ type ProcessorOptions struct {
 	Watch           bool
 	Interval        time.Duration
 	Output          *cmdutil.Output
+	// Audit: --reason, --no-audit, --audit of arm and disarm; started is
+	// their record's common part.
+	Audit   cmdutil.AuditFlags
+	started audit.Started
 }
 
 // processorEndpointHelp is what every processor verb's help says of
@@ -149,6 +154,7 @@ command says so (exit 1).
 					return err
 				}
 			}
+			opts.started = cmdutil.AuditStarted(cmd, nil, opts.Audit, f.Getenv)
 			return runProcessorArm(cmd.Context(), opts, policy)
 		},
 	}
@@ -160,6 +166,7 @@ command says so (exit 1).
 	fl.BoolVar(&opts.AllowWideWindow, "allow-wide-window", false, "allow --codes '*' with a window over 24 hours")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (required when stdin or stderr is not a terminal)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "print the plan and change nothing")
+	cmdutil.AddAuditFlags(cmd, &opts.Audit, true)
 	return cmd
 }
 
@@ -186,6 +193,7 @@ enabling the mapping by mistake later replays nothing.
 					return err
 				}
 			}
+			opts.started = cmdutil.AuditStarted(cmd, nil, opts.Audit, f.Getenv)
 			return runProcessorDisarm(cmd.Context(), opts)
 		},
 	}
@@ -193,6 +201,7 @@ enabling the mapping by mistake later replays nothing.
 	cmd.Flags().BoolVar(&opts.Clear, "clear", false, "also set PROCESS_* to a window that matches nothing")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (required when stdin or stderr is not a terminal)")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print the plan and change nothing")
+	cmdutil.AddAuditFlags(cmd, &opts.Audit, true)
 	return cmd
 }
 
@@ -513,7 +522,7 @@ func confirmChange(f *Factory, opts *ProcessorOptions, question string) (bool, e
 	return true, nil
 }
 
-func runProcessorArm(ctx context.Context, opts *ProcessorOptions, policy pushpolicy.Policy) error {
+func runProcessorArm(ctx context.Context, opts *ProcessorOptions, policy pushpolicy.Policy) (err error) {
 	f := opts.Factory
 	lc, fn, m, err := openProcessor(ctx, opts)
 	if err != nil {
@@ -534,9 +543,15 @@ func runProcessorArm(ctx context.Context, opts *ProcessorOptions, policy pushpol
 	if ok, err := confirmChange(f, opts, "Arm the processor?"); !ok {
 		return err
 	}
+	rec, err := opts.beginRecord(ctx, fn, "arm")
+	if err != nil {
+		return err
+	}
+	defer func() { rec.finish(ctx, f, err) }()
 	if err := lambdactl.SetEnv(ctx, lc, fn, pushpolicy.MergeVars(fn.Env, vars)); err != nil {
 		return err
 	}
+	rec.settings(fn.Env, vars)
 	progress := cmdutil.NewProgress(w, f.IO.ShowProgress())
 	if _, err := lambdactl.Wait(ctx, lc, fn.Name, f.pollInterval(), func(fn lambdactl.Function) {
 		progress.Update("waiting for the update of %s: %s", fn.Name, fn.LastUpdateStatus)
@@ -555,11 +570,12 @@ func runProcessorArm(ctx context.Context, opts *ProcessorOptions, policy pushpol
 	if err != nil {
 		return fmt.Errorf("PROCESS_* were set, but enabling the mapping failed: %w", err)
 	}
+	rec.mapping(after.UUID, "enabled", mc)
 	fmt.Fprintf(w, "mapping %s %s; watch it with: pushdlq processor status --function %s --watch\n", after.UUID, after.State, fn.Name)
 	return nil
 }
 
-func runProcessorDisarm(ctx context.Context, opts *ProcessorOptions) error {
+func runProcessorDisarm(ctx context.Context, opts *ProcessorOptions) (err error) {
 	f := opts.Factory
 	lc, fn, m, err := openProcessor(ctx, opts)
 	if err != nil {
@@ -578,10 +594,16 @@ func runProcessorDisarm(ctx context.Context, opts *ProcessorOptions) error {
 	if ok, err := confirmChange(f, opts, "Disarm the processor?"); !ok {
 		return err
 	}
+	rec, err := opts.beginRecord(ctx, fn, "disarm")
+	if err != nil {
+		return err
+	}
+	defer func() { rec.finish(ctx, f, err) }()
 	after, err := lambdactl.SetMapping(ctx, lc, m.UUID, false, nil)
 	if err != nil {
 		return err
 	}
+	rec.mapping(after.UUID, "disabled", nil)
 	fmt.Fprintf(w, "mapping %s %s\n", after.UUID, after.State)
 	if !opts.Clear {
 		return nil
@@ -594,6 +616,7 @@ func runProcessorDisarm(ctx context.Context, opts *ProcessorOptions) error {
 	if err := lambdactl.SetEnv(ctx, lc, fn, pushpolicy.MergeVars(fn.Env, vars)); err != nil {
 		return fmt.Errorf("the mapping is disabled, but clearing the window failed: %w", err)
 	}
+	rec.settings(fn.Env, vars)
 	if _, err := lambdactl.Wait(ctx, lc, fn.Name, f.pollInterval(), nil); err != nil {
 		return fmt.Errorf("the mapping is disabled, but: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/spf13/cobra"
 
+	"github.com/deadletter/deadletter/internal/audit"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/pushpolicy"
@@ -41,6 +43,13 @@ type ReplayOptions struct {
 	given []string
 	// since is what --since resolved to (nil without it).
 	since *cmdutil.SinceWindow
+	// Audit are --reason, --no-audit and --audit; started is the audit
+	// record's common part, built from the invocation; audit is where the
+	// records are (read by the replay guard, written before the first
+	// move).
+	Audit   cmdutil.AuditFlags
+	started audit.Started
+	audit   *auditPlace
 }
 
 // NewCmdReplay builds `pushdlq replay`.
@@ -120,7 +129,25 @@ After the scan, the DLQ's messages that are neither visible nor held by
 this run are in flight elsewhere (another consumer, an interrupted run, a
 receive whose reply was lost), and delayed ones cannot be read yet: the
 plan and the summary count both (in_flight_elsewhere, delayed), and the
-run exits 3 whenever either is not zero, never "nothing to replay" and 0.`,
+run exits 3 whenever either is not zero, never "nothing to replay" and 0.
+
+Every run that moves anything leaves an audit record: who (the AWS caller
+identity, the OS user, the host), why (--reason or $DEADLETTER_REASON), the
+invocation (secrets redacted), the plan, and each message's outcome with its
+notification id. It goes to --audit s3://BUCKET/PREFIX or $DEADLETTER_AUDIT,
+else to the local state directory (not shared with other operators; the
+plan says so). It is begun after the plan and the confirmation, before the
+first move: if it cannot be written, the run refuses with nothing moved
+(--no-audit runs without one). A dry run writes none. pushdlq history reads
+the records.
+
+The replay guard: a redriven message is a new message, so a notification
+that keeps failing can be replayed again and again. Before the plan, the
+recorded replay runs are counted per notification; a notification replayed
+--max-replays times already (default 3) is not sent again: it stays in the
+DLQ, released or parked as --ineligible says, and is counted apart as
+held_back, named in the summary with its count. If the records cannot be
+read, the run refuses unless --max-replays 0 (no limit).`,
 		Example: `  pushdlq replay --dlq push-dlq --queue-base-url https://sqs.us-east-1.amazonaws.com/123456789012/push- \
       --window 2025-11-14T08:30:00Z/2025-11-14T09:00:00Z --codes 1004,2003 --dry-run
   pushdlq replay --dlq push-dlq --queue-base-url URL --since 6h --codes 1004 --dry-run
@@ -155,6 +182,8 @@ run exits 3 whenever either is not zero, never "nothing to replay" and 0.`,
 	fl.StringVar(&opts.Journal, "journal", "", "write-ahead journal file (default: a new file under $XDG_STATE_HOME/deadletter)")
 	fl.StringVar(&opts.Resume, "resume", "", "continue the run this journal records (and append to it)")
 	fl.BoolVar(&opts.AllowWideWindow, "allow-wide-window", false, "allow --codes '*' with a window over 24 hours")
+	fl.IntVar(&opts.MaxReplays, "max-replays", 3, "hold back the notifications the audit shows replayed this many times already (0: no limit)")
+	cmdutil.AddAuditFlags(cmd, &opts.Audit, true)
 	fl.DurationVar(&opts.WaitHeld, "wait-held", 15*time.Minute, "with --resume: how long to wait for messages the interrupted run still holds invisible (longer: exit 1, saying until when)")
 	_ = cmd.RegisterFlagCompletionFunc("ineligible", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"release", "park"}, cobra.ShellCompDirectiveNoFileComp
@@ -209,6 +238,10 @@ func (o *ReplayOptions) validate(cmd *cobra.Command) error {
 	if o.WaitHeld < 0 {
 		return cmdutil.UsageErrorf("--wait-held %s: want 0 or more", o.WaitHeld)
 	}
+	if o.MaxReplays < 0 {
+		return cmdutil.UsageErrorf("--max-replays %d: want 0 (no limit) or more", o.MaxReplays)
+	}
+	o.started = cmdutil.AuditStarted(cmd, nil, o.Audit, o.Factory.Getenv)
 	if o.Max < 0 || o.Concurrency < 1 {
 		return cmdutil.UsageErrorf("--max wants 0 or more, --concurrency 1 or more")
 	}
@@ -316,8 +349,13 @@ func runReplay(ctx context.Context, opts *ReplayOptions) error {
 	if opts.Output.Value == "ndjson" {
 		stream = output.NewJSONStream(out, true)
 	}
+	if err := opts.readGuard(ctx); err != nil {
+		return err
+	}
+	var plan *pushreplay.Plan
+	var rec *audit.Recorder
 	run := &pushreplay.Run{Options: opts.Options, Out: stderrOut(f), SQS: f.SQS, StateDir: f.StateDir, Now: f.Now,
-		Plan: func(p *pushreplay.Plan) { printPlan(w, opts, p) },
+		Plan: func(p *pushreplay.Plan) { plan = p; printPlan(w, opts, p) },
 		Confirm: func(p *pushreplay.Plan) (bool, error) {
 			ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Replay %s?", output.Plural(p.Eligible, "message")), "yes")
 			switch {
@@ -332,8 +370,21 @@ func runReplay(ctx context.Context, opts *ReplayOptions) error {
 			}
 			return ok, err
 		}}
-	if stream != nil {
-		run.OnMessage = func(m pushreplay.Fate) { stream.Write(messageLine(m)) }
+	if !opts.DryRun && !opts.Audit.NoAudit {
+		run.BeforeMove = func() (err error) {
+			rec, err = f.beginAudit(ctx, opts.audit, opts.auditStarted(plan))
+			return err
+		}
+	}
+	if stream != nil || !opts.DryRun {
+		run.OnMessage = func(m pushreplay.Fate) {
+			if stream != nil {
+				stream.Write(messageLine(m))
+			}
+			if rec != nil {
+				rec.Add(replayItem(m, opts.Replayed))
+			}
+		}
 	}
 	if opts.Resume == "" && opts.Journal == "" && opts.FromFile == "" {
 		// After a kill nothing was printed: the same command again is
@@ -345,7 +396,17 @@ func runReplay(ctx context.Context, opts *ReplayOptions) error {
 		}
 	}
 	res, err := run.Run(ctx)
-	return replayOutcome(opts, out, stream, res, err)
+	var unwritable *audit.UnwritableError
+	if errors.As(err, &unwritable) {
+		return unwritableError(unwritable)
+	}
+	err = replayOutcome(opts, out, stream, res, err)
+	if res != nil {
+		finishAudit(ctx, w, rec, replayCounts(res.Summary), err)
+	} else {
+		finishAudit(ctx, w, rec, nil, err)
+	}
+	return err
 }
 
 // replayOutcome renders what a run came to (what it left undone on stderr,
@@ -521,8 +582,10 @@ func printPlan(w io.Writer, opts *ReplayOptions, p *pushreplay.Plan) {
 	if opts.Ineligible == "park" {
 		action = "parked in the DLQ with DelaySeconds 900"
 	}
-	fmt.Fprintf(w, "  ineligible %d (%s)\n", p.IneligibleTotal(), action)
-	for _, c := range byCount(p.Ineligible, reasonLabel) {
+	ineligible := maps.Clone(p.Ineligible)
+	delete(ineligible, pushpolicy.ReasonHeldBack)
+	fmt.Fprintf(w, "  ineligible %d (%s)\n", p.IneligibleTotal()-p.Ineligible[pushpolicy.ReasonHeldBack], action)
+	for _, c := range byCount(ineligible, reasonLabel) {
 		fmt.Fprintf(w, "    %6d  %s\n", c.Count, c.Name)
 	}
 	if p.AlreadySent > 0 {
@@ -539,6 +602,16 @@ func printPlan(w io.Writer, opts *ReplayOptions, p *pushreplay.Plan) {
 	}
 	if n := p.StillHeld; n > 0 {
 		fmt.Fprintf(w, "  still held %d: the interrupted run held them and they are not back in the DLQ; they are not in this plan\n", n)
+	}
+	if n := p.Ineligible[pushpolicy.ReasonHeldBack]; n > 0 || opts.MaxReplays > 0 {
+		printHeldBack(w, opts, p, n)
+	}
+	switch {
+	case opts.DryRun:
+	case opts.Audit.NoAudit:
+		fmt.Fprintln(w, "  audit: none (--no-audit)")
+	case opts.audit != nil:
+		fmt.Fprintf(w, "  %s\n", opts.audit.planLine())
 	}
 	if opts.Rate > 0 && p.Eligible > 0 {
 		fmt.Fprintf(w, "  rate     %g msg/s (about %s)\n", opts.Rate, time.Duration(float64(p.Eligible)/opts.Rate*float64(time.Second)).Round(time.Second))
@@ -655,6 +728,12 @@ func writeReplaySummary(out io.Writer, stream *output.JSONStream, format string,
 	fmt.Fprintf(&b, "failed              %d\n", s.Failed)
 	fmt.Fprintf(&b, "delete failed       %d\n", s.DeleteFailed)
 	fmt.Fprintf(&b, "skipped duplicates  %d\n", s.SkippedDuplicates)
+	if s.HeldBack > 0 {
+		fmt.Fprintf(&b, "held back           %d (replayed --max-replays times already; they stay in the DLQ)\n", s.HeldBack)
+		for _, h := range s.HeldBackNotifications {
+			fmt.Fprintf(&b, "  %s  replayed %s already, %s held back\n", output.Escape(h.NotificationID), output.Plural(h.Replays, "time"), output.Plural(h.Messages, "message"))
+		}
+	}
 	// Counts that are shown only when not zero.
 	for _, c := range []struct {
 		label string

@@ -56,7 +56,7 @@ queue or on disk. Data goes to stdout; plans, progress and warnings to stderr.`,
 	cmdutil.WrapHelp(root, f.IO.TerminalWidth)
 	cmdutil.AddAWSFlags(root, f.AWS)
 	root.PersistentFlags().Lookup("endpoint-url").Usage = "send SQS requests to this URL, e.g. a local SQS such as fauxqs or ElasticMQ (beats AWS_ENDPOINT_URL_SQS and AWS_ENDPOINT_URL)"
-	root.AddCommand(NewCmdCodes(f, nil), NewCmdInspect(f, nil), NewCmdTriage(f, nil), NewCmdTrace(f, nil), NewCmdExport(f, nil), NewCmdReplay(f, nil), NewCmdProcessor(f),
+	root.AddCommand(NewCmdCodes(f, nil), NewCmdInspect(f, nil), NewCmdTriage(f, nil), NewCmdTrace(f, nil), NewCmdExport(f, nil), NewCmdReplay(f, nil), NewCmdHistory(f, nil), NewCmdProcessor(f),
 		cmdutil.NewCmdVersion("pushdlq", f.IO.Out), newCmdDev(f))
 	root.AddCommand(cmdutil.HelpTopic("exit-codes", "What pushdlq's exit codes mean", exitCodesHelp))
 	root.AddCommand(cmdutil.HelpTopic("environment", "Environment variables pushdlq reads", environmentHelp))
@@ -121,7 +121,12 @@ const environmentHelp = `Environment variables:
   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
                          static credentials, as the AWS SDK reads them
   XDG_STATE_HOME         journals go to $XDG_STATE_HOME/deadletter
-                         (default ~/.local/state/deadletter)
+                         (default ~/.local/state/deadletter), and the
+                         audit records to its audit/ without --audit
+  DEADLETTER_AUDIT       where the audit records are: s3://BUCKET/PREFIX
+                         (--audit wins); S3 follows AWS_ENDPOINT_URL_S3,
+                         never --endpoint-url
+  DEADLETTER_REASON      the reason an audit record keeps (--reason wins)
   NO_COLOR               any non-empty value turns colour off
   CLICOLOR=0             turns colour off
   CLICOLOR_FORCE         any non-empty value but 0 keeps colour when piped

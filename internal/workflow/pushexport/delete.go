@@ -12,8 +12,9 @@ import (
 // how many the caller wrote and expects deleted: those whose hold was lost
 // meanwhile (a renewal of their visibility was refused, or the run was
 // paused past it: another consumer may have them) cannot be deleted by
-// this run, and count in lost (not in failed) unless ctx ended.
-func DeleteHeld(ctx context.Context, hold *sqsmove.Hold, want int) (deleted, failed, lost int) {
+// this run, and count in lost (not in failed) unless ctx ended. each,
+// when set, is told every message as its delete is known (err nil: deleted).
+func DeleteHeld(ctx context.Context, hold *sqsmove.Hold, want int, each func(m *sqsmove.Message, err error)) (deleted, failed, lost int) {
 	hold.EachBatch(100, false, func(refs []sqsmove.Ref) {
 		if ctx.Err() != nil {
 			return
@@ -21,6 +22,11 @@ func DeleteHeld(ctx context.Context, hold *sqsmove.Hold, want int) (deleted, fai
 		bad := hold.Delete(ctx, refs)
 		failed += len(bad)
 		deleted += len(refs) - len(bad)
+		if each != nil {
+			for _, r := range refs {
+				each(r.Msg, bad[r.Ord])
+			}
+		}
 	})
 	if l := want - deleted - failed; l > 0 && ctx.Err() == nil {
 		lost = l

@@ -1,6 +1,8 @@
 package pushreplay
 
 import (
+	"sort"
+
 	"github.com/deadletter/deadletter/internal/pushpolicy"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 )
@@ -56,9 +58,25 @@ type Summary struct {
 	NotParked int `json:"not_parked"`
 	// StillHeld counts messages an interrupted run held that a resume did
 	// not find in the DLQ.
-	StillHeld int             `json:"still_held"`
-	Failures  []TargetFailure `json:"failures"`
-	Journal   *string         `json:"journal"`
+	StillHeld int `json:"still_held"`
+	// HeldBack counts the eligible messages the replay guard held back
+	// (their notification was replayed --max-replays times already): they
+	// stay in the DLQ, released or parked as the ineligible ones, and are
+	// not counted in ineligible (in a park run parked + not_parked =
+	// ineligible + held_back). HeldBackNotifications names them.
+	HeldBack              int                    `json:"held_back"`
+	HeldBackNotifications []HeldBackNotification `json:"held_back_notifications"`
+	Failures              []TargetFailure        `json:"failures"`
+	Journal               *string                `json:"journal"`
+}
+
+// HeldBackNotification is one notification the replay guard held back:
+// how many runs had replayed it already, and how many of its messages
+// this run held back.
+type HeldBackNotification struct {
+	NotificationID string `json:"notification_id"`
+	Replays        int    `json:"replays"`
+	Messages       int    `json:"messages"`
 }
 
 // The fates of a message that was not sent, beside sqsmove's outcomes.
@@ -76,9 +94,11 @@ type Fate struct {
 	// the DLQ when it was parked ("" for none).
 	Target string
 	NewID  string // the id the queue gave it
-	// Reason is why it is not eligible (OutcomeReleased).
+	// Reason is why it is not eligible (OutcomeReleased, or parked).
 	Reason pushpolicy.Reason
-	Err    error // why it failed or is uncertain
+	// NotificationID is the body's notificationId ("" when none).
+	NotificationID string
+	Err            error // why it failed or is uncertain
 	// DeleteFailed: it was sent, but the DLQ did not delete it.
 	DeleteFailed error
 }
@@ -123,9 +143,13 @@ func (r *replayRun) emit(res sqsmove.Result) {
 		return
 	}
 	f := Fate{MessageID: res.Msg.MessageID, Outcome: res.Outcome, Command: pushpolicy.ParseCommand(res.Msg.Body),
-		Target: res.Route.Target, NewID: res.NewID, Err: res.Err, DeleteFailed: res.DeleteFailed}
-	if f.Target == "" && res.Route.Park {
-		f.Target = r.source
+		Target: res.Route.Target, NewID: res.NewID, Err: res.Err, DeleteFailed: res.DeleteFailed,
+		NotificationID: pushpolicy.NotificationID(res.Msg.Body)}
+	if res.Route.Park {
+		if f.Target == "" {
+			f.Target = r.source
+		}
+		f.Reason = r.decide(res.Msg.Body).Decision.Reason
 	}
 	r.OnMessage(f)
 }
@@ -148,9 +172,11 @@ func (r *replayRun) finish() {
 			step := r.decide(m.Body)
 			switch d := step.Decision; {
 			case d.Eligible && r.DryRun:
-				r.OnMessage(Fate{MessageID: m.MessageID, Outcome: OutcomeWouldSend, Command: step.Command, Target: d.Target})
+				r.OnMessage(Fate{MessageID: m.MessageID, Outcome: OutcomeWouldSend, Command: step.Command, Target: d.Target,
+					NotificationID: pushpolicy.NotificationID(m.Body)})
 			case !d.Eligible:
-				r.OnMessage(Fate{MessageID: m.MessageID, Outcome: OutcomeReleased, Command: step.Command, Reason: d.Reason})
+				r.OnMessage(Fate{MessageID: m.MessageID, Outcome: OutcomeReleased, Command: step.Command, Reason: d.Reason,
+					NotificationID: pushpolicy.NotificationID(m.Body)})
 			}
 			return nil
 		})
@@ -161,7 +187,9 @@ func (r *replayRun) finish() {
 		r.hold.Close()
 	}
 	r.summary.Failures = r.failures.rows()
-	r.summary.Scanned, r.summary.Eligible, r.summary.Ineligible = r.counts.Scanned, r.counts.Eligible, r.counts.IneligibleTotal()
+	r.summary.HeldBack = r.counts.Ineligible[pushpolicy.ReasonHeldBack]
+	r.summary.Scanned, r.summary.Eligible, r.summary.Ineligible = r.counts.Scanned, r.counts.Eligible, r.counts.IneligibleTotal()-r.summary.HeldBack
+	r.summary.HeldBackNotifications = r.heldBackRows()
 	r.listUnresolvedUncertain()
 	r.summary.PossibleDuplicates = len(r.summary.PossibleDuplicateIDs)
 	// The journal's summary is the one printed: written after the release.
@@ -171,4 +199,16 @@ func (r *replayRun) finish() {
 			r.logf("warning: %v", err)
 		}
 	}
+}
+
+// heldBackRows lists the notifications the replay guard held back, by id.
+func (r *replayRun) heldBackRows() []HeldBackNotification {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rows := make([]HeldBackNotification, 0, len(r.heldBack))
+	for id, n := range r.heldBack {
+		rows = append(rows, HeldBackNotification{NotificationID: id, Replays: r.Replayed[id], Messages: n})
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].NotificationID < rows[j].NotificationID })
+	return rows
 }

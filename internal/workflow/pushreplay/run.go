@@ -43,6 +43,13 @@ type Options struct {
 	// WaitHeld is how long a resume waits for the messages the interrupted
 	// run still holds invisible (longer: an error saying until when).
 	WaitHeld time.Duration
+	// Replayed counts, by notification id, the earlier runs that replayed
+	// it (from the audit records); MaxReplays is the replay guard: an
+	// eligible message whose notification was replayed that many times
+	// already is held back (0: no limit). It stays in the DLQ, released or
+	// parked as Ineligible says, and is counted held_back.
+	Replayed   map[string]int
+	MaxReplays int
 }
 
 // Run is one replay of push DLQ messages to their priority queues, driven
@@ -71,6 +78,11 @@ type Run struct {
 	// OnMessage, when set, is told each message's fate as soon as it is
 	// known (the CLI's -o ndjson lines); it is never called concurrently.
 	OnMessage func(Fate)
+	// BeforeMove, when set, is called once, right before the run's first
+	// change (its journal not yet opened, nothing sent or deleted): the
+	// audit record begins there. Its error stops the run with nothing
+	// moved; every message is released.
+	BeforeMove func() error
 }
 
 // Counts are what a scan found, by decision.
@@ -238,6 +250,9 @@ type replayRun struct {
 	// (ineligible messages: the summary's not_parked, not its failed,
 	// uncertain, abandoned or hold_lost).
 	parkTrouble parkCounts
+	// heldBack counts, by notification id, the messages the replay guard
+	// held back.
+	heldBack map[string]int
 }
 
 // Run replays. It returns a nil RunResult when it stopped before holding
@@ -248,10 +263,11 @@ type replayRun struct {
 // it ran to its end, whatever became of each message: see
 // RunResult.Partial); a *UsageError is a refusal of its inputs.
 func (r *Run) Run(ctx context.Context) (*RunResult, error) {
-	rr := &replayRun{Run: r, failures: failureTally{}, round: 1, parkedCopies: map[string]bool{},
+	rr := &replayRun{Run: r, failures: failureTally{}, round: 1, parkedCopies: map[string]bool{}, heldBack: map[string]int{},
 		counts:    newCounts(),
 		roundBase: newCounts(),
-		summary:   Summary{Type: "summary", DryRun: r.DryRun, Codes: r.Policy.CodesString(), PossibleDuplicateIDs: []string{}, HoldLostIDs: []string{}, Failures: []TargetFailure{}}}
+		summary: Summary{Type: "summary", DryRun: r.DryRun, Codes: r.Policy.CodesString(), PossibleDuplicateIDs: []string{}, HoldLostIDs: []string{}, Failures: []TargetFailure{},
+			HeldBackNotifications: []HeldBackNotification{}}}
 	start, end := r.Policy.Window()
 	rr.summary.WindowStart, rr.summary.WindowEnd = start.Format(time.RFC3339Nano), end.Format(time.RFC3339Nano)
 	return rr.run(ctx)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/deadletter/deadletter/internal/pushpolicy"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 )
 
@@ -100,6 +101,9 @@ func (r *replayRun) observe(ord int, m *sqsmove.Message) bool {
 		return false
 	}
 	r.counts.decided(st)
+	if st.Decision.Reason == pushpolicy.ReasonHeldBack {
+		r.heldBack[pushpolicy.NotificationID(m.Body)]++
+	}
 	stop := r.Max > 0 && r.counts.Eligible >= r.Max
 	r.mu.Unlock()
 	if r.streamed {
@@ -156,8 +160,17 @@ func (r *replayRun) isDLQ(target string) bool {
 
 // decide is the processor's decision and route for a body (Decide: one
 // function for both).
+// An eligible message whose notification is at the replay guard's limit
+// is held back: routed as an ineligible one.
 func (r *replayRun) decide(body string) Step {
-	return Decide(body, r.Policy, r.BaseURL)
+	st := Decide(body, r.Policy, r.BaseURL)
+	if st.Decision.Eligible && r.MaxReplays > 0 && len(r.Replayed) > 0 {
+		if id := pushpolicy.NotificationID(body); id != "" && r.Replayed[id] >= r.MaxReplays {
+			st.Decision = pushpolicy.Decision{Reason: pushpolicy.ReasonHeldBack}
+			st.Route = sqsmove.Route{Park: true, Delay: pushpolicy.ParkDelaySeconds}
+		}
+	}
+	return st
 }
 
 // route is the processor's route, except that ineligible messages are
@@ -192,6 +205,11 @@ func (r *replayRun) replay(ctx context.Context) error {
 // replayer opens the journal (once a run) and prepares the replay of the
 // held messages.
 func (r *replayRun) replayer(ctx context.Context) (*sqsmove.Replayer, error) {
+	if r.BeforeMove != nil {
+		if err := r.BeforeMove(); err != nil {
+			return nil, err
+		}
+	}
 	path, err := r.journalPath()
 	if err != nil {
 		return nil, err

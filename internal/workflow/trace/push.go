@@ -4,9 +4,6 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
-	"strings"
-
-	"github.com/tidwall/gjson"
 
 	"github.com/deadletter/deadletter/internal/pushpolicy"
 )
@@ -34,20 +31,7 @@ type PushMessage struct {
 // last one wins. A body that is not JSON is searched as gjson finds it, so
 // that a truncated body naming the notification is still listed (judged
 // not replayable).
-func NotificationOf(body string) string {
-	trimmed := strings.TrimSpace(body)
-	if !gjson.Valid(trimmed) {
-		return gjson.Get(body, "notificationId").String()
-	}
-	id := ""
-	gjson.Parse(trimmed).ForEach(func(k, v gjson.Result) bool {
-		if k.Str == "notificationId" {
-			id = v.String()
-		}
-		return true
-	})
-	return id
-}
+func NotificationOf(body string) string { return pushpolicy.NotificationID(body) }
 
 // PushMessageOf reads one DLQ message of the notification and decides it
 // under policy (base: the priority queues' base URL).
