@@ -209,7 +209,13 @@ func seedReplays(t *testing.T, st archive.Store, base string, runs ...[]string) 
 	t.Helper()
 	at := time.Now().UTC().Add(-10 * 24 * time.Hour)
 	for i, notes := range runs {
-		rec, err := audit.Begin(context.Background(), st, base, audit.Started{Tool: "pushdlq", Verb: "replay", Reason: fmt.Sprint("INC-", i),
+		reason := fmt.Sprint("INC-", i)
+		if i == 1 {
+			reason = ""
+		}
+		arn, account := "arn:aws:sts::123456789012:assumed-role/ops-oncall/alice", "123456789012"
+		rec, err := audit.Begin(context.Background(), st, base, audit.Started{Tool: "pushdlq", Verb: "replay", Reason: reason,
+			Actor:     audit.Actor{AWSARN: &arn, AWSAccount: &account, OSUser: "alice", Host: "bastion"},
 			StartedAt: at.Add(time.Duration(i) * 24 * time.Hour)}, audit.Options{})
 		if err != nil {
 			t.Fatal(err)
