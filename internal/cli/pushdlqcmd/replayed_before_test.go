@@ -41,7 +41,9 @@ func TestTraceAndTriageShowTheReplaysRecordedAndWhatTheGuardHoldsBack(t *testing
 		t.Fatal(err)
 	}
 	seedReplays(t, st, "", []string{"n-0", "n-1"}, []string{"n-0"}, []string{"n-0"})
-	day := func(i int) string { return time.Now().UTC().Add(time.Duration(i-10) * 24 * time.Hour).Format("2006-01-02") }
+	day := func(i int) string {
+		return time.Now().UTC().Add(time.Duration(i-10) * 24 * time.Hour).Format("2006-01-02")
+	}
 
 	code, stdout, stderr := w.verb("trace", "--notification", "n-0", "--queue-base-url", w.base)
 	want := "replayed 3 times: " + day(0) + " (assumed-role/ops-oncall/alice, INC-0), " + day(1) + " (assumed-role/ops-oncall/alice, no reason given), " +
