@@ -1,0 +1,134 @@
+package main_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/tidwall/gjson"
+
+	"github.com/deadletter/deadletter/internal/testsupport"
+)
+
+// auditChunk is the kill rounds' chunk of items (DEADLETTER_AUDIT_CHUNK_LINES):
+// small, so that chunks land during a run of a few seconds.
+const auditChunk = 5
+
+// A replay killed (SIGKILL) at a random moment, in rounds, leaves a record
+// that pushdlq history shows as not finished (finished false, ended_at
+// null) with the items it reached. Census by body: every message an item
+// lists as replayed is in the target queue the item names, and of the
+// messages in the target queues at most the last chunks' worth (the chunk
+// being gathered, the one being written, and the batch whose reply the
+// kill cut) is missing from the items.
+func TestAKilledReplayLeavesARecordHistoryShowsAsUnfinishedWithEveryMoveRecorded(t *testing.T) {
+	t.Parallel()
+	for round, rate := range []string{"40", "100", "100", "400"} {
+		t.Run(fmt.Sprint("round ", round), func(t *testing.T) {
+			w := seededWorld(t, 240) // 120 eligible
+			env := append(w.env(), fmt.Sprintf("DEADLETTER_AUDIT_CHUNK_LINES=%d", auditChunk), "TMPDIR="+t.TempDir())
+			cmd := w.commandOf(bin, t.TempDir(), w.replayArgs("--yes", "--rate", rate, "--concurrency", "2", "--reason", "kill round")...)
+			cmd.Env = env
+			p := testsupport.StartProc(t, cmd)
+			// From before the first move (the scan) to past the end.
+			after := time.Duration(200+rand.IntN(2800)) * time.Millisecond
+			p.KillAfter(after)
+			t.Logf("rate %s/s, killed after %s", rate, after)
+
+			byBody := map[string]string{} // body: the target queue it is in
+			for _, prio := range []int{1, 2} {
+				q := fmt.Sprintf("%sP%d", w.base, prio)
+				for _, m := range testsupport.Drain(t, w.c, q, 2*time.Second) {
+					b := aws.ToString(m.Body)
+					if _, twice := byBody[b]; twice {
+						t.Errorf("%s is in a target twice", b)
+					}
+					byBody[b] = q
+				}
+			}
+			bodyOf := map[string]string{}
+			for i, id := range w.ids {
+				bodyOf[id] = w.bodies[i]
+			}
+
+			out, err := w.commandOf(bin, t.TempDir(), "history", "-o", "ndjson").Output()
+			if err != nil {
+				t.Fatalf("history: %v", err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if strings.TrimSpace(string(out)) == "" {
+				// Killed before the record was begun: nothing may have moved.
+				if len(byBody) != 0 {
+					t.Fatalf("no record, but %d messages are in the target queues", len(byBody))
+				}
+				t.Logf("killed before the first move: no record, nothing moved")
+				return
+			}
+			if len(lines) != 1 {
+				t.Fatalf("%d runs in history, want 1:\n%s", len(lines), out)
+			}
+			l := lines[0]
+			// A kill after the finished record (the run was ending, or over)
+			// is not a run killed part way: its record must be whole.
+			finished := gjson.Get(l, "finished").Bool()
+			switch {
+			case gjson.Get(l, "reason").String() != "kill round":
+				t.Errorf("history of the killed run: %s", l)
+			case finished && (gjson.Get(l, "ended_at").Type == gjson.Null || gjson.Get(l, "exit_code").Int() != 0):
+				t.Errorf("history of a run that finished before its kill: %s", l)
+			case !finished && (gjson.Get(l, "ended_at").Type != gjson.Null || gjson.Get(l, "exit_code").Type != gjson.Null):
+				t.Errorf("history of the killed run: %s", l)
+			}
+			// The items, all of them: from the record's folder, which
+			// history names.
+			items := readItems(t, gjson.Get(l, "record").String())
+			recorded := map[string]bool{}
+			for _, it := range items {
+				if gjson.Get(it, "action").String() != "replayed" {
+					continue
+				}
+				b := bodyOf[gjson.Get(it, "message_id").String()]
+				recorded[b] = true
+				if q := gjson.Get(it, "queue").String(); byBody[b] != q {
+					t.Errorf("item %s is recorded replayed to %s, but its body is in %q", it, q, byBody[b])
+				}
+			}
+			missing := 0
+			for b := range byBody {
+				if !recorded[b] {
+					missing++
+				}
+			}
+			bound := 2*auditChunk + 2*10 // two chunks, two batches in flight (--concurrency 2)
+			if finished {
+				bound = 0
+			}
+			t.Logf("finished %v: %d moved, %d recorded replayed, %d moved and not recorded (bound %d)", finished, len(byBody), len(recorded), missing, bound)
+			if missing > bound {
+				t.Errorf("%d moved messages are missing from the items, more than the last chunks' %d", missing, bound)
+			}
+		})
+	}
+}
+
+// readItems is every item line of the chunks in a local record folder.
+func readItems(t *testing.T, folder string) []string {
+	t.Helper()
+	chunks, err := filepath.Glob(filepath.Join(folder, "items-*.ndjson"))
+	if err != nil || folder == "" {
+		t.Fatalf("the record's chunks in %q: %v", folder, err)
+	}
+	var items []string
+	for _, c := range chunks {
+		for _, l := range testsupport.ReadLines(t, c) {
+			if strings.TrimSpace(l) != "" {
+				items = append(items, l)
+			}
+		}
+	}
+	return items
+}
