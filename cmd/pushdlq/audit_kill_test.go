@@ -3,6 +3,8 @@ package main_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -131,4 +133,64 @@ func readItems(t *testing.T, folder string) []string {
 		}
 	}
 	return items
+}
+
+// A replay stopped by SIGINT (Ctrl-C) part way finishes its record as
+// interrupted, exit 130: history shows it finished with that exit code,
+// and every message in the target queues is among its items, each where
+// its item says.
+func TestAnInterruptedReplayFinishesItsRecordAsInterrupted(t *testing.T) {
+	t.Parallel()
+	w := seededWorld(t, 240)
+	cmd := w.commandOf(bin, t.TempDir(), w.replayArgs("--yes", "--rate", "40", "--concurrency", "2")...)
+	cmd.Env = append(cmd.Env, fmt.Sprintf("DEADLETTER_AUDIT_CHUNK_LINES=%d", auditChunk))
+	p := testsupport.StartProc(t, cmd)
+	time.Sleep(1500 * time.Millisecond)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Fatalf("after SIGINT: %v, want exit 130\n%s", err, p.Stderr.String())
+	}
+	byBody := map[string]string{}
+	for _, prio := range []int{1, 2} {
+		q := fmt.Sprintf("%sP%d", w.base, prio)
+		for _, m := range testsupport.Drain(t, w.c, q, 2*time.Second) {
+			byBody[aws.ToString(m.Body)] = q
+		}
+	}
+	out, err := w.commandOf(bin, t.TempDir(), "history", "-o", "ndjson").Output()
+	if err != nil {
+		t.Fatalf("history: %v", err)
+	}
+	l := strings.TrimSpace(string(out))
+	if strings.Count(l, "\n") != 0 || !gjson.Get(l, "finished").Bool() || gjson.Get(l, "exit_code").Int() != 130 || gjson.Get(l, "ended_at").Type == gjson.Null {
+		t.Fatalf("history of the interrupted run:\n%s", out)
+	}
+	folder := gjson.Get(l, "record").String()
+	fin := strings.Join(testsupport.ReadLines(t, filepath.Join(folder, "finished.json")), "")
+	if !gjson.Get(fin, "interrupted").Bool() {
+		t.Errorf("finished record not marked interrupted: %s", fin)
+	}
+	bodyOf := map[string]string{}
+	for i, id := range w.ids {
+		bodyOf[id] = w.bodies[i]
+	}
+	recorded := 0
+	for _, it := range readItems(t, folder) {
+		if gjson.Get(it, "action").String() != "replayed" {
+			continue
+		}
+		recorded++
+		if b := bodyOf[gjson.Get(it, "message_id").String()]; byBody[b] != gjson.Get(it, "queue").String() {
+			t.Errorf("item %s: its body is in %q", it, byBody[b])
+		}
+	}
+	if recorded != len(byBody) || recorded == 0 || recorded == 120 {
+		t.Errorf("%d recorded replayed, %d in the targets: want the same, part of the 120", recorded, len(byBody))
+	}
+	if gjson.Get(l, "counts.replayed").Int() != int64(recorded) {
+		t.Errorf("counts %s, %d items replayed", gjson.Get(l, "counts"), recorded)
+	}
 }
