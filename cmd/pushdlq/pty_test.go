@@ -58,7 +58,7 @@ func pushdlqVerbs(t *testing.T) []testsupport.PTYVerb {
 			w := own(t) // trace receives every message: a DLQ of its own
 			return []string{"trace", "--dlq", w.dlq, "--queue-base-url", w.base, "--notification", "n-" + w.tag + "1"}, nil
 		}, Env: env, Codes: []int{0}, Check: func(t *testing.T, r testsupport.PTYResult) {
-			if !strings.Contains(r.Screen, "notification n-1: 1 message") || !strings.Contains(r.Screen, "pushdlq replay --dlq ") {
+			if !strings.Contains(r.Screen, "1 message of 40 read belongs to notification n-") || !strings.Contains(r.Screen, "replayed 0 times before") || !strings.Contains(r.Screen, "pushdlq replay --dlq ") {
 				t.Errorf("%d columns: trace's screen lacks the message or the replay", r.Cols)
 			}
 		}},

@@ -484,3 +484,60 @@ func (p *processorRecord) finish(ctx context.Context, f *Factory, err error) {
 	}
 	finishAudit(ctx, f.IO.ErrOut, p.rec, p.counts, err)
 }
+
+// replayHistory is what trace and triage read of the audit: the recorded
+// replays of each notification, and the guard's limit. A record that
+// cannot be read is said once on stderr; the verb goes on without it
+// (nil map).
+type replayHistory struct {
+	replays map[string][]audit.Replay
+	max     int
+	where   string
+}
+
+// readReplayHistory reads the replays recorded at --audit (or
+// $DEADLETTER_AUDIT, or the local state directory).
+func (f *Factory) readReplayHistory(ctx context.Context, location string, max int) *replayHistory {
+	h := &replayHistory{max: max}
+	place, err := f.auditPlace(ctx, location)
+	if err == nil {
+		h.where = place.where()
+		h.replays, err = place.replays(ctx, f.IO.ErrOut)
+	}
+	if err != nil {
+		fmt.Fprintf(f.IO.ErrOut, "warning: the replay history could not be read (%s): the replays recorded are not shown\n", auditErrorLine(err))
+		h.replays = nil
+	}
+	return h
+}
+
+// count is how many recorded runs replayed a notification.
+func (h *replayHistory) count(id string) int {
+	if h == nil {
+		return 0
+	}
+	return len(h.replays[id])
+}
+
+// atLimit: a replay would hold the notification back.
+func (h *replayHistory) atLimit(id string) bool {
+	return h != nil && id != "" && audit.AtLimit(h.count(id), h.max)
+}
+
+// replaysLine is trace's line on a notification's recorded replays:
+// "replayed 2 times: 2026-11-30 (role/ops-oncall, INC-9), 2026-12-01
+// (role/ops-oncall, no reason given)".
+func replaysLine(rs []audit.Replay) string {
+	if len(rs) == 0 {
+		return "replayed 0 times before (no recorded replay sent it)"
+	}
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		why := r.Reason
+		if why == "" {
+			why = "no reason given"
+		}
+		parts[i] = fmt.Sprintf("%s (%s, %s)", r.At.UTC().Format("2006-01-02"), r.Actor.Who(), why)
+	}
+	return fmt.Sprintf("replayed %s: %s", output.Plural(len(rs), "time"), strings.Join(parts, ", "))
+}

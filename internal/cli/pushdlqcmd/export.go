@@ -141,6 +141,9 @@ past --wait-held) and prints the command to run again.`,
 					return err
 				}
 				opts.record = &exportRecord{place: place, started: cmdutil.AuditStarted(cmd, nil, opts.Audit, f.Getenv)}
+				fmt.Fprintln(f.IO.ErrOut, place.planLine())
+			} else if opts.Delete {
+				fmt.Fprintln(f.IO.ErrOut, "audit: none (--no-audit)")
 			}
 			err := runExport(cmd.Context(), opts)
 			opts.record.finish(cmd.Context(), f, err)

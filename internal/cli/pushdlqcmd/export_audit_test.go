@@ -47,6 +47,9 @@ func TestExportDeleteLeavesARecordOfEachMessageDeleted(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("export --delete: exit %d\n%s", code, stderr)
 	}
+	if !strings.Contains(stderr, "audit: "+filepath.Join(w.state, "audit")+" (local: not shared") {
+		t.Errorf("export --delete does not say where its record goes:\n%s", stderr)
+	}
 	runs := w.localRuns()
 	if len(runs) != 1 {
 		t.Fatalf("%d records, want 1", len(runs))

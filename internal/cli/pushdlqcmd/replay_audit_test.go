@@ -209,7 +209,13 @@ func seedReplays(t *testing.T, st archive.Store, base string, runs ...[]string) 
 	t.Helper()
 	at := time.Now().UTC().Add(-10 * 24 * time.Hour)
 	for i, notes := range runs {
-		rec, err := audit.Begin(context.Background(), st, base, audit.Started{Tool: "pushdlq", Verb: "replay", Reason: fmt.Sprint("INC-", i),
+		reason := fmt.Sprint("INC-", i)
+		if i == 1 {
+			reason = ""
+		}
+		arn, account := "arn:aws:sts::123456789012:assumed-role/ops-oncall/alice", "123456789012"
+		rec, err := audit.Begin(context.Background(), st, base, audit.Started{Tool: "pushdlq", Verb: "replay", Reason: reason,
+			Actor:     audit.Actor{AWSARN: &arn, AWSAccount: &account, OSUser: "alice", Host: "bastion"},
 			StartedAt: at.Add(time.Duration(i) * 24 * time.Hour)}, audit.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -380,6 +386,52 @@ func TestTwoConcurrentReplaysLeaveTwoRecordsInS3(t *testing.T) {
 	for i, r := range runs {
 		if r.Reason != fmt.Sprint("run-", i) || r.Finished == nil || len(r.Items) != len(worlds[i].bodies) || r.Target.DLQ != worlds[i].dlq {
 			t.Errorf("record %d: reason %q, finished %v, %d items (want %d), DLQ %s", i, r.Reason, r.Finished != nil, len(r.Items), len(worlds[i].bodies), r.Target.DLQ)
+		}
+	}
+}
+
+// A replay from an export file leaves its record too: the file in the
+// selection, no DLQ, one item per line of the file with its notification.
+func TestReplayFromFileLeavesARecordOfEachLine(t *testing.T) {
+	testsupport.SetAWSEnv(t, nil)
+	w := newAuditWorld(t, 0)
+	file := filepath.Join(t.TempDir(), "dlq.ndjson")
+	var lines []string
+	for i := range 4 {
+		code := 1004
+		if i == 3 {
+			code = 1001
+		}
+		body := fmt.Sprintf(`{\"notificationId\":\"f-%d\",\"priority\":1,\"createdAt\":1763109060000,\"errorCode\":%d}`, i, code)
+		lines = append(lines, fmt.Sprintf(`{"message_id":"m%d","body":"%s","message_attributes":{},"attributes":{}}`, i, body))
+	}
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ios, _, out, errOut := iostreams.Test()
+	f := NewFactory(ios, os.Getenv)
+	f.StateDir = func() (string, error) { return w.state, nil }
+	code := Run(context.Background(), f, []string{"replay", "--from-file", file, "--queue-base-url", w.base, "--endpoint-url", w.endpoint,
+		"--window", auditWindow, "--codes", "1004", "--yes", "--reason", "from a file"})
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	runs := w.localRuns()
+	if len(runs) != 1 {
+		t.Fatalf("%d records, want 1", len(runs))
+	}
+	r := runs[0]
+	if r.Selection["from_file"] != file || r.Target.DLQ != "" || r.Finished == nil || r.Finished.Counts["replayed"] != 3 {
+		t.Errorf("record: selection %v target %+v finished %+v", r.Selection, r.Target, r.Finished)
+	}
+	got := map[string]string{}
+	for _, it := range r.Items {
+		got[it.MessageID] = it.NotificationID + ":" + it.Action
+	}
+	want := map[string]string{"m0": "f-0:replayed", "m1": "f-1:replayed", "m2": "f-2:replayed", "m3": "f-3:released"}
+	for id, v := range want {
+		if got[id] != v {
+			t.Errorf("%s: %q, want %q (all %v)", id, got[id], v, got)
 		}
 	}
 }

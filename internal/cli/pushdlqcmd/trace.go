@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/deadletter/deadletter/internal/audit"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/pushpolicy"
@@ -26,6 +27,10 @@ type TraceOptions struct {
 	Codes        string
 	QueueBase    string
 	Output       *cmdutil.Output
+	// Audit is where the replay history is read (--audit), MaxReplays the
+	// replay guard's limit the verdicts apply.
+	Audit      string
+	MaxReplays int
 }
 
 // TraceSchema names the JSON form's version (docs/pushdlq.md).
@@ -50,6 +55,13 @@ type TraceReport struct {
 	Command *string `json:"command"` // the replay's --dry-run; null: nothing to replay
 	// InFlightLimit: SQS's in-flight limit stopped the scan early.
 	InFlightLimit bool `json:"in_flight_limit"`
+	// Replays are the recorded runs that replayed this notification,
+	// oldest first (null: the audit could not be read); HeldBack: it is
+	// at the replay guard's limit (MaxReplays), so a replay holds its
+	// messages back.
+	Replays    []audit.Replay `json:"replays"`
+	MaxReplays int            `json:"max_replays"`
+	HeldBack   bool           `json:"held_back"`
 }
 
 // NewCmdTrace builds `pushdlq trace`.
@@ -68,7 +80,13 @@ the codes, a usable body): with --window and --codes, those; without, the
 narrowest window and codes that cover this notification's messages. The
 last line is the 'pushdlq replay ... --dry-run' that would replay them, and
 how many messages of other notifications the same window and codes would
-replay too (a replay selects by window and codes, never by notification).`,
+replay too (a replay selects by window and codes, never by notification).
+
+It also says how many times the audit records show the notification
+replayed already, when, by whom and why (the records at --audit,
+$DEADLETTER_AUDIT or the local state directory); at --max-replays of them
+(default 3, as replay's), a replay holds its messages back, and the
+verdicts say so.`,
 		Example: `  pushdlq trace --dlq push-dlq --notification 6f1c2d3e
   pushdlq trace --dlq push-dlq --notification 6f1c2d3e --window 2025-11-14T08:30:00Z/2025-11-14T09:00:00Z --codes 1004 -o json`,
 		Args: cmdutil.UsageArgs(cobra.NoArgs),
@@ -100,6 +118,8 @@ replay too (a replay selects by window and codes, never by notification).`,
 	fl.StringVar(&opts.Window, "window", "", "judge with this inclusive createdAt window START/END (with --codes)")
 	fl.StringVar(&opts.Codes, "codes", "", "judge with these error codes, comma-separated, or '*' (with --window)")
 	fl.StringVar(&opts.QueueBase, "queue-base-url", "", "the priority queues' base URL, for the targets and the command (default $PUSH_QUEUE_BASE_URL)")
+	fl.StringVar(&opts.Audit, "audit", "", "read the replay history at s3://BUCKET/PREFIX (default $DEADLETTER_AUDIT; else the local state directory)")
+	fl.IntVar(&opts.MaxReplays, "max-replays", 3, "the replay guard's limit the verdicts apply, as replay's (0: no limit)")
 	opts.Output = cmdutil.AddOutputFlag(cmd, "text", "json")
 	return cmd
 }
@@ -140,7 +160,15 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 		return err
 	}
 	rep := TraceReport{Schema: TraceSchema, Queue: s.Queue.URL, Notification: opts.Notification, Scanned: scanned,
-		Messages: []trace.PushMessage{}, PolicyGiven: opts.Window != "", InFlightLimit: limit != nil}
+		Messages: []trace.PushMessage{}, PolicyGiven: opts.Window != "", InFlightLimit: limit != nil, MaxReplays: opts.MaxReplays}
+	hist := f.readReplayHistory(ctx, opts.Audit, opts.MaxReplays)
+	if hist.replays != nil {
+		rep.Replays = hist.replays[opts.Notification]
+		if rep.Replays == nil {
+			rep.Replays = []audit.Replay{}
+		}
+		rep.HeldBack = hist.atLimit(opts.Notification)
+	}
 	judged := opts.Window != ""
 	if !judged {
 		bodies := make([]string, len(mine))
@@ -153,6 +181,10 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 		pm := trace.PushMessageOf(m.id, m.body, m.receives, policy, base)
 		if !judged {
 			pm.Reason = "no window and codes would replay it: " + cmdutilOr(pm.Reason, "not replayable")
+		}
+		if pm.Replayed && rep.HeldBack {
+			pm.Replayed = false
+			pm.Reason = fmt.Sprintf("held back: replayed %s already (--max-replays %d; 0 sends it)", output.Plural(len(rep.Replays), "time"), opts.MaxReplays)
 		}
 		if pm.Replayed {
 			rep.Replayed++
@@ -240,6 +272,13 @@ func printPushTrace(f *Factory, rep TraceReport) error {
 	}
 	line("", fmt.Sprintf("notification %s: %s in %s (of %d read), oldest first", rep.Notification,
 		output.Plural(len(rep.Messages), "message"), rep.Queue, rep.Scanned))
+	if rep.Replays != nil {
+		l := replaysLine(rep.Replays)
+		if rep.HeldBack {
+			l += fmt.Sprintf("; at the replay guard's limit (--max-replays %d): a replay holds it back", rep.MaxReplays)
+		}
+		line("  ", l)
+	}
 	for _, m := range rep.Messages {
 		created, code, prio := "no createdAt", "no code", "no priority"
 		if m.CreatedAt != nil {

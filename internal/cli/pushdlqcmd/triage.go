@@ -28,6 +28,10 @@ type TriageOptions struct {
 	Sample    int
 	QueueBase string
 	Output    *cmdutil.Output
+	// Audit is where the replay history is read (--audit), MaxReplays the
+	// replay guard's limit its replay commands meet.
+	Audit      string
+	MaxReplays int
 }
 
 // NewCmdTriage builds `pushdlq triage`.
@@ -74,6 +78,8 @@ no replay selects (not JSON, no priority, no createdAt) are their own groups.`,
 	addQueueFlags(cmd, &opts.Queue, true)
 	cmd.Flags().IntVar(&opts.Sample, "sample", 0, "read only this many messages (0: every message)")
 	cmd.Flags().StringVar(&opts.QueueBase, "queue-base-url", "", "prefix of the priority queues, put in the replay commands (default $PUSH_QUEUE_BASE_URL)")
+	cmd.Flags().StringVar(&opts.Audit, "audit", "", "read the replay history at s3://BUCKET/PREFIX (default $DEADLETTER_AUDIT; else the local state directory)")
+	cmd.Flags().IntVar(&opts.MaxReplays, "max-replays", 3, "the replay guard's limit the replay commands meet, as replay's (0: no limit)")
 	opts.Output = cmdutil.AddOutputFlag(cmd, "table", "json")
 	return cmd
 }
@@ -102,6 +108,11 @@ type TriageGroup struct {
 	Priorities     []TriageCount     `json:"priorities"`
 	Command        *string           `json:"command"`
 	Problem        pushpolicy.Reason `json:"problem,omitempty"`
+	// ReplayedBefore counts the group's messages whose notification the
+	// audit shows replayed already; HeldBack those at the replay guard's
+	// limit, which its replay command holds back.
+	ReplayedBefore int `json:"replayed_before"`
+	HeldBack       int `json:"held_back"`
 }
 
 // TriageCount is a value and how many messages have it.
@@ -121,8 +132,18 @@ func runTriage(ctx context.Context, opts *TriageOptions) error {
 	}
 	s.Banner("triage")
 	t := triage.NewPush()
+	hist := f.readReplayHistory(ctx, opts.Audit, opts.MaxReplays)
+	// The messages of notifications replayed before: few, kept to count
+	// them by group.
+	var before []replayedMessage
 	limit, err := s.ScanAndRelease(ctx, opts.Sample, func(m *sqsmove.Message) {
-		t.Add(pushpolicy.ParseCommand(m.Body))
+		c := pushpolicy.ParseCommand(m.Body)
+		t.Add(c)
+		if len(hist.replays) > 0 {
+			if id := pushpolicy.NotificationID(m.Body); hist.count(id) > 0 {
+				before = append(before, replayedMessage{c, hist.atLimit(id)})
+			}
+		}
 	})
 	if limit != nil {
 		defer fmt.Fprintln(f.IO.ErrOut, inFlightLimitNote(limit, s.Queue.Visible+s.Queue.InFlight, "this triage covers only them; every message is released"))
@@ -136,7 +157,9 @@ func runTriage(ctx context.Context, opts *TriageOptions) error {
 		base = f.Getenv("PUSH_QUEUE_BASE_URL")
 	}
 	for _, g := range t.Groups() {
-		rep.Groups = append(rep.Groups, triageGroup(g, f, opts.Queue.DLQ, base))
+		tg := triageGroup(g, f, opts.Queue.DLQ, base)
+		tg.noteReplayed(g, before, opts.MaxReplays)
+		rep.Groups = append(rep.Groups, tg)
 	}
 	if rep.Groups == nil {
 		rep.Groups = []TriageGroup{}
@@ -338,4 +361,41 @@ func pushTriageRows(t *triage.PushTriage, f *Factory, dlq string) []report.Triag
 		rows = append(rows, report.TriageRow{Count: tg.Count, Class: string(tg.Class), What: what, Verdict: tg.Verdict, Next: next})
 	}
 	return rows
+}
+
+// replayedMessage is a message whose notification the audit shows
+// replayed already; atLimit: the replay guard holds it back.
+type replayedMessage struct {
+	c       pushpolicy.Command
+	atLimit bool
+}
+
+// noteReplayed counts the group's messages replayed before, and says in
+// the verdict of a group with a replay command how many of them it holds
+// back.
+func (tg *TriageGroup) noteReplayed(g *triage.PushGroup, before []replayedMessage, max int) {
+	if tg.Command == nil || !g.HasWindow {
+		return // only a burst with a replay command: what it would send
+	}
+	for _, m := range before {
+		code := triage.NoCode
+		if m.c.HasErrorCode {
+			code = m.c.ErrorCode
+		}
+		// The burst's window: its first minute to the end of its last.
+		if code != g.Code || !m.c.HasCreatedAt || m.c.CreatedAt < g.From || m.c.CreatedAt >= g.To+60_000 {
+			continue
+		}
+		tg.ReplayedBefore++
+		if m.atLimit {
+			tg.HeldBack++
+		}
+	}
+	if tg.ReplayedBefore == 0 {
+		return
+	}
+	tg.Verdict += fmt.Sprintf("; %s replayed already", output.Plural(tg.ReplayedBefore, "message"))
+	if tg.HeldBack > 0 {
+		tg.Verdict += fmt.Sprintf(", %d of them at --max-replays %d: the replay holds them back", tg.HeldBack, max)
+	}
 }
