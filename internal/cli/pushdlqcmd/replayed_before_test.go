@@ -46,8 +46,8 @@ func TestTraceAndTriageShowTheReplaysRecordedAndWhatTheGuardHoldsBack(t *testing
 	}
 
 	code, stdout, stderr := w.verb("trace", "--notification", "n-0", "--queue-base-url", w.base)
-	want := "replayed 3 times: " + day(0) + " (assumed-role/ops-oncall/alice, INC-0), " + day(1) + " (assumed-role/ops-oncall/alice, no reason given), " +
-		day(2) + " (assumed-role/ops-oncall/alice, INC-2); at the replay guard's limit (--max-replays 3): a replay holds it back"
+	want := "replayed 3 times: " + day(0) + " (role/ops-oncall/alice, INC-0), " + day(1) + " (role/ops-oncall/alice, no reason given), " +
+		day(2) + " (role/ops-oncall/alice, INC-2); at the replay guard's limit (--max-replays 3): a replay holds it back"
 	if code != 0 || !strings.Contains(stdout, want) || !strings.Contains(stdout, "would not be replayed: held back: replayed 3 times already") ||
 		!strings.Contains(stdout, "no replay would send any of them") {
 		t.Errorf("trace n-0: exit %d, want %q\n%s\n%s", code, want, stdout, stderr)
