@@ -41,21 +41,7 @@ func TestAKilledReplayLeavesARecordHistoryShowsAsUnfinishedWithEveryMoveRecorded
 			p.KillAfter(after)
 			t.Logf("rate %s/s, killed after %s", rate, after)
 
-			byBody := map[string]string{} // body: the target queue it is in
-			for _, prio := range []int{1, 2} {
-				q := fmt.Sprintf("%sP%d", w.base, prio)
-				for _, m := range testsupport.Drain(t, w.c, q, 2*time.Second) {
-					b := aws.ToString(m.Body)
-					if _, twice := byBody[b]; twice {
-						t.Errorf("%s is in a target twice", b)
-					}
-					byBody[b] = q
-				}
-			}
-			bodyOf := map[string]string{}
-			for i, id := range w.ids {
-				bodyOf[id] = w.bodies[i]
-			}
+			byBody, bodyOf := w.targetCensus(), w.bodyOfID()
 
 			out, err := w.commandOf(bin, t.TempDir(), "history", "-o", "ndjson").Output()
 			if err != nil {
@@ -153,13 +139,7 @@ func TestAnInterruptedReplayFinishesItsRecordAsInterrupted(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
 		t.Fatalf("after SIGINT: %v, want exit 130\n%s", err, p.Stderr.String())
 	}
-	byBody := map[string]string{}
-	for _, prio := range []int{1, 2} {
-		q := fmt.Sprintf("%sP%d", w.base, prio)
-		for _, m := range testsupport.Drain(t, w.c, q, 2*time.Second) {
-			byBody[aws.ToString(m.Body)] = q
-		}
-	}
+	byBody := w.targetCensus()
 	out, err := w.commandOf(bin, t.TempDir(), "history", "-o", "ndjson").Output()
 	if err != nil {
 		t.Fatalf("history: %v", err)
@@ -173,10 +153,7 @@ func TestAnInterruptedReplayFinishesItsRecordAsInterrupted(t *testing.T) {
 	if !gjson.Get(fin, "interrupted").Bool() {
 		t.Errorf("finished record not marked interrupted: %s", fin)
 	}
-	bodyOf := map[string]string{}
-	for i, id := range w.ids {
-		bodyOf[id] = w.bodies[i]
-	}
+	bodyOf := w.bodyOfID()
 	recorded := 0
 	for _, it := range readItems(t, folder) {
 		if gjson.Get(it, "action").String() != "replayed" {
@@ -193,4 +170,31 @@ func TestAnInterruptedReplayFinishesItsRecordAsInterrupted(t *testing.T) {
 	if gjson.Get(l, "counts.replayed").Int() != int64(recorded) {
 		t.Errorf("counts %s, %d items replayed", gjson.Get(l, "counts"), recorded)
 	}
+}
+
+// targetCensus drains the priority queues P1 and P2: for each body, the
+// queue it is in (a body in two places fails the test).
+func (w *world) targetCensus() map[string]string {
+	w.t.Helper()
+	byBody := map[string]string{}
+	for _, prio := range []int{1, 2} {
+		q := fmt.Sprintf("%sP%d", w.base, prio)
+		for _, m := range testsupport.Drain(w.t, w.c, q, 2*time.Second) {
+			b := aws.ToString(m.Body)
+			if _, twice := byBody[b]; twice {
+				w.t.Errorf("%s is in a target twice", b)
+			}
+			byBody[b] = q
+		}
+	}
+	return byBody
+}
+
+// bodyOfID is the seeded body of each DLQ message id.
+func (w *world) bodyOfID() map[string]string {
+	bodyOf := map[string]string{}
+	for i, id := range w.ids {
+		bodyOf[id] = w.bodies[i]
+	}
+	return bodyOf
 }
