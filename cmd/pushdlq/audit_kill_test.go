@@ -29,17 +29,18 @@ const auditChunk = 5
 // kill cut) is missing from the items.
 func TestAKilledReplayLeavesARecordHistoryShowsAsUnfinishedWithEveryMoveRecorded(t *testing.T) {
 	t.Parallel()
-	for round, rate := range []string{"40", "100", "100", "400"} {
+	for round, rate := range []int{40, 100, 100, 400} {
 		t.Run(fmt.Sprint("round ", round), func(t *testing.T) {
 			w := seededWorld(t, 240) // 120 eligible
 			env := append(w.env(), fmt.Sprintf("DEADLETTER_AUDIT_CHUNK_LINES=%d", auditChunk), "TMPDIR="+t.TempDir())
-			cmd := w.commandOf(bin, t.TempDir(), w.replayArgs("--yes", "--rate", rate, "--concurrency", "2", "--reason", "kill round")...)
+			cmd := w.commandOf(bin, t.TempDir(), w.replayArgs("--yes", "--rate", fmt.Sprint(rate), "--concurrency", "2", "--reason", "kill round")...)
 			cmd.Env = env
 			p := testsupport.StartProc(t, cmd)
-			// From before the first move (the scan) to past the end.
-			after := time.Duration(200+rand.IntN(2800)) * time.Millisecond
+			// From before the first move (the scan) to about the end of
+			// the 120 sends at the rate.
+			after := time.Duration(200+rand.IntN(300+120_000/rate)) * time.Millisecond
 			p.KillAfter(after)
-			t.Logf("rate %s/s, killed after %s", rate, after)
+			t.Logf("rate %d/s, killed after %s", rate, after)
 
 			byBody, bodyOf := w.targetCensus(), w.bodyOfID()
 
