@@ -29,33 +29,20 @@ const auditChunk = 5
 // kill cut) is missing from the items.
 func TestAKilledReplayLeavesARecordHistoryShowsAsUnfinishedWithEveryMoveRecorded(t *testing.T) {
 	t.Parallel()
-	for round, rate := range []string{"40", "100", "100", "400"} {
+	for round, rate := range []int{40, 100, 100, 400} {
 		t.Run(fmt.Sprint("round ", round), func(t *testing.T) {
 			w := seededWorld(t, 240) // 120 eligible
 			env := append(w.env(), fmt.Sprintf("DEADLETTER_AUDIT_CHUNK_LINES=%d", auditChunk), "TMPDIR="+t.TempDir())
-			cmd := w.commandOf(bin, t.TempDir(), w.replayArgs("--yes", "--rate", rate, "--concurrency", "2", "--reason", "kill round")...)
+			cmd := w.commandOf(bin, t.TempDir(), w.replayArgs("--yes", "--rate", fmt.Sprint(rate), "--concurrency", "2", "--reason", "kill round")...)
 			cmd.Env = env
 			p := testsupport.StartProc(t, cmd)
-			// From before the first move (the scan) to past the end.
-			after := time.Duration(200+rand.IntN(2800)) * time.Millisecond
+			// From before the first move (the scan) to about the end of
+			// the 120 sends at the rate.
+			after := time.Duration(200+rand.IntN(300+120_000/rate)) * time.Millisecond
 			p.KillAfter(after)
-			t.Logf("rate %s/s, killed after %s", rate, after)
+			t.Logf("rate %d/s, killed after %s", rate, after)
 
-			byBody := map[string]string{} // body: the target queue it is in
-			for _, prio := range []int{1, 2} {
-				q := fmt.Sprintf("%sP%d", w.base, prio)
-				for _, m := range testsupport.Drain(t, w.c, q, 2*time.Second) {
-					b := aws.ToString(m.Body)
-					if _, twice := byBody[b]; twice {
-						t.Errorf("%s is in a target twice", b)
-					}
-					byBody[b] = q
-				}
-			}
-			bodyOf := map[string]string{}
-			for i, id := range w.ids {
-				bodyOf[id] = w.bodies[i]
-			}
+			byBody, bodyOf := w.targetCensus(), w.bodyOfID()
 
 			out, err := w.commandOf(bin, t.TempDir(), "history", "-o", "ndjson").Output()
 			if err != nil {
@@ -153,13 +140,7 @@ func TestAnInterruptedReplayFinishesItsRecordAsInterrupted(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
 		t.Fatalf("after SIGINT: %v, want exit 130\n%s", err, p.Stderr.String())
 	}
-	byBody := map[string]string{}
-	for _, prio := range []int{1, 2} {
-		q := fmt.Sprintf("%sP%d", w.base, prio)
-		for _, m := range testsupport.Drain(t, w.c, q, 2*time.Second) {
-			byBody[aws.ToString(m.Body)] = q
-		}
-	}
+	byBody := w.targetCensus()
 	out, err := w.commandOf(bin, t.TempDir(), "history", "-o", "ndjson").Output()
 	if err != nil {
 		t.Fatalf("history: %v", err)
@@ -173,10 +154,7 @@ func TestAnInterruptedReplayFinishesItsRecordAsInterrupted(t *testing.T) {
 	if !gjson.Get(fin, "interrupted").Bool() {
 		t.Errorf("finished record not marked interrupted: %s", fin)
 	}
-	bodyOf := map[string]string{}
-	for i, id := range w.ids {
-		bodyOf[id] = w.bodies[i]
-	}
+	bodyOf := w.bodyOfID()
 	recorded := 0
 	for _, it := range readItems(t, folder) {
 		if gjson.Get(it, "action").String() != "replayed" {
@@ -193,4 +171,31 @@ func TestAnInterruptedReplayFinishesItsRecordAsInterrupted(t *testing.T) {
 	if gjson.Get(l, "counts.replayed").Int() != int64(recorded) {
 		t.Errorf("counts %s, %d items replayed", gjson.Get(l, "counts"), recorded)
 	}
+}
+
+// targetCensus drains the priority queues P1 and P2: for each body, the
+// queue it is in (a body in two places fails the test).
+func (w *world) targetCensus() map[string]string {
+	w.t.Helper()
+	byBody := map[string]string{}
+	for _, prio := range []int{1, 2} {
+		q := fmt.Sprintf("%sP%d", w.base, prio)
+		for _, m := range testsupport.Drain(w.t, w.c, q, 2*time.Second) {
+			b := aws.ToString(m.Body)
+			if _, twice := byBody[b]; twice {
+				w.t.Errorf("%s is in a target twice", b)
+			}
+			byBody[b] = q
+		}
+	}
+	return byBody
+}
+
+// bodyOfID is the seeded body of each DLQ message id.
+func (w *world) bodyOfID() map[string]string {
+	bodyOf := map[string]string{}
+	for i, id := range w.ids {
+		bodyOf[id] = w.bodies[i]
+	}
+	return bodyOf
 }

@@ -1,23 +1,17 @@
 package pushdlqcmd
 
 import (
-	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/deadletter/deadletter/internal/cli/iostreams"
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
+// export runs pushdlq export of the world's DLQ.
 func (w *auditWorld) export(extra ...string) (code int, stdout, stderr string) {
 	w.t.Helper()
-	ios, _, out, errOut := iostreams.Test()
-	f := NewFactory(ios, os.Getenv)
-	f.StateDir = func() (string, error) { return w.state, nil }
-	code = Run(context.Background(), f, append([]string{"export", "--dlq", w.dlq, "--endpoint-url", w.endpoint}, extra...))
-	return code, out.String(), errOut.String()
+	return w.verb(append([]string{"export"}, extra...)...)
 }
 
 // export --delete leaves a record with one deleted item per message (its

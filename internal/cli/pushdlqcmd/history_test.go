@@ -1,25 +1,19 @@
 package pushdlqcmd
 
 import (
-	"context"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
 
-	"github.com/deadletter/deadletter/internal/cli/iostreams"
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
-// history runs pushdlq history in process on the world's state directory.
+// history runs pushdlq history on the world's state directory.
 func (w *auditWorld) history(args ...string) (code int, stdout, stderr string) {
 	w.t.Helper()
-	ios, _, out, errOut := iostreams.Test()
-	f := NewFactory(ios, os.Getenv)
-	f.StateDir = func() (string, error) { return w.state, nil }
-	code = Run(context.Background(), f, append([]string{"history"}, args...))
-	return code, out.String(), errOut.String()
+	return w.cli(append([]string{"history"}, args...)...)
 }
 
 // pushdlq history lists the replays newest first as deadletter.history/v1

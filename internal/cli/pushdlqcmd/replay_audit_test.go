@@ -56,16 +56,35 @@ func newAuditWorld(t *testing.T, n int) *auditWorld {
 
 func eligibleBody(b string) bool { return gjson.Get(b, "errorCode").Int() == 1004 }
 
-// replay runs pushdlq replay in process with extra flags.
-func (w *auditWorld) replay(extra ...string) (code int, stdout, stderr string) {
+// cli runs pushdlq in process with the world's state directory.
+func (w *auditWorld) cli(args ...string) (code int, stdout, stderr string) {
 	w.t.Helper()
 	ios, _, out, errOut := iostreams.Test()
 	f := NewFactory(ios, os.Getenv)
 	f.StateDir = func() (string, error) { return w.state, nil }
-	args := append([]string{"replay", "--dlq", w.dlq, "--queue-base-url", w.base, "--endpoint-url", w.endpoint,
-		"--window", auditWindow, "--codes", "1004", "--yes"}, extra...)
 	code = Run(context.Background(), f, args)
 	return code, out.String(), errOut.String()
+}
+
+// replay runs pushdlq replay of the world's DLQ with extra flags.
+func (w *auditWorld) replay(extra ...string) (code int, stdout, stderr string) {
+	w.t.Helper()
+	return w.cli(append([]string{"replay", "--dlq", w.dlq, "--queue-base-url", w.base, "--endpoint-url", w.endpoint,
+		"--window", auditWindow, "--codes", "1004", "--yes"}, extra...)...)
+}
+
+// localStore is the world's local audit directory as a store, created.
+func (w *auditWorld) localStore() archive.Store {
+	w.t.Helper()
+	dir := filepath.Join(w.state, "audit")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		w.t.Fatal(err)
+	}
+	st, err := archive.NewLocal(dir)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return st
 }
 
 // where drains the DLQ and the targets: for each body, the queues it is in.
@@ -237,14 +256,7 @@ func seedReplays(t *testing.T, st archive.Store, base string, runs ...[]string) 
 func TestReplayGuardHoldsBackExactlyTheNotificationsAtTheirLimit(t *testing.T) {
 	testsupport.SetAWSEnv(t, nil)
 	w := newAuditWorld(t, 8) // eligible: n-0, n-1, n-2, n-4, n-5, n-6
-	dir := filepath.Join(w.state, "audit")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	st, err := archive.NewLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := w.localStore()
 	// n-0 three times, n-1 twice, n-3 (not eligible) three times, n-4 four
 	// times (one run recording it twice counts once: five items, four runs).
 	seedReplays(t, st, "", []string{"n-0", "n-1", "n-3", "n-4", "n-4"}, []string{"n-0", "n-1", "n-3", "n-4"}, []string{"n-0", "n-3", "n-4"}, []string{"n-4"})
@@ -408,11 +420,8 @@ func TestReplayFromFileLeavesARecordOfEachLine(t *testing.T) {
 	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ios, _, out, errOut := iostreams.Test()
-	f := NewFactory(ios, os.Getenv)
-	f.StateDir = func() (string, error) { return w.state, nil }
-	code := Run(context.Background(), f, []string{"replay", "--from-file", file, "--queue-base-url", w.base, "--endpoint-url", w.endpoint,
-		"--window", auditWindow, "--codes", "1004", "--yes", "--reason", "from a file"})
+	code, out, errOut := w.cli("replay", "--from-file", file, "--queue-base-url", w.base, "--endpoint-url", w.endpoint,
+		"--window", auditWindow, "--codes", "1004", "--yes", "--reason", "from a file")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}

@@ -1,27 +1,19 @@
 package pushdlqcmd
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tidwall/gjson"
 
-	"github.com/deadletter/deadletter/internal/archive"
-	"github.com/deadletter/deadletter/internal/cli/iostreams"
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
+// verb runs a pushdlq verb on the world's DLQ.
 func (w *auditWorld) verb(args ...string) (code int, stdout, stderr string) {
 	w.t.Helper()
-	ios, _, out, errOut := iostreams.Test()
-	f := NewFactory(ios, os.Getenv)
-	f.StateDir = func() (string, error) { return w.state, nil }
-	code = Run(context.Background(), f, append(args, "--dlq", w.dlq, "--endpoint-url", w.endpoint))
-	return code, out.String(), errOut.String()
+	return w.cli(append(args, "--dlq", w.dlq, "--endpoint-url", w.endpoint)...)
 }
 
 // trace says how many times the audit shows a notification replayed,
@@ -32,14 +24,7 @@ func (w *auditWorld) verb(args ...string) (code int, stdout, stderr string) {
 func TestTraceAndTriageShowTheReplaysRecordedAndWhatTheGuardHoldsBack(t *testing.T) {
 	testsupport.SetAWSEnv(t, nil)
 	w := newAuditWorld(t, 8)
-	dir := filepath.Join(w.state, "audit")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	st, err := archive.NewLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := w.localStore()
 	seedReplays(t, st, "", []string{"n-0", "n-1"}, []string{"n-0"}, []string{"n-0"})
 	day := func(i int) string {
 		return time.Now().UTC().Add(time.Duration(i-10) * 24 * time.Hour).Format("2006-01-02")
