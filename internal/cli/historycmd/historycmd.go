@@ -266,7 +266,7 @@ func What(r *audit.Run) string {
 	if tg.Database != nil {
 		parts = append(parts, "→ "+tg.Database.Name+"@"+tg.Database.Host)
 	} else if tg.API != "" {
-		parts = append(parts, "→ "+tg.API)
+		parts = append(parts, "→ "+audit.RedactText(tg.API))
 	}
 	return strings.Join(parts, " ")
 }
