@@ -198,6 +198,9 @@ func Run(ctx context.Context, ios *iostreams.IOStreams, o *Options, now time.Tim
 	}
 	if len(runs) == 0 {
 		what := "no runs recorded"
+		if !f.From.IsZero() || !f.To.IsZero() || len(f.Verbs) > 0 || f.Actor != "" {
+			what = "no recorded run matches the filters"
+		}
 		if src.RecordName != "" {
 			what = "no recorded run touched " + src.RecordName
 		}

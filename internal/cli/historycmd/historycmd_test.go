@@ -103,3 +103,24 @@ func TestPipedHistoryKeepsAReasonWithLineBreaksOnOneRow(t *testing.T) {
 		t.Fatalf("piped history is not one row for one run: %q", out)
 	}
 }
+
+// With filters that leave nothing, history says that no run matches
+// them, not that none is recorded.
+func TestHistoryWithFiltersThatMatchNothingSaysSoNotThatNoRunIsRecorded(t *testing.T) {
+	s, err := archive.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded(t, s, "INC-1", []audit.Item{{Key: "k1", Action: "deleted"}}, true)
+	ios, _, _, errOut := iostreams.Test()
+	o := &Options{}
+	AddFlags(&cobra.Command{}, o)
+	o.Verbs = []string{"migrate-legacy"}
+	if err := Run(context.Background(), ios, o, time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC),
+		Source{Store: s, Base: base, Where: "here", Tool: "dla"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut.String(), "no recorded run matches the filters") {
+		t.Fatalf("stderr: %q", errOut)
+	}
+}
