@@ -157,10 +157,16 @@ func Run(ctx context.Context, ios *iostreams.IOStreams, o *Options, now time.Tim
 			if len(mine) > 0 {
 				r.Items = mine
 				kept = append(kept, r)
+				if len(kept) == o.Limit {
+					break // newest first: the rest are not shown
+				}
 			}
 		}
 		runs = kept
 	} else {
+		if o.Limit > 0 && len(runs) > o.Limit {
+			runs = runs[:o.Limit] // before their items are read
+		}
 		// A run that did not finish has no counts but its items'.
 		for i := range runs {
 			if runs[i].Finished == nil {

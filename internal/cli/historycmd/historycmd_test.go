@@ -124,3 +124,33 @@ func TestHistoryWithFiltersThatMatchNothingSaysSoNotThatNoRunIsRecorded(t *testi
 		t.Fatalf("stderr: %q", errOut)
 	}
 }
+
+// --limit reads the items of the runs it shows only: an older run that
+// did not finish, its chunk damaged, is neither read nor named.
+func TestHistoryLimitReadsTheItemsOfTheRunsItShowsOnly(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := archive.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := audit.Begin(ctx, s, base, audit.Started{Tool: "dla", Verb: "recover", StartedAt: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)},
+		audit.Options{ChunkEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, old.Folder(), "items-000001.ndjson"), []byte(`{"key":"k1","act`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	recorded(t, s, "INC-2", []audit.Item{{Key: "k2", Action: "deleted"}}, true)
+	ios, _, out, errOut := iostreams.Test()
+	o := &Options{}
+	AddFlags(&cobra.Command{}, o)
+	o.Limit = 1
+	if err := Run(ctx, ios, o, time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC), Source{Store: s, Base: base, Where: "here", Tool: "dla"}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(out.String(), "\n") != 1 || !strings.Contains(out.String(), "INC-2") || errOut.String() != "" {
+		t.Fatalf("stdout %q, stderr %q", out, errOut)
+	}
+}
