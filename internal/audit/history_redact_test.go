@@ -1,7 +1,9 @@
 package audit
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -19,5 +21,16 @@ func TestAHistoryLineRedactsASecretItsRecordKept(t *testing.T) {
 	}
 	if strings.Contains(string(b), "HUNTER2") {
 		t.Fatalf("the history line shows the secret: %s", b)
+	}
+}
+
+// The note of an actor whose identity could not be had keeps no secret
+// of the error (an endpoint URL with a user and password).
+func TestAnActorsNoteKeepsNoSecretOfTheIdentitysError(t *testing.T) {
+	a := WhoAmI(context.Background(), func(context.Context) (string, string, error) {
+		return "", "", errors.New(`Post "https://ops:HUNTER2@sts.local/": dial tcp: connection refused`)
+	}, nil)
+	if strings.Contains(a.AWSNote, "HUNTER2") || !strings.Contains(a.AWSNote, "connection refused") {
+		t.Fatalf("note %q", a.AWSNote)
 	}
 }
