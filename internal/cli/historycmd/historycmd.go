@@ -140,7 +140,7 @@ func Run(ctx context.Context, ios *iostreams.IOStreams, o *Options, now time.Tim
 		return fmt.Errorf("read the audit records at %s: %w", src.Where, err)
 	}
 	for _, p := range problems {
-		fmt.Fprintf(ios.ErrOut, "history: %s\n", output.Escape(p))
+		fmt.Fprintf(ios.ErrOut, "history: %s\n", output.OneLine(p))
 	}
 	if src.Match != nil {
 		kept := runs[:0]
@@ -183,7 +183,7 @@ func Run(ctx context.Context, ios *iostreams.IOStreams, o *Options, now time.Tim
 	// finished record that is not one) is said, not only in -o ndjson.
 	for i := range runs {
 		if runs[i].Problem != "" {
-			fmt.Fprintf(ios.ErrOut, "history: %s: %s\n", output.Escape(runs[i].Folder), output.OneLine(runs[i].Problem))
+			fmt.Fprintf(ios.ErrOut, "history: %s: %s\n", output.OneLine(runs[i].Folder), output.OneLine(runs[i].Problem))
 		}
 	}
 	var dropped []string

@@ -154,3 +154,24 @@ func TestHistoryLimitReadsTheItemsOfTheRunsItShowsOnly(t *testing.T) {
 		t.Fatalf("stdout %q, stderr %q", out, errOut)
 	}
 }
+
+// A damaged record's folder named with a line break is named on one line
+// of stderr, the break escaped.
+func TestHistoryNamesAFolderWithALineBreakOnOneLine(t *testing.T) {
+	dir := t.TempDir()
+	s, err := archive.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	folder := filepath.Join(dir, base, "2026-12-01", "evil\nrun")
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(folder, "started.json"), []byte("junk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut := history(t, s, true)
+	if lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n"); len(lines) != 2 || !strings.Contains(lines[0], `evil\nrun`) {
+		t.Fatalf("stderr is not one line for the damaged record (and one for no runs): %q", errOut)
+	}
+}
