@@ -372,6 +372,10 @@ func Outcome(r *audit.Run) string {
 		return fmt.Sprintf("did not finish: %s recorded (%s)", output.Plural(len(r.Items), "item"), Counts(r.Counts()))
 	}
 	counts := Counts(r.Counts())
+	if n := r.Finished.Unrecorded; n > 0 {
+		// Their chunks could not be written: --key cannot find them.
+		counts += fmt.Sprintf(" (%s not in the record)", output.Plural(n, "item"))
+	}
 	switch {
 	case r.Finished.Interrupted:
 		return counts + fmt.Sprintf(" (interrupted, exit %d)", r.Finished.ExitCode)

@@ -175,3 +175,11 @@ func TestHistoryNamesAFolderWithALineBreakOnOneLine(t *testing.T) {
 		t.Fatalf("stderr is not one line for the damaged record (and one for no runs): %q", errOut)
 	}
 }
+
+// A run that finished with items its record could not keep says how many.
+func TestTheOutcomeOfARunWithUnrecordedItemsSaysHowMany(t *testing.T) {
+	r := &audit.Run{Finished: &audit.Finished{Counts: map[string]int{"deleted": 5}, Unrecorded: 3}}
+	if got := Outcome(r); got != "5 deleted (3 items not in the record)" {
+		t.Fatalf("outcome %q", got)
+	}
+}
