@@ -143,7 +143,7 @@ func redactURLs(s string, word bool) string {
 		switch c := strings.Index(user, ":"); {
 		case c >= 0:
 			b.WriteString(user[:c+1] + Redacted)
-		case strings.HasPrefix(scheme, "http") && user != "":
+		case strings.HasPrefix(scheme, "http") && user != "" && !strings.ContainsAny(user, "/ \t"):
 			b.WriteString(Redacted) // https://TOKEN@host
 		default:
 			b.WriteString(user)

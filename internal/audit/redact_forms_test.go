@@ -45,6 +45,7 @@ func TestRedactArgvKeepsSecretNamesAndTheRestOfTheString(t *testing.T) {
 		{"--db-secret=arn:aws:secretsmanager:us-east-1:1:secret:db", "--db-secret=arn:aws:secretsmanager:us-east-1:1:secret:db"},
 		{"postgres://h/db?user=u&password=pw&sslmode=disable", "postgres://h/db?user=u&password=REDACTED&sslmode=disable"},
 		{"postgres://alice@h/db", "postgres://alice@h/db"},
+		{"see https://jira/INC-1 by alice@corp", "see https://jira/INC-1 by alice@corp"},
 	} {
 		if got := RedactArgv([]string{c.in})[0]; got != c.want {
 			t.Errorf("RedactArgv(%q) = %q, want %q", c.in, got, c.want)
