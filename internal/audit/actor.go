@@ -26,7 +26,7 @@ func WhoAmI(ctx context.Context, identity CallerIdentity, getenv func(string) st
 	arn, account, err := identity(ctx)
 	switch {
 	case err != nil:
-		a.AWSNote = "the AWS caller identity could not be had (sts:GetCallerIdentity): " + oneLine(err.Error())
+		a.AWSNote = "the AWS caller identity could not be had (sts:GetCallerIdentity): " + oneLine(RedactText(err.Error()))
 	case arn == "":
 		a.AWSNote = "sts:GetCallerIdentity answered no ARN"
 	default:

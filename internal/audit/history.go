@@ -30,9 +30,14 @@ type HistoryLine struct {
 }
 
 // Line is the run's history line; items are included when withItems.
+// The argv, the API's URL and the errors are redacted again as they are
+// read: a record written by a version that missed a form of secret does
+// not show it.
 func (r *Run) Line(where string, withItems bool) HistoryLine {
+	target := r.Target
+	target.API = RedactText(target.API)
 	l := HistoryLine{Schema: HistorySchema, RunID: r.RunID, Tool: r.Tool, Version: r.Version, Verb: r.Verb,
-		StartedAt: r.StartedAt, Actor: r.Actor, Argv: r.Argv, Target: r.Target, Selection: r.Selection,
+		StartedAt: r.StartedAt, Actor: r.Actor, Argv: RedactArgv(r.Argv), Target: target, Selection: r.Selection,
 		Plan: r.Plan, Counts: r.Counts(), Record: where, Problem: r.Problem}
 	if r.Reason != "" {
 		reason := r.Reason
@@ -40,12 +45,13 @@ func (r *Run) Line(where string, withItems bool) HistoryLine {
 	}
 	if r.Finished != nil {
 		end, code := r.Finished.EndedAt, r.Finished.ExitCode
-		l.EndedAt, l.ExitCode, l.Finished, l.Error = &end, &code, true, r.Finished.Error
+		l.EndedAt, l.ExitCode, l.Finished, l.Error = &end, &code, true, RedactText(r.Finished.Error)
 	}
 	if withItems {
-		l.Items = r.Items
-		if l.Items == nil {
-			l.Items = []Item{}
+		l.Items = make([]Item, len(r.Items))
+		for i, it := range r.Items {
+			it.Error = RedactText(it.Error)
+			l.Items[i] = it
 		}
 	}
 	return l

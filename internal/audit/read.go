@@ -39,6 +39,10 @@ type Filter struct {
 	Verbs    []string
 	// Actor matches the AWS ARN, the OS user or the host, in part.
 	Actor string
+	// NameForeign names each folder under base not named like a day
+	// among the problems: base is the tool's own (dla's audit/ folder),
+	// so that one is damage, not another's data.
+	NameForeign bool
 }
 
 func (f Filter) dateIn(day string) bool {
@@ -96,13 +100,20 @@ func (f Filter) match(s Started) bool {
 }
 
 // List reads the runs recorded under base that f selects, newest first.
-// A folder whose started record cannot be read is skipped with its
-// problem named in problems (a partial record is still shown).
+// A folder whose started record cannot be read (and, with NameForeign, a
+// folder not named like a day) is skipped with its problem named in
+// problems (a partial record is still shown).
 func List(ctx context.Context, store archive.Store, base string, f Filter) (runs []Run, problems []string, err error) {
 	var days []string
 	err = store.List(ctx, base, true, func(e archive.Entry) error {
 		if e.IsPrefix {
 			day := strings.TrimSuffix(strings.TrimPrefix(e.Key, base), "/")
+			if _, err := time.Parse("2006-01-02", day); err != nil {
+				if f.NameForeign {
+					problems = append(problems, fmt.Sprintf("%s: not a day's folder (YYYY-MM-DD): not read", e.Key))
+				}
+				return nil
+			}
 			if f.dateIn(day) {
 				days = append(days, day)
 			}
@@ -167,6 +178,7 @@ func List(ctx context.Context, store archive.Store, base string, f Filter) (runs
 			return runs, problems, err
 		}
 	}
+	sort.Strings(problems) // the runs are read at once: one order every time
 	sort.SliceStable(runs, func(i, j int) bool {
 		if !runs[i].StartedAt.Equal(runs[j].StartedAt) {
 			return runs[i].StartedAt.After(runs[j].StartedAt)
@@ -211,7 +223,10 @@ func readRun(ctx context.Context, store archive.Store, folder string, names []st
 }
 
 // LoadItems reads the run's items from its chunks. A line that is not an
-// item (a chunk cut short) is skipped and named in Problem.
+// item (a chunk cut short), a line too long to be one and a chunk that
+// cannot be read (over the store's 64 MiB) are skipped and named in
+// Problem, and the other chunks read: one damaged chunk hides only its own
+// items. Its error is the context's.
 func (r *Run) LoadItems(ctx context.Context, store archive.Store) error {
 	r.Items = r.Items[:0]
 	for _, key := range r.Chunks {
@@ -220,7 +235,11 @@ func (r *Run) LoadItems(ctx context.Context, store archive.Store) error {
 			if errors.Is(err, archive.ErrNotFound) {
 				continue
 			}
-			return err
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			r.Problem = fmt.Sprintf("%s: not read: %v", key, err)
+			continue
 		}
 		sc := bufio.NewScanner(bytes.NewReader(b))
 		sc.Buffer(make([]byte, 64<<10), 16<<20)
@@ -231,6 +250,9 @@ func (r *Run) LoadItems(ctx context.Context, store archive.Store) error {
 				continue
 			}
 			r.Items = append(r.Items, it)
+		}
+		if err := sc.Err(); err != nil {
+			r.Problem = fmt.Sprintf("%s: the rest of the chunk not read: %v", key, err)
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
@@ -113,7 +114,7 @@ func (a *dlaAudit) add(it audit.Item) {
 	if a == nil || a.rec == nil {
 		return
 	}
-	it.Error = audit.RedactText(output.OneLine(shortError(it.Error)))
+	it.Error = recordError(it.Error)
 	a.rec.Add(it)
 }
 
@@ -128,7 +129,7 @@ func (a *dlaAudit) finish(ctx context.Context, counts map[string]int, runErr err
 	defer cancel()
 	f := audit.Finished{Counts: counts, ExitCode: cmdutil.ExitCode(runErr), Interrupted: interrupted}
 	if runErr != nil {
-		f.Error = output.OneLine(shortError(runErr.Error()))
+		f.Error = recordError(runErr.Error())
 	}
 	if err := a.rec.Finish(ctx, f); err != nil {
 		fmt.Fprintf(a.f.IO.ErrOut, "dla: %s\n", output.Escape(err.Error()))
@@ -136,11 +137,22 @@ func (a *dlaAudit) finish(ctx context.Context, counts map[string]int, runErr err
 	a.rec = nil
 }
 
+// recordError is an error text as a record keeps it: its secrets
+// redacted, on one line, cut short.
+func recordError(s string) string { return shortError(output.OneLine(audit.RedactText(s))) }
+
+// shortError is an error text cut to about 300 bytes, at a character's
+// start. It is cut after its secrets are redacted: a cut through a URL
+// would leave its password without the @ that marks it.
 func shortError(s string) string {
-	if len(s) > 300 {
-		return s[:300] + "..."
+	if len(s) <= 300 {
+		return s
 	}
-	return s
+	n := 300
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }
 
 // callerIdentity is the AWS caller identity of a run that uses AWS

@@ -96,7 +96,7 @@ func runHistory(ctx context.Context, opts *HistoryOptions) error {
 	if err != nil {
 		return err
 	}
-	src := historycmd.Source{Store: store, Base: layout.AuditPrefix(), Tool: "dla",
+	src := historycmd.Source{Store: store, Base: layout.AuditPrefix(), Tool: "dla", Own: true,
 		Where: audit.Where(store, layout.AuditPrefix())}
 	switch {
 	case key != "":

@@ -267,7 +267,7 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 	// tried its messages of failed-sqs/.
 	hist := readAuditHistory(ctx, store, scope.Layout)
 	if hist.Problem != "" {
-		fmt.Fprintf(f.IO.ErrOut, "dla: %s\n", output.Escape(hist.Problem))
+		fmt.Fprintf(f.IO.ErrOut, "dla: %s\n", output.OneLine(hist.Problem))
 	}
 	c := triageCommand{f: f, sel: &opts.Select, archive: cmp.Or(opts.Select.archiveFlag.value, f.Getenv("DLA_ARCHIVE"))}
 	rep := TraceReport{Schema: TraceSchema, Archive: loc.String(), Offline: opts.Offline, Unreadable: stats.Unreadable, Records: []TraceRecord{}}

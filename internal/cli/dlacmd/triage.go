@@ -192,7 +192,7 @@ func runTriage(ctx context.Context, opts *TriageOptions) error {
 	if scope.Area == dla.AreaFailed {
 		hist = readAuditHistory(ctx, store, scope.Layout)
 		if hist.Problem != "" {
-			fmt.Fprintf(f.IO.ErrOut, "dla: %s\n", output.Escape(hist.Problem))
+			fmt.Fprintf(f.IO.ErrOut, "dla: %s\n", output.OneLine(hist.Problem))
 		}
 		opts.tried = map[string]*triedGroup{}
 	}

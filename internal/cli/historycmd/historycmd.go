@@ -55,6 +55,9 @@ type Source struct {
 	Match func(audit.Item) bool
 	// RecordName names the filter for people ("key X").
 	RecordName string
+	// Own says Base holds nothing but records (dla's audit folder): a
+	// folder there not named like a day is named as a problem.
+	Own bool
 }
 
 // Filter turns the flags into an audit filter.
@@ -131,13 +134,13 @@ func Run(ctx context.Context, ios *iostreams.IOStreams, o *Options, now time.Tim
 	if err != nil {
 		return err
 	}
-	f.Tool = src.Tool
+	f.Tool, f.NameForeign = src.Tool, src.Own
 	runs, problems, err := audit.List(ctx, src.Store, src.Base, f)
 	if err != nil {
 		return fmt.Errorf("read the audit records at %s: %w", src.Where, err)
 	}
 	for _, p := range problems {
-		fmt.Fprintf(ios.ErrOut, "history: %s\n", output.Escape(p))
+		fmt.Fprintf(ios.ErrOut, "history: %s\n", output.OneLine(p))
 	}
 	if src.Match != nil {
 		kept := runs[:0]
@@ -154,10 +157,16 @@ func Run(ctx context.Context, ios *iostreams.IOStreams, o *Options, now time.Tim
 			if len(mine) > 0 {
 				r.Items = mine
 				kept = append(kept, r)
+				if len(kept) == o.Limit {
+					break // newest first: the rest are not shown
+				}
 			}
 		}
 		runs = kept
 	} else {
+		if o.Limit > 0 && len(runs) > o.Limit {
+			runs = runs[:o.Limit] // before their items are read
+		}
 		// A run that did not finish has no counts but its items'.
 		for i := range runs {
 			if runs[i].Finished == nil {
@@ -169,6 +178,13 @@ func Run(ctx context.Context, ios *iostreams.IOStreams, o *Options, now time.Tim
 	}
 	if o.Limit > 0 && len(runs) > o.Limit {
 		runs = runs[:o.Limit]
+	}
+	// What of a listed run could not be read (a chunk cut short, a
+	// finished record that is not one) is said, not only in -o ndjson.
+	for i := range runs {
+		if runs[i].Problem != "" {
+			fmt.Fprintf(ios.ErrOut, "history: %s: %s\n", output.OneLine(runs[i].Folder), output.OneLine(runs[i].Problem))
+		}
 	}
 	var dropped []string
 	if o.Output.Value == "ndjson" {
@@ -188,6 +204,9 @@ func Run(ctx context.Context, ios *iostreams.IOStreams, o *Options, now time.Tim
 	}
 	if len(runs) == 0 {
 		what := "no runs recorded"
+		if !f.From.IsZero() || !f.To.IsZero() || len(f.Verbs) > 0 || f.Actor != "" {
+			what = "no recorded run matches the filters"
+		}
 		if src.RecordName != "" {
 			what = "no recorded run touched " + src.RecordName
 		}
@@ -220,13 +239,25 @@ func table(ios *iostreams.IOStreams, runs []audit.Run, items bool) ([]string, er
 		if items {
 			outcome = ItemsLine(r.Items) + "; " + outcome
 		}
-		if err := t.Row(r.StartedAt.UTC().Format("2006-01-02 15:04"), r.Actor.Who(), why, What(r), outcome); err != nil {
+		cells := []string{r.StartedAt.UTC().Format("2006-01-02 15:04"), r.Actor.Who(), why, What(r), outcome}
+		if !ios.IsStdoutTTY() {
+			for i, c := range cells {
+				cells[i] = pipedBreaks.Replace(c)
+			}
+		}
+		if err := t.Row(cells...); err != nil {
 			return nil, err
 		}
 	}
 	err := t.Flush()
 	return t.Fitted().Dropped, err
 }
+
+// pipedBreaks are the line breaks other than \n (which the table makes
+// a space) that a reader of piped rows may split a line at (a carriage
+// return in a --reason, a key): each is a space, so that a run stays one
+// row.
+var pipedBreaks = strings.NewReplacer("\r", " ", "\v", " ", "\f", " ", "\u0085", " ", "\u2028", " ", "\u2029", " ")
 
 // What is the run's verb and target, short.
 func What(r *audit.Run) string {
@@ -244,7 +275,7 @@ func What(r *audit.Run) string {
 	if tg.Database != nil {
 		parts = append(parts, "→ "+tg.Database.Name+"@"+tg.Database.Host)
 	} else if tg.API != "" {
-		parts = append(parts, "→ "+tg.API)
+		parts = append(parts, "→ "+audit.RedactText(tg.API))
 	}
 	return strings.Join(parts, " ")
 }
@@ -341,6 +372,10 @@ func Outcome(r *audit.Run) string {
 		return fmt.Sprintf("did not finish: %s recorded (%s)", output.Plural(len(r.Items), "item"), Counts(r.Counts()))
 	}
 	counts := Counts(r.Counts())
+	if n := r.Finished.Unrecorded; n > 0 {
+		// Their chunks could not be written: --key cannot find them.
+		counts += fmt.Sprintf(" (%s not in the record)", output.Plural(n, "item"))
+	}
 	switch {
 	case r.Finished.Interrupted:
 		return counts + fmt.Sprintf(" (interrupted, exit %d)", r.Finished.ExitCode)
