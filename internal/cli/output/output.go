@@ -379,17 +379,7 @@ func (t *Table) fitWrappingLast() {
 			lastW = max(lastW, runewidth.StringWidth(r[n-1]))
 		}
 	}
-	total := 0
-	for i := range t.header {
-		w := runewidth.StringWidth(t.header[i])
-		for _, r := range t.rows {
-			if i < len(r) {
-				w = max(w, runewidth.StringWidth(r[i]))
-			}
-		}
-		total += w + cellPadding
-	}
-	if total <= t.width {
+	if t.widthUsed() <= t.width {
 		return
 	}
 	last := make([]string, len(t.rows))
@@ -423,6 +413,16 @@ func (t *Table) fitWrappingLast() {
 		}
 	}
 	t.width = width
+	room := max(width-t.widthUsed()-cellPadding, minCut)
+	t.header = append(t.header, lastHeader)
+	for j := range t.rows {
+		t.rows[j] = append(t.rows[j], Wrap(last[j], room, "", ""))
+	}
+}
+
+// widthUsed is the columns the table's cells take as they stand, with
+// their padding.
+func (t *Table) widthUsed() int {
 	used := 0
 	for i := range t.header {
 		w := runewidth.StringWidth(t.header[i])
@@ -433,11 +433,7 @@ func (t *Table) fitWrappingLast() {
 		}
 		used += w + cellPadding
 	}
-	room := max(width-used-cellPadding, minCut)
-	t.header = append(t.header, lastHeader)
-	for j := range t.rows {
-		t.rows[j] = append(t.rows[j], Wrap(last[j], room, "", ""))
-	}
+	return used
 }
 
 // tailKeys replaces each key by its unique tail: "…" and the shortest end
