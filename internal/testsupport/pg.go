@@ -208,3 +208,19 @@ func ExecSQLErr(dbURL string, stmts ...string) error {
 	}
 	return nil
 }
+
+// QueryInt is the one integer a query of dbURL answers (a count), or the
+// test's end.
+func QueryInt(t testing.TB, dbURL, query string) int {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(context.Background(), query).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

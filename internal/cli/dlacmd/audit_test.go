@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/audit"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
@@ -200,16 +198,7 @@ func TestRecoverRefusesWhenItsRecordCannotBeWritten(t *testing.T) {
 
 func executionCount(t *testing.T, dbURL string) int {
 	t.Helper()
-	conn, err := pgx.Connect(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	var n int
-	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM executions").Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return testsupport.QueryInt(t, dbURL, "SELECT count(*) FROM executions")
 }
 
 // treeOf is every file under dir with its bytes.

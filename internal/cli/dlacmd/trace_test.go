@@ -1,7 +1,6 @@
 package dlacmd
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -11,8 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/deadletter/deadletter/internal/dla/gen"
 	"github.com/deadletter/deadletter/internal/testsupport"
@@ -55,17 +52,8 @@ func traceMessage(t *testing.T, exec, status string, start time.Time, collection
 // traceRowCount counts the rows of every table a write touches.
 func traceRowCount(t *testing.T, dbURL string) int {
 	t.Helper()
-	conn, err := pgx.Connect(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	var n int
-	if err := conn.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM executions) + (SELECT count(*) FROM granules)
-		+ (SELECT count(*) FROM pdrs) + (SELECT count(*) FROM files) + (SELECT count(*) FROM granules_executions)`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return testsupport.QueryInt(t, dbURL, `SELECT (SELECT count(*) FROM executions) + (SELECT count(*) FROM granules)
+		+ (SELECT count(*) FROM pdrs) + (SELECT count(*) FROM files) + (SELECT count(*) FROM granules_executions)`)
 }
 
 var (
