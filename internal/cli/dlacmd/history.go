@@ -24,7 +24,7 @@ type HistoryOptions struct {
 }
 
 // NewCmdHistory builds `dla history`.
-func NewCmdHistory(f *Factory, runF func(context.Context, *HistoryOptions) error) *cobra.Command {
+func NewCmdHistory(f *Factory) *cobra.Command {
 	opts := &HistoryOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "history [flags]",
@@ -53,9 +53,6 @@ folder).`,
   dla history --archive s3://my-internal-bucket/my-stack --granule MOD09GQ.A2024018.h31v05.006.2024031032640`,
 		Args: cmdutil.UsageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
 			return runHistory(cmd.Context(), opts)
 		},
 	}

@@ -34,7 +34,7 @@ type MigrateOptions struct {
 }
 
 // NewCmdMigrateLegacy builds `dla migrate-legacy`.
-func NewCmdMigrateLegacy(f *Factory, runF func(context.Context, *MigrateOptions) error) *cobra.Command {
+func NewCmdMigrateLegacy(f *Factory) *cobra.Command {
 	opts := &MigrateOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "migrate-legacy [flags]",
@@ -74,9 +74,6 @@ fields stay null.`,
 				return cmdutil.UsageErrorf("--concurrency must be between 1 and 256, not %d", opts.Concurrency)
 			}
 			opts.audit = newDLAAudit(cmd, args, opts.Audit, f)
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
 			return cmdutil.MutationError(runMigrate(cmd.Context(), opts))
 		},
 	}

@@ -66,7 +66,7 @@ type RecoverOptions struct {
 }
 
 // NewCmdRecover builds `dla recover`.
-func NewCmdRecover(f *Factory, runF func(context.Context, *RecoverOptions) error) *cobra.Command {
+func NewCmdRecover(f *Factory) *cobra.Command {
 	opts := &RecoverOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "recover [flags] [KEY... | -]",
@@ -171,9 +171,6 @@ later moves back what it left.`,
 			opts.Args = args
 			opts.given = cmdutil.GivenFlags(cmd)
 			opts.audit = newDLAAudit(cmd, args, opts.Audit, f)
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
 			return cmdutil.MutationError(runRecover(cmd.Context(), opts))
 		},
 	}

@@ -29,7 +29,7 @@ type ReportOptions struct {
 }
 
 // NewCmdReport builds `dla report`.
-func NewCmdReport(f *Factory, runF func(context.Context, *ReportOptions) error) *cobra.Command {
+func NewCmdReport(f *Factory) *cobra.Command {
 	opts := &ReportOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "report --out FILE [flags]",
@@ -50,9 +50,6 @@ be attached to a ticket. --out - writes it to stdout.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Out == "" {
 				return cmdutil.UsageErrorf("--out is required (a file, or - for stdout)")
-			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
 			}
 			return runReport(cmd.Context(), opts)
 		},

@@ -25,8 +25,8 @@ type SearchOptions struct {
 	Verbose bool
 }
 
-// NewCmdSearch builds `dla search`; runF replaces the run function in tests.
-func NewCmdSearch(f *Factory, runF func(context.Context, *SearchOptions) error) *cobra.Command {
+// NewCmdSearch builds `dla search`.
+func NewCmdSearch(f *Factory) *cobra.Command {
 	opts := &SearchOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "search [flags]",
@@ -75,9 +75,6 @@ passes the limit.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := opts.Output.Validate(); err != nil {
 				return err
-			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
 			}
 			return runSearch(cmd.Context(), opts)
 		},

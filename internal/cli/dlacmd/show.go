@@ -32,7 +32,7 @@ type ShowOptions struct {
 }
 
 // NewCmdShow builds `dla show`.
-func NewCmdShow(f *Factory, runF func(context.Context, *ShowOptions) error) *cobra.Command {
+func NewCmdShow(f *Factory) *cobra.Command {
 	opts := &ShowOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "show KEY... | -",
@@ -62,9 +62,6 @@ parsed.`,
 				return err
 			}
 			opts.Keys = args
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
 			return runShow(cmd.Context(), opts)
 		},
 	}

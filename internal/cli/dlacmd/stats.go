@@ -30,7 +30,7 @@ type StatsOptions struct {
 var statsDimensions = []string{"date", "status", "collection", "error", "generation"}
 
 // NewCmdStats builds `dla stats`.
-func NewCmdStats(f *Factory, runF func(context.Context, *StatsOptions) error) *cobra.Command {
+func NewCmdStats(f *Factory) *cobra.Command {
 	opts := &StatsOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "stats [flags]",
@@ -54,9 +54,6 @@ into classes here), from the columns Cumulus hoisted into each record.`,
 			}
 			if !slices.Contains(statsDimensions, opts.By) {
 				return cmdutil.UsageErrorf("invalid --by %q: want date, status, collection, error or generation", opts.By)
-			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
 			}
 			return runStats(cmd.Context(), opts)
 		},

@@ -81,7 +81,7 @@ type TraceRecord struct {
 }
 
 // NewCmdTrace builds `dla trace`.
-func NewCmdTrace(f *Factory, runF func(context.Context, *TraceOptions) error) *cobra.Command {
+func NewCmdTrace(f *Factory) *cobra.Command {
 	opts := &TraceOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "trace --granule ID | --execution ARN | --pdr NAME [flags]",
@@ -141,9 +141,6 @@ be read (unless --ignore-unreadable).`,
 			}
 			if opts.Select.limit != 0 {
 				return cmdutil.UsageErrorf("--limit does not apply to dla trace: every message naming the record is read")
-			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
 			}
 			return runTrace(cmd.Context(), opts)
 		},

@@ -46,7 +46,7 @@ type TriageOptions struct {
 }
 
 // NewCmdTriage builds `dla triage`.
-func NewCmdTriage(f *Factory, runF func(context.Context, *TriageOptions) error) *cobra.Command {
+func NewCmdTriage(f *Factory) *cobra.Command {
 	opts := &TriageOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "triage [flags]",
@@ -94,9 +94,6 @@ stats do, unless --ignore-unreadable (which names the first 5; -v all).`,
 			}
 			if opts.Probe > 0 && opts.DatabaseURL == "" && opts.DBSecret == "" && f.Getenv("DATABASE_URL") == "" {
 				return cmdutil.UsageErrorf("--probe needs a database: --database-url, --db-secret or $DATABASE_URL")
-			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
 			}
 			return runTriage(cmd.Context(), opts)
 		},

@@ -19,7 +19,7 @@ type CodesOptions struct {
 }
 
 // NewCmdCodes builds `pushdlq codes`.
-func NewCmdCodes(f *Factory, runF func(context.Context, *CodesOptions) error) *cobra.Command {
+func NewCmdCodes(f *Factory) *cobra.Command {
 	opts := &CodesOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "codes",
@@ -28,9 +28,6 @@ func NewCmdCodes(f *Factory, runF func(context.Context, *CodesOptions) error) *c
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := opts.Output.Validate(); err != nil {
 				return err
-			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
 			}
 			return runCodes(cmd.Context(), opts)
 		},

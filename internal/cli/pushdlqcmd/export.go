@@ -41,7 +41,7 @@ type ExportOptions struct {
 }
 
 // NewCmdExport builds `pushdlq export`.
-func NewCmdExport(f *Factory, runF func(context.Context, *ExportOptions) error) *cobra.Command {
+func NewCmdExport(f *Factory) *cobra.Command {
 	opts := &ExportOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "export --dlq URL|NAME --out FILE.ndjson [--delete] [--resume]",
@@ -131,9 +131,6 @@ past --wait-held) and prints the command to run again.`,
 				if err := cmdutil.RequireYes(f.IO, opts.Yes, "export --delete"); err != nil {
 					return err
 				}
-			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
 			}
 			if opts.Delete && !opts.Audit.NoAudit {
 				place, err := f.auditPlace(cmd.Context(), opts.Audit.Location)

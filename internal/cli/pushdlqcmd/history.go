@@ -22,7 +22,7 @@ type HistoryOptions struct {
 }
 
 // NewCmdHistory builds `pushdlq history`.
-func NewCmdHistory(f *Factory, runF func(context.Context, *HistoryOptions) error) *cobra.Command {
+func NewCmdHistory(f *Factory) *cobra.Command {
 	opts := &HistoryOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "history [flags]",
@@ -52,9 +52,6 @@ held_back, exported and deleted ...`,
   pushdlq history --message-id 9b6c3f0e-5a7d-4e1b-8f2a-0c1d2e3f4a5b`,
 		Args: cmdutil.UsageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
 			return runHistory(cmd.Context(), opts)
 		},
 	}

@@ -36,7 +36,7 @@ type InspectOptions struct {
 }
 
 // NewCmdInspect builds `pushdlq inspect`.
-func NewCmdInspect(f *Factory, runF func(context.Context, *InspectOptions) error) *cobra.Command {
+func NewCmdInspect(f *Factory) *cobra.Command {
 	opts := &InspectOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "inspect --dlq URL|NAME [--sample N | --all] [--since SPAN]",
@@ -83,9 +83,6 @@ reading raises each message's receive count.`,
 					return err
 				}
 				opts.since = &w
-			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
 			}
 			return runInspect(cmd.Context(), opts)
 		},

@@ -53,7 +53,11 @@ type ReplayOptions struct {
 }
 
 // NewCmdReplay builds `pushdlq replay`.
-func NewCmdReplay(f *Factory, runF func(context.Context, *ReplayOptions) error) *cobra.Command {
+func NewCmdReplay(f *Factory) *cobra.Command { return newCmdReplay(f, runReplay) }
+
+// newCmdReplay builds it with the run function given: a test of flag
+// resolution (the window a --since names) passes one that keeps the options.
+func newCmdReplay(f *Factory, run func(context.Context, *ReplayOptions) error) *cobra.Command {
 	opts := &ReplayOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "replay (--dlq URL|NAME | --from-file FILE) --queue-base-url URL (--window START/END | --since SPAN) --codes LIST",
@@ -159,10 +163,7 @@ read, the run refuses unless --max-replays 0 (no limit).`,
 			if err := opts.validate(cmd); err != nil {
 				return err
 			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return runReplay(cmd.Context(), opts)
+			return run(cmd.Context(), opts)
 		},
 	}
 	addQueueFlags(cmd, &opts.Queue, false)

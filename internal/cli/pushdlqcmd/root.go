@@ -56,7 +56,7 @@ queue or on disk. Data goes to stdout; plans, progress and warnings to stderr.`,
 	cmdutil.WrapHelp(root, f.IO.TerminalWidth)
 	cmdutil.AddAWSFlags(root, f.AWS)
 	root.PersistentFlags().Lookup("endpoint-url").Usage = "send SQS requests to this URL, e.g. a local SQS such as fauxqs or ElasticMQ (beats AWS_ENDPOINT_URL_SQS and AWS_ENDPOINT_URL)"
-	root.AddCommand(NewCmdCodes(f, nil), NewCmdInspect(f, nil), NewCmdTriage(f, nil), NewCmdTrace(f, nil), NewCmdExport(f, nil), NewCmdReplay(f, nil), NewCmdHistory(f, nil), NewCmdProcessor(f),
+	root.AddCommand(NewCmdCodes(f), NewCmdInspect(f), NewCmdTriage(f), NewCmdTrace(f), NewCmdExport(f), NewCmdReplay(f), NewCmdHistory(f), NewCmdProcessor(f),
 		cmdutil.NewCmdVersion("pushdlq", f.IO.Out), newCmdDev(f))
 	root.AddCommand(cmdutil.HelpTopic("exit-codes", "What pushdlq's exit codes mean", exitCodesHelp))
 	root.AddCommand(cmdutil.HelpTopic("environment", "Environment variables pushdlq reads", environmentHelp))

@@ -64,7 +64,7 @@ func TestReplaySinceResumesWithTheResolvedWindow(t *testing.T) {
 	f := NewFactory(ios, func(string) string { return "" })
 	f.Now = func() time.Time { return sinceNow.Add(123 * time.Millisecond) }
 	var got *ReplayOptions
-	cmd := NewCmdReplay(f, func(_ context.Context, o *ReplayOptions) error { got = o; return nil })
+	cmd := newCmdReplay(f, func(_ context.Context, o *ReplayOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"--dlq", "q", "--queue-base-url", "b", "--since", "1d12h", "--codes", "1004", "--dry-run"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)

@@ -65,7 +65,7 @@ type TraceReport struct {
 }
 
 // NewCmdTrace builds `pushdlq trace`.
-func NewCmdTrace(f *Factory, runF func(context.Context, *TraceOptions) error) *cobra.Command {
+func NewCmdTrace(f *Factory) *cobra.Command {
 	opts := &TraceOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "trace --dlq URL|NAME --notification ID [--window START/END --codes LIST]",
@@ -105,9 +105,6 @@ verdicts say so.`,
 			}
 			if (opts.Window == "") != (opts.Codes == "") {
 				return cmdutil.UsageErrorf("--window and --codes go together (neither: the ones covering this notification)")
-			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
 			}
 			return runTrace(cmd.Context(), opts)
 		},

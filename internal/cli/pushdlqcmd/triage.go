@@ -35,7 +35,7 @@ type TriageOptions struct {
 }
 
 // NewCmdTriage builds `pushdlq triage`.
-func NewCmdTriage(f *Factory, runF func(context.Context, *TriageOptions) error) *cobra.Command {
+func NewCmdTriage(f *Factory) *cobra.Command {
 	opts := &TriageOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "triage --dlq URL|NAME [--queue-base-url URL]",
@@ -68,9 +68,6 @@ no replay selects (not JSON, no priority, no createdAt) are their own groups.`,
 			}
 			if opts.Sample < 0 {
 				return cmdutil.UsageErrorf("--sample %d: want 0 (every message) or more", opts.Sample)
-			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
 			}
 			return runTriage(cmd.Context(), opts)
 		},
