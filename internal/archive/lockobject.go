@@ -22,7 +22,14 @@ type LockHolder struct {
 	Host    string    `json:"host"`
 	PID     int       `json:"pid"`
 	Since   time.Time `json:"since"`
+	// Until, when set, is when the lock lapses: a lease (TakeLease), which
+	// any host may take over once it has passed, as a run that cannot
+	// outlive a deadline (a Lambda's 15 minutes) takes it.
+	Until *time.Time `json:"until,omitempty"`
 }
+
+// lapsed reports whether h is a lease whose time has passed.
+func (h LockHolder) lapsed(now time.Time) bool { return h.Until != nil && now.After(*h.Until) }
 
 // LockedError: another run holds the lock.
 type LockedError struct {
@@ -40,6 +47,10 @@ func (e *LockedError) Error() string {
 	if e.Unreadable > 0 {
 		return fmt.Sprintf("the lock object %s cannot be read as a lock (%d bytes, no holder named); if no other run is going, run again with --break-lock", e.Key, e.Unreadable)
 	}
+	if e.Holder.Until != nil {
+		return fmt.Sprintf("another %s holds the archive since %s (host %s, pid %d; lock %s) until %s at the latest: wait for it to end",
+			e.Holder.Command, e.Holder.Since.UTC().Format(time.RFC3339), e.Holder.Host, e.Holder.PID, e.Key, e.Holder.Until.UTC().Format(time.RFC3339))
+	}
 	if e.Running {
 		return fmt.Sprintf("another %s holds the archive since %s and is running (this host, pid %d; lock %s): the lock is not broken; wait for it to end",
 			e.Holder.Command, e.Holder.Since.UTC().Format(time.RFC3339), e.Holder.PID, e.Key)
@@ -52,8 +63,25 @@ func (e *LockedError) Error() string {
 // one of this host, and returns the function that removes it (only while
 // it is still this run's).
 func TakeLock(ctx context.Context, s Store, key, command string) (release func(), err error) {
+	return takeLock(ctx, s, key, command, time.Time{})
+}
+
+// TakeLease is TakeLock for a run that cannot outlive until (a Lambda's
+// deadline, with a margin): its lock lapses then, and a later run of any
+// host takes it over, where a lock without a lease of another host is
+// refused until broken by hand. A lapsed lease of a run still going is
+// the caller's to rule out: until must be past the run's own end.
+func TakeLease(ctx context.Context, s Store, key, command string, until time.Time) (release func(), err error) {
+	return takeLock(ctx, s, key, command, until)
+}
+
+func takeLock(ctx context.Context, s Store, key, command string, until time.Time) (release func(), err error) {
 	host, _ := os.Hostname()
 	me := LockHolder{Command: command, Host: host, PID: os.Getpid(), Since: time.Now().UTC()}
+	if !until.IsZero() {
+		u := until.UTC()
+		me.Until = &u
+	}
 	body, err := json.Marshal(me)
 	if err != nil {
 		return nil, err
@@ -84,7 +112,7 @@ func TakeLock(ctx context.Context, s Store, key, command string) (release func()
 		// This process's own: left by an earlier run whose release failed,
 		// or written by a PutNew whose reply was lost.
 		ours := h.PID == me.PID
-		if h.Host != host || (alive(h.PID) && !ours) {
+		if !h.lapsed(time.Now()) && (h.Host != host || (alive(h.PID) && !ours)) {
 			return nil, &LockedError{Key: key, Holder: h}
 		}
 		// A process of this host that is gone (killed), or this one: the
@@ -146,7 +174,7 @@ func staleMarker(ctx context.Context, s Store, marker, host string) bool {
 		return errors.Is(err, ErrNotFound)
 	}
 	var h LockHolder
-	if json.Unmarshal(b, &h) != nil || h.Host != host || h.PID <= 0 || alive(h.PID) {
+	if json.Unmarshal(b, &h) != nil || h.PID <= 0 || !h.lapsed(time.Now()) && (h.Host != host || alive(h.PID)) {
 		return false
 	}
 	return DeleteIfUnchanged(ctx, s, marker, b) == nil

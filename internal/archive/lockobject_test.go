@@ -89,3 +89,44 @@ func TestLockTakenAtOnceRemovesADeadRunsTakeoverMarker(t *testing.T) {
 		_ = store.Delete(ctx, key+".takeover")
 	}
 }
+
+// A lease of another host is refused until it lapses, then taken over (a
+// Lambda killed at its deadline never releases its lock); the lease taken
+// names its end.
+func TestALeaseOfAnotherHostIsTakenOverOnceItLapses(t *testing.T) {
+	ctx := context.Background()
+	store, err := archive.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "demo/dead-letter-archive/locks/autorecover.json"
+	put := func(h archive.LockHolder) {
+		b, _ := json.Marshal(h)
+		if err := store.Put(ctx, key, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	future, past := time.Now().Add(time.Hour), time.Now().Add(-time.Second)
+	put(archive.LockHolder{Command: "dla autorecover", Host: "sandbox-1", PID: 1, Since: time.Now(), Until: &future})
+	var le *archive.LockedError
+	if _, err := archive.TakeLease(ctx, store, key, "dla autorecover", time.Now().Add(20*time.Minute)); !errors.As(err, &le) {
+		t.Fatalf("a running lease of another host: %v", err)
+	}
+	put(archive.LockHolder{Command: "dla autorecover", Host: "sandbox-1", PID: 1, Since: time.Now(), Until: &past})
+	until := time.Now().Add(20 * time.Minute).UTC().Truncate(time.Second)
+	release, err := archive.TakeLease(ctx, store, key, "dla autorecover", until)
+	if err != nil {
+		t.Fatalf("a lapsed lease was not taken over: %v", err)
+	}
+	b, _ := store.Get(ctx, key)
+	var h archive.LockHolder
+	if json.Unmarshal(b, &h) != nil || h.PID != os.Getpid() || h.Until == nil || !h.Until.Equal(until) {
+		t.Fatalf("the lease holds %s", b)
+	}
+	// A lock without a lease of another host stays refused however old.
+	release()
+	put(archive.LockHolder{Command: "dla autorecover", Host: "sandbox-1", PID: 1, Since: time.Now().Add(-48 * time.Hour)})
+	if _, err := archive.TakeLease(ctx, store, key, "dla autorecover", until); !errors.As(err, &le) {
+		t.Fatalf("another host's lock without a lease: %v", err)
+	}
+}

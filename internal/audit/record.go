@@ -16,6 +16,7 @@ package audit
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"strings"
 	"time"
 )
@@ -135,6 +136,9 @@ type Finished struct {
 	Items       int            `json:"items"`
 	// Unrecorded is how many items could not be written to the record.
 	Unrecorded int `json:"unrecorded,omitempty"`
+	// State is what the verb leaves for its next run to read (dla
+	// autorecover's backoff and last notification), in its own format.
+	State json.RawMessage `json:"state,omitempty"`
 }
 
 // NewRunID is a run id that sorts by its start: the UTC time to the
