@@ -32,6 +32,9 @@ type Scope struct {
 	Limit     int // stop after this many matches (0: no limit)
 	// Digest sets each decoded object's Digest (the MD5 of its bytes).
 	Digest bool
+	// Skip, when set, leaves out the keys it reports before they are read
+	// (dla autorecover: the objects runs tried too often already).
+	Skip func(key string) bool
 }
 
 // Result is one object handed to the caller: a match, or an object that
@@ -264,6 +267,15 @@ func looksComplete(raw []byte) bool {
 
 // produce lists the objects in scope, in order.
 func produce(ctx context.Context, store archive.Store, scope Scope, yield func(archive.Entry) error) error {
+	if skip := scope.Skip; skip != nil {
+		inner := yield
+		yield = func(e archive.Entry) error {
+			if !e.IsPrefix && skip(e.Key) {
+				return nil
+			}
+			return inner(e)
+		}
+	}
 	if scope.KeyStream != nil {
 		return scope.KeyStream(func(k string) error { return yield(archive.Entry{Key: k}) })
 	}
