@@ -16,14 +16,14 @@ import (
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/shellword"
 	"github.com/deadletter/deadletter/internal/sqsmove"
+	"github.com/deadletter/deadletter/internal/workflow/dlqsession"
 	"github.com/deadletter/deadletter/internal/workflow/pushexport"
-	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
 )
 
 // ExportOptions are pushdlq export's inputs.
 type ExportOptions struct {
 	Factory *Factory
-	Queue   pushreplay.QueueOptions
+	Queue   dlqsession.QueueOptions
 	Out     string
 	Delete  bool
 	Yes     bool
@@ -429,7 +429,7 @@ func runExport(ctx context.Context, opts *ExportOptions) (err error) {
 // (a line among those would not have been seen), and every message it
 // holds (written, or received again and already in the file) was deleted.
 // Otherwise the partial file stays, and the run says to run it again.
-func finishResumed(ctx context.Context, f *Factory, opts *ExportOptions, s *pushreplay.Session, out *pushexport.File, sum *ExportSummary, queued int, overLimit *sqsmove.InFlightLimitError) error {
+func finishResumed(ctx context.Context, f *Factory, opts *ExportOptions, s *dlqsession.Session, out *pushexport.File, sum *ExportSummary, queued int, overLimit *sqsmove.InFlightLimitError) error {
 	w := f.IO.ErrOut
 	var notAll string
 	if overLimit != nil {

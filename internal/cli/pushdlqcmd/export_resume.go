@@ -12,8 +12,8 @@ import (
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/shellword"
 	"github.com/deadletter/deadletter/internal/sqsmove"
+	"github.com/deadletter/deadletter/internal/workflow/dlqsession"
 	"github.com/deadletter/deadletter/internal/workflow/pushexport"
-	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
 )
 
 // Finishing a stopped export (--resume).
@@ -128,7 +128,7 @@ func openPartial(path string, errOut io.Writer) (*pushexport.File, error) {
 // visibility timeout runs out; a line of the file still in the DLQ is
 // deleted only once a scan receives it again, and (with --delete or
 // without) a message not in the file is appended only once received.
-func waitUntilNothingInFlight(ctx context.Context, f *Factory, opts *ExportOptions, s *pushreplay.Session, partial string) error {
+func waitUntilNothingInFlight(ctx context.Context, f *Factory, opts *ExportOptions, s *dlqsession.Session, partial string) error {
 	if s.Queue.InFlight == 0 {
 		return nil
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/deadletter/deadletter/internal/pushpolicy"
 	"github.com/deadletter/deadletter/internal/shellword"
 	"github.com/deadletter/deadletter/internal/sqsmove"
+	"github.com/deadletter/deadletter/internal/workflow/dlqsession"
 	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
 )
 
@@ -501,10 +502,10 @@ func printInterrupted(w io.Writer, opts *ReplayOptions, s pushreplay.Summary) {
 
 // stderrOut is where the replay workflow and a DLQ session speak: stderr,
 // with progress lines on a terminal.
-func stderrOut(f *Factory) pushreplay.Out {
-	return pushreplay.Out{
+func stderrOut(f *Factory) dlqsession.Out {
+	return dlqsession.Out{
 		Logf: func(format string, args ...any) { fmt.Fprintf(f.IO.ErrOut, format+"\n", args...) },
-		NewProgress: func() pushreplay.Progress {
+		NewProgress: func() dlqsession.Progress {
 			return cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
 		},
 	}
@@ -521,9 +522,9 @@ func replayExit(err error) error {
 	return usageExit(err)
 }
 
-// usageExit makes a *pushreplay.UsageError a usage error (exit 2).
+// usageExit makes a *dlqsession.UsageError a usage error (exit 2).
 func usageExit(err error) error {
-	var usage *pushreplay.UsageError
+	var usage *dlqsession.UsageError
 	if errors.As(err, &usage) {
 		return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err}
 	}

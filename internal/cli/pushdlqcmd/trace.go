@@ -14,14 +14,14 @@ import (
 	"github.com/deadletter/deadletter/internal/pushpolicy"
 	"github.com/deadletter/deadletter/internal/shellword"
 	"github.com/deadletter/deadletter/internal/sqsmove"
-	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
+	"github.com/deadletter/deadletter/internal/workflow/dlqsession"
 	"github.com/deadletter/deadletter/internal/workflow/trace"
 )
 
 // TraceOptions are pushdlq trace's inputs.
 type TraceOptions struct {
 	Factory      *Factory
-	Queue        pushreplay.QueueOptions
+	Queue        dlqsession.QueueOptions
 	Notification string
 	Window       string
 	Codes        string

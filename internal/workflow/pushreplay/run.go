@@ -10,13 +10,14 @@ import (
 
 	"github.com/deadletter/deadletter/internal/pushpolicy"
 	"github.com/deadletter/deadletter/internal/sqsmove"
+	"github.com/deadletter/deadletter/internal/workflow/dlqsession"
 )
 
 // Options are what one replay is given: `pushdlq replay`'s flags once
 // resolved and checked.
 type Options struct {
 	// Queue is the DLQ read (Queue.DLQ is empty with FromFile).
-	Queue QueueOptions
+	Queue dlqsession.QueueOptions
 	// BaseURL is the priority queues' prefix: a message goes to
 	// BaseURL + "P" + its priority.
 	BaseURL string
@@ -60,7 +61,7 @@ type Options struct {
 // Out, Plan, Confirm and OnMessage are the caller's.
 type Run struct {
 	Options
-	Out
+	dlqsession.Out
 	// SQS returns the client and where it points (profile, region,
 	// endpoint; never a secret).
 	SQS func(ctx context.Context) (sqsmove.API, string, error)
@@ -197,7 +198,7 @@ type DeleteRefusedError struct {
 }
 
 func (e *DeleteRefusedError) Error() string {
-	return fmt.Sprintf("the DLQ refused to delete: %v; %s in both the target queue and the DLQ (resume with %s)", e.Err, messages(e.Count), e.Journal)
+	return fmt.Sprintf("the DLQ refused to delete: %v; %s in both the target queue and the DLQ (resume with %s)", e.Err, dlqsession.Messages(e.Count), e.Journal)
 }
 
 func (e *DeleteRefusedError) Unwrap() error { return e.Err }
@@ -205,7 +206,7 @@ func (e *DeleteRefusedError) Unwrap() error { return e.Err }
 // replayRun is one replay's state.
 type replayRun struct {
 	*Run
-	s       *Session // the DLQ, when replaying from it
+	s       *dlqsession.Session // the DLQ, when replaying from it
 	hold    *sqsmove.Hold
 	source  string // DLQ URL or file name
 	counts  Counts
@@ -234,7 +235,7 @@ type replayRun struct {
 	// targetIsDLQ: isDLQ's answers, by target (the scan's goroutine only).
 	targetIsDLQ map[string]bool
 	ctx         context.Context
-	progress    Progress
+	progress    dlqsession.Progress
 	// The rounds of a park run that reads on past SQS's in-flight limit
 	// (rounds.go): the replayer kept for them, the round (1 for the
 	// first), the counts when it began, and what the earlier ones moved.
@@ -279,7 +280,7 @@ func (r *replayRun) run(ctx context.Context) (res *RunResult, err error) {
 		// it reads the journal or the DLQ.
 		unlock, err := sqsmove.LockJournal(p)
 		if err != nil {
-			return nil, &UsageError{Err: err}
+			return nil, &dlqsession.UsageError{Err: err}
 		}
 		defer unlock()
 	}
@@ -395,7 +396,7 @@ func (r *replayRun) checkTargets() error {
 	}
 	for k := range r.counts.ByTarget {
 		if r.isDLQ(k.Target) {
-			return &UsageError{Err: TargetIsDLQError(k.Priority, k.Target)}
+			return &dlqsession.UsageError{Err: TargetIsDLQError(k.Priority, k.Target)}
 		}
 	}
 	return nil
@@ -461,7 +462,7 @@ func (r *replayRun) inFlightElsewhere(ctx context.Context) {
 	// an interrupted run, or a receive whose reply was lost), or delayed.
 	after, err := sqsmove.Describe(ctx, r.s.API, r.s.Queue.URL)
 	if err != nil {
-		r.logf("warning: could not count the messages in flight elsewhere: %v", err)
+		r.Log("warning: could not count the messages in flight elsewhere: %v", err)
 		return
 	}
 	// Messages the interrupted run held that did not come back are counted
