@@ -397,7 +397,7 @@ func runReplay(ctx context.Context, opts *ReplayOptions) error {
 			fmt.Fprintf(w, "note: %v\n", uerr)
 		}
 	}
-	res, err := run.Run(ctx)
+	res, err := run.Replay(ctx)
 	var unwritable *audit.UnwritableError
 	if errors.As(err, &unwritable) {
 		return unwritableError(unwritable)

@@ -70,7 +70,7 @@ func TestRunReplaysADLQFromItsOptionsWithoutTheCLI(t *testing.T) {
 					}
 				},
 			}
-			res, err := run.Run(context.Background())
+			res, err := run.Replay(context.Background())
 			if err != nil || res == nil {
 				t.Fatalf("run: %v", err)
 			}
@@ -140,7 +140,7 @@ func TestRunThatCannotOpenTheDLQHasNoSummary(t *testing.T) {
 			return nil, "", errors.New("no AWS region: pass --region, set AWS_REGION, or set one in the profile")
 		},
 	}
-	res, err := run.Run(context.Background())
+	res, err := run.Replay(context.Background())
 	if err == nil {
 		t.Fatal("the run went on without a DLQ")
 	}
