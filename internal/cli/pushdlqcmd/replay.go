@@ -228,7 +228,8 @@ func (o *ReplayOptions) validate(cmd *cobra.Command) error {
 	if err := o.resolveSince(); err != nil {
 		return err
 	}
-	if err := policyFlags(o.Factory, &o.Policy, o.Window, o.Codes, o.AllowWideWindow, o.FromEnv, "--from-env"); err != nil {
+	pf := policyFlags{Window: o.Window, Codes: o.Codes, AllowWideWindow: o.AllowWideWindow, Or: "--from-env", OrGiven: o.FromEnv}
+	if err := pf.apply(o.Factory, &o.Policy); err != nil {
 		return err
 	}
 	if o.Ineligible != "release" && o.Ineligible != "park" {

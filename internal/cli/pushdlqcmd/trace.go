@@ -125,7 +125,7 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 	f := opts.Factory
 	var policy pushpolicy.Policy
 	if opts.Window != "" {
-		if err := policyFlags(f, &policy, opts.Window, opts.Codes, true, false, ""); err != nil {
+		if err := (policyFlags{Window: opts.Window, Codes: opts.Codes, AllowWideWindow: true}).apply(f, &policy); err != nil {
 			return err
 		}
 	}
