@@ -2,6 +2,7 @@ package pushdlqcmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -57,4 +58,24 @@ func openSession(ctx context.Context, f *Factory, q dlqsession.QueueOptions) (*d
 func inFlightLimitNote(limit *sqsmove.InFlightLimitError, about int64, rest string) string {
 	return fmt.Sprintf("pushdlq: read the first %s of about %d: SQS's in-flight limit (OverLimit) stopped the scan; %s",
 		output.Plural(limit.Held, "message"), about, rest)
+}
+
+// stderrOut is where the replay workflow and a DLQ session speak: stderr,
+// with progress lines on a terminal.
+func stderrOut(f *Factory) dlqsession.Out {
+	return dlqsession.Out{
+		Logf: func(format string, args ...any) { fmt.Fprintf(f.IO.ErrOut, format+"\n", args...) },
+		NewProgress: func() dlqsession.Progress {
+			return cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
+		},
+	}
+}
+
+// usageExit makes a *dlqsession.UsageError a usage error (exit 2).
+func usageExit(err error) error {
+	var usage *dlqsession.UsageError
+	if errors.As(err, &usage) {
+		return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err}
+	}
+	return err
 }
