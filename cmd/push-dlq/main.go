@@ -1,6 +1,7 @@
 // Command push-dlq is the push-dlq Lambda function (runtime provided.al2023,
-// handler bootstrap): it replays the slice of the push DLQ its environment
-// selects and parks the rest. See docs/processors.md.
+// handler bootstrap), not a CLI: it replays the slice of the push DLQ its
+// environment selects and parks the rest. The operator CLI for the push DLQ
+// is cmd/pushdlq. See docs/processors.md.
 package main
 
 import (

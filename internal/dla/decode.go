@@ -2,13 +2,12 @@ package dla
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
+	"github.com/deadletter/deadletter/internal/dla/jsontext"
 	"github.com/tidwall/gjson"
 )
 
@@ -65,7 +64,7 @@ type DecodeError struct {
 func (e *DecodeError) Error() string {
 	e.once.Do(func() {
 		if e.prefix != "" {
-			e.reason = e.prefix + ": " + jsonSyntaxReason(e.invalid)
+			e.reason = e.prefix + ": " + jsontext.SyntaxReason(e.invalid)
 			e.invalid, e.prefix = nil, ""
 		}
 	})
@@ -84,7 +83,7 @@ const maxLazyReason = 64 << 10
 // once for data larger than maxLazyReason).
 func invalidJSONError(data []byte, prefix string) error {
 	if len(data) > maxLazyReason {
-		return &DecodeError{reason: prefix + ": " + jsonSyntaxReason(data)}
+		return &DecodeError{reason: prefix + ": " + jsontext.SyntaxReason(data)}
 	}
 	return &DecodeError{invalid: bytes.Clone(data), prefix: prefix}
 }
@@ -105,16 +104,30 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 // hoistedKeys are the fields Cumulus's DLA writer adds to every record.
 var hoistedKeys = []string{"executionArn", "stateMachineArn", "status", "time", "collectionId", "providerId", "granules", "error"}
 
+// IsHoisted reports whether name is one of the fields Cumulus's DLA writer
+// adds to every record (hoisted from its body): executionArn,
+// stateMachineArn, status, time, collectionId, providerId, granules and
+// error.
+func IsHoisted(name string) bool { return slices.Contains(hoistedKeys, name) }
+
 // Decode decodes one archive object of any generation. It never panics; an
 // object that is not a JSON object, whose body layers are not valid JSON,
-// or that nests deeper than MaxDepth (in any of its layers, or in the
-// detail or Cumulus message it holds as a JSON string), yields a
+// or that nests deeper than jsontext.MaxDepth (in any of its layers, or in
+// the detail or Cumulus message it holds as a JSON string), yields a
 // *DecodeError together with what could be decoded.
 //
 // Each layer is read once (layerScan): one pass validates it, finds its
 // members and unescapes its body into a reused buffer; only the metadata
 // kept and the innermost layer are copied out. The results are those of
-// the gjson-based decoder it replaced, quirks included (see scan.go).
+// the gjson-based decoder it replaced, quirks included (see layerscan.go).
+//
+// The steps:
+//  1. check that the object is a JSON object (a byte-order mark is noted
+//     and skipped);
+//  2. unwrap: while the value has a body or Body key, keep the other keys
+//     as metadata (outer layers win) and descend into the body;
+//  3. derive the hoisted fields from the innermost value (derive), and
+//     take them, or those a DLA record holds (applyHoisted).
 func Decode(raw []byte) (*Decoded, error) {
 	d := &Decoded{}
 	d.Size = int64(len(raw))
@@ -125,122 +138,156 @@ func Decode(raw []byte) (*Decoded, error) {
 	}
 	st := decodePool.Get().(*decodeState)
 	defer st.release()
-	ls := &st.scans[0]
-	ls.wantLayer = true
-	switch deep, valid := ls.check(raw); {
+	u := unwrap{d: d, st: st, ls: &st.scans[0], data: raw}
+	u.ls.wantLayer = true
+	switch deep, valid := u.ls.check(raw); {
 	case deep:
-		return d, decodeErrorf("object is %s", depthReason)
+		return d, decodeErrorf("object is %s", jsontext.DepthReason)
 	case !valid:
 		return d, invalidJSONError(raw, "object is not valid JSON")
 	}
-	if ls.kind != '{' {
+	if u.ls.kind != '{' {
 		return d, decodeErrorf("object is a JSON %s, not an object", jsonKind(gjson.ParseBytes(raw)))
 	}
-
-	// The unwrap loop: while the value has a body or Body key, keep the other
-	// keys as metadata (outer layers win) and descend into the body. data is
-	// the current layer's text, already scanned into ls.
-	var topFields, innerFields []Field
-	var seen map[string]bool // d.Metadata's names, once there are many
-	data := raw
-	var inner string // the innermost layer's text
-	for {
-		if ls.kind != '{' || (ls.upper < 0 && ls.lower < 0) {
-			// The innermost value: the only layer kept whole.
-			inner = string(data) // exact size: a body's buffer is larger
-			if ls.kind == '{' {
-				// Read by derive, not kept: reused (cleared in release).
-				innerFields = slices.Grow(st.fields[:0], len(ls.members))[:len(ls.members)]
-				for i, m := range ls.members {
-					innerFields[i] = Field{Name: keyString(inner, data, m), Raw: inner[m.v0:m.v1]}
-				}
-				st.fields = innerFields
-			}
-			if len(d.Layers) == 0 {
-				topFields = innerFields
-				d.archiveErrorProblem(topFields)
-			}
-			break
+	for u.hasBody() {
+		if err := u.descend(); err != nil {
+			return d, err
 		}
-		layer := Layer{BodyKey: "Body", Metadata: st.metadata(ls, data)}
-		body := ls.upper
-		if body < 0 {
-			layer.BodyKey, body = "body", ls.lower
-		}
-		if len(d.Layers) == 0 {
-			topFields = layer.Metadata
-			d.archiveErrorProblem(topFields)
-		}
-		if len(d.Layers) >= maxLayers {
-			return d, decodeErrorf("more than %d nested body layers", maxLayers)
-		}
-		d.Layers = append(d.Layers, layer)
-		switch {
-		case d.Metadata == nil && len(layer.Metadata) > 0 && !hasDuplicateName(layer.Metadata):
-			// The outermost layer's metadata is the merge so far: share
-			// it (its capacity is its length, so merging an inner layer
-			// appends to a copy).
-			d.Metadata = layer.Metadata
-		case d.Metadata == nil && len(layer.Metadata) > 0:
-			d.Metadata = make([]Field, 0, len(layer.Metadata)+4)
-			fallthrough
-		default:
-			for _, f := range layer.Metadata {
-				seen = d.addMetadata(f, seen)
-			}
-		}
-		n := len(d.Layers)
-		next := &st.scans[n%2]
-		next.wantLayer = true
-		m := ls.members[body]
-		switch data[m.v0] {
-		case 'n':
-			data = emptyObject
-		case '"':
-			data = ls.upperBuf
-			if body == ls.lower && ls.upper < 0 {
-				data = ls.lowerBuf
-			}
-			deep, valid := next.check(data)
-			if deep {
-				d.Depth = n
-				d.fillFromMetadata()
-				d.Generation = generationOf(isDLARecord(topFields), n, false, false)
-				return d, decodeErrorf("layer %d %s is %s", n, layer.BodyKey, depthReason)
-			}
-			if !valid {
-				d.Depth = n
-				d.fillFromMetadata()
-				d.Generation = generationOf(isDLARecord(topFields), n, false, false)
-				return d, invalidJSONError(data, fmt.Sprintf("layer %d %s is not valid JSON", n, layer.BodyKey))
-			}
-			ls = next
-			continue
-		default:
-			// Cumulus would fail here (it parses String(body)); the value is
-			// already JSON, so use it.
-			d.problem("layer %d %s is a JSON %s, not a string", n, layer.BodyKey, jsonKind(gjson.Parse(string(data[m.v0:m.v1]))))
-			next.src = append(next.src[:0], data[m.v0:m.v1]...)
-			data = next.src
-		}
-		next.scan(data) // a part of a text already validated, or {}
-		ls = next
 	}
-	cur := gjson.Parse(inner)
+	in := u.innermost()
 	d.Depth = len(d.Layers)
-	d.Event = cur.Raw
+	d.Event = in.value.Raw
 	d.fillFromMetadata()
-	detail, cumulusMeta := fieldValue(innerFields, "detail"), fieldValue(innerFields, "cumulus_meta")
-	dlaRecord := isDLARecord(topFields)
-	d.Generation = generationOf(dlaRecord, len(d.Layers), detail.Exists(), cumulusMeta.Exists())
-
-	derived, err := d.derive(st, ls, data, inner, cur, innerFields, detail, cumulusMeta)
+	dlaRecord := isDLARecord(u.top)
+	d.Generation = generationOf(dlaRecord, len(d.Layers), in.detail.Exists(), in.cumulusMeta.Exists())
+	derived, err := d.derive(&in)
 	if dlaRecord {
-		d.applyHoisted(topFields, derived)
+		d.applyHoisted(u.top, derived)
 	} else {
 		d.applyDerived(derived)
 	}
 	return d, err
+}
+
+// unwrap is the state of Decode's unwrap loop: the layer it is at, and
+// what it keeps of the layers above.
+type unwrap struct {
+	d    *Decoded
+	st   *decodeState
+	ls   *layerScan // the scan of data
+	data []byte     // the current layer's text
+	// top are the outermost layer's members: its metadata, or all of them
+	// when it is the innermost layer.
+	top  []Field
+	seen map[string]bool // d.Metadata's names, once there are many
+}
+
+// hasBody reports whether the current layer has a body or Body member, to
+// descend into.
+func (u *unwrap) hasBody() bool {
+	return u.ls.kind == '{' && (u.ls.upper >= 0 || u.ls.lower >= 0)
+}
+
+// setTop records the outermost layer's members.
+func (u *unwrap) setTop(fields []Field) {
+	u.top = fields
+	u.d.archiveErrorProblem(fields)
+}
+
+// descend keeps the current layer (its metadata merged into d.Metadata)
+// and makes its body the current layer: Body when it has one, else body.
+func (u *unwrap) descend() error {
+	d := u.d
+	layer := Layer{BodyKey: "Body", Metadata: u.st.metadata(u.ls, u.data)}
+	body := u.ls.upper
+	if body < 0 {
+		layer.BodyKey, body = "body", u.ls.lower
+	}
+	if len(d.Layers) == 0 {
+		u.setTop(layer.Metadata)
+	}
+	if len(d.Layers) >= maxLayers {
+		return decodeErrorf("more than %d nested body layers", maxLayers)
+	}
+	d.Layers = append(d.Layers, layer)
+	switch {
+	case d.Metadata == nil && len(layer.Metadata) > 0 && !hasDuplicateName(layer.Metadata):
+		// The outermost layer's metadata is the merge so far: share it
+		// (its capacity is its length, so merging an inner layer appends
+		// to a copy).
+		d.Metadata = layer.Metadata
+	case d.Metadata == nil && len(layer.Metadata) > 0:
+		d.Metadata = make([]Field, 0, len(layer.Metadata)+4)
+		fallthrough
+	default:
+		for _, f := range layer.Metadata {
+			u.seen = d.addMetadata(f, u.seen)
+		}
+	}
+	return u.enterBody(layer.BodyKey, body)
+}
+
+// enterBody scans the body member (ls.members[body], named key) of the
+// layer just kept, the n-th, into the other layer scan, and makes it the
+// current layer. A body that is not valid JSON, or nests too deep, ends
+// the decode.
+func (u *unwrap) enterBody(key string, body int) error {
+	ls, n := u.ls, len(u.d.Layers)
+	next := &u.st.scans[n%2]
+	next.wantLayer = true
+	m := ls.members[body]
+	switch u.data[m.v0] {
+	case 'n':
+		u.data = emptyObject
+		next.scan(u.data)
+	case '"':
+		text := ls.upperBuf // unescaped by the layer's scan
+		if body == ls.lower && ls.upper < 0 {
+			text = ls.lowerBuf
+		}
+		if deep, valid := next.check(text); deep || !valid {
+			d := u.d
+			d.Depth = n
+			d.fillFromMetadata()
+			d.Generation = generationOf(isDLARecord(u.top), n, false, false)
+			if deep {
+				return decodeErrorf("layer %d %s is %s", n, key, jsontext.DepthReason)
+			}
+			return invalidJSONError(text, fmt.Sprintf("layer %d %s is not valid JSON", n, key))
+		}
+		u.data = text
+	default:
+		// Cumulus would fail here (it parses String(body)); the value is
+		// already JSON, so use it.
+		raw := u.data[m.v0:m.v1]
+		u.d.problem("layer %d %s is a JSON %s, not a string", n, key, jsonKind(gjson.Parse(string(raw))))
+		next.src = append(next.src[:0], raw...)
+		u.data = next.src
+		next.scan(u.data) // a part of a text already validated
+	}
+	u.ls = next
+	return nil
+}
+
+// innermost is the current layer as the innermost value: the only layer
+// kept whole.
+func (u *unwrap) innermost() innerLayer {
+	in := innerLayer{st: u.st, ls: u.ls, data: u.data}
+	in.text = string(u.data) // exact size: a body's buffer is larger
+	if u.ls.kind == '{' {
+		// Read by derive, not kept: reused (cleared in release).
+		in.fields = slices.Grow(u.st.fields[:0], len(u.ls.members))[:len(u.ls.members)]
+		for i, m := range u.ls.members {
+			in.fields[i] = Field{Name: keyString(in.text, u.data, m), Raw: in.text[m.v0:m.v1]}
+		}
+		u.st.fields = in.fields
+	}
+	if len(u.d.Layers) == 0 {
+		u.setTop(in.fields)
+	}
+	in.value = gjson.Parse(in.text)
+	in.detail, in.cumulusMeta = fieldValue(in.fields, "detail"), fieldValue(in.fields, "cumulus_meta")
+	return in
 }
 
 var emptyObject = []byte("{}")
@@ -250,7 +297,7 @@ var emptyObject = []byte("{}")
 // Cumulus message and a buffer.
 type decodeState struct {
 	scans  [2]layerScan
-	msg    msgTape
+	msg    jsontext.Tape
 	buf    []byte
 	fields []Field // the innermost layer's members
 }
@@ -262,8 +309,8 @@ var decodePool = sync.Pool{New: func() any { return new(decodeState) }}
 const maxPooled = 1 << 20
 
 func (st *decodeState) release() {
-	if cap(st.msg.nodes) > maxPooled/32 || cap(st.msg.keyBuf) > maxPooled {
-		st.msg = msgTape{}
+	if nodes, keyBytes := st.msg.Capacity(); nodes > maxPooled/32 || keyBytes > maxPooled {
+		st.msg = jsontext.Tape{}
 	}
 	for _, ls := range []*layerScan{&st.scans[0], &st.scans[1]} {
 		if cap(ls.upperBuf) > maxPooled || cap(ls.lowerBuf) > maxPooled || cap(ls.src) > maxPooled || cap(ls.msgBuf) > maxPooled || cap(ls.keyBuf) > maxPooled ||
@@ -292,7 +339,7 @@ func (st *decodeState) metadata(ls *layerScan, data []byte) []Field {
 		}
 		n++
 		if m.kEsc {
-			b = unescapeTo(b, data[m.k0:m.k1])
+			b = jsontext.UnescapeTo(b, data[m.k0:m.k1])
 		} else {
 			b = append(b, data[m.k0:m.k1]...)
 		}
@@ -311,7 +358,7 @@ func (st *decodeState) metadata(ls *layerScan, data []byte) []Field {
 		}
 		k := m.k1 - m.k0
 		if m.kEsc {
-			k = len(unescapeTo(ls.keyBuf[:0], data[m.k0:m.k1]))
+			k = len(jsontext.UnescapeTo(ls.keyBuf[:0], data[m.k0:m.k1]))
 		}
 		name := s[at : at+k]
 		at += k
@@ -449,316 +496,4 @@ func (d *Decoded) fillFromMetadata() {
 
 func (d *Decoded) problem(format string, args ...any) {
 	d.Problems = append(d.Problems, fmt.Sprintf(format, args...))
-}
-
-// derivedFields are the fields this tool derives from the innermost body.
-type derivedFields struct {
-	executionArn, stateMachineArn, status, time, collectionID, providerID string
-	granules                                                              []string
-	hasGranules                                                           bool
-}
-
-// derive computes the hoisted fields from the innermost object, the way
-// Cumulus's hoistCumulusMessageDetails does, but also decodes a detail given
-// as a JSON string, and reads bare Cumulus messages. It makes no AWS calls:
-// a FAILED execution's message is its input (Cumulus would re-read the failed
-// step's output from the execution history). The error is a *DecodeError
-// for a detail or message string nested deeper than MaxDepth.
-func (d *Decoded) derive(st *decodeState, ls *layerScan, data []byte, inner string, cur gjson.Result, innerFields []Field, detail, cumulusMeta gjson.Result) (derivedFields, error) {
-	var f derivedFields
-	if !cur.IsObject() {
-		return f, nil
-	}
-	if detail.Exists() {
-		f.time = truthyString(fieldValue(innerFields, "time"))
-		indexed := false // detail's members were found by the layer's scan
-		switch {
-		case detail.IsObject():
-			indexed = true
-		case detail.Type == gjson.String && TooDeep(detail.Str):
-			return f, decodeErrorf("detail is a JSON string %s", depthReason)
-		case detail.Type == gjson.String && gjson.Valid(detail.Str) && gjson.Parse(detail.Str).IsObject():
-			d.problem("detail is a JSON string, not an object (Cumulus v21 derives nothing from it; decoded here)")
-			detail = gjson.Parse(detail.Str)
-		case detail.Type == gjson.String:
-			d.problem("detail is a string that is not a JSON object")
-			return f, nil
-		default:
-			d.problem("detail is a JSON %s, not an object", jsonKind(detail))
-			return f, nil
-		}
-		d.Detail = detail.Raw
-		var df []gjson.Result
-		var msgMember [2]jsonMember // input, output (v1 == 0: absent)
-		if indexed {
-			df = make([]gjson.Result, 3)
-			for i, name := range [...]string{"executionArn", "stateMachineArn", "status", "input", "output"} {
-				if m, ok := ls.find(data, ls.detailMembers, name); ok {
-					if i < 3 {
-						df[i] = gjson.Parse(inner[m.v0:m.v1])
-					} else {
-						msgMember[i-3] = m
-					}
-				}
-			}
-		} else {
-			df = pick(detail, "executionArn", "stateMachineArn", "status", "input", "output")
-		}
-		f.executionArn = truthyString(df[0])
-		f.stateMachineArn = truthyString(df[1])
-		f.status = truthyString(df[2])
-
-		source := "input"
-		d.MessageSource = "detail.input" // constants: no concatenation per decode
-		switch f.status {
-		case "RUNNING":
-		case "SUCCEEDED":
-			source, d.MessageSource = "output", "detail.output"
-		case "":
-			d.problem("detail has no status; reading detail.input as Cumulus does for failed executions")
-		}
-		var msg gjson.Result
-		var text []byte // the message given as a JSON string, unescaped
-		isString := false
-		k := 0
-		if source == "output" {
-			k = 1
-		}
-		switch m := msgMember[k]; {
-		case !indexed:
-			msg = df[3+k]
-			if msg.Type == gjson.String {
-				isString = true
-				text = append(st.buf[:0], msg.Str...)
-			}
-		case m.v1 == 0:
-		case data[m.v0] == '"' && ls.msgFrom == k+1:
-			isString = true
-			text = ls.msgBuf // unescaped by the layer's scan
-		case data[m.v0] == '"':
-			isString = true
-			text, _, _ = unescapeString(data[:m.v1], m.v0+1, st.buf[:0])
-		default:
-			msg = gjson.Parse(inner[m.v0:m.v1])
-		}
-		if isString && ls.msgFrom != k+1 {
-			st.buf = text[:0] // keep the grown buffer
-		}
-		var msgIdx *msgTape
-		var msgText string
-		var deep, valid bool
-		if isString {
-			deep, valid = st.msg.check(text)
-		}
-		switch {
-		case deep:
-			return f, decodeErrorf("detail.%s is a JSON string %s", source, depthReason)
-		case valid:
-			msgText, msgIdx = string(text), &st.msg
-			msg = gjson.Parse(msgText)
-		case isString:
-			d.problem("detail.%s is not valid JSON: %s", source, jsonSyntaxReason(text))
-			return f, nil
-		case !msg.Exists() && source == "input" && f.status != "RUNNING":
-			msg = gjson.Parse("{}") // Cumulus's failed branch uses {} when input is absent
-		case msg.Type == gjson.Null || !msg.Exists():
-			d.problem("detail.%s is null (EventBridge leaves it out when the payload is too large)", source)
-			return f, nil
-		}
-		if !msg.IsObject() {
-			d.problem("detail.%s is a JSON %s, not a Cumulus message", source, jsonKind(msg))
-			return f, nil
-		}
-		d.Message = msg.Raw
-		d.deriveFromMessage(msg, &f, msgIdx, text, msgText)
-		return f, nil
-	}
-	if cumulusMeta.Exists() {
-		d.Message, d.MessageSource = cur.Raw, "body"
-		cm := cumulusMeta
-		f.stateMachineArn = truthyString(cm.Get("state_machine"))
-		if name := truthyString(cm.Get("execution_name")); name != "" && f.stateMachineArn != "" {
-			f.executionArn = strings.Replace(f.stateMachineArn, "stateMachine", "execution", 1) + ":" + name
-		}
-		f.status = sfnStatusOf(truthyString(pick(fieldValue(innerFields, "meta"), "status")[0]))
-		d.deriveFromMessage(cur, &f, nil, nil, "")
-	}
-	return f, nil
-}
-
-// deriveFromMessage reads collectionId, granules and providerId from a
-// Cumulus message, with the rules of Cumulus's DLA writer. tp, when not
-// nil, is the message's scan, of data, whose text is text.
-func (d *Decoded) deriveFromMessage(msg gjson.Result, f *derivedFields, tp *msgTape, data []byte, text string) {
-	var r gjson.Result
-	if tp != nil {
-		if j := tp.child(data, -1, "replace"); j >= 0 {
-			r = gjson.Parse(text[tp.nodes[j].v0:tp.nodes[j].v1])
-		}
-	} else {
-		r = pick(msg, "replace")[0]
-	}
-	if r.IsObject() {
-		d.problem("the Cumulus message is held in S3 (replace: s3://%s/%s); fields from the partial message only",
-			r.Get("Bucket").String(), r.Get("Key").String())
-	}
-	var coll, prov, grans string
-	if tp != nil {
-		coll, prov, grans = tp.messageFields(data, text)
-	} else {
-		coll, prov, grans = MessageFields(msg)
-	}
-	f.collectionID, f.providerID = scalarString(gjson.Parse(coll)), scalarString(gjson.Parse(prov))
-	if gs := gjson.Parse(grans); gs.IsArray() {
-		f.hasGranules = true
-		f.granules = []string{}
-		gs.ForEach(func(_, g gjson.Result) bool {
-			f.granules = append(f.granules, scalarString(g))
-			return true
-		})
-	}
-}
-
-// applyHoisted takes each hoisted field as stored, and falls back to the
-// derived value only where the record holds null.
-func (d *Decoded) applyHoisted(topFields []Field, f derivedFields) {
-	n := 0
-	for _, fl := range topFields {
-		if slices.Contains(hoistedKeys, fl.Name) {
-			n++
-		}
-	}
-	if n > 0 {
-		d.Hoisted = make([]Field, 0, n)
-		for _, fl := range topFields {
-			if slices.Contains(hoistedKeys, fl.Name) {
-				d.Hoisted = append(d.Hoisted, fl)
-			}
-		}
-	}
-	stored := func(key string) gjson.Result { return fieldValue(topFields, key) }
-	choose := func(name string, stored gjson.Result, derived string) string {
-		if s := scalarString(stored); stored.Type != gjson.Null && stored.Exists() && s != "" {
-			return s
-		}
-		if derived != "" {
-			d.Derived = append(d.Derived, name)
-		}
-		return derived
-	}
-	d.ExecutionArn = choose("execution_arn", stored("executionArn"), f.executionArn)
-	d.StateMachineArn = choose("state_machine_arn", stored("stateMachineArn"), f.stateMachineArn)
-	d.Status = choose("status", stored("status"), f.status)
-	d.Time = choose("time", stored("time"), f.time)
-	d.CollectionID = choose("collection_id", stored("collectionId"), f.collectionID)
-	d.ProviderID = choose("provider_id", stored("providerId"), f.providerID)
-	if g := stored("granules"); g.IsArray() {
-		d.HasGranules = true
-		d.Granules = []string{}
-		g.ForEach(func(_, v gjson.Result) bool {
-			d.Granules = append(d.Granules, scalarString(v))
-			return true
-		})
-	} else if f.hasGranules {
-		d.Granules, d.HasGranules = f.granules, true
-		d.Derived = append(d.Derived, "granules")
-	}
-}
-
-// applyDerived sets every field from the body: the object carried none.
-func (d *Decoded) applyDerived(f derivedFields) {
-	d.ExecutionArn, d.StateMachineArn, d.Status, d.Time = f.executionArn, f.stateMachineArn, f.status, f.time
-	d.CollectionID, d.ProviderID = f.collectionID, f.providerID
-	d.Granules, d.HasGranules = f.granules, f.hasGranules
-	for _, x := range []struct {
-		name string
-		set  bool
-	}{
-		{"execution_arn", f.executionArn != ""}, {"state_machine_arn", f.stateMachineArn != ""},
-		{"status", f.status != ""}, {"time", f.time != ""}, {"collection_id", f.collectionID != ""},
-		{"provider_id", f.providerID != ""}, {"granules", f.hasGranules},
-	} {
-		if x.set {
-			d.Derived = append(d.Derived, x.name)
-		}
-	}
-}
-
-// sfnStatusOf maps a Cumulus status back to the Step Functions status.
-func sfnStatusOf(cumulusStatus string) string {
-	switch cumulusStatus {
-	case "running":
-		return "RUNNING"
-	case "completed":
-		return "SUCCEEDED"
-	case "failed":
-		return "FAILED"
-	}
-	return strings.ToUpper(cumulusStatus)
-}
-
-// truthyString returns the value as JavaScript's `x || null` would keep it:
-// "" for null, false, 0, "" and missing; the text otherwise.
-func truthyString(v gjson.Result) string {
-	switch v.Type {
-	case gjson.String:
-		return v.Str
-	case gjson.Number:
-		if v.Num == 0 {
-			return ""
-		}
-		return v.Raw
-	case gjson.True:
-		return "true"
-	case gjson.JSON:
-		return v.Raw
-	}
-	return ""
-}
-
-// scalarString is a string value as is, other JSON values as their text.
-func scalarString(v gjson.Result) string {
-	switch v.Type {
-	case gjson.String:
-		return v.Str
-	case gjson.Null:
-		return ""
-	}
-	return v.Raw
-}
-
-func jsonKind(v gjson.Result) string {
-	switch v.Type {
-	case gjson.String:
-		return "string"
-	case gjson.Number:
-		return "number"
-	case gjson.True, gjson.False:
-		return "boolean"
-	case gjson.Null:
-		return "null"
-	}
-	if v.IsArray() {
-		return "array"
-	}
-	return "object"
-}
-
-// jsonSyntaxReason explains why raw is not valid JSON (only on the error path).
-func jsonSyntaxReason(raw []byte) string {
-	if len(bytes.TrimSpace(raw)) == 0 { // no copy of raw
-		return "empty"
-	}
-	var v json.RawMessage
-	err := json.Unmarshal(raw, &v)
-	var se *json.SyntaxError
-	switch {
-	case errors.As(err, &se) && (se.Error() == "unexpected end of JSON input" || se.Offset >= int64(len(raw))):
-		return fmt.Sprintf("truncated after %d bytes", len(raw))
-	case errors.As(err, &se):
-		return fmt.Sprintf("%s at byte %d", se.Error(), se.Offset)
-	case err != nil:
-		return err.Error()
-	}
-	return "invalid"
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/deadletter/deadletter/internal/dla/jsontext"
 )
 
 // Adversarial differential tests of the single-pass Decode against
@@ -330,7 +332,7 @@ func TestDeepNestingEverywhereIsRefusedWithoutRecursion(t *testing.T) {
 		if fmt.Sprint(gerr) != fmt.Sprint(werr) || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: error %v, reference %v", name, gerr, werr)
 		}
-		if name != "brackets in a string" && (gerr == nil || !strings.Contains(gerr.Error(), depthReason) && !strings.Contains(gerr.Error(), "not valid JSON")) {
+		if name != "brackets in a string" && (gerr == nil || !strings.Contains(gerr.Error(), jsontext.DepthReason) && !strings.Contains(gerr.Error(), "not valid JSON")) {
 			t.Errorf("%s: error %v, want the depth bound", name, gerr)
 		}
 	}
@@ -534,9 +536,17 @@ func TestPoolDropsLargeKeyBuffers(t *testing.T) {
 	if deep, valid := ls.check(raw); deep || !valid || cap(ls.keyBuf) <= maxPooled {
 		t.Fatalf("the scan did not grow the key buffer (%d bytes)", cap(ls.keyBuf))
 	}
-	st.msg.keyBuf = make([]byte, 0, 2*maxPooled)
+	// The message tape's key buffer, grown by a search for a key among
+	// escaped keys of 2 MiB.
+	msg := []byte(`{"\u0061` + strings.Repeat("a", 2*maxPooled) + `":1}`)
+	if deep, valid := st.msg.Check(msg, tapeDepth); deep || !valid || st.msg.Child(msg, -1, "x") != -1 {
+		t.Fatal("the message tape did not read the message")
+	}
+	if _, keyBytes := st.msg.Capacity(); keyBytes <= maxPooled {
+		t.Fatalf("the tape did not grow its key buffer (%d bytes)", keyBytes)
+	}
 	st.release() // the test runs no other decode: st is read after it is pooled
-	if cap(st.scans[0].keyBuf) > maxPooled || cap(st.msg.keyBuf) > maxPooled {
-		t.Fatalf("release kept key buffers of %d and %d bytes", cap(st.scans[0].keyBuf), cap(st.msg.keyBuf))
+	if _, keyBytes := st.msg.Capacity(); cap(st.scans[0].keyBuf) > maxPooled || keyBytes > maxPooled {
+		t.Fatalf("release kept key buffers of %d and %d bytes", cap(st.scans[0].keyBuf), keyBytes)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/deadletter/deadletter/internal/dla/jsontext"
 	"github.com/tidwall/gjson"
 )
 
@@ -31,8 +32,8 @@ func decodeReference(raw []byte) (*Decoded, error) {
 		raw = rest
 		d.refProblem("starts with a UTF-8 byte-order mark (ignored)")
 	}
-	if TooDeepBytes(raw) {
-		return d, decodeErrorf("object is %s", depthReason)
+	if jsontext.TooDeepBytes(raw) {
+		return d, decodeErrorf("object is %s", jsontext.DepthReason)
 	}
 	if !gjson.ValidBytes(raw) {
 		return d, decodeErrorf("object is not valid JSON: %s", refJsonSyntaxReason(raw))
@@ -70,11 +71,11 @@ func decodeReference(raw []byte) (*Decoded, error) {
 		case gjson.Null:
 			cur = gjson.Parse("{}")
 		case gjson.String:
-			if TooDeep(body.Str) {
+			if jsontext.TooDeep(body.Str) {
 				d.Depth = n
 				d.refFillFromMetadata()
 				d.Generation = refGenerationOf(refIsDLARecord(topFields), n, false, false)
-				return d, decodeErrorf("layer %d %s is %s", n, layer.BodyKey, depthReason)
+				return d, decodeErrorf("layer %d %s is %s", n, layer.BodyKey, jsontext.DepthReason)
 			}
 			if !gjson.Valid(body.Str) {
 				d.Depth = n
@@ -240,8 +241,8 @@ func (d *Decoded) refDerive(inner, detail, cumulusMeta, eventTime gjson.Result) 
 		f.time = refTruthyString(eventTime)
 		switch {
 		case detail.IsObject():
-		case detail.Type == gjson.String && TooDeep(detail.Str):
-			return f, decodeErrorf("detail is a JSON string %s", depthReason)
+		case detail.Type == gjson.String && jsontext.TooDeep(detail.Str):
+			return f, decodeErrorf("detail is a JSON string %s", jsontext.DepthReason)
 		case detail.Type == gjson.String && gjson.Valid(detail.Str) && gjson.Parse(detail.Str).IsObject():
 			d.refProblem("detail is a JSON string, not an object (Cumulus v21 derives nothing from it; decoded here)")
 			detail = gjson.Parse(detail.Str)
@@ -272,8 +273,8 @@ func (d *Decoded) refDerive(inner, detail, cumulusMeta, eventTime gjson.Result) 
 			msg = df[4]
 		}
 		switch {
-		case msg.Type == gjson.String && TooDeep(msg.Str):
-			return f, decodeErrorf("detail.%s is a JSON string %s", source, depthReason)
+		case msg.Type == gjson.String && jsontext.TooDeep(msg.Str):
+			return f, decodeErrorf("detail.%s is a JSON string %s", source, jsontext.DepthReason)
 		case msg.Type == gjson.String && gjson.Valid(msg.Str):
 			msg = gjson.Parse(msg.Str)
 		case msg.Type == gjson.String:
@@ -474,7 +475,7 @@ func refMessageFields(msg gjson.Result) (collectionID, providerID, granules stri
 	mf := refPick(top[0], "collection", "provider")
 	coll := refPick(mf[0], "name", "version")
 	if jsTruthy(coll[0]) && jsTruthy(coll[1]) {
-		collectionID = QuoteJS(jsStringOf(coll[0]) + "___" + jsStringOf(coll[1]))
+		collectionID = jsontext.QuoteJS(jsStringOf(coll[0]) + "___" + jsStringOf(coll[1]))
 	}
 	if p := refPick(mf[1], "id", "protocol", "host", "port"); mf[1].IsObject() &&
 		p[0].Type == gjson.String && p[1].Type == gjson.String && p[2].Type == gjson.String &&

@@ -1,7 +1,6 @@
 package dla
 
 import (
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deadletter/deadletter/internal/dla/jsontext"
 	"github.com/tidwall/pretty"
 )
 
@@ -93,38 +93,32 @@ func TestDecodeTooDeepInConstantMemory(t *testing.T) {
 	}
 }
 
-// The bound is exact, and brackets inside strings (escaped quotes
-// included) do not count.
-func TestTooDeepBoundary(t *testing.T) {
+// Decode applies the bound exactly as jsontext.TooDeep does (whose
+// boundary test is jsontext's TestTooDeepBoundary).
+func TestDecodeAppliesTheDepthBound(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		raw  string
 		deep bool
 	}{
-		{"512 levels", nested(MaxDepth), false},
-		{"513 levels", nested(MaxDepth + 1), true},
-		{"513 levels of objects", strings.Repeat(`{"k":`, MaxDepth+1) + "0" + strings.Repeat("}", MaxDepth+1), true},
+		{"512 levels", nested(jsontext.MaxDepth), false},
+		{"513 levels", nested(jsontext.MaxDepth + 1), true},
+		{"513 levels of objects", strings.Repeat(`{"k":`, jsontext.MaxDepth+1) + "0" + strings.Repeat("}", jsontext.MaxDepth+1), true},
 		{"brackets in a string", `{"a":"` + strings.Repeat("[{", 100_000) + `"}`, false},
 		{"after an escaped quote", `{"a":"\"` + strings.Repeat("[", 100_000) + `"}`, false},
-		{"after an escaped backslash", `{"a":"\\","b":` + nested(MaxDepth+1) + `}`, true},
-		{"deep but unbalanced text in a string", `{"a":"` + strings.Repeat("]", 1000) + `","b":` + nested(MaxDepth+1) + `}`, true},
+		{"after an escaped backslash", `{"a":"\\","b":` + nested(jsontext.MaxDepth+1) + `}`, true},
+		{"deep but unbalanced text in a string", `{"a":"` + strings.Repeat("]", 1000) + `","b":` + nested(jsontext.MaxDepth+1) + `}`, true},
 		{"many shallow objects", "[" + strings.Repeat(`{"a":[1]},`, 100_000) + "0]", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := TooDeep(c.raw); got != c.deep {
-				t.Errorf("TooDeep = %v, want %v", got, c.deep)
-			}
-			if got := TooDeepBytes([]byte(c.raw)); got != c.deep {
-				t.Errorf("TooDeepBytes = %v, want %v", got, c.deep)
+			if got := jsontext.TooDeep(c.raw); got != c.deep {
+				t.Fatalf("jsontext.TooDeep = %v, want %v", got, c.deep)
 			}
 			_, err := Decode([]byte(c.raw))
 			if tooDeep := err != nil && strings.Contains(err.Error(), "nested deeper than 512 levels"); tooDeep != c.deep {
 				t.Errorf("Decode: %v", err)
 			}
 		})
-	}
-	if ValidJSON(nested(MaxDepth+1)) || !ValidJSON(nested(MaxDepth)) || ValidJSONBytes([]byte(nested(hostileDepth))) {
-		t.Error("ValidJSON does not apply the bound")
 	}
 }
 
@@ -146,41 +140,8 @@ func TestIndentedSizeBoundsThePrinter(t *testing.T) {
 			continue
 		}
 		out := pretty.PrettyOptions([]byte(s), &pretty.Options{Width: 100, Prefix: "  ", Indent: "  "})
-		if n := IndentedSize(s, 2, 2); n < int64(len(out)) {
+		if n := jsontext.IndentedSize(s, 2, 2); n < int64(len(out)) {
 			t.Errorf("IndentedSize %d < %d printed for %.100s", n, len(out), s)
 		}
 	}
-}
-
-// FuzzNestingScan checks the bracket scan against encoding/json's tokenizer
-// on valid JSON, with a small bound so that the fuzzer reaches it.
-func FuzzNestingScan(f *testing.F) {
-	for _, s := range []string{`{}`, `[[1],[[2]]]`, `{"a":"[[[\"]]","b":[{"c":[]}]}`, `["\\",[[[]]]]`, `"[[[["`, `{"k":{"k":{"k":{"k":1}}}}`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if !json.Valid([]byte(s)) {
-			return
-		}
-		dec := json.NewDecoder(strings.NewReader(s))
-		depth, deepest := 0, 0
-		for {
-			tok, err := dec.Token()
-			if err != nil {
-				break
-			}
-			switch tok {
-			case json.Delim('['), json.Delim('{'):
-				depth++
-				deepest = max(deepest, depth)
-			case json.Delim(']'), json.Delim('}'):
-				depth--
-			}
-		}
-		for _, limit := range []int{0, 1, 2, 3} {
-			if got := deeperThan(s, limit); got != (deepest > limit) {
-				t.Errorf("deeperThan(%q, %d) = %v, depth %d", s, limit, got, deepest)
-			}
-		}
-	})
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deadletter/deadletter/internal/dla/jsontext"
 	"github.com/tidwall/gjson"
 )
 
@@ -59,14 +60,14 @@ const ArchiveErrorKey = "archiveError"
 //     input or output that is not a JSON string.
 //
 // A record whose layers cannot be parsed (not JSON, nested deeper than
-// MaxDepth or than 64 layers) is returned Raw: the record as it came, with
-// ArchiveErrorKey saying why, where v21 throws and the batch is retried
-// until the DLQ's retention drops it. A nil message derives no message
+// jsontext.MaxDepth or than 64 layers) is returned Raw: the record as it
+// came, with ArchiveErrorKey saying why, where v21 throws and the batch is
+// retried until the DLQ's retention drops it. A nil message derives no message
 // fields.
 func Hoist(raw []byte, message MessageFunc) (*Hoisted, error) {
 	h := &Hoisted{}
 	top := gjson.ParseBytes(raw)
-	if !TooDeepBytes(raw) && top.IsObject() {
+	if !jsontext.TooDeepBytes(raw) && top.IsObject() {
 		ids := pick(top, "messageId", "eventSourceARN")
 		h.MessageID, h.EventSourceARN = scalarString(ids[0]), scalarString(ids[1])
 	}
@@ -79,7 +80,7 @@ func Hoist(raw []byte, message MessageFunc) (*Hoisted, error) {
 		h.archiveRaw(raw, reason)
 		return h, nil
 	}
-	body, serr := Stringify(d.Event)
+	body, serr := jsontext.Stringify(d.Event)
 	if serr != nil {
 		h.archiveRaw(raw, serr.Error())
 		return h, nil
@@ -92,7 +93,7 @@ func Hoist(raw []byte, message MessageFunc) (*Hoisted, error) {
 	errorRaw := "null"
 	if len(d.Layers) == 0 {
 		gjson.Parse(d.Event).ForEach(func(k, v gjson.Result) bool {
-			writeMember(&out, QuoteJS(k.Str), v.Raw)
+			writeMember(&out, jsontext.QuoteJS(k.Str), v.Raw)
 			return true
 		})
 		if e := pick(gjson.Parse(d.Event), "error")[0]; e.Exists() {
@@ -101,7 +102,7 @@ func Hoist(raw []byte, message MessageFunc) (*Hoisted, error) {
 	} else {
 		for i := len(d.Layers) - 1; i >= 0; i-- {
 			for _, f := range d.Layers[i].Metadata {
-				writeMember(&out, QuoteJS(f.Name), f.Raw)
+				writeMember(&out, jsontext.QuoteJS(f.Name), f.Raw)
 			}
 		}
 		if e := fieldValue(d.Metadata, "error"); e.Exists() {
@@ -113,16 +114,16 @@ func Hoist(raw []byte, message MessageFunc) (*Hoisted, error) {
 	if err != nil {
 		return nil, err
 	}
-	writeMember(&out, `"body"`, QuoteJS(body))
+	writeMember(&out, `"body"`, jsontext.QuoteJS(body))
 	for _, m := range []struct{ k, v string }{
 		{"collectionId", f.collectionID}, {"providerId", f.providerID}, {"granules", f.granules},
 		{"executionArn", f.executionArn}, {"stateMachineArn", f.stateMachineArn}, {"status", f.status},
 		{"time", f.time}, {"error", errorRaw},
 	} {
-		writeMember(&out, QuoteJS(m.k), m.v)
+		writeMember(&out, jsontext.QuoteJS(m.k), m.v)
 	}
 	out.WriteByte('}')
-	js, err := Stringify(out.String())
+	js, err := jsontext.Stringify(out.String())
 	if err != nil { // cannot happen: every part was parsed above
 		h.archiveRaw(raw, err.Error())
 		return h, nil
@@ -204,7 +205,7 @@ func MessageFields(msg gjson.Result) (collectionID, providerID, granules string)
 	mf := pick(top[0], "collection", "provider")
 	coll := pick(mf[0], "name", "version")
 	if jsTruthy(coll[0]) && jsTruthy(coll[1]) {
-		collectionID = QuoteJS(jsStringOf(coll[0]) + "___" + jsStringOf(coll[1]))
+		collectionID = jsontext.QuoteJS(jsStringOf(coll[0]) + "___" + jsStringOf(coll[1]))
 	}
 	if p := pick(mf[1], "id", "protocol", "host", "port"); mf[1].IsObject() &&
 		p[0].Type == gjson.String && p[1].Type == gjson.String && p[2].Type == gjson.String &&
@@ -234,9 +235,9 @@ func MessageFields(msg gjson.Result) (collectionID, providerID, granules string)
 func (h *Hoisted) archiveRaw(raw []byte, reason string) {
 	h.Raw, h.Reason = true, reason
 	h.ExecutionArn, h.Time = "", ""
-	member := QuoteJS(ArchiveErrorKey) + ":" + QuoteJS(reason)
+	member := jsontext.QuoteJS(ArchiveErrorKey) + ":" + jsontext.QuoteJS(reason)
 	t := bytes.TrimSpace(bytes.TrimPrefix(raw, utf8BOM))
-	if len(t) >= 2 && t[0] == '{' && t[len(t)-1] == '}' && ValidJSONBytes(t) {
+	if len(t) >= 2 && t[0] == '{' && t[len(t)-1] == '}' && jsontext.ValidBytes(t) {
 		inside := bytes.TrimSpace(t[1 : len(t)-1])
 		var b bytes.Buffer
 		b.WriteByte('{')
@@ -249,7 +250,7 @@ func (h *Hoisted) archiveRaw(raw []byte, reason string) {
 		h.JSON = b.Bytes()
 		return
 	}
-	h.JSON = []byte("{" + QuoteJS("record") + ":" + QuoteJS(string(raw)) + "," + member + "}")
+	h.JSON = []byte("{" + jsontext.QuoteJS("record") + ":" + jsontext.QuoteJS(string(raw)) + "," + member + "}")
 }
 
 // truthyRaw is JavaScript's `x || null` as JSON text.
@@ -279,7 +280,7 @@ func jsStringOf(v gjson.Result) string {
 	case gjson.String:
 		return v.Str
 	case gjson.Number:
-		return JSNumber(v.Num)
+		return jsontext.JSNumber(v.Num)
 	case gjson.Null:
 		return ""
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deadletter/deadletter/internal/dla/jsontext"
 	"github.com/tidwall/gjson"
 )
 
@@ -103,7 +104,7 @@ func TestHoistGivesV21sNulls(t *testing.T) {
 					t.Errorf("%s = %v, want it set only if in %v", k, v, c.nonNull)
 				}
 			}
-			body, _ := Stringify(c.record)
+			body, _ := jsontext.Stringify(c.record)
 			if m["body"] != body || h.Raw {
 				t.Errorf("body %v raw %v", m["body"], h.Raw)
 			}
@@ -112,7 +113,7 @@ func TestHoistGivesV21sNulls(t *testing.T) {
 }
 
 func TestHoistArchivesAnUnparseableRecordAsItCame(t *testing.T) {
-	deep := strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1)
+	deep := strings.Repeat("[", jsontext.MaxDepth+1) + strings.Repeat("]", jsontext.MaxDepth+1)
 	for _, c := range []struct{ name, record, reason string }{
 		{"body not JSON", sqsRecord("body", `{"version":"0","time":`, "x"), "layer 1 body is not valid JSON"},
 		{"inner body not JSON", sqsRecord("body", sqsRecord("Body", "nope", "in"), "x"), "layer 2 Body is not valid JSON"},
@@ -141,7 +142,7 @@ func TestHoistArchivesAnUnparseableRecordAsItCame(t *testing.T) {
 }
 
 func TestHoistKeepsARecordThatIsNoObjectAsAString(t *testing.T) {
-	deep := `{"messageId":"m","x":` + strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1) + `}`
+	deep := `{"messageId":"m","x":` + strings.Repeat("[", jsontext.MaxDepth+1) + strings.Repeat("]", jsontext.MaxDepth+1) + `}`
 	for _, rec := range []string{`[1,2]`, `not json`, deep} {
 		h, m := hoisted(t, rec)
 		if !h.Raw || m["record"] != rec || m[ArchiveErrorKey] == "" {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/dla/jsontext"
 )
 
 // CMR temporal values (getGranuleTemporalInfo and getGranuleCmrTemporalInfo
@@ -148,9 +148,9 @@ func firstTruthy(vs ...gjson.Result) gjson.Result {
 // the first ProviderDates entry of type Update, else Insert, else Create.
 // v21 throws when ProviderDates is absent; here lastUpdate is then left out.
 func ummgTemporal(body []byte) (temporal, error) {
-	if !dla.ValidJSONBytes(body) {
-		if dla.TooDeepBytes(body) {
-			return temporal{}, fmt.Errorf("SyntaxError: UMM-G JSON is nested deeper than %d levels", dla.MaxDepth)
+	if !jsontext.ValidBytes(body) {
+		if jsontext.TooDeepBytes(body) {
+			return temporal{}, fmt.Errorf("SyntaxError: UMM-G JSON is nested deeper than %d levels", jsontext.MaxDepth)
 		}
 		return temporal{}, errors.New("SyntaxError: UMM-G JSON is not valid JSON")
 	}
@@ -229,8 +229,8 @@ func parseXML(body []byte) (*xnode, error) {
 			n := &xnode{children: map[string][]*xnode{}}
 			top := stack[len(stack)-1]
 			top.children[tk.Name.Local] = append(top.children[tk.Name.Local], n)
-			if stack = append(stack, n); len(stack) > dla.MaxDepth+1 {
-				return nil, fmt.Errorf("XML: elements nested deeper than %d levels", dla.MaxDepth)
+			if stack = append(stack, n); len(stack) > jsontext.MaxDepth+1 {
+				return nil, fmt.Errorf("XML: elements nested deeper than %d levels", jsontext.MaxDepth)
 			}
 		case xml.EndElement:
 			stack = stack[:len(stack)-1]

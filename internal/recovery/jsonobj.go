@@ -7,7 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/dla/jsontext"
 )
 
 // Small order-preserving edits of JSON object texts. Cumulus stringifies
@@ -119,10 +119,10 @@ func WithError(record, errText string) string {
 	return objSet(record, "error", jsonString(errText))
 }
 
-// jsStringify is JSON.stringify(JSON.parse(raw)) (dla.Stringify); raw that
-// is not JSON is returned as it is.
+// jsStringify is JSON.stringify(JSON.parse(raw)) (jsontext.Stringify);
+// raw that is not JSON is returned as it is.
 func jsStringify(raw string) string {
-	out, err := dla.Stringify(raw)
+	out, err := jsontext.Stringify(raw)
 	if err != nil {
 		return raw
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/dla/jsontext"
 	"github.com/tidwall/gjson"
 )
 
@@ -224,8 +225,8 @@ func failedExecutionMessage(ctx context.Context, input string, sfn StepFunctions
 		exc := objMerge(fe.FailedDetails, buildObject([]kv{{"failedExecutionStepName", jsonString(step)}}))
 		return objSet(input, "exception", exc), source, nil
 	}
-	if dla.TooDeep(*exited.Output) {
-		return "", "", &UnwrapError{Reason: fmt.Sprintf("the output of the failed step %s in the execution history is nested deeper than %d levels", step, dla.MaxDepth)}
+	if jsontext.TooDeep(*exited.Output) {
+		return "", "", &UnwrapError{Reason: fmt.Sprintf("the output of the failed step %s in the execution history is nested deeper than %d levels", step, jsontext.MaxDepth)}
 	}
 	out := gjson.Parse(*exited.Output)
 	if !out.IsObject() {
@@ -272,8 +273,8 @@ func pullStepFunctionEvent(ctx context.Context, msg string, objs Objects) (strin
 	default:
 		return "", &TransientError{Err: fmt.Errorf("reading the message held at s3://%s/%s: %w", bucket, key, err)}
 	}
-	if dla.TooDeepBytes(body) {
-		return "", &UnwrapError{Reason: fmt.Sprintf("the message held at s3://%s/%s is nested deeper than %d levels", bucket, key, dla.MaxDepth)}
+	if jsontext.TooDeepBytes(body) {
+		return "", &UnwrapError{Reason: fmt.Sprintf("the message held at s3://%s/%s is nested deeper than %d levels", bucket, key, jsontext.MaxDepth)}
 	}
 	if !gjson.ValidBytes(body) {
 		return "", &UnwrapError{Reason: fmt.Sprintf("the message held at s3://%s/%s is not valid JSON", bucket, key)}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/dla/jsontext"
 )
 
 // SNS notifications, as Cumulus v21 publishes them after each write
@@ -198,7 +198,7 @@ func (o *apiObject) json(key, s string) {
 }
 func (o *apiObject) real(key string, f *float32) {
 	if f != nil {
-		o.raw(key, dla.JSNumber(float4(*f)))
+		o.raw(key, jsontext.JSNumber(float4(*f)))
 	}
 }
 func (o *apiObject) boolean(key string, b *bool) {

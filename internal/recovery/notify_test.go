@@ -3,7 +3,7 @@ package recovery
 import (
 	"testing"
 
-	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/dla/jsontext"
 )
 
 func TestJSNumberAndFloat4(t *testing.T) {
@@ -15,8 +15,8 @@ func TestJSNumberAndFloat4(t *testing.T) {
 		{123456789012, "123456789012"}, {float4(12.345), "12.345"}, {float4(1714521599), "1714521600"},
 		{float4(0.1), "0.1"},
 	} {
-		if got := dla.JSNumber(c.f); got != c.want {
-			t.Errorf("dla.JSNumber(%v) = %s, want %s", c.f, got, c.want)
+		if got := jsontext.JSNumber(c.f); got != c.want {
+			t.Errorf("jsontext.JSNumber(%v) = %s, want %s", c.f, got, c.want)
 		}
 	}
 }

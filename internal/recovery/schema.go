@@ -8,7 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/dla/jsontext"
 )
 
 // The API granule schema of Cumulus v21 (packages/api/lib/schemas.js
@@ -107,11 +107,11 @@ type SchemaError struct {
 
 func (e SchemaError) json() string {
 	return buildObject([]kv{
-		{"keyword", dla.QuoteJS(e.Keyword)},
-		{"dataPath", dla.QuoteJS(e.DataPath)},
-		{"schemaPath", dla.QuoteJS(e.SchemaPath)},
+		{"keyword", jsontext.QuoteJS(e.Keyword)},
+		{"dataPath", jsontext.QuoteJS(e.DataPath)},
+		{"schemaPath", jsontext.QuoteJS(e.SchemaPath)},
 		{"params", e.Params},
-		{"message", dla.QuoteJS(e.Message)},
+		{"message", jsontext.QuoteJS(e.Message)},
 	})
 }
 
@@ -136,7 +136,7 @@ func (e *SchemaValidationError) Error() string {
 // causeJSON is JSON.stringify of the thrown error: its own enumerable
 // properties, name then detail (message and stack are not enumerable).
 func (e *SchemaValidationError) causeJSON() string {
-	return buildObject([]kv{{"name", `"SchemaValidationError"`}, {"detail", dla.QuoteJS(e.Detail())}})
+	return buildObject([]kv{{"name", `"SchemaValidationError"`}, {"detail", jsontext.QuoteJS(e.Detail())}})
 }
 
 // SchemaFailedGranuleError is what v21 throws for a granule in a final
@@ -178,7 +178,7 @@ func validateObject(fields []kv, dataPath, schemaPath string, props []schemaProp
 	for _, k := range forInOrder(fields) {
 		if !slices.ContainsFunc(props, func(p schemaProp) bool { return p.name == k }) {
 			return SchemaError{"additionalProperties", dataPath, schemaPath + "/additionalProperties",
-				buildObject([]kv{{"additionalProperty", dla.QuoteJS(k)}}), "should NOT have additional properties"}, true
+				buildObject([]kv{{"additionalProperty", jsontext.QuoteJS(k)}}), "should NOT have additional properties"}, true
 		}
 	}
 	for _, p := range props {
@@ -186,7 +186,7 @@ func validateObject(fields []kv, dataPath, schemaPath string, props []schemaProp
 		if !ok {
 			if slices.Contains(required, p.name) {
 				return SchemaError{"required", dataPath, schemaPath + "/required",
-					buildObject([]kv{{"missingProperty", dla.QuoteJS(p.name)}}),
+					buildObject([]kv{{"missingProperty", jsontext.QuoteJS(p.name)}}),
 					"should have required property '" + p.name + "'"}, true
 			}
 			continue
@@ -205,7 +205,7 @@ func validateProp(v gjson.Result, p schemaProp, dataPath, schemaPath string) (Sc
 	if p.enum != nil && !slices.Contains(p.enum, v.Str) {
 		vals := make([]string, len(p.enum))
 		for i, e := range p.enum {
-			vals[i] = dla.QuoteJS(e)
+			vals[i] = jsontext.QuoteJS(e)
 		}
 		return SchemaError{"enum", dataPath, schemaPath + "/enum",
 			`{"allowedValues":[` + strings.Join(vals, ",") + `]}`, "should be equal to one of the allowed values"}, true
@@ -226,7 +226,7 @@ func validateProp(v gjson.Result, p schemaProp, dataPath, schemaPath string) (Sc
 
 func typeError(t jsonType, dataPath, schemaPath string) SchemaError {
 	return SchemaError{"type", dataPath, schemaPath + "/type",
-		buildObject([]kv{{"type", dla.QuoteJS(t.String())}}), "should be " + t.String()}
+		buildObject([]kv{{"type", jsontext.QuoteJS(t.String())}}), "should be " + t.String()}
 }
 
 // ajvHasType is ajv v6's checkDataType: integer is a number with no

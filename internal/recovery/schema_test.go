@@ -8,7 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/dla/jsontext"
 )
 
 // TestSchemaErrorMatchesV21 replays testdata/schema-v21/golden.json, made
@@ -85,12 +85,12 @@ func TestJSStringify(t *testing.T) {
 		"q\"\\\n\t\x01\x7f": `"q\"\\\n\t\u0001` + "\x7f\"",
 		"\u2028\u2029é":     "\"\u2028\u2029é\"",
 	} {
-		if got := dla.QuoteJS(in); got != want {
-			t.Errorf("dla.QuoteJS(%q) = %s, want %s", in, got, want)
+		if got := jsontext.QuoteJS(in); got != want {
+			t.Errorf("jsontext.QuoteJS(%q) = %s, want %s", in, got, want)
 		}
 	}
-	if !strings.HasPrefix(dla.QuoteJS("\b\f\r"), `"\b\f\r"`) {
-		t.Errorf("short escapes: %s", dla.QuoteJS("\b\f\r"))
+	if !strings.HasPrefix(jsontext.QuoteJS("\b\f\r"), `"\b\f\r"`) {
+		t.Errorf("short escapes: %s", jsontext.QuoteJS("\b\f\r"))
 	}
 }
 
@@ -107,8 +107,8 @@ func TestJSStringifyValue(t *testing.T) {
 		1e-7: "1e-7", 100: "100", -2.5e-10: "-2.5e-10", 1.7976931348623157e308: "1.7976931348623157e+308",
 		5e-324: "5e-324", 0.1: "0.1", 123.456: "123.456", 1e20: "100000000000000000000", -1e21: "-1e+21",
 	} {
-		if got := dla.JSNumber(x); got != want {
-			t.Errorf("dla.JSNumber(%v) = %s, want %s", x, got, want)
+		if got := jsontext.JSNumber(x); got != want {
+			t.Errorf("jsontext.JSNumber(%v) = %s, want %s", x, got, want)
 		}
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/dla/jsontext"
 	"github.com/tidwall/gjson"
 )
 
@@ -306,7 +306,7 @@ func failureError(workflowError, headline, cause string) string {
 	if workflowError != "" && workflowError != "{}" && workflowError != "[]" {
 		prior = append(prior, workflowError)
 	}
-	return errorsColumn(prior, headline, dla.QuoteJS(cause))
+	return errorsColumn(prior, headline, jsontext.QuoteJS(cause))
 }
 
 // errorsColumn is {errors: JSON.stringify([...prior, {Error: headline,
@@ -316,8 +316,8 @@ func errorsColumn(prior []string, headline, causeJSON string) string {
 	for _, p := range prior {
 		items = append(items, jsStringify(p))
 	}
-	items = append(items, buildObject([]kv{{"Error", dla.QuoteJS(headline)}, {"Cause", causeJSON}}))
-	return buildObject([]kv{{"errors", dla.QuoteJS("[" + strings.Join(items, ",") + "]")}})
+	items = append(items, buildObject([]kv{{"Error", jsontext.QuoteJS(headline)}, {"Cause", causeJSON}}))
+	return buildObject([]kv{{"errors", jsontext.QuoteJS("[" + strings.Join(items, ",") + "]")}})
 }
 
 // OtherCollectionError is v21's cross-collection granule_id refusal.

@@ -17,6 +17,13 @@ import (
 // picks, throws the server's reply away and cuts the client's connection:
 // the request took effect, but the client never hears so (a network cut
 // at the worst moment).
+//
+// It is hand-written, not toxiproxy (github.com/Shopify/toxiproxy/v2,
+// weighed for issue 40): toxiproxy moves bytes and does not tell one HTTP
+// request from the next. Its toxics can hold or drop a direction's bytes
+// (timeout), cut after so many bytes (limit_data) or reset a connection,
+// but not pass a chosen request on and throw away only its reply, chosen
+// by operation, count and body.
 type DropReplyProxy struct {
 	URL     string
 	mu      sync.Mutex

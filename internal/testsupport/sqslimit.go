@@ -17,7 +17,10 @@ import (
 // SQS's in-flight limit, which the test server does not: once Limit
 // messages are received and not yet deleted or made visible again, a
 // ReceiveMessage is answered 403 OverLimit, as SQS answers past about
-// 120,000 (a standard queue) or 20,000 (FIFO).
+// 120,000 (a standard queue) or 20,000 (FIFO). It is hand-written, not
+// toxiproxy (weighed for issue 40): the limit follows SQS's own state
+// (messages received, deleted, made visible again, by receipt handle),
+// read from the API's JSON, which a byte-level TCP proxy does not see.
 type InFlightLimitProxy struct {
 	URL   string
 	Limit int

@@ -14,6 +14,22 @@ import (
 // TCPProxy forwards TCP connections to a server (PostgreSQL) and can cut
 // them all at once, as a server crash or a network partition would, without
 // disturbing other tests that share the server.
+//
+// It is hand-written, not toxiproxy (github.com/Shopify/toxiproxy/v2,
+// embeddable in go test, weighed for issue 40). Toxiproxy's Stop and Start
+// would give Cut and Restore (a stopped toxiproxy refuses connections,
+// where this one accepts and closes them), but not the rest:
+//   - RoundTrips follows both directions of each connection together (the
+//     queries and Syncs a client sends against the ReadyForQuery each
+//     answer ends), and a toxiproxy toxic sees one direction of one link,
+//     with no state shared with the other direction;
+//   - CutBefore cuts on what the bytes hold (a statement's text), which no
+//     toxiproxy toxic does.
+//
+// The tests that only Cut and Restore could run on toxiproxy, with that
+// change of fault; they keep this proxy rather than have two that forward
+// the same way, one of them bringing toxiproxy's dependencies (prometheus,
+// zerolog, gorilla/mux, tomb) into the tests.
 type TCPProxy struct {
 	Addr   string
 	target string

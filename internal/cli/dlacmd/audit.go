@@ -7,7 +7,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -15,16 +14,10 @@ import (
 
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/audit"
-	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/dla"
 )
-
-// EnvAuditChunkLines is a test knob: how many items an audit chunk holds
-// (default audit.DefaultChunkLines), so that the kill tests see chunks
-// written while a run goes on. No operator needs it.
-const EnvAuditChunkLines = "DEADLETTER_AUDIT_CHUNK_LINES"
 
 // dlaAudit is one dla run's audit record, kept in the archive itself
 // (<stack>/dead-letter-archive/audit/<date>/<run-id>/) through the run's
@@ -85,14 +78,10 @@ func (a *dlaAudit) begin(ctx context.Context, identity audit.CallerIdentity) err
 	if a == nil || a.flags.NoAudit {
 		return nil
 	}
-	a.started.Actor = audit.WhoAmI(ctx, identity, a.f.Getenv)
-	opts := audit.Options{Now: a.f.Now, Warnf: func(format string, args ...any) {
+	env := cmdutil.AuditEnv{Now: a.f.Now, Getenv: a.f.Getenv, Warnf: func(format string, args ...any) {
 		fmt.Fprintf(a.f.IO.ErrOut, "dla: %s\n", output.Escape(fmt.Sprintf(format, args...)))
 	}}
-	if n, err := strconv.Atoi(a.f.Getenv(EnvAuditChunkLines)); err == nil && n > 0 {
-		opts.ChunkLines = n
-	}
-	rec, err := audit.Begin(ctx, a.store, a.base, a.started, opts)
+	rec, err := env.Begin(ctx, a.store, a.base, a.started, identity)
 	var ue *audit.UnwritableError
 	if errors.As(err, &ue) {
 		// One line that says it is the record, why (a denied put says
@@ -125,13 +114,11 @@ func (a *dlaAudit) finish(ctx context.Context, counts map[string]int, runErr err
 	if a == nil || a.rec == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	f := audit.Finished{Counts: counts, ExitCode: cmdutil.ExitCode(runErr), Interrupted: interrupted}
+	f := audit.Finished{Counts: counts, Interrupted: interrupted}
 	if runErr != nil {
 		f.Error = recordError(runErr.Error())
 	}
-	if err := a.rec.Finish(ctx, f); err != nil {
+	if err := cmdutil.FinishAudit(ctx, a.rec, f, runErr); err != nil {
 		fmt.Fprintf(a.f.IO.ErrOut, "dla: %s\n", output.Escape(err.Error()))
 	}
 	a.rec = nil
@@ -157,19 +144,11 @@ func shortError(s string) string {
 
 // callerIdentity is the AWS caller identity of a run that uses AWS
 // credentials (nil when it uses none: a local archive read offline).
-// awsconfig.CallerIdentity does not ask AWS while an endpoint points at a
-// local server and STS has none of its own.
 func (f *Factory) callerIdentity(usesAWS bool) audit.CallerIdentity {
 	if !usesAWS {
 		return nil
 	}
-	return func(ctx context.Context) (string, string, error) {
-		cfg, err := awsconfig.Load(ctx, *f.AWS)
-		if err != nil {
-			return "", "", err
-		}
-		return awsconfig.CallerIdentity(cfg, *f.AWS)(ctx)
-	}
+	return cmdutil.AWSIdentity(f.AWS)
 }
 
 // auditDatabase is the database a connection string names, for the

@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deadletter/deadletter/internal/audit"
-	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/historycmd"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/selection"
@@ -26,8 +25,7 @@ type HistoryOptions struct {
 // NewCmdHistory builds `dla history`.
 func NewCmdHistory(f *Factory) *cobra.Command {
 	opts := &HistoryOptions{Factory: f}
-	cmd := &cobra.Command{
-		Use:   "history [flags]",
+	help := historycmd.Help{
 		Short: "List the runs that changed the archive: who, when, why, what and the outcome",
 		Long: `List the runs that changed the archive, newest first, from the audit records
 that recover (direct and --via-api) and migrate-legacy keep in the archive
@@ -51,34 +49,28 @@ folder).`,
   dla history --archive s3://my-internal-bucket/my-stack --verb recover --actor alice
   dla history --archive s3://my-internal-bucket/my-stack --key sqs/2024-03-02/ingest-1-abc -o ndjson
   dla history --archive s3://my-internal-bucket/my-stack --granule MOD09GQ.A2024018.h31v05.006.2024031032640`,
-		Args: cmdutil.UsageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runHistory(cmd.Context(), opts)
-		},
 	}
-	opts.Archive.register(cmd)
-	historycmd.AddFlags(cmd, &opts.History)
-	fl := cmd.Flags()
-	fl.StringVar(&opts.Key, "key", "", "only runs that touched this archive object (its key, or where a run moved it), with what they did")
-	fl.StringVar(&opts.Granule, "granule", "", "only runs that touched an object of this granule id, with what they did")
-	fl.StringVar(&opts.Execution, "execution", "", "only runs that touched an object of this execution (name or ARN), with what they did")
-	return cmd
+	return historycmd.NewCmd(help, &opts.History, opts.Archive.register, opts.records(), func(ctx context.Context) error { return runHistory(ctx, opts) })
 }
 
+// records are history's record flags: --key, --granule and --execution.
+func (o *HistoryOptions) records() []historycmd.RecordFlag {
+	return []historycmd.RecordFlag{
+		{Name: "key", Usage: "only runs that touched this archive object (its key, or where a run moved it), with what they did", Value: &o.Key},
+		{Name: "granule", Usage: "only runs that touched an object of this granule id, with what they did", Value: &o.Granule},
+		{Name: "execution", Usage: "only runs that touched an object of this execution (name or ARN), with what they did", Value: &o.Execution},
+	}
+}
+
+// runHistory lists the runs recorded in the archive's audit folder.
 func runHistory(ctx context.Context, opts *HistoryOptions) error {
 	f := opts.Factory
 	loc, err := opts.Archive.location(f)
 	if err != nil {
 		return err
 	}
-	set := 0
-	for _, v := range []string{opts.Key, opts.Granule, opts.Execution} {
-		if v != "" {
-			set++
-		}
-	}
-	if set > 1 {
-		return cmdutil.UsageErrorf("--key, --granule and --execution cannot be combined: one record at a time")
+	if err := historycmd.OneRecord(opts.records()); err != nil {
+		return err
 	}
 	layout := dla.Layout{Stack: loc.Stack}
 	key := opts.Key

@@ -357,7 +357,7 @@ func renderShowWidth(w io.Writer, r *lipgloss.Renderer, color bool, clean func(s
 	if len(d.Metadata) > 0 {
 		section("SQS metadata (layers merged, the outer layer wins)")
 		for _, m := range d.Metadata {
-			if m.Name == "error" || (isHoisted(m.Name) && d.Generation == dla.GenDLARecord) {
+			if m.Name == "error" || (dla.IsHoisted(m.Name) && d.Generation == dla.GenDLARecord) {
 				continue // shown above
 			}
 			row(m.Name, compact(m.Raw))
@@ -412,14 +412,6 @@ func orNull(s string) string {
 		return "null"
 	}
 	return s
-}
-
-func isHoisted(name string) bool {
-	switch name {
-	case "executionArn", "stateMachineArn", "status", "time", "collectionId", "providerId", "granules", "error":
-		return true
-	}
-	return false
 }
 
 // compact prints a metadata value on one line.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -26,10 +25,6 @@ import (
 // EnvAudit is where pushdlq keeps its audit records when --audit is not
 // given: s3://BUCKET/PREFIX.
 const EnvAudit = "DEADLETTER_AUDIT"
-
-// auditChunkLines is the test-only bound of a chunk of items
-// (DEADLETTER_AUDIT_CHUNK_LINES), so that a kill test sees chunks land.
-const envAuditChunkLines = "DEADLETTER_AUDIT_CHUNK_LINES"
 
 // auditPlace is where pushdlq's audit records are: --audit
 // s3://BUCKET/PREFIX, else $DEADLETTER_AUDIT, else the local state
@@ -146,28 +141,6 @@ func (p *auditPlace) replays(ctx context.Context, w io.Writer) (map[string][]aud
 	return audit.Replays(runs), nil
 }
 
-// identity is the caller identity for the audit's actor (STS, which
-// refuses by itself to leave for AWS when the endpoints are local).
-func (f *Factory) identity() audit.CallerIdentity {
-	return func(ctx context.Context) (string, string, error) {
-		cfg, err := awsconfig.Load(ctx, *f.AWS)
-		if err != nil {
-			return "", "", err
-		}
-		return awsconfig.CallerIdentity(cfg, *f.AWS)(ctx)
-	}
-}
-
-// auditOptions are the recorder's options: warnings on w, and the
-// test-only chunk bound.
-func (f *Factory) auditOptions(w io.Writer) audit.Options {
-	o := audit.Options{Now: f.Now, Warnf: func(format string, args ...any) { fmt.Fprintf(w, "warning: "+format+"\n", args...) }}
-	if n, err := strconv.Atoi(f.Getenv(envAuditChunkLines)); err == nil && n > 0 {
-		o.ChunkLines = n
-	}
-	return o
-}
-
 // beginAudit writes the started record (actor asked now): its error is
 // the run's refusal, nothing moved.
 func (f *Factory) beginAudit(ctx context.Context, p *auditPlace, s audit.Started) (*audit.Recorder, error) {
@@ -175,8 +148,9 @@ func (f *Factory) beginAudit(ctx context.Context, p *auditPlace, s audit.Started
 	if err != nil {
 		return nil, err
 	}
-	s.Actor = audit.WhoAmI(ctx, f.identity(), f.Getenv)
-	return audit.Begin(ctx, st, p.base, s, f.auditOptions(f.IO.ErrOut))
+	w := f.IO.ErrOut
+	env := cmdutil.AuditEnv{Now: f.Now, Getenv: f.Getenv, Warnf: func(format string, args ...any) { fmt.Fprintf(w, "warning: "+format+"\n", args...) }}
+	return env.Begin(ctx, st, p.base, s, cmdutil.AWSIdentity(f.AWS))
 }
 
 // finishAudit writes the finished record with a context that outlives an
@@ -185,13 +159,11 @@ func finishAudit(ctx context.Context, w io.Writer, rec *audit.Recorder, counts m
 	if rec == nil {
 		return
 	}
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	f := audit.Finished{Counts: counts, ExitCode: cmdutil.ExitCode(err), Interrupted: errors.Is(err, context.Canceled)}
+	f := audit.Finished{Counts: counts, Interrupted: errors.Is(err, context.Canceled)}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		f.Error = cmdutil.ErrorLine(err)
 	}
-	if ferr := rec.Finish(fctx, f); ferr != nil {
+	if ferr := cmdutil.FinishAudit(ctx, rec, f, err); ferr != nil {
 		fmt.Fprintf(w, "warning: %s\n", output.Escape(ferr.Error()))
 	}
 }

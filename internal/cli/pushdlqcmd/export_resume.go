@@ -1,6 +1,7 @@
 package pushdlqcmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,8 +13,8 @@ import (
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/shellword"
 	"github.com/deadletter/deadletter/internal/sqsmove"
+	"github.com/deadletter/deadletter/internal/workflow/dlqsession"
 	"github.com/deadletter/deadletter/internal/workflow/pushexport"
-	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
 )
 
 // Finishing a stopped export (--resume).
@@ -128,7 +129,7 @@ func openPartial(path string, errOut io.Writer) (*pushexport.File, error) {
 // visibility timeout runs out; a line of the file still in the DLQ is
 // deleted only once a scan receives it again, and (with --delete or
 // without) a message not in the file is appended only once received.
-func waitUntilNothingInFlight(ctx context.Context, f *Factory, opts *ExportOptions, s *pushreplay.Session, partial string) error {
+func waitUntilNothingInFlight(ctx context.Context, f *Factory, opts *ExportOptions, s *dlqsession.Session, partial string) error {
 	if s.Queue.InFlight == 0 {
 		return nil
 	}
@@ -159,5 +160,87 @@ func waitUntilNothingInFlight(ctx context.Context, f *Factory, opts *ExportOptio
 		s.Queue.Visible = q.Visible
 	}
 	fmt.Fprintln(w, "nothing is in flight any more: reading the DLQ")
+	return nil
+}
+
+// resumeFile checks that the partial file is this queue's, records the
+// queue in one of an older build, and waits until nothing of the DLQ is
+// in flight.
+func (r *exportRun) resumeFile(ctx context.Context) error {
+	f, opts, out, s := r.f, r.opts, r.out, r.s
+	if out.Source() != "" && !pushexport.SameQueue(out.Source(), s.Queue.URL) {
+		// Its lines are another queue's: none would be found here and
+		// deleted from there, and this queue's messages would join them.
+		out.Abort()
+		return cmdutil.UsageErrorf("--resume: %s was exported from %s, not %s: finish it with --dlq %s",
+			out.Partial, sqsmove.Name(out.Source()), sqsmove.Name(s.Queue.URL), shellword.Quote(out.Source()))
+	}
+	r.sum.Resumed, r.sum.Exported = out.Resumed(), out.Resumed()
+	fmt.Fprintf(f.IO.ErrOut, "resuming the export to %s: %s holds %s (synced); a message received again that is one of them is not written again%s\n",
+		opts.Out, out.Partial, output.Plural(out.Resumed(), "message"), map[bool]string{true: " but deleted from the DLQ", false: ""}[opts.Delete])
+	if out.Source() == "" {
+		// A partial file of an older build: the lines appended record
+		// the queue from now on.
+		if err := out.RecordSource(s.Queue.URL); err != nil {
+			out.Abort()
+			return err
+		}
+	}
+	// With or without --delete: a message in flight (the stopped
+	// export's hold, until its visibility timeout runs out) cannot be
+	// received by the scan, so it would be missing from FILE.
+	if err := waitUntilNothingInFlight(ctx, f, opts, s, out.Partial); err != nil {
+		out.Abort()
+		return err
+	}
+	return nil
+}
+
+// finishResumed ends a resumed export --delete whose scan ended without
+// an error. Unlike a first run, it deletes before it commits: FILE.partial
+// becomes FILE only when no line of it can still be in the DLQ: the scan
+// read the DLQ to its end, nothing else of the DLQ was in flight after it
+// (a line among those would not have been seen), and every message it
+// holds (written, or received again and already in the file) was deleted.
+// Otherwise the partial file stays, and the run says to run it again.
+func (r *exportRun) finishResumed(ctx context.Context) error {
+	f, opts, s, out, sum := r.f, r.opts, r.s, r.out, &r.sum
+	w := f.IO.ErrOut
+	var notAll string
+	if r.overLimit != nil {
+		notAll = inFlightLimitNote(r.overLimit, s.Queue.Visible+s.Queue.InFlight, "lines of "+out.Partial+" may be among the messages not read, so it is not made "+out.Final)
+	} else if n, err := pushexport.InFlightElsewhere(ctx, s); err != nil {
+		return r.stopped(err, false)
+	} else if n > 0 {
+		notAll = fmt.Sprintf("%s of %s in flight after the scan that this run does not hold (the stopped export's, if its visibility timeout has not run out, or another consumer's): lines of %s may be among them, so it is not made %s",
+			output.Plural(n, "message"), sqsmove.Name(s.Queue.URL), out.Partial, out.Final)
+	}
+	if held := r.queued - sum.Deleted; held > 0 {
+		if err := out.Sync(); err != nil { // write-ahead, as each round
+			return r.stopped(err, false)
+		}
+		if !opts.Yes {
+			ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Delete the %s of %s still in %s?", output.Plural(held, "message"), out.Partial, sqsmove.Name(s.Queue.URL)), "yes")
+			if err != nil || !ok {
+				fmt.Fprintf(w, "the last %s were not deleted (released): they are in %s and in the DLQ\n", output.Plural(held, "message"), out.Partial)
+				return r.stopped(cmp.Or(err, error(cmdutil.PartialError)), false)
+			}
+		}
+		if err := r.deleteHeld(ctx, held); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return r.stopped(err, false)
+		}
+	}
+	if notAll != "" {
+		fmt.Fprintln(w, notAll)
+		return r.stopped(cmdutil.PartialError, false)
+	}
+	if err := r.commit(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "wrote %s to %s (synced): %d were in %s already, %d appended; %d received again were already in it (deleted, not written again); the DLQ holds none of them\n",
+		output.Plural(sum.Exported, "message"), out.Final, sum.Resumed, out.Partial, sum.Exported-sum.Resumed, sum.AlreadyInFile)
 	return nil
 }

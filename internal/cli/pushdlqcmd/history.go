@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deadletter/deadletter/internal/audit"
-	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/historycmd"
 	"github.com/deadletter/deadletter/internal/cli/output"
 )
@@ -24,8 +23,7 @@ type HistoryOptions struct {
 // NewCmdHistory builds `pushdlq history`.
 func NewCmdHistory(f *Factory) *cobra.Command {
 	opts := &HistoryOptions{Factory: f}
-	cmd := &cobra.Command{
-		Use:   "history [flags]",
+	help := historycmd.Help{
 		Short: "List the runs that changed the DLQ or the processor: who, when, why, what and the outcome",
 		Long: `List the runs that changed anything, newest first, from the audit records
 that replay, export --delete and processor arm|disarm keep: at --audit
@@ -50,23 +48,27 @@ held_back, exported and deleted ...`,
   pushdlq history --audit s3://ops-audit/pushdlq --verb replay --actor alice
   pushdlq history --notification ntf-00001234 -o ndjson
   pushdlq history --message-id 9b6c3f0e-5a7d-4e1b-8f2a-0c1d2e3f4a5b`,
-		Args: cmdutil.UsageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runHistory(cmd.Context(), opts)
-		},
 	}
-	historycmd.AddFlags(cmd, &opts.History)
-	fl := cmd.Flags()
-	fl.StringVar(&opts.Audit, "audit", "", "read the audit records at s3://BUCKET/PREFIX (default $DEADLETTER_AUDIT; else the local state directory)")
-	fl.StringVar(&opts.Notification, "notification", "", "only runs that touched this notification (its notificationId), with what they did")
-	fl.StringVar(&opts.MessageID, "message-id", "", "only runs that touched this SQS message, with what they did")
-	return cmd
+	flags := func(cmd *cobra.Command) {
+		cmd.Flags().StringVar(&opts.Audit, "audit", "", "read the audit records at s3://BUCKET/PREFIX (default $DEADLETTER_AUDIT; else the local state directory)")
+	}
+	return historycmd.NewCmd(help, &opts.History, flags, opts.records(), func(ctx context.Context) error { return runHistory(ctx, opts) })
 }
 
+// records are history's record flags: --notification and --message-id.
+func (o *HistoryOptions) records() []historycmd.RecordFlag {
+	return []historycmd.RecordFlag{
+		{Name: "notification", Usage: "only runs that touched this notification (its notificationId), with what they did", Value: &o.Notification},
+		{Name: "message-id", Usage: "only runs that touched this SQS message, with what they did", Value: &o.MessageID},
+	}
+}
+
+// runHistory lists the runs recorded at --audit (or $DEADLETTER_AUDIT, or
+// the local state directory).
 func runHistory(ctx context.Context, opts *HistoryOptions) error {
 	f := opts.Factory
-	if opts.Notification != "" && opts.MessageID != "" {
-		return cmdutil.UsageErrorf("--notification and --message-id cannot be combined: one record at a time")
+	if err := historycmd.OneRecord(opts.records()); err != nil {
+		return err
 	}
 	if err := opts.History.Output.Validate(); err != nil {
 		return err

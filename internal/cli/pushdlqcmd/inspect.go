@@ -19,13 +19,13 @@ import (
 	"github.com/deadletter/deadletter/internal/report"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/triage"
-	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
+	"github.com/deadletter/deadletter/internal/workflow/dlqsession"
 )
 
 // InspectOptions are pushdlq inspect's inputs.
 type InspectOptions struct {
 	Factory *Factory
-	Queue   pushreplay.QueueOptions
+	Queue   dlqsession.QueueOptions
 	Sample  int
 	All     bool
 	HTML    string

@@ -2,6 +2,7 @@ package pushdlqcmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,11 +11,11 @@ import (
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/sqsmove"
-	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
+	"github.com/deadletter/deadletter/internal/workflow/dlqsession"
 )
 
 // addQueueFlags registers the flags of every command that reads the DLQ.
-func addQueueFlags(cmd *cobra.Command, q *pushreplay.QueueOptions, required bool) {
+func addQueueFlags(cmd *cobra.Command, q *dlqsession.QueueOptions, required bool) {
 	fl := cmd.Flags()
 	usage := "the dead-letter queue: its URL or its name"
 	if !required {
@@ -29,7 +30,7 @@ func addQueueFlags(cmd *cobra.Command, q *pushreplay.QueueOptions, required bool
 	_ = fl.MarkHidden("wait")
 }
 
-func validateQueue(q pushreplay.QueueOptions) error {
+func validateQueue(q dlqsession.QueueOptions) error {
 	if q.Visibility < time.Second || q.Visibility > 12*time.Hour {
 		return cmdutil.UsageErrorf("--visibility-timeout %s: want between 1s and 12h (the SQS limits)", q.Visibility)
 	}
@@ -42,12 +43,12 @@ func validateQueue(q pushreplay.QueueOptions) error {
 // openSession opens the DLQ for inspect, export and triage (replay's run
 // opens its own): warnings and progress on stderr, a refused queue a usage
 // error.
-func openSession(ctx context.Context, f *Factory, q pushreplay.QueueOptions) (*pushreplay.Session, error) {
+func openSession(ctx context.Context, f *Factory, q dlqsession.QueueOptions) (*dlqsession.Session, error) {
 	api, where, err := f.SQS(ctx)
 	if err != nil {
 		return nil, err
 	}
-	s, err := pushreplay.OpenSession(ctx, api, where, q, stderrOut(f))
+	s, err := dlqsession.OpenSession(ctx, api, where, q, stderrOut(f))
 	return s, usageExit(err)
 }
 
@@ -57,4 +58,24 @@ func openSession(ctx context.Context, f *Factory, q pushreplay.QueueOptions) (*p
 func inFlightLimitNote(limit *sqsmove.InFlightLimitError, about int64, rest string) string {
 	return fmt.Sprintf("pushdlq: read the first %s of about %d: SQS's in-flight limit (OverLimit) stopped the scan; %s",
 		output.Plural(limit.Held, "message"), about, rest)
+}
+
+// stderrOut is where the replay workflow and a DLQ session speak: stderr,
+// with progress lines on a terminal.
+func stderrOut(f *Factory) dlqsession.Out {
+	return dlqsession.Out{
+		Logf: func(format string, args ...any) { fmt.Fprintf(f.IO.ErrOut, format+"\n", args...) },
+		NewProgress: func() dlqsession.Progress {
+			return cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
+		},
+	}
+}
+
+// usageExit makes a *dlqsession.UsageError a usage error (exit 2).
+func usageExit(err error) error {
+	var usage *dlqsession.UsageError
+	if errors.As(err, &usage) {
+		return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err}
+	}
+	return err
 }

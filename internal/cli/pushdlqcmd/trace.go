@@ -14,14 +14,14 @@ import (
 	"github.com/deadletter/deadletter/internal/pushpolicy"
 	"github.com/deadletter/deadletter/internal/shellword"
 	"github.com/deadletter/deadletter/internal/sqsmove"
-	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
+	"github.com/deadletter/deadletter/internal/workflow/dlqsession"
 	"github.com/deadletter/deadletter/internal/workflow/trace"
 )
 
 // TraceOptions are pushdlq trace's inputs.
 type TraceOptions struct {
 	Factory      *Factory
-	Queue        pushreplay.QueueOptions
+	Queue        dlqsession.QueueOptions
 	Notification string
 	Window       string
 	Codes        string
@@ -121,60 +121,43 @@ verdicts say so.`,
 	return cmd
 }
 
-func runTrace(ctx context.Context, opts *TraceOptions) error {
-	f := opts.Factory
-	var policy pushpolicy.Policy
-	if opts.Window != "" {
-		if err := policyFlags(f, &policy, opts.Window, opts.Codes, true, false, ""); err != nil {
-			return err
-		}
+// traceScan is what trace's scan of the DLQ kept: the messages of the
+// traced notification, and the other messages' bodies (counted as what
+// the same replay would send too).
+type traceScan struct {
+	mine    []tracedMessage
+	others  []string
+	scanned int
+}
+
+// tracedMessage is a message of the traced notification, as scanned.
+type tracedMessage struct{ id, body, receives string }
+
+// add keeps one scanned message.
+func (sc *traceScan) add(m *sqsmove.Message, notification string) {
+	sc.scanned++
+	if trace.NotificationOf(m.Body) == notification {
+		sc.mine = append(sc.mine, tracedMessage{m.MessageID, m.Body, m.Attributes["ApproximateReceiveCount"]})
+	} else {
+		sc.others = append(sc.others, m.Body)
 	}
-	base := opts.QueueBase
-	if base == "" {
-		base = f.Getenv("PUSH_QUEUE_BASE_URL")
-	}
-	s, err := openSession(ctx, f, opts.Queue)
-	if err != nil {
-		return err
-	}
-	s.Banner("trace")
-	type held struct{ id, body, receives string }
-	var mine []held
-	var others []string
-	scanned := 0
-	limit, err := s.ScanAndRelease(ctx, 0, func(m *sqsmove.Message) {
-		scanned++
-		if trace.NotificationOf(m.Body) == opts.Notification {
-			mine = append(mine, held{m.MessageID, m.Body, m.Attributes["ApproximateReceiveCount"]})
-		} else {
-			others = append(others, m.Body)
-		}
-	})
-	if limit != nil {
-		defer fmt.Fprintln(f.IO.ErrOut, inFlightLimitNote(limit, s.Queue.Visible+s.Queue.InFlight, "this trace covers only them; every message is released"))
-	}
-	if err != nil {
-		return err
-	}
-	rep := TraceReport{Schema: TraceSchema, Queue: s.Queue.URL, Notification: opts.Notification, Scanned: scanned,
-		Messages: []trace.PushMessage{}, PolicyGiven: opts.Window != "", InFlightLimit: limit != nil, MaxReplays: opts.MaxReplays}
-	hist := f.readReplayHistory(ctx, opts.Audit, opts.MaxReplays)
-	if hist.replays != nil {
-		rep.Replays = hist.replays[opts.Notification]
-		if rep.Replays == nil {
-			rep.Replays = []audit.Replay{}
-		}
-		rep.HeldBack = hist.atLimit(opts.Notification)
-	}
+}
+
+// judge puts in rep what a replay would do with each message of the
+// notification: under the policy given, or else the one that covers them
+// (trace.CoveringPolicy), the replay guard holding back a notification at
+// its limit; and, with a policy, how many other messages that replay
+// sends too and the command that runs it.
+func (sc *traceScan) judge(f *Factory, opts *TraceOptions, rep *TraceReport, policy pushpolicy.Policy, base string) {
 	judged := opts.Window != ""
 	if !judged {
-		bodies := make([]string, len(mine))
-		for i, m := range mine {
+		bodies := make([]string, len(sc.mine))
+		for i, m := range sc.mine {
 			bodies[i] = m.body
 		}
 		policy, judged = trace.CoveringPolicy(bodies)
 	}
-	for _, m := range mine {
+	for _, m := range sc.mine {
 		pm := trace.PushMessageOf(m.id, m.body, m.receives, policy, base)
 		if !judged {
 			pm.Reason = "no window and codes would replay it: " + cmdutilOr(pm.Reason, "not replayable")
@@ -195,7 +178,7 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 			w, c = opts.Window, opts.Codes
 		}
 		rep.Window, rep.Codes = &w, &c
-		for _, b := range others {
+		for _, b := range sc.others {
 			if pushpolicy.Decide(pushpolicy.ParseCommand(b), policy, base).Eligible {
 				rep.Others++
 			}
@@ -208,6 +191,47 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 			rep.Command = &cmd
 		}
 	}
+}
+
+// runTrace scans the DLQ for the notification, judges each of its
+// messages as a replay would, and prints the report.
+func runTrace(ctx context.Context, opts *TraceOptions) error {
+	f := opts.Factory
+	var policy pushpolicy.Policy
+	if opts.Window != "" {
+		if err := (policyFlags{Window: opts.Window, Codes: opts.Codes, AllowWideWindow: true}).apply(f, &policy); err != nil {
+			return err
+		}
+	}
+	base := opts.QueueBase
+	if base == "" {
+		base = f.Getenv("PUSH_QUEUE_BASE_URL")
+	}
+	s, err := openSession(ctx, f, opts.Queue)
+	if err != nil {
+		return err
+	}
+	s.Banner("trace")
+	sc := &traceScan{}
+	limit, err := s.ScanAndRelease(ctx, 0, func(m *sqsmove.Message) { sc.add(m, opts.Notification) })
+	scanned := sc.scanned
+	if limit != nil {
+		defer fmt.Fprintln(f.IO.ErrOut, inFlightLimitNote(limit, s.Queue.Visible+s.Queue.InFlight, "this trace covers only them; every message is released"))
+	}
+	if err != nil {
+		return err
+	}
+	rep := TraceReport{Schema: TraceSchema, Queue: s.Queue.URL, Notification: opts.Notification, Scanned: scanned,
+		Messages: []trace.PushMessage{}, PolicyGiven: opts.Window != "", InFlightLimit: limit != nil, MaxReplays: opts.MaxReplays}
+	hist := f.readReplayHistory(ctx, opts.Audit, opts.MaxReplays)
+	if hist.replays != nil {
+		rep.Replays = hist.replays[opts.Notification]
+		if rep.Replays == nil {
+			rep.Replays = []audit.Replay{}
+		}
+		rep.HeldBack = hist.atLimit(opts.Notification)
+	}
+	sc.judge(f, opts, &rep, policy, base)
 	if opts.Output.Value == "json" {
 		err = output.WriteJSON(output.JSONOut(f.IO), rep)
 	} else {

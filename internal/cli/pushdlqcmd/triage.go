@@ -18,13 +18,13 @@ import (
 	"github.com/deadletter/deadletter/internal/shellword"
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/triage"
-	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
+	"github.com/deadletter/deadletter/internal/workflow/dlqsession"
 )
 
 // TriageOptions are pushdlq triage's inputs.
 type TriageOptions struct {
 	Factory   *Factory
-	Queue     pushreplay.QueueOptions
+	Queue     dlqsession.QueueOptions
 	Sample    int
 	QueueBase string
 	Output    *cmdutil.Output

@@ -76,7 +76,7 @@ type RecordLog struct {
 	MessageID  string `json:"message_id"`
 	Decision   string `json:"decision"` // "replay" or "park"
 	Eligible   bool   `json:"eligible"`
-	Reason     string `json:"reason,omitempty"` // why not eligible (pushdlq.Reason)
+	Reason     string `json:"reason,omitempty"` // why not eligible (pushpolicy.Reason)
 	ReasonText string `json:"reason_text,omitempty"`
 	Detail     string `json:"detail,omitempty"` // the offending value of a malformed body
 	Target     string `json:"target"`           // the priority queue, or the DLQ when parked

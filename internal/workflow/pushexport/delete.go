@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/deadletter/deadletter/internal/sqsmove"
-	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
+	"github.com/deadletter/deadletter/internal/workflow/dlqsession"
 )
 
 // DeleteHeld deletes every message the hold still holds (Extra ones were
@@ -36,7 +36,7 @@ func DeleteHeld(ctx context.Context, hold *sqsmove.Hold, want int, each func(m *
 
 // InFlightElsewhere is the DLQ's in-flight count that is not this run's,
 // after its scan: a line of the file among them was not seen by the scan.
-func InFlightElsewhere(ctx context.Context, s *pushreplay.Session) (int, error) {
+func InFlightElsewhere(ctx context.Context, s *dlqsession.Session) (int, error) {
 	q, err := sqsmove.Describe(ctx, s.API, s.Queue.URL)
 	if err != nil {
 		return 0, err

@@ -3,7 +3,7 @@
 // before the message is deleted from the DLQ, and which becomes FILE only
 // once complete; and the deletes that follow it. The verb
 // (internal/cli/pushdlqcmd) keeps the flags, the confirmations, the
-// messages and the printed commands; the DLQ session is pushreplay's.
+// messages and the printed commands; the DLQ session is dlqsession's.
 package pushexport
 
 import (

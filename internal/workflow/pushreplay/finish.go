@@ -196,7 +196,7 @@ func (r *replayRun) finish() {
 	if r.journal != nil {
 		r.journal.Write(sqsmove.Event{Event: sqsmove.EvSummary, Info: r.summary})
 		if err := r.journal.Close(); err != nil {
-			r.logf("warning: %v", err)
+			r.Log("warning: %v", err)
 		}
 	}
 }

@@ -4,7 +4,8 @@
 // CLI's whole run (Run: scan or stream, the DLQ guards, the journal and
 // resume, the finish), driven from its Options with callbacks for what it
 // has to say. The policy itself is internal/pushpolicy; moving messages is
-// internal/sqsmove.
+// internal/sqsmove; the DLQ a run scans is read through a
+// internal/workflow/dlqsession Session.
 package pushreplay
 
 import (

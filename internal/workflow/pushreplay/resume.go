@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deadletter/deadletter/internal/sqsmove"
+	"github.com/deadletter/deadletter/internal/workflow/dlqsession"
 )
 
 // checkResumeJournal refuses a --resume file that is not a replay journal
@@ -56,7 +57,7 @@ func (e *HeldTooLongError) WaitHeld() time.Duration { return e.Wait.Round(time.M
 
 func (e *HeldTooLongError) Error() string {
 	return fmt.Sprintf("the interrupted run holds %s invisible until %s (%s from now); resume after then, or pass --wait-held %s",
-		messages(e.Held), e.Until.UTC().Format(time.RFC3339), e.Wait.Round(time.Second), e.WaitHeld())
+		dlqsession.Messages(e.Held), e.Until.UTC().Format(time.RFC3339), e.Wait.Round(time.Second), e.WaitHeld())
 }
 
 // waitForHeld makes a resume wait until the messages the interrupted run
@@ -73,8 +74,8 @@ func (r *replayRun) waitForHeld(ctx context.Context) error {
 	}
 	// A second more: SQS makes them visible at about that time, not before.
 	wait += time.Second
-	r.logf("the interrupted run holds %s invisible until %s: waiting %s for them (Ctrl-C stops)",
-		messages(held), until.UTC().Format(time.RFC3339), wait.Round(time.Second))
+	r.Log("the interrupted run holds %s invisible until %s: waiting %s for them (Ctrl-C stops)",
+		dlqsession.Messages(held), until.UTC().Format(time.RFC3339), wait.Round(time.Second))
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
@@ -123,4 +124,9 @@ func (r *replayRun) journalPath() (string, error) {
 		return "", fmt.Errorf("create the journal directory (or pass --journal): %w", err)
 	}
 	return filepath.Join(dir, "replay-"+r.Now().UTC().Format("20060102T150405Z")+"-"+fmt.Sprint(os.Getpid())+".ndjson"), nil
+}
+
+// refusef is a refusal of the run's inputs (the CLI's exit 2).
+func refusef(format string, args ...any) error {
+	return &dlqsession.UsageError{Err: fmt.Errorf(format, args...)}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/deadletter/deadletter/internal/pushpolicy"
 	"github.com/deadletter/deadletter/internal/sqsmove"
+	"github.com/deadletter/deadletter/internal/workflow/dlqsession"
 )
 
 // Rounds: a park run (not streamed, not a dry run, from the DLQ) whose
@@ -70,8 +71,8 @@ func (r *replayRun) mayReadOn() bool {
 	s := r.summary
 	undone := s.Failed + s.Uncertain + s.HoldLost + s.Abandoned + s.NotParked + s.DeleteFailed
 	if left := r.hold.InState(sqsmove.Held) + r.hold.InState(sqsmove.Lost); left > 0 || undone > 0 {
-		r.logf("not reading on past SQS's in-flight limit: %s of this run are still in the DLQ (failed, uncertain, not parked, not deleted or no longer held)",
-			messages(max(left, undone)))
+		r.Log("not reading on past SQS's in-flight limit: %s of this run are still in the DLQ (failed, uncertain, not parked, not deleted or no longer held)",
+			dlqsession.Messages(max(left, undone)))
 		return false
 	}
 	return true
@@ -85,11 +86,11 @@ func (r *replayRun) readOn(ctx context.Context, limit **sqsmove.InFlightLimitErr
 	r.roundSent, r.roundParked = r.summary.Sent, r.summary.Parked
 	r.round++
 	r.roundBase = r.counts.clone()
-	r.logf("round %d: the %s read so far are sent or parked, so no longer in flight: reading on past SQS's in-flight limit",
-		r.round, messages(r.counts.Scanned))
+	r.Log("round %d: the %s read so far are sent or parked, so no longer in flight: reading on past SQS's in-flight limit",
+		r.round, dlqsession.Messages(r.counts.Scanned))
 	err := r.hold.Readmit(r.observe)
 	if err == nil && !r.copySeen && !(r.Max > 0 && r.counts.Eligible >= r.Max) {
-		err = r.s.scanWith(ctx, 0, 2, r.observe)
+		err = r.s.ScanWith(ctx, 0, 2, r.observe)
 	}
 	last := *limit
 	*limit = nil
@@ -107,15 +108,15 @@ func (r *replayRun) readOn(ctx context.Context, limit **sqsmove.InFlightLimitErr
 	case r.copySeen:
 		// The rest of the DLQ may not have been read: said as the limit
 		// says it.
-		r.logf("stopped reading on: the scan received a copy this run parked (its delay of %d seconds ran out during the run); it is not parked twice",
+		r.Log("stopped reading on: the scan received a copy this run parked (its delay of %d seconds ran out during the run); it is not parked twice",
 			pushpolicy.ParkDelaySeconds)
 		if *limit == nil {
 			*limit = &sqsmove.InFlightLimitError{Held: r.hold.Len(), Err: last.Err}
 		}
 	case !read && *limit != nil:
-		r.logf("stopped reading on: SQS's in-flight limit stopped the scan again before it read anything new (the messages in flight are not this run's)")
+		r.Log("stopped reading on: SQS's in-flight limit stopped the scan again before it read anything new (the messages in flight are not this run's)")
 	case !read:
-		r.logf("round %d read nothing more: the DLQ is read to its end", r.round)
+		r.Log("round %d read nothing more: the DLQ is read to its end", r.round)
 	}
 	if !read {
 		r.inFlightElsewhere(ctx) // counted again, after the last round

@@ -10,13 +10,14 @@ import (
 
 	"github.com/deadletter/deadletter/internal/pushpolicy"
 	"github.com/deadletter/deadletter/internal/sqsmove"
+	"github.com/deadletter/deadletter/internal/workflow/dlqsession"
 )
 
 // Options are what one replay is given: `pushdlq replay`'s flags once
 // resolved and checked.
 type Options struct {
 	// Queue is the DLQ read (Queue.DLQ is empty with FromFile).
-	Queue QueueOptions
+	Queue dlqsession.QueueOptions
 	// BaseURL is the priority queues' prefix: a message goes to
 	// BaseURL + "P" + its priority.
 	BaseURL string
@@ -60,7 +61,7 @@ type Options struct {
 // Out, Plan, Confirm and OnMessage are the caller's.
 type Run struct {
 	Options
-	Out
+	dlqsession.Out
 	// SQS returns the client and where it points (profile, region,
 	// endpoint; never a secret).
 	SQS func(ctx context.Context) (sqsmove.API, string, error)
@@ -197,7 +198,7 @@ type DeleteRefusedError struct {
 }
 
 func (e *DeleteRefusedError) Error() string {
-	return fmt.Sprintf("the DLQ refused to delete: %v; %s in both the target queue and the DLQ (resume with %s)", e.Err, messages(e.Count), e.Journal)
+	return fmt.Sprintf("the DLQ refused to delete: %v; %s in both the target queue and the DLQ (resume with %s)", e.Err, dlqsession.Messages(e.Count), e.Journal)
 }
 
 func (e *DeleteRefusedError) Unwrap() error { return e.Err }
@@ -205,7 +206,7 @@ func (e *DeleteRefusedError) Unwrap() error { return e.Err }
 // replayRun is one replay's state.
 type replayRun struct {
 	*Run
-	s       *Session // the DLQ, when replaying from it
+	s       *dlqsession.Session // the DLQ, when replaying from it
 	hold    *sqsmove.Hold
 	source  string // DLQ URL or file name
 	counts  Counts
@@ -234,7 +235,7 @@ type replayRun struct {
 	// targetIsDLQ: isDLQ's answers, by target (the scan's goroutine only).
 	targetIsDLQ map[string]bool
 	ctx         context.Context
-	progress    Progress
+	progress    dlqsession.Progress
 	// The rounds of a park run that reads on past SQS's in-flight limit
 	// (rounds.go): the replayer kept for them, the round (1 for the
 	// first), the counts when it began, and what the earlier ones moved.
@@ -255,14 +256,15 @@ type replayRun struct {
 	heldBack map[string]int
 }
 
-// Run replays. It returns a nil RunResult when it stopped before holding
-// anything: the journal is another run's, the --resume journal cannot be
-// read or is not this DLQ's, or the messages the interrupted run holds
-// stay invisible longer than WaitHeld. Otherwise every message it held is
-// released before it returns, with the error that stopped it (nil when
-// it ran to its end, whatever became of each message: see
-// RunResult.Partial); a *UsageError is a refusal of its inputs.
-func (r *Run) Run(ctx context.Context) (*RunResult, error) {
+// Replay replays the push DLQ's messages (or an export file's) to their
+// priority queues. It returns a nil RunResult when it stopped before
+// holding anything: the journal is another run's, the --resume journal
+// cannot be read or is not this DLQ's, or the messages the interrupted run
+// holds stay invisible longer than WaitHeld. Otherwise every message it
+// held is released before it returns, with the error that stopped it (nil
+// when it ran to its end, whatever became of each message: see
+// RunResult.Partial); a *dlqsession.UsageError is a refusal of its inputs.
+func (r *Run) Replay(ctx context.Context) (*RunResult, error) {
 	rr := &replayRun{Run: r, failures: failureTally{}, round: 1, parkedCopies: map[string]bool{}, heldBack: map[string]int{},
 		counts:    newCounts(),
 		roundBase: newCounts(),
@@ -273,61 +275,36 @@ func (r *Run) Run(ctx context.Context) (*RunResult, error) {
 	return rr.run(ctx)
 }
 
+// run is the replay, in its stages:
+//  1. lock the journal; for a resume, read it and wait for what the
+//     interrupted run still holds (readResumed);
+//  2. scan the DLQ or load the export file, a streamed run sending as it
+//     goes (read);
+//  3. check the targets, plan, confirm and replay, round after round past
+//     SQS's in-flight limit (rounds);
+//  4. release what is still held and finish the journal with the summary
+//     (finish, deferred: it runs whatever stopped the stages before it).
 func (r *replayRun) run(ctx context.Context) (res *RunResult, err error) {
 	if p := cmp.Or(r.Resume, r.Journal); p != "" {
 		// One run at a time writes a journal; a second is refused before
 		// it reads the journal or the DLQ.
 		unlock, err := sqsmove.LockJournal(p)
 		if err != nil {
-			return nil, &UsageError{Err: err}
+			return nil, &dlqsession.UsageError{Err: err}
 		}
 		defer unlock()
 	}
-	if r.Resume != "" {
-		if r.resumed, err = sqsmove.ReadJournal(r.Resume); err != nil {
-			return nil, err
-		}
-		if err := r.checkResumeJournal(r.Queue.DLQ); err != nil {
-			return nil, err
-		}
-		if err := r.waitForHeld(ctx); err != nil {
-			return nil, err
-		}
+	if err := r.readResumed(ctx); err != nil {
+		return nil, err
 	}
-
-	// Scan: from the DLQ, or from an export file. With Yes nothing waits
-	// on the plan, so the replay of a fresh run starts while the scan goes
-	// on (the plan is made after it, as a record).
-	r.ctx = ctx
-	r.streamed = r.Yes && !r.DryRun && r.FromFile == "" && r.Resume == "" && r.Ineligible == "release"
-	if r.FromFile != "" {
-		err = r.load(ctx)
-	} else {
-		err = r.scan(ctx)
-	}
-	var replayErr error
-	if r.streaming != nil {
-		// Every batch is sent (or abandoned) before anything is released.
-		counts, serr := r.streaming.Finish()
-		replayErr = r.replayed(counts, serr)
-	}
-	// SQS's in-flight limit ends the scan, not the run: what was read is
-	// planned, replayed or released as usual, and the result says how far
-	// it got.
-	var limit *sqsmove.InFlightLimitError
-	if errors.As(err, &limit) {
-		err = nil
-	}
+	limit, replayErr, err := r.read(ctx)
 	// A file that cannot be read, or a DLQ that could not be opened (no
 	// region, no such queue, credentials refused), is not a run: no
 	// summary of zeros.
 	unread := (r.FromFile != "" || r.refused || r.s == nil) && err != nil
 	defer func() {
 		r.finish()
-		res = &RunResult{Summary: r.summary, NoSummary: unread, Plan: r.plan, DeleteRefused: r.deleteRefused, Unresolved: r.unresolved}
-		if limit != nil && r.s != nil {
-			res.InFlightLimit, res.DLQ = limit, &r.s.Queue
-		}
+		res = r.result(unread, limit)
 	}()
 	if err != nil {
 		return nil, cmp.Or(replayErr, err)
@@ -338,39 +315,95 @@ func (r *replayRun) run(ctx context.Context) (res *RunResult, err error) {
 	if ctx.Err() != nil {
 		return nil, cmp.Or(replayErr, ctx.Err())
 	}
-	// Rounds: a park run whose scan SQS's in-flight limit stopped replays
-	// what it read (every message is sent or parked, and so deleted: no
-	// longer in flight), then reads on (rounds.go).
+	return nil, r.rounds(ctx, &limit, replayErr)
+}
+
+// readResumed reads the --resume journal, checks that it is this DLQ's
+// and waits for the messages the interrupted run still holds; nothing
+// without --resume.
+func (r *replayRun) readResumed(ctx context.Context) (err error) {
+	if r.Resume == "" {
+		return nil
+	}
+	if r.resumed, err = sqsmove.ReadJournal(r.Resume); err != nil {
+		return err
+	}
+	if err := r.checkResumeJournal(r.Queue.DLQ); err != nil {
+		return err
+	}
+	return r.waitForHeld(ctx)
+}
+
+// read scans the DLQ, or loads an export file. With Yes nothing waits on
+// the plan, so the replay of a fresh run starts while the scan goes on
+// (the plan is made after it, as a record): replayErr is what that replay
+// came to. SQS's in-flight limit ends the scan, not the run: what was
+// read is planned, replayed or released as usual, limit says how far it
+// got, and err is nil.
+func (r *replayRun) read(ctx context.Context) (limit *sqsmove.InFlightLimitError, replayErr, err error) {
+	r.ctx = ctx
+	r.streamed = r.Yes && !r.DryRun && r.FromFile == "" && r.Resume == "" && r.Ineligible == "release"
+	if r.FromFile != "" {
+		err = r.load(ctx)
+	} else {
+		err = r.scan(ctx)
+	}
+	if r.streaming != nil {
+		// Every batch is sent (or abandoned) before anything is released.
+		counts, serr := r.streaming.Finish()
+		replayErr = r.replayed(counts, serr)
+	}
+	if errors.As(err, &limit) {
+		err = nil
+	}
+	return limit, replayErr, err
+}
+
+// rounds plans what the scan read, asks, and replays it. A park run whose
+// scan SQS's in-flight limit stopped replays what it read (every message
+// is sent or parked, and so deleted: no longer in flight), then reads on
+// (rounds.go, which updates *limit) and plans again. replayErr is what a
+// streamed run's replay came to.
+func (r *replayRun) rounds(ctx context.Context, limit **sqsmove.InFlightLimitError, replayErr error) error {
 	for {
 		if err := r.checkTargets(); err != nil {
-			return nil, r.stopRound(err)
+			return r.stopRound(err)
 		}
 		r.makePlan(ctx, r.counts.since(r.roundBase))
 		if r.Plan != nil {
 			r.Plan(r.plan)
 		}
 		if r.DryRun || r.plan.Nothing {
-			return nil, nil
+			return nil
 		}
 		if r.streaming != nil {
-			return nil, replayErr
+			return replayErr
 		}
 		if !r.Yes {
 			if r.Confirm == nil {
-				return nil, r.stopRound(nil)
+				return r.stopRound(nil)
 			}
 			if ok, err := r.Confirm(r.plan); err != nil || !ok {
-				return nil, r.stopRound(err)
+				return r.stopRound(err)
 			}
 		}
-		if err := r.replay(ctx); err != nil || limit == nil || !r.mayReadOn() {
-			return nil, err
+		if err := r.replay(ctx); err != nil || *limit == nil || !r.mayReadOn() {
+			return err
 		}
-		var more bool
-		if more, err = r.readOn(ctx, &limit); err != nil || !more {
-			return nil, r.stopRound(err)
+		if more, err := r.readOn(ctx, limit); err != nil || !more {
+			return r.stopRound(err)
 		}
 	}
+}
+
+// result is what the run came to, once finished; limit is what stopped
+// its last scan (nil: nothing did).
+func (r *replayRun) result(unread bool, limit *sqsmove.InFlightLimitError) *RunResult {
+	res := &RunResult{Summary: r.summary, NoSummary: unread, Plan: r.plan, DeleteRefused: r.deleteRefused, Unresolved: r.unresolved}
+	if limit != nil && r.s != nil {
+		res.InFlightLimit, res.DLQ = limit, &r.s.Queue
+	}
+	return res
 }
 
 // makePlan checks the plan's target queues and counts the DLQ's messages
@@ -395,7 +428,7 @@ func (r *replayRun) checkTargets() error {
 	}
 	for k := range r.counts.ByTarget {
 		if r.isDLQ(k.Target) {
-			return &UsageError{Err: TargetIsDLQError(k.Priority, k.Target)}
+			return &dlqsession.UsageError{Err: TargetIsDLQError(k.Priority, k.Target)}
 		}
 	}
 	return nil
@@ -461,7 +494,7 @@ func (r *replayRun) inFlightElsewhere(ctx context.Context) {
 	// an interrupted run, or a receive whose reply was lost), or delayed.
 	after, err := sqsmove.Describe(ctx, r.s.API, r.s.Queue.URL)
 	if err != nil {
-		r.logf("warning: could not count the messages in flight elsewhere: %v", err)
+		r.Log("warning: could not count the messages in flight elsewhere: %v", err)
 		return
 	}
 	// Messages the interrupted run held that did not come back are counted

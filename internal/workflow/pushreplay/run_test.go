@@ -13,6 +13,7 @@ import (
 
 	"github.com/deadletter/deadletter/internal/sqsmove"
 	"github.com/deadletter/deadletter/internal/testsupport"
+	"github.com/deadletter/deadletter/internal/workflow/dlqsession"
 	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
 )
 
@@ -52,10 +53,10 @@ func TestRunReplaysADLQFromItsOptionsWithoutTheCLI(t *testing.T) {
 			fates := map[sqsmove.Outcome]int{}
 			run := &pushreplay.Run{
 				Options: pushreplay.Options{
-					Queue:   pushreplay.QueueOptions{DLQ: dlq, Visibility: 30 * time.Second, Wait: time.Second},
+					Queue:   dlqsession.QueueOptions{DLQ: dlq, Visibility: 30 * time.Second, Wait: time.Second},
 					BaseURL: base, Policy: policy, Yes: yes, Ineligible: "release", Concurrency: 4, Journal: journal,
 				},
-				Out:  pushreplay.Out{Logf: t.Logf},
+				Out:  dlqsession.Out{Logf: t.Logf},
 				SQS:  func(context.Context) (sqsmove.API, string, error) { return c, "the test SQS", nil },
 				Plan: func(p *pushreplay.Plan) { plan = p },
 				Confirm: func(p *pushreplay.Plan) (bool, error) {
@@ -69,7 +70,7 @@ func TestRunReplaysADLQFromItsOptionsWithoutTheCLI(t *testing.T) {
 					}
 				},
 			}
-			res, err := run.Run(context.Background())
+			res, err := run.Replay(context.Background())
 			if err != nil || res == nil {
 				t.Fatalf("run: %v", err)
 			}
@@ -130,16 +131,16 @@ func lastJournalEvent(t *testing.T, path string) string {
 func TestRunThatCannotOpenTheDLQHasNoSummary(t *testing.T) {
 	run := &pushreplay.Run{
 		Options: pushreplay.Options{
-			Queue:   pushreplay.QueueOptions{DLQ: "https://sqs.us-east-1.amazonaws.com/123456789012/dlq", Visibility: 30 * time.Second, Wait: time.Second},
+			Queue:   dlqsession.QueueOptions{DLQ: "https://sqs.us-east-1.amazonaws.com/123456789012/dlq", Visibility: 30 * time.Second, Wait: time.Second},
 			BaseURL: "https://sqs.us-east-1.amazonaws.com/123456789012/push", Policy: policy, Yes: true, Ineligible: "release", Concurrency: 4,
 			Journal: filepath.Join(t.TempDir(), "journal.ndjson"),
 		},
-		Out: pushreplay.Out{Logf: t.Logf},
+		Out: dlqsession.Out{Logf: t.Logf},
 		SQS: func(context.Context) (sqsmove.API, string, error) {
 			return nil, "", errors.New("no AWS region: pass --region, set AWS_REGION, or set one in the profile")
 		},
 	}
-	res, err := run.Run(context.Background())
+	res, err := run.Replay(context.Background())
 	if err == nil {
 		t.Fatal("the run went on without a DLQ")
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/deadletter/deadletter/internal/pushpolicy"
 	"github.com/deadletter/deadletter/internal/sqsmove"
+	"github.com/deadletter/deadletter/internal/workflow/dlqsession"
 )
 
 func (r *replayRun) scan(ctx context.Context) error {
@@ -16,7 +17,7 @@ func (r *replayRun) scan(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := OpenSession(ctx, api, where, r.Queue, r.Out)
+	s, err := dlqsession.OpenSession(ctx, api, where, r.Queue, r.Out)
 	if err != nil {
 		return err
 	}
@@ -49,7 +50,7 @@ func (r *replayRun) scan(ctx context.Context) error {
 		// to keep the batches in flight fed.
 		receivers = streamReceivers(r.Concurrency)
 	}
-	return s.scanWith(ctx, 0, receivers, r.observe)
+	return s.ScanWith(ctx, 0, receivers, r.observe)
 }
 
 // streamReceivers is how many receive loops feed a streamed replay of
@@ -123,7 +124,7 @@ func (r *replayRun) offer(ord int, m *sqsmove.Message, st Step) (stop bool) {
 	if st.Decision.Eligible {
 		rt = st.Route
 		if r.isDLQ(rt.Target) {
-			r.streamErr = &UsageError{Err: TargetIsDLQError(st.Command.Priority, rt.Target)}
+			r.streamErr = &dlqsession.UsageError{Err: TargetIsDLQError(st.Command.Priority, rt.Target)}
 			return true
 		}
 	}
@@ -218,24 +219,24 @@ func (r *replayRun) replayer(ctx context.Context) (*sqsmove.Replayer, error) {
 		return nil, err
 	}
 	r.summary.Journal = &path
-	r.logf("journal: %s", path)
+	r.Log("journal: %s", path)
 	// Write-ahead: the journal knows how long the held messages may stay
 	// invisible before their visibility is extended to then.
 	journal := r.journal
 	r.hold.BeforeExtend(func(until time.Time) {
 		journal.Write(sqsmove.Event{Event: sqsmove.EvHoldUntil, Until: until.UTC().Format(time.RFC3339Nano)})
 		if err := journal.Sync(); err != nil {
-			r.logf("warning: %v", err)
+			r.Log("warning: %v", err)
 		}
 	})
 	api, err := r.api(ctx)
 	if err != nil {
 		return nil, err
 	}
-	r.progress = r.newProgress()
+	r.progress = r.StartProgress()
 	done := 0
 	return &sqsmove.Replayer{
-		API: api, Hold: r.hold, Source: r.s.sourceURL(), Journal: r.journal,
+		API: api, Hold: r.hold, Source: sourceURL(r.s), Journal: r.journal,
 		Concurrency: r.Concurrency, Rate: r.Rate, Moved: r.resumed.Moved, Route: r.route,
 		RunInfo: map[string]any{"source": r.source, "queue_base_url": r.BaseURL, "window_start": r.summary.WindowStart,
 			"window_end": r.summary.WindowEnd, "codes": r.summary.Codes, "ineligible": r.Ineligible},
@@ -277,4 +278,12 @@ func (r *replayRun) replayed(counts sqsmove.Counts, err error) error {
 		return err
 	}
 	return r.ctx.Err()
+}
+
+// sourceURL is the DLQ's URL; "" without a session (a run from a file).
+func sourceURL(s *dlqsession.Session) string {
+	if s == nil {
+		return ""
+	}
+	return s.Queue.URL
 }

@@ -1,4 +1,11 @@
-package pushreplay
+// Package dlqsession is the push DLQ opened for reading: the queue
+// resolved, described and checked (a standard queue, without a redrive
+// policy of its own unless allowed), and the messages received from it
+// held invisible, their visibility renewed, until they are deleted or
+// released. inspect, triage, trace and export read the DLQ through a
+// Session (ScanAndRelease for the read-only verbs); pushreplay's run scans
+// through one too. Receiving and holding are internal/sqsmove's.
+package dlqsession
 
 import (
 	"context"
@@ -42,13 +49,16 @@ type Out struct {
 	NewProgress func() Progress
 }
 
-func (o Out) logf(format string, args ...any) {
+// Log writes one line through Logf, if there is one.
+func (o Out) Log(format string, args ...any) {
 	if o.Logf != nil {
 		o.Logf(format, args...)
 	}
 }
 
-func (o Out) newProgress() Progress {
+// StartProgress returns a status line of its own (one that draws nothing
+// without NewProgress).
+func (o Out) StartProgress() Progress {
 	if o.NewProgress == nil {
 		return noProgress{}
 	}
@@ -60,8 +70,8 @@ type noProgress struct{}
 func (noProgress) Update(string, ...any) {}
 func (noProgress) Clear()                {}
 
-// messages counts messages in words: "1 message", "2 messages".
-func messages(n int) string {
+// Messages counts messages in words: "1 message", "2 messages".
+func Messages(n int) string {
 	if n == 1 {
 		return "1 message"
 	}
@@ -123,7 +133,7 @@ func OpenSession(ctx context.Context, api sqsmove.API, where string, q QueueOpti
 	go func() {
 		defer close(s.aliveDone)
 		hold.KeepAlive(aliveCtx, func(err error) {
-			out.logf("warning: could not extend the visibility of held messages: %v", err)
+			out.Log("warning: could not extend the visibility of held messages: %v", err)
 		})
 	}()
 	return s, nil
@@ -144,13 +154,13 @@ func (s *Session) Banner(verb string) {
 		// the variable that set it, the identity ran past 80 columns.
 		where = where[:i] + "\n  " + where[i+1:]
 	}
-	s.out.logf("queue %s (account %s)\n  %s", sqsmove.Name(s.Queue.URL), acct, where)
+	s.out.Log("queue %s (account %s)\n  %s", sqsmove.Name(s.Queue.URL), acct, where)
 	if s.Queue.RedrivePolicy != "" {
-		s.out.logf("warning: %s has its own redrive policy (maxReceiveCount %s, to %s): receiving its messages may move them there (--allow-redrive)",
+		s.out.Log("warning: %s has its own redrive policy (maxReceiveCount %s, to %s): receiving its messages may move them there (--allow-redrive)",
 			sqsmove.Name(s.Queue.URL), redriveMax(s.Queue.RedrivePolicy), redriveTarget(s.Queue.RedrivePolicy))
 	}
 	// Three lines: two ran past 80 columns by a word or two.
-	s.out.logf("note: %s receives each message, which raises its receive count\n"+
+	s.out.Log("note: %s receives each message, which raises its receive count\n"+
 		"      (ApproximateReceiveCount); messages are held invisible meanwhile\n"+
 		"      and made visible again at the end", verb)
 }
@@ -164,29 +174,22 @@ func redriveTarget(policy string) string { return gjson.Get(policy, "deadLetterT
 // Scan receives messages until the queue is exhausted, max new messages
 // were seen or fn says stop, with a progress line.
 func (s *Session) Scan(ctx context.Context, max int, fn func(ord int, m *sqsmove.Message) bool) error {
-	return s.scanWith(ctx, max, 2, fn)
+	return s.ScanWith(ctx, max, 2, fn)
 }
 
-// scanWith is Scan with receivers receive loops in parallel.
-func (s *Session) scanWith(ctx context.Context, max, receivers int, fn func(ord int, m *sqsmove.Message) bool) error {
-	progress := s.out.newProgress()
+// ScanWith is Scan with receivers receive loops in parallel (Scan has
+// two).
+func (s *Session) ScanWith(ctx context.Context, max, receivers int, fn func(ord int, m *sqsmove.Message) bool) error {
+	progress := s.out.StartProgress()
 	defer progress.Clear()
 	// Formatted once, not for every message.
-	name, total := sqsmove.Name(s.Queue.URL), messages(int(s.Queue.Visible))
+	name, total := sqsmove.Name(s.Queue.URL), Messages(int(s.Queue.Visible))
 	n := 0
 	return s.Hold.Receive(ctx, sqsmove.ReceiveOptions{Wait: s.opts.Wait, Max: max, Receivers: receivers, SystemAttributes: s.SystemAttributes, OnEmpty: s.OnEmpty}, func(ord int, m *sqsmove.Message) bool {
 		n++
 		progress.Update("scanning %s: %d of ~%s", name, n, total)
 		return fn(ord, m)
 	})
-}
-
-// sourceURL is the DLQ's URL; "" without a session (a run from a file).
-func (s *Session) sourceURL() string {
-	if s == nil {
-		return ""
-	}
-	return s.Queue.URL
 }
 
 // Close releases every message still held and removes the spool. Call it
@@ -203,17 +206,18 @@ func (s *Session) Close() (released int, failed int) {
 			first = err
 			break
 		}
-		s.out.logf("warning: %s could not be made visible again (%v); they reappear when their visibility timeout (%s) runs out",
-			messages(len(failures)), first, s.opts.Visibility)
+		s.out.Log("warning: %s could not be made visible again (%v); they reappear when their visibility timeout (%s) runs out",
+			Messages(len(failures)), first, s.opts.Visibility)
 	}
 	s.Hold.Close()
 	return released, len(failures)
 }
 
 // UsageError is a run refused for what it was given, before anything was
-// sent: a FIFO DLQ or one with its own redrive policy, a --resume file
-// that is not this replay's journal, a journal another run holds, a plan
-// that would send to the DLQ itself. The CLI's exit 2.
+// sent: a FIFO DLQ or one with its own redrive policy (OpenSession), and
+// pushreplay's refusals: a --resume file that is not this replay's
+// journal, a journal another run holds, a plan that would send to the DLQ
+// itself. The CLI's exit 2.
 type UsageError struct{ Err error }
 
 func (e *UsageError) Error() string { return e.Err.Error() }

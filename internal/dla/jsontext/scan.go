@@ -1,16 +1,24 @@
-package dla
+package jsontext
 
 import (
+	"bytes"
 	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"math/bits"
 	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
-// The JSON scanner the layer scanner (scan.go) and the message tape
-// (tape.go) share: gjson.Valid's grammar, string unescaping with gjson's
+// The scanner: gjson.Valid's grammar, string unescaping with gjson's
 // rules, and the word-at-a-time search for the end of a plain string run.
+// The pieces are exported for the scanners built on them (the Tape here,
+// the decoder's layer scan in package dla): ScanValue validates a value,
+// and FirstElement, MemberKey and NextElement walk an object or array one
+// member or element at a time, so that a scanner may record what it needs
+// of each in the same pass.
 
 // strStop marks the bytes that end a run of plain string bytes.
 var strStop = func() (t [256]bool) {
@@ -61,7 +69,8 @@ func plainRun(data []byte, i int) int {
 	return i
 }
 
-func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+// IsSpace reports whether c is JSON white space: space, tab, LF or CR.
+func IsSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
@@ -83,9 +92,16 @@ func hex4(b []byte) rune {
 	return r
 }
 
-// scanAny is gjson's validany, for a value at depth (that of an object or
-// array starting at i).
-func scanAny(data []byte, i, depth int) (int, bool) {
+// TooDeepPos is the position ScanValue (and the scanners built on the
+// walk) return, with ok false, when a value nests deeper than MaxDepth: it
+// stops the scan.
+const TooDeepPos = -1
+
+// ScanValue is gjson's validany: it validates the value at i (after any
+// white space), at depth (that of an object or array starting at i; 1 for
+// a top-level value), and returns the position after it. With ok false the
+// position is where the text is invalid, or TooDeepPos.
+func ScanValue(data []byte, i, depth int) (int, bool) {
 	for ; i < len(data); i++ {
 		switch data[i] {
 		default:
@@ -94,12 +110,12 @@ func scanAny(data []byte, i, depth int) (int, bool) {
 			continue
 		case '{':
 			if depth > MaxDepth {
-				return tooDeep, false
+				return TooDeepPos, false
 			}
 			return scanObject(data, i+1, depth)
 		case '[':
 			if depth > MaxDepth {
-				return tooDeep, false
+				return TooDeepPos, false
 			}
 			return scanArray(data, i+1, depth)
 		case '"':
@@ -120,63 +136,63 @@ func scanAny(data []byte, i, depth int) (int, bool) {
 
 // scanObject is gjson's validobject.
 func scanObject(data []byte, i, depth int) (int, bool) {
-	i, more, ok := firstElement(data, i, '}')
+	i, more, ok := FirstElement(data, i, '}')
 	for more {
-		if _, _, _, i, ok = memberKey(data, i); !ok {
+		if _, _, _, i, ok = MemberKey(data, i); !ok {
 			return i, false
 		}
-		if i, ok = scanAny(data, i, depth+1); !ok {
+		if i, ok = ScanValue(data, i, depth+1); !ok {
 			return i, false
 		}
-		i, more, ok = nextElement(data, i, '}')
+		i, more, ok = NextElement(data, i, '}')
 	}
 	return i, ok
 }
 
 // scanArray is gjson's validarray.
 func scanArray(data []byte, i, depth int) (int, bool) {
-	i, more, ok := firstElement(data, i, ']')
+	i, more, ok := FirstElement(data, i, ']')
 	for more {
-		if i, ok = scanAny(data, i, depth+1); !ok {
+		if i, ok = ScanValue(data, i, depth+1); !ok {
 			return i, false
 		}
-		i, more, ok = nextElement(data, i, ']')
+		i, more, ok = NextElement(data, i, ']')
 	}
 	return i, ok
 }
 
 // The walk of an object's members or an array's elements that every
-// scanner of this package shares (scanObject, scanArray, the layer scan's
-// object and the message tape):
+// scanner built on this package shares (scanObject, scanArray, the Tape,
+// the layer scan of package dla):
 //
-//	i, more, ok := firstElement(data, i, end)
+//	i, more, ok := FirstElement(data, i, end)
 //	for more {
-//		(an object: memberKey)
+//		(an object: MemberKey)
 //		scan the value at i
-//		i, more, ok = nextElement(data, i, end)
+//		i, more, ok = NextElement(data, i, end)
 //	}
 //	return i, ok
 
-// firstElement starts the walk of an object or array (end '}' or ']')
+// FirstElement starts the walk of an object or array (end '}' or ']')
 // from the byte after its opening bracket: with more, i is at the first
 // element (a member's opening quote, if it is one); without, i is after
 // the closing bracket (ok) or where the text is invalid.
-func firstElement(data []byte, i int, end byte) (next int, more, ok bool) {
+func FirstElement(data []byte, i int, end byte) (next int, more, ok bool) {
 	for ; i < len(data); i++ {
 		switch c := data[i]; {
 		case c == end:
 			return i + 1, false, true
-		case !isWS(c):
+		case !IsSpace(c):
 			return i, true, true
 		}
 	}
 	return i, false, false
 }
 
-// nextElement follows an element's value, at i: at a ',' the walk goes on
+// NextElement follows an element's value, at i: at a ',' the walk goes on
 // (more, i at the next element); at the closing bracket it ends (i after
 // it).
-func nextElement(data []byte, i int, end byte) (next int, more, ok bool) {
+func NextElement(data []byte, i int, end byte) (next int, more, ok bool) {
 	if i, ok = scanComma(data, i, end); !ok {
 		return i, false, false
 	}
@@ -184,17 +200,17 @@ func nextElement(data []byte, i int, end byte) (next int, more, ok bool) {
 		return i + 1, false, true
 	}
 	for i++; i < len(data); i++ {
-		if !isWS(data[i]) {
+		if !IsSpace(data[i]) {
 			return i, true, true
 		}
 	}
 	return i, false, false
 }
 
-// memberKey scans an object member's key from its opening quote at i, and
+// MemberKey scans an object member's key from its opening quote at i, and
 // the colon after it: the key's bytes are data[k0:k1] (kEsc: they hold an
 // escape), and its value starts at v0.
-func memberKey(data []byte, i int) (k0, k1 int, kEsc bool, v0 int, ok bool) {
+func MemberKey(data []byte, i int) (k0, k1 int, kEsc bool, v0 int, ok bool) {
 	if data[i] != '"' {
 		return 0, 0, false, i, false
 	}
@@ -206,7 +222,7 @@ func memberKey(data []byte, i int) (k0, k1 int, kEsc bool, v0 int, ok bool) {
 	if i, ok = scanColon(data, i); !ok {
 		return 0, 0, false, i, false
 	}
-	for i < len(data) && isWS(data[i]) {
+	for i < len(data) && IsSpace(data[i]) {
 		i++
 	}
 	if i == len(data) {
@@ -249,7 +265,7 @@ func scanComma(data []byte, i int, end byte) (int, bool) {
 // quote; esc says whether the string holds an escape.
 func scanString(data []byte, i int) (next int, esc, ok bool) {
 	for {
-		// A word a round, as in unescapeString: two-byte escapes are
+		// A word a round, as in UnescapeString: two-byte escapes are
 		// skipped here, any other stop is left to the switch below.
 	words:
 		for i+8 <= len(data) {
@@ -301,10 +317,14 @@ func scanString(data []byte, i int) (next int, esc, ok bool) {
 // stands for (0: not a two-byte escape: \\u or invalid).
 var unescByte = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
-// unescapeString validates a string as scanString does and appends its
-// value, unescaped as gjson does, to dst. The value is never longer than
-// its escaped text, so dst is grown once and written 8 bytes at a time.
-func unescapeString(data []byte, i int, dst []byte) ([]byte, int, bool) {
+// UnescapeString validates the string whose opening quote is before i, as
+// gjson.Valid does, and appends its value, unescaped as gjson does, to dst
+// (a lone or mismatched surrogate becomes U+FFFD; a high surrogate
+// followed by any \u escape takes it as its other half). It returns dst,
+// the position after the closing quote and whether the string is valid.
+// The value is never longer than its escaped text, so dst is grown once
+// and written 8 bytes at a time.
+func UnescapeString(data []byte, i int, dst []byte) ([]byte, int, bool) {
 	n := len(dst)
 	dst = slices.Grow(dst, len(data)-i+8)
 	out := dst[:cap(dst)]
@@ -405,9 +425,9 @@ func unescapeString(data []byte, i int, dst []byte) ([]byte, int, bool) {
 	}
 }
 
-// unescapeTo appends the value of the string content s (between its
-// quotes) to dst, exactly as gjson's unescape does.
-func unescapeTo(dst, s []byte) []byte {
+// UnescapeTo appends the value of the string content s (between its
+// quotes, already validated) to dst, exactly as gjson's unescape does.
+func UnescapeTo(dst, s []byte) []byte {
 	for i := 0; i < len(s); i++ {
 		switch {
 		default:
@@ -512,4 +532,26 @@ func scanLit(data []byte, i int, rest string) (int, bool) {
 		return i + len(rest), true
 	}
 	return i, false
+}
+
+// SyntaxReason explains why raw is not valid JSON, in encoding/json's words
+// ("truncated after 31 bytes", "invalid character 'x' looking for beginning
+// of value at byte 10", "empty"). It validates raw again: for the error
+// path only.
+func SyntaxReason(raw []byte) string {
+	if len(bytes.TrimSpace(raw)) == 0 { // no copy of raw
+		return "empty"
+	}
+	var v json.RawMessage
+	err := json.Unmarshal(raw, &v)
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se) && (se.Error() == "unexpected end of JSON input" || se.Offset >= int64(len(raw))):
+		return fmt.Sprintf("truncated after %d bytes", len(raw))
+	case errors.As(err, &se):
+		return fmt.Sprintf("%s at byte %d", se.Error(), se.Offset)
+	case err != nil:
+		return err.Error()
+	}
+	return "invalid"
 }

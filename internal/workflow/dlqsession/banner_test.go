@@ -1,4 +1,4 @@
-package pushreplay
+package dlqsession
 
 import (
 	"fmt"

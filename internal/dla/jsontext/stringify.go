@@ -1,4 +1,4 @@
-package dla
+package jsontext
 
 import (
 	"errors"
@@ -37,7 +37,7 @@ var ErrNotJSON = errors.New("not valid JSON")
 // Stringify is JavaScript's JSON.stringify(JSON.parse(text)).
 func Stringify(text string) (string, error) {
 	if TooDeep(text) {
-		return "", fmt.Errorf("%w: %s", ErrNotJSON, depthReason)
+		return "", fmt.Errorf("%w: %s", ErrNotJSON, DepthReason)
 	}
 	p := jsParser{s: text}
 	p.space()

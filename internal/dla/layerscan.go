@@ -1,7 +1,10 @@
 package dla
 
-// The decoder's single-pass scanner. One call of layerScan.scan validates a
-// JSON text with exactly the rules of gjson.Valid (the decoder's outputs
+import "github.com/deadletter/deadletter/internal/dla/jsontext"
+
+// The decoder's single-pass scanner of one layer, built on the object walk
+// of jsontext. One call of layerScan.scan validates a JSON text with
+// exactly the rules of gjson.Valid (the decoder's outputs
 // have always depended on them: no UTF-8 check, gjson's number grammar,
 // whitespace of space, tab, CR and LF only), and in the same pass
 //   - records where each member of the top-level object is (key and value
@@ -12,7 +15,8 @@ package dla
 //
 // Nothing it returns points into memory the caller does not own: spans are
 // offsets into the scanned text. The recursion is bounded: the scan stops
-// at the first value nested deeper than MaxDepth, where TooDeep would.
+// at the first value nested deeper than jsontext.MaxDepth, where
+// jsontext.TooDeep would.
 
 // jsonMember is one member of a scanned object: the key's bytes inside
 // its quotes and the value's bytes, as offsets into the scanned text.
@@ -49,9 +53,10 @@ type layerScan struct {
 	inputSeen, outputSeen       bool
 }
 
-// check scans data and says what TooDeep and gjson.Valid would: whether
-// data nests deeper than MaxDepth (which the scan stops at), else whether
-// it is valid JSON. The index is meaningful only when valid.
+// check scans data and says what jsontext.TooDeep and gjson.Valid would:
+// whether data nests deeper than jsontext.MaxDepth (which the scan stops
+// at), else whether it is valid JSON. The index is meaningful only when
+// valid.
 func (ls *layerScan) check(data []byte) (deep, valid bool) {
 	switch ls.scan(data) {
 	case scanOK:
@@ -60,7 +65,7 @@ func (ls *layerScan) check(data []byte) (deep, valid bool) {
 		return true, false
 	}
 	// Invalid before the bound was reached: the rest may nest deeper.
-	return TooDeepBytes(data), false
+	return jsontext.TooDeepBytes(data), false
 }
 
 const (
@@ -69,18 +74,14 @@ const (
 	scanTooDeep
 )
 
-// tooDeep is the position the scan functions return when a value nests
-// deeper than MaxDepth (with ok false); it stops the scan.
-const tooDeep = -1
-
-// scan validates data as gjson.Valid does, up to MaxDepth levels, and
-// indexes it.
+// scan validates data as gjson.Valid does, up to jsontext.MaxDepth
+// levels, and indexes it.
 func (ls *layerScan) scan(data []byte) int {
 	ls.members, ls.detailMembers = ls.members[:0], ls.detailMembers[:0]
 	ls.msgFrom, ls.statusSeen, ls.statusSucceeded, ls.inputSeen, ls.outputSeen = 0, false, false, false, false
 	ls.upper, ls.lower, ls.detail = -1, -1, -1
 	i := 0
-	for i < len(data) && isWS(data[i]) {
+	for i < len(data) && jsontext.IsSpace(data[i]) {
 		i++
 	}
 	if i == len(data) {
@@ -91,16 +92,16 @@ func (ls *layerScan) scan(data []byte) int {
 	if data[i] == '{' {
 		i, ok = ls.object(data, i+1, 1, true)
 	} else {
-		i, ok = scanAny(data, i, 1)
+		i, ok = jsontext.ScanValue(data, i, 1)
 	}
 	switch {
-	case !ok && i == tooDeep:
+	case !ok && i == jsontext.TooDeepPos:
 		return scanTooDeep
 	case !ok:
 		return scanInvalid
 	}
 	for ; i < len(data); i++ {
-		if !isWS(data[i]) {
+		if !jsontext.IsSpace(data[i]) {
 			return scanInvalid
 		}
 	}
@@ -111,10 +112,10 @@ func (ls *layerScan) scan(data []byte) int {
 // its members (top: into ls.members, with the captures; else into
 // ls.detailMembers).
 func (ls *layerScan) object(data []byte, i, depth int, top bool) (int, bool) {
-	i, more, ok := firstElement(data, i, '}')
+	i, more, ok := jsontext.FirstElement(data, i, '}')
 	for more {
 		var m jsonMember
-		if m.k0, m.k1, m.kEsc, m.v0, ok = memberKey(data, i); !ok {
+		if m.k0, m.k1, m.kEsc, m.v0, ok = jsontext.MemberKey(data, i); !ok {
 			return m.v0, false
 		}
 		i = m.v0
@@ -122,7 +123,7 @@ func (ls *layerScan) object(data []byte, i, depth int, top bool) (int, bool) {
 		if top && ls.wantLayer && (data[i] == '"' || data[i] == '{') {
 			name := data[m.k0:m.k1]
 			if m.kEsc {
-				ls.keyBuf = unescapeTo(ls.keyBuf[:0], name)
+				ls.keyBuf = jsontext.UnescapeTo(ls.keyBuf[:0], name)
 				name = ls.keyBuf
 			}
 			switch {
@@ -139,17 +140,17 @@ func (ls *layerScan) object(data []byte, i, depth int, top bool) (int, bool) {
 		}
 		switch {
 		case slot == 4:
-			ls.msgBuf, i, ok = unescapeString(data, i+1, ls.msgBuf[:0])
+			ls.msgBuf, i, ok = jsontext.UnescapeString(data, i+1, ls.msgBuf[:0])
 		case slot == 1 && data[i] == '"':
-			ls.upperBuf, i, ok = unescapeString(data, i+1, ls.upperBuf[:0])
+			ls.upperBuf, i, ok = jsontext.UnescapeString(data, i+1, ls.upperBuf[:0])
 		case slot == 2 && data[i] == '"':
-			ls.lowerBuf, i, ok = unescapeString(data, i+1, ls.lowerBuf[:0])
-		case slot == 3 && depth >= MaxDepth:
-			return tooDeep, false
+			ls.lowerBuf, i, ok = jsontext.UnescapeString(data, i+1, ls.lowerBuf[:0])
+		case slot == 3 && depth >= jsontext.MaxDepth:
+			return jsontext.TooDeepPos, false
 		case slot == 3:
 			i, ok = ls.object(data, i+1, depth+1, false)
 		default:
-			i, ok = scanAny(data, i, depth+1)
+			i, ok = jsontext.ScanValue(data, i, depth+1)
 		}
 		if !ok {
 			return i, false
@@ -177,7 +178,7 @@ func (ls *layerScan) object(data []byte, i, depth int, top bool) (int, bool) {
 		} else {
 			ls.detailMembers = append(ls.detailMembers, m)
 		}
-		i, more, ok = nextElement(data, i, '}')
+		i, more, ok = jsontext.NextElement(data, i, '}')
 	}
 	return i, ok
 }
@@ -189,7 +190,7 @@ func (ls *layerScan) object(data []byte, i, depth int, top bool) (int, bool) {
 func (ls *layerScan) detailSlot(data []byte, m jsonMember, c byte) int {
 	switch k := data[m.k0:m.k1]; {
 	case m.kEsc:
-		ls.keyBuf = unescapeTo(ls.keyBuf[:0], k)
+		ls.keyBuf = jsontext.UnescapeTo(ls.keyBuf[:0], k)
 		k = ls.keyBuf
 		fallthrough
 	default:
@@ -226,7 +227,7 @@ func (ls *layerScan) isValue(data []byte, m jsonMember, s string) bool {
 	if len(v) < 2 || v[0] != '"' {
 		return false
 	}
-	ls.keyBuf = unescapeTo(ls.keyBuf[:0], v[1:len(v)-1])
+	ls.keyBuf = jsontext.UnescapeTo(ls.keyBuf[:0], v[1:len(v)-1])
 	return string(ls.keyBuf) == s
 }
 
@@ -248,7 +249,7 @@ func (ls *layerScan) isKey(data []byte, m jsonMember, name string) bool {
 	if !m.kEsc {
 		return string(k) == name
 	}
-	ls.keyBuf = unescapeTo(ls.keyBuf[:0], k)
+	ls.keyBuf = jsontext.UnescapeTo(ls.keyBuf[:0], k)
 	return string(ls.keyBuf) == name
 }
 
@@ -258,7 +259,7 @@ func keyString(s string, data []byte, m jsonMember) string {
 	if !m.kEsc {
 		return s[m.k0:m.k1]
 	}
-	return string(unescapeTo(nil, data[m.k0:m.k1]))
+	return string(jsontext.UnescapeTo(nil, data[m.k0:m.k1]))
 }
 
 // find returns the first member of ms whose key is name, in the scanned
@@ -271,7 +272,7 @@ func (ls *layerScan) find(data []byte, ms []jsonMember, name string) (jsonMember
 			}
 			continue
 		}
-		ls.keyBuf = unescapeTo(ls.keyBuf[:0], data[m.k0:m.k1])
+		ls.keyBuf = jsontext.UnescapeTo(ls.keyBuf[:0], data[m.k0:m.k1])
 		if string(ls.keyBuf) == name {
 			return m, true
 		}
