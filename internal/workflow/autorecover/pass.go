@@ -61,6 +61,7 @@ type Config struct {
 	DatabaseURL, DBSecret string
 	AWS                   func() (aws.Config, error)
 	Settings              awsconfig.Settings
+	Offline               bool          // no Step Functions or S3 reads (recover --offline)
 	Topics                snspub.Topics // Cumulus's record topics, published as recover does
 
 	// Started is the record's common part (tool, version, argv, actor,

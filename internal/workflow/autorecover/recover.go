@@ -28,7 +28,7 @@ func (p *pass) begin(ctx context.Context) error {
 		return nil
 	}
 	s := p.c.Started
-	s.Verb = Verb
+	s.Tool, s.Verb = cmp.Or(s.Tool, "dla"), Verb
 	s.Reason = cmp.Or(s.Reason, "autorecover")
 	s.Target = audit.Target{Archive: p.c.Location.String(), Database: p.c.Database}
 	s.Selection = map[string]any{"mode": p.c.Mode, "lookback_days": p.c.Lookback, "from": p.rep.From, "to": p.rep.To,
@@ -104,7 +104,7 @@ func (p *pass) recoverGroup(ctx context.Context, c *Choice, limit int) (*Counts,
 	}
 	counts := &Counts{OverAttempts: p.over[c.Key]}
 	s, err := dlarecover.Open(ctx, dlarecover.Options{Store: p.c.Store, Location: p.c.Location, Scope: scope,
-		DatabaseURL: p.c.DatabaseURL, DBSecret: p.c.DBSecret, AWS: p.c.AWS, Settings: p.c.Settings, Topics: p.c.Topics,
+		DatabaseURL: p.c.DatabaseURL, DBSecret: p.c.DBSecret, AWS: p.c.AWS, Settings: p.c.Settings, Offline: p.c.Offline, Topics: p.c.Topics,
 		Concurrency: p.c.Concurrency, Now: p.c.Now, Explain: p.c.Explain, Warnf: p.c.Warnf,
 		Acted: func(o dlarecover.Object) {
 			if p.rec != nil {
