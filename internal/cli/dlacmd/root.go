@@ -71,7 +71,7 @@ summaries go to stderr.`,
 	cmdutil.WrapHelp(root, f.IO.TerminalWidth)
 	cmdutil.AddAWSFlags(root, f.AWS)
 
-	root.AddCommand(NewCmdSearch(f), NewCmdShow(f), NewCmdStats(f), NewCmdTriage(f), NewCmdTrace(f), NewCmdReport(f), NewCmdRecover(f), NewCmdMigrateLegacy(f), NewCmdHistory(f), cmdutil.NewCmdVersion("dla", f.IO.Out), newCmdDev(f))
+	root.AddCommand(NewCmdSearch(f), NewCmdShow(f), NewCmdStats(f), NewCmdTriage(f), NewCmdTrace(f), NewCmdReport(f), NewCmdRecover(f), NewCmdMigrateLegacy(f), NewCmdHistory(f), NewCmdAutorecover(f), cmdutil.NewCmdVersion("dla", f.IO.Out), newCmdDev(f))
 	root.AddCommand(cmdutil.HelpTopic("exit-codes", "What dla's exit codes mean", cmdutil.ExitCodesHelp))
 	root.AddCommand(cmdutil.HelpTopic("environment", "Environment variables dla reads", environmentHelp))
 	// Values no shell can list are never completed with file names.

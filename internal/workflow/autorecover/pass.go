@@ -81,6 +81,11 @@ type Config struct {
 	// the report and the notification; nil: none.
 	Command func(g *triage.Group) []string
 
+	// Confirm, when set, is asked before a recover-mode pass changes
+	// anything, with the report so far (the groups it will recover); a
+	// false answer or an error ends the pass there, with nothing changed.
+	Confirm func(r *Report) (bool, error)
+
 	Now     func() time.Time
 	Explain func(error) string
 	Warnf   func(format string, args ...any)
@@ -174,6 +179,7 @@ func Pass(ctx context.Context, c Config) (*Report, error) {
 		{"triage", p.triage},                      // the lookback's groups, and the objects over their tries
 		{"database", p.openDatabase},              // readiness; the probe's and recover's database
 		{"probe", p.probe},                        // choose the groups, and run recover's dry run on each one's sample
+		{"confirm", p.confirm},                    // from a terminal, before anything changes
 		{"record", p.begin},                       // the pass's audit record, before anything changes
 		{"recover", p.recover},                    // each group whose probe writes, within the budgets
 	} {
@@ -299,6 +305,32 @@ func (p *pass) openDatabase(ctx context.Context) error {
 		}
 		p.rep.Readiness = p.c.Explain(err)
 		p.tri.NotCheckedBecause(p.rep.Readiness)
+	}
+	return nil
+}
+
+// ErrNotConfirmed ends a pass whose confirmation was refused.
+var ErrNotConfirmed = errors.New("not confirmed: nothing changed")
+
+// confirm asks Config.Confirm, when a recover-mode pass would recover a
+// group.
+func (p *pass) confirm(context.Context) error {
+	if p.c.Confirm == nil || p.c.Mode != ModeRecover || p.c.DryRun {
+		return nil
+	}
+	writes := false
+	for _, g := range p.rep.Groups {
+		writes = writes || g.Probe != nil && g.Probe.Outcome == ProbeWrites
+	}
+	if !writes {
+		return nil
+	}
+	ok, err := p.c.Confirm(p.rep)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return ErrNotConfirmed
 	}
 	return nil
 }

@@ -192,6 +192,9 @@ func (p *pass) notify(ctx context.Context, err error) {
 	case p.c.DryRun:
 		nr.Why = "dry run"
 		return
+	case errors.Is(err, ErrNotConfirmed):
+		nr.Why = "not confirmed"
+		return
 	case p.c.Notify == nil:
 		nr.Why = "no topic"
 		return
