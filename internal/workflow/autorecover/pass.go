@@ -18,6 +18,7 @@ import (
 	"github.com/deadletter/deadletter/internal/snspub"
 	"github.com/deadletter/deadletter/internal/triage"
 	"github.com/deadletter/deadletter/internal/workflow/dbwrite"
+	"github.com/deadletter/deadletter/internal/workflow/dlarecover"
 )
 
 // Verb is the audit record's verb of a pass.
@@ -89,8 +90,11 @@ type Config struct {
 	Now     func() time.Time
 	Explain func(error) string
 	Warnf   func(format string, args ...any)
-	// Stage is told each stage as it starts, for a status line.
+	// Stage is told each stage as it starts, for a status line or a log.
 	Stage func(stage string)
+	// Acted, when set, is told of each object's outcome once final (its
+	// delete or move done), as dlarecover.Options.Acted.
+	Acted func(dlarecover.Object)
 }
 
 func (c *Config) defaults() {

@@ -110,6 +110,9 @@ func (p *pass) recoverGroup(ctx context.Context, c *Choice, limit int) (*Counts,
 			if p.rec != nil {
 				p.rec.Add(Item(o))
 			}
+			if p.c.Acted != nil {
+				p.c.Acted(o)
+			}
 		}})
 	if err != nil {
 		return counts, err
