@@ -3,7 +3,9 @@ package autorecover
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -232,5 +234,32 @@ func TestAReportPassChangesNoRowAndNoObject(t *testing.T) {
 	}
 	if got := testsupport.DumpTables(t, dbURL, runStart); !reflect.DeepEqual(got, seeded) {
 		t.Errorf("a report pass changed rows")
+	}
+}
+
+// A pass while another holds the archive (a Lambda in another sandbox,
+// its lease running) exits at once, naming it, and changes nothing.
+func TestASecondPassExitsWhileAnotherHoldsTheArchive(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Now().UTC().Truncate(time.Second)
+	root := t.TempDir()
+	store, _ := outageArchive(t, root, t0, 20)
+	before := sqsKeys(t, root)
+	until := time.Now().Add(10 * time.Minute)
+	held, _ := json.Marshal(archive.LockHolder{Command: "dla autorecover", Host: "169.254.76.1", PID: 8, Since: time.Now(), Until: &until})
+	layout := dla.Layout{Stack: stack}
+	if err := store.Put(ctx, LockKey(layout), held); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Pass(ctx, Config{Store: store, Location: archive.Location{Dir: root, Stack: stack}, Layout: layout, Mode: ModeRecover,
+		DatabaseURL: refusedDB, Offline: true, Now: func() time.Time { return t0 }})
+	if !errors.Is(err, ErrLocked) || r != nil || !strings.Contains(err.Error(), "169.254.76.1") {
+		t.Fatalf("pass beside a running one: %v (report %v)", err, r)
+	}
+	if got := sqsKeys(t, root); !slices.Equal(got, before) {
+		t.Error("the refused pass changed the archive")
+	}
+	if keys, _ := os.ReadDir(filepath.Join(root, stack, "dead-letter-archive", "audit")); len(keys) != 0 {
+		t.Error("the refused pass wrote a record")
 	}
 }
