@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/cumulusdb"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/dla/gen"
 	"github.com/deadletter/deadletter/internal/selection"
@@ -261,5 +264,53 @@ func TestASecondPassExitsWhileAnotherHoldsTheArchive(t *testing.T) {
 	}
 	if keys, _ := os.ReadDir(filepath.Join(root, stack, "dead-letter-archive", "audit")); len(keys) != 0 {
 		t.Error("the refused pass wrote a record")
+	}
+}
+
+// A fix-first group is a person's until its records exist; once the
+// missing collection is created, the next pass finds it ready, probes it
+// and recovers it.
+func TestAFixFirstGroupIsRecoveredOnceItsCollectionExists(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Now().UTC().Truncate(time.Second)
+	root := t.TempDir()
+	store, byText := outageArchive(t, root, t0, 60)
+	dbURL := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
+	cfg := Config{Store: store, Location: archive.Location{Dir: root, Stack: stack}, Layout: dla.Layout{Stack: stack},
+		Mode: ModeRecover, DatabaseURL: dbURL, Offline: true, Now: func() time.Time { return t0 }}
+	r1, err := Pass(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := groupOf(t, r1, missingText); g.Decision != Person || g.Recovered != nil {
+		t.Fatalf("pass 1, fix-first group: %+v", g)
+	}
+
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, err := cumulusdb.ParseSeed([]byte(`{"collections":[{"name":"NOPE","version":"001"}],"providers":[],"asyncOperations":[],"parentExecutions":[]}`))
+	if err == nil {
+		err = cumulusdb.ApplySeed(ctx, conn, seed, "")
+	}
+	conn.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cfg.Now = func() time.Time { return t0.Add(time.Minute) }
+	r2, err := Pass(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := groupOf(t, r2, missingText)
+	if g.Decision != Try || g.Recovered == nil || g.Recovered.Written+g.Recovered.Dropped != len(byText[missingText]) {
+		t.Fatalf("pass 2, fix-first group: %+v recovered %+v", g, g.Recovered)
+	}
+	for _, k := range sqsKeys(t, root) {
+		if slices.Contains(byText[missingText], k) {
+			t.Errorf("%s still in sqs/", k)
+		}
 	}
 }
