@@ -179,11 +179,7 @@ func runAutorecover(cmd *cobra.Command, args []string, opts *AutorecoverOptions)
 		return cmdutil.ErrNotConfirmed
 	}
 	if opts.Output.Value == "json" {
-		js := output.NewJSONStream(output.JSONOut(f.IO), false)
-		if werr := js.Write(rep); werr != nil {
-			return werr
-		}
-		if werr := js.Close(); werr != nil {
+		if werr := output.WriteJSON(output.JSONOut(f.IO), rep); werr != nil {
 			return werr
 		}
 	} else {
