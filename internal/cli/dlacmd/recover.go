@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/mattn/go-runewidth"
 	"github.com/spf13/cobra"
 
 	"github.com/deadletter/deadletter/internal/archive"
@@ -648,9 +647,7 @@ func printObjectText(w io.Writer, o ObjectResult, width int) error {
 		line += " -> " + textKey(o.MovedTo)
 	}
 	if o.Error != "" {
-		for _, part := range foldWords(strings.ReplaceAll(firstLine(o.Error), "\n", " "), width-4) {
-			line += "\n    " + part
-		}
+		line += "\n" + output.Fold(output.Fields(strings.ReplaceAll(firstLine(o.Error), "\n", " "), width-4), width, "    ", "    ")
 	}
 	for _, g := range o.Granules {
 		if g.Outcome != recovery.Written {
@@ -683,32 +680,17 @@ func peopleWidth(opts *RecoverOptions) int {
 	return math.MaxInt32
 }
 
-// foldParts is lead followed by parts joined with ", ", folded after a comma
-// into lines of at most width columns, the next lines indented four
-// columns deeper than lead (a part wider than a line stays whole).
+// foldParts is lead followed by parts joined with ", ", folded (output.Fold)
+// after a comma into lines of at most width columns, the next lines
+// indented four columns deeper than lead (a part wider than a line stays
+// whole).
 func foldParts(lead string, parts []string, width int) string {
 	indent := strings.Repeat(" ", len(lead)-len(strings.TrimLeft(lead, " "))+4)
-	var b strings.Builder
-	b.WriteString(lead)
-	col := runewidth.StringWidth(lead)
-	for i, p := range parts {
-		if i < len(parts)-1 {
-			p += ","
-		}
-		pw := runewidth.StringWidth(p)
-		switch {
-		case i == 0:
-		case col+1+pw > width:
-			b.WriteString("\n" + indent)
-			col = len(indent)
-		default:
-			b.WriteByte(' ')
-			col++
-		}
-		b.WriteString(p)
-		col += pw
+	words := slices.Clone(parts)
+	for i := range len(words) - 1 {
+		words[i] += ","
 	}
-	return b.String()
+	return output.Fold(words, width, lead, indent)
 }
 
 func firstLine(s string) string {
