@@ -132,7 +132,7 @@ func (f *Factory) athenaRunner(ctx context.Context, plan athenaPlan, progress *c
 	return &athenarun.Runner{
 		Client: client, Workgroup: plan.names.Workgroup, Database: plan.names.Database, MaxScanBytes: plan.maxScan,
 		Progress: func(st athenarun.Status) {
-			progress.Update("athena: query %s %s, %s scanned, %s", st.ID, st.State, humanBytes(st.Scanned), st.Elapsed.Round(time.Second))
+			progress.Update("athena: query %s %s, %s scanned, %s", st.ID, st.State, output.HumanBytes(st.Scanned), st.Elapsed.Round(time.Second))
 		},
 	}, nil
 }
@@ -140,7 +140,7 @@ func (f *Factory) athenaRunner(ctx context.Context, plan athenaPlan, progress *c
 // athenaSummary is the line that ends an Athena search or count.
 func athenaSummary(plan athenaPlan, st athenarun.Status) string {
 	return fmt.Sprintf("Athena query %s in workgroup %s over %s to %s: %s scanned, about $%.4f", st.ID, plan.names.Workgroup,
-		plan.query.From, plan.query.To, humanBytes(st.Scanned), st.Cost())
+		plan.query.From, plan.query.To, output.HumanBytes(st.Scanned), st.Cost())
 }
 
 // keyFromPath reads the object key out of an Athena "$path" value:

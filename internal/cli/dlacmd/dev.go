@@ -137,7 +137,7 @@ func writeGenerated(ctx context.Context, f *Factory, store archive.Store, opts g
 	if putErr != nil {
 		return putErr
 	}
-	fmt.Fprintf(f.IO.ErrOut, "wrote %s (%s) to %s under %s/: %s.\n", output.Plural(opts.Count, "object"), humanBytes(size), store, opts.Stack, describeKinds(kinds))
+	fmt.Fprintf(f.IO.ErrOut, "wrote %s (%s) to %s under %s/: %s.\n", output.Plural(opts.Count, "object"), output.HumanBytes(size), store, opts.Stack, describeKinds(kinds))
 	return nil
 }
 

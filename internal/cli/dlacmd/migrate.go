@@ -109,14 +109,7 @@ func runMigrate(ctx context.Context, opts *MigrateOptions) error {
 	}
 	layout := dla.Layout{Stack: loc.Stack}
 	if !opts.DryRun {
-		if opts.BreakLock {
-			if err := archive.BreakLock(ctx, store, legacymigrate.LockKey(layout)); err != nil {
-				return err
-			}
-		}
-		// One run at a time: two would race for each object (both copy,
-		// both delete, each counting it moved).
-		release, err := archive.TakeLock(ctx, store, legacymigrate.LockKey(layout), "dla migrate-legacy")
+		release, err := legacymigrate.Lock(ctx, store, layout, opts.BreakLock)
 		if err != nil {
 			return err
 		}

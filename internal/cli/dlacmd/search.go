@@ -181,7 +181,7 @@ func runSearch(ctx context.Context, opts *SearchOptions) error {
 	if useAthena {
 		fmt.Fprintln(f.IO.ErrOut, athenaSummary(plan, athenaStatus))
 	}
-	summary := fmt.Sprintf("%s, %s read (%s) from %s", output.Plural(st.Matched, "match"), output.Plural(st.Listed, "object"), humanBytes(st.Bytes), loc)
+	summary := fmt.Sprintf("%s, %s read (%s) from %s", output.Plural(st.Matched, "match"), output.Plural(st.Listed, "object"), output.HumanBytes(st.Bytes), loc)
 	if st.Unreadable > 0 {
 		summary += fmt.Sprintf(", %d unreadable", st.Unreadable)
 	}
@@ -245,16 +245,4 @@ func errorCell(headline string, tty bool) string {
 		return string(r[:71]) + "…"
 	}
 	return headline
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
-	"github.com/mattn/go-runewidth"
 	"github.com/spf13/cobra"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/pretty"
@@ -300,7 +299,7 @@ func renderShowWidth(w io.Writer, r *lipgloss.Renderer, color bool, clean func(s
 		// Indenting multiplies a text by its depth: a long array 500
 		// levels down would print gigabytes. Such a value is shown as is.
 		if n := dla.IndentedSize(raw, 2, 2); n > maxIndentGrowth*int64(len(raw))+1<<20 {
-			fmt.Fprintf(&b, "  (indented, this value would take %s: shown without indentation)\n  ", humanBytes(n))
+			fmt.Fprintf(&b, "  (indented, this value would take %s: shown without indentation)\n  ", output.HumanBytes(n))
 			b.WriteString(raw)
 			b.WriteByte('\n')
 			return
@@ -320,7 +319,7 @@ func renderShowWidth(w io.Writer, r *lipgloss.Renderer, color bool, clean func(s
 	section("Summary")
 	row("generation", string(d.Generation))
 	row("body layers", fmt.Sprint(d.Depth))
-	row("size", humanBytes(d.Size))
+	row("size", output.HumanBytes(d.Size))
 	row("date", d.Date())
 	row("message id", d.MessageID)
 	row("status", d.Status)
@@ -349,9 +348,7 @@ func renderShowWidth(w io.Writer, r *lipgloss.Renderer, color bool, clean func(s
 	if d.HasError {
 		section("Error")
 		for line := range strings.SplitSeq(strings.TrimRight(d.Error, "\n"), "\n") {
-			for _, part := range foldWords(clean(line), width-2) {
-				fmt.Fprintf(&b, "  %s\n", part)
-			}
+			fmt.Fprintf(&b, "%s\n", output.Fold(output.Fields(clean(line), width-2), width, "  ", "  "))
 		}
 	}
 	if len(d.Metadata) > 0 {
@@ -381,30 +378,6 @@ func renderShowWidth(w io.Writer, r *lipgloss.Renderer, color bool, clean func(s
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// foldWords breaks s at spaces into lines of at most width columns (a word
-// wider than that stays whole, on a line of its own); width <= 0: s as is.
-func foldWords(s string, width int) []string {
-	if width <= 0 || runewidth.StringWidth(s) <= width {
-		return []string{s}
-	}
-	var lines []string
-	line, lineWidth := "", 0
-	for _, word := range strings.Fields(s) {
-		ww := runewidth.StringWidth(word)
-		if line != "" && lineWidth+1+ww > width {
-			lines = append(lines, line)
-			line, lineWidth = "", 0
-		}
-		if line != "" {
-			line += " "
-			lineWidth++
-		}
-		line += word
-		lineWidth += ww
-	}
-	return append(lines, line)
 }
 
 func orNull(s string) string {

@@ -10,14 +10,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/spf13/cobra"
 
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/athenarun"
 	"github.com/deadletter/deadletter/internal/audit"
-	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/cumulusdb"
@@ -133,8 +131,8 @@ be read (unless --ignore-unreadable).`,
 			if len(opts.Select.granules)+len(opts.Select.executions)+len(opts.PDRs) == 0 {
 				return cmdutil.UsageErrorf("trace what? give --granule ID, --execution ARN or --pdr NAME")
 			}
-			if opts.DatabaseURL != "" && opts.DBSecret != "" {
-				return cmdutil.UsageErrorf("--database-url and --db-secret cannot be combined")
+			if err := checkDBFlags(opts.DatabaseURL, opts.DBSecret); err != nil {
+				return err
 			}
 			if opts.Select.failed {
 				return cmdutil.UsageErrorf("--failed does not apply to dla trace: it reads sqs/ and failed-sqs/")
@@ -206,12 +204,8 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 	// before the archive is read (every object of it, when a PDR is
 	// traced). One that cannot be reached never drops the archive's half:
 	// its messages are listed, none judged, and the exit is 3.
-	dburl := cmp.Or(opts.DatabaseURL, f.Getenv("DATABASE_URL"))
-	path, err := dbwrite.Open(ctx, dbwrite.Config{
-		DatabaseURL: dburl, DBSecret: opts.DBSecret, MaxConns: 2,
-		AWS:      func() (aws.Config, error) { return awsconfig.Load(ctx, *f.AWS) },
-		Settings: *f.AWS, Offline: opts.Offline, ReplaceBucket: loc.Bucket, Now: f.Now,
-	})
+	dburl := dbURL(f, opts.DatabaseURL)
+	path, err := openDryRunPath(ctx, f, opts.DatabaseURL, opts.DBSecret, opts.Offline, loc)
 	var dbErr error
 	switch dbwrite.StageOf(err) {
 	case dbwrite.StageDatabase:

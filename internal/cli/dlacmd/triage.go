@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
@@ -86,13 +85,13 @@ stats do, unless --ignore-unreadable (which names the first 5; -v all).`,
 			if err := opts.Output.Validate(); err != nil {
 				return err
 			}
-			if opts.DatabaseURL != "" && opts.DBSecret != "" {
-				return cmdutil.UsageErrorf("--database-url and --db-secret cannot be combined")
+			if err := checkDBFlags(opts.DatabaseURL, opts.DBSecret); err != nil {
+				return err
 			}
 			if opts.Probe < 0 || opts.Probe > 1000 {
 				return cmdutil.UsageErrorf("--probe %d: want 0 to 1000 objects per group", opts.Probe)
 			}
-			if opts.Probe > 0 && opts.DatabaseURL == "" && opts.DBSecret == "" && f.Getenv("DATABASE_URL") == "" {
+			if opts.Probe > 0 && dbURL(f, opts.DatabaseURL) == "" && opts.DBSecret == "" {
 				return cmdutil.UsageErrorf("--probe needs a database: --database-url, --db-secret or $DATABASE_URL")
 			}
 			return runTriage(cmd.Context(), opts)
@@ -244,11 +243,7 @@ func runTriage(ctx context.Context, opts *TriageOptions) error {
 // transaction rolled back, no Step Functions or S3 reads, nothing moved.
 func probe(ctx context.Context, opts *TriageOptions, t *triage.Triage, store archive.Store, scope selection.Scope, loc archive.Location) error {
 	f, ctx := opts.Factory, ctx
-	path, err := dbwrite.Open(ctx, dbwrite.Config{
-		DatabaseURL: cmp.Or(opts.DatabaseURL, f.Getenv("DATABASE_URL")), DBSecret: opts.DBSecret, MaxConns: 2,
-		AWS:      func() (aws.Config, error) { return awsconfig.Load(ctx, *f.AWS) },
-		Settings: *f.AWS, Offline: true, ReplaceBucket: loc.Bucket, Now: f.Now,
-	})
+	path, err := openDryRunPath(ctx, f, opts.DatabaseURL, opts.DBSecret, true, loc)
 	if dbwrite.StageOf(err) == dbwrite.StageDatabase {
 		return refuseDatabase(err)
 	}
@@ -294,7 +289,7 @@ func probe(ctx context.Context, opts *TriageOptions, t *triage.Triage, store arc
 func finishTriage(ctx context.Context, opts *TriageOptions, t *triage.Triage, loc archive.Location, listed, unreadable int, source string, dbErr error) error {
 	f, ctx := opts.Factory, ctx
 	checked := false
-	if dburl, secret := cmp.Or(opts.DatabaseURL, f.Getenv("DATABASE_URL")), opts.DBSecret; dbErr == nil && (dburl != "" || secret != "") {
+	if dburl, secret := dbURL(f, opts.DatabaseURL), opts.DBSecret; dbErr == nil && (dburl != "" || secret != "") {
 		if dbErr = checkReadiness(ctx, f, t, dburl, secret); dbErr == nil {
 			checked = true
 		}

@@ -229,31 +229,6 @@ func fitting(texts []string, width int) string {
 	return out
 }
 
-// Wrap breaks s at spaces into lines of at most width columns, the first
-// starting with first, the others with rest; a word longer than a line
-// runs past the edge rather than being cut.
-func Wrap(s string, width int, first, rest string) string {
-	var b strings.Builder
-	line, lineW := first, runewidth.StringWidth(first)
-	empty := true
-	for _, w := range strings.Split(s, " ") {
-		ww := runewidth.StringWidth(w)
-		if !empty && lineW+1+ww > width {
-			b.WriteString(line + "\n")
-			line, lineW, empty = rest, runewidth.StringWidth(rest), true
-		}
-		if !empty {
-			line += " "
-			lineW++
-		}
-		line += w
-		lineW += ww
-		empty = false
-	}
-	b.WriteString(line)
-	return b.String()
-}
-
 // WriteFields writes one tab-separated line of fields, each kept on one
 // line with its controls escaped (OneLine): the piped form of a triage.
 func WriteFields(w io.Writer, fields ...string) error {

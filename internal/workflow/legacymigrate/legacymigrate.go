@@ -1,7 +1,7 @@
 // Package legacymigrate moves the Dead Letter Archive's legacy objects
 // (pre-v18.3 flat keys, and objects under folders that are not dates) into
-// date folders, as dla migrate-legacy does; the CLI keeps the lock, the
-// plan, the confirmation and the printing.
+// date folders, as dla migrate-legacy does, one run at a time (Lock); the
+// CLI keeps the plan, the confirmation and the printing.
 package legacymigrate
 
 import (
@@ -27,6 +27,20 @@ type Result struct {
 
 // LockKey is the lock object of migrate-legacy in an archive.
 func LockKey(layout dla.Layout) string { return layout.Root() + "locks/migrate-legacy.json" }
+
+// Lock takes the archive's migrate-legacy lock (LockKey) for one run, and
+// returns its release: two runs at once would race for each object (both
+// copy, both delete, each counting it moved). The lock of a run of this
+// host that was killed is taken over; breakLock (--break-lock) first
+// removes one another host left.
+func Lock(ctx context.Context, store archive.Store, layout dla.Layout, breakLock bool) (release func(), err error) {
+	if breakLock {
+		if err := archive.BreakLock(ctx, store, LockKey(layout)); err != nil {
+			return nil, err
+		}
+	}
+	return archive.TakeLock(ctx, store, LockKey(layout), "dla migrate-legacy")
+}
 
 // List yields every legacy object of sqs/: the flat objects at its
 // top, and every object under a folder that is not a date.

@@ -2,6 +2,7 @@ package legacymigrate
 
 import (
 	"context"
+	"errors"
 	"path"
 	"strings"
 	"sync/atomic"
@@ -64,5 +65,36 @@ func TestMigratorMovesEachLegacyObjectOnceWithoutTheCLI(t *testing.T) {
 	n := 0
 	if err := List(ctx, store, layout, func(archive.Entry) error { n++; return nil }); err != nil || n != 0 {
 		t.Errorf("after the run, %d legacy objects are left (%v)", n, err)
+	}
+}
+
+// Lock is one run at a time: a lock another host's run left is refused,
+// unless breakLock (--break-lock), which removes it first; the lock taken
+// is LockKey's, and its release frees it.
+func TestLockRefusesAnotherHostsRunUnlessBroken(t *testing.T) {
+	store, err := archive.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	layout := dla.Layout{Stack: "demo"}
+	other := []byte(`{"command":"dla migrate-legacy","host":"elsewhere.example","pid":4242,"since":"2024-03-01T00:00:00Z"}`)
+	if err := store.Put(ctx, LockKey(layout), other); err != nil {
+		t.Fatal(err)
+	}
+	var locked *archive.LockedError
+	if _, err := Lock(ctx, store, layout, false); !errors.As(err, &locked) || locked.Holder.Host != "elsewhere.example" {
+		t.Fatalf("another host's lock: %v", err)
+	}
+	release, err := Lock(ctx, store, layout, true)
+	if err != nil {
+		t.Fatalf("--break-lock: %v", err)
+	}
+	if body, err := store.Get(ctx, LockKey(layout)); err != nil || strings.Contains(string(body), "elsewhere") {
+		t.Fatalf("the lock after --break-lock: %q, %v", body, err)
+	}
+	release()
+	if _, err := store.Get(ctx, LockKey(layout)); !errors.Is(err, archive.ErrNotFound) {
+		t.Fatalf("the lock after the release: %v", err)
 	}
 }
