@@ -8,9 +8,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -302,4 +304,22 @@ func lockSeed3(t testing.TB) {
 	}
 	// Registered before the buckets' cleanups, so it runs after them.
 	t.Cleanup(func() { f.Close() })
+}
+
+// TablesText is every table DumpTables reads as text, by name (an empty
+// one too), each a "## name (n rows)" line and its TableLines: what a
+// golden file of a run's rows holds.
+func TablesText(t testing.TB, tables map[string][]map[string]any) string {
+	t.Helper()
+	names := []string{"executions", "files", "granules", "granules_executions", "pdrs"}
+	for name := range tables {
+		if !slices.Contains(names, name) {
+			t.Fatalf("TablesText: no table %s in DumpTables", name)
+		}
+	}
+	var b strings.Builder
+	for _, name := range names {
+		fmt.Fprintf(&b, "## %s (%d rows)\n%s\n", name, len(tables[name]), TableLines(t, tables[name]))
+	}
+	return b.String()
 }

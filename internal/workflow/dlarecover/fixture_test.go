@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,4 +115,26 @@ func (fx *runFixture) outcome(t *testing.T, r *Run, scope selection.Scope) outco
 	o.tables = fx.tables(t)
 	o.left = fx.left()
 	return o
+}
+
+// concurrent is the concurrency of the runs compared with a concurrency-1
+// run's golden file: dla recover's default --concurrency.
+const concurrent = 32
+
+// goldenText is what a golden file of a run holds: its object lines in
+// their order, its summary, what is left in the archive, and every table
+// (testsupport.TablesText).
+func goldenText(t *testing.T, lines []string, sum Summary, left []string, tables map[string][]map[string]any) string {
+	t.Helper()
+	b, err := json.Marshal(sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "# object lines\n" + strings.Join(lines, "\n") + "\n# summary\n" + string(b) +
+		"\n# left in the archive\n" + strings.Join(left, "\n") + "\n" + testsupport.TablesText(t, tables)
+}
+
+// text is the outcome as its golden file holds it (goldenText).
+func (o outcome) text(t *testing.T) string {
+	return goldenText(t, o.lines, o.sum, o.left, o.tables)
 }

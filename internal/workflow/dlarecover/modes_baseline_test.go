@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/deadletter/deadletter/internal/recovery"
 	"github.com/deadletter/deadletter/internal/selection"
 	"github.com/deadletter/deadletter/internal/testsupport"
+	"github.com/deadletter/deadletter/internal/testsupport/golden"
 )
 
 // runModes runs a generated archive through Run and returns the object
@@ -47,40 +47,41 @@ func runModes(t *testing.T, old bool, conc int, mod func(*Run), emitted func(int
 	return lines, sum, tables, left, runErr
 }
 
-// TestDryRunAndKeepMatchBaseline: --dry-run and --keep through the
-// new path (prefetch; the background deleter is not started) and the old
-// one give the same lines, summary, tables and archive; a dry run writes
-// nothing and both keep every object.
-func TestDryRunAndKeepMatchBaseline(t *testing.T) {
+// TestDryRunAndKeepMatchConcurrencyOne: --dry-run and --keep at
+// concurrency 1 and at dla recover's default (messages prepared ahead; the
+// background deleter is not started) give the lines, summary, tables and
+// archive of testdata/<mode>.golden.gz, which the concurrency-1 run writes
+// with -update; a dry run writes nothing and both keep every object.
+func TestDryRunAndKeepMatchConcurrencyOne(t *testing.T) {
 	for _, mode := range []string{"dry-run", "keep"} {
 		mod := func(r *Run) { r.DryRun, r.Keep = mode == "dry-run", mode == "keep" }
-		nl, ns, nt, nleft, nerr := runModes(t, false, 1, mod, nil)
-		ol, os, ot, oleft, oerr := runModes(t, true, 1, mod, nil)
-		if nerr != nil || oerr != nil {
-			t.Fatalf("%s: %v / %v", mode, nerr, oerr)
-		}
-		if !slices.Equal(nl, ol) {
-			t.Errorf("%s: object lines differ", mode)
-		}
-		if ns != os {
-			t.Errorf("%s: summaries differ:\nnew: %+v\nold: %+v", mode, ns, os)
-		}
-		if !slices.Equal(nleft, oleft) || len(nleft) != ns.Selected {
-			t.Errorf("%s: %d objects left (new), %d (old), %d selected", mode, len(nleft), len(oleft), ns.Selected)
-		}
-		a, _ := json.Marshal(nt)
-		b, _ := json.Marshal(ot)
-		if string(a) != string(b) {
-			t.Errorf("%s: tables differ", mode)
-		}
-		if mode == "dry-run" && len(nt["executions"]) != 0 {
-			t.Errorf("a dry run wrote %d executions", len(nt["executions"]))
-		}
-		if mode == "keep" && (ns.Written == 0 || len(nt["executions"]) == 0) {
-			t.Errorf("keep wrote nothing: %+v", ns)
-		}
-		if ns.Deleted != 0 || ns.Moved != 0 {
-			t.Errorf("%s: %d deleted, %d moved", mode, ns.Deleted, ns.Moved)
+		path := "testdata/" + mode + ".golden.gz"
+		for _, run := range []struct {
+			old  bool // the benchmark's baseline, until its switches go
+			conc int
+		}{{false, 1}, {false, concurrent}, {true, 1}} {
+			conc := run.conc
+			lines, sum, tables, left, err := runModes(t, run.old, conc, mod, nil)
+			if err != nil {
+				t.Fatalf("%s at %d: %v", mode, conc, err)
+			}
+			if len(left) != sum.Selected {
+				t.Errorf("%s at %d: %d objects left, %d selected", mode, conc, len(left), sum.Selected)
+			}
+			if mode == "dry-run" && len(tables["executions"]) != 0 {
+				t.Errorf("a dry run at %d wrote %d executions", conc, len(tables["executions"]))
+			}
+			if mode == "keep" && (sum.Written == 0 || len(tables["executions"]) == 0) {
+				t.Errorf("keep at %d wrote nothing: %+v", conc, sum)
+			}
+			if sum.Deleted != 0 || sum.Moved != 0 {
+				t.Errorf("%s at %d: %d deleted, %d moved", mode, conc, sum.Deleted, sum.Moved)
+			}
+			if got := goldenText(t, lines, sum, left, tables); conc == 1 && !run.old {
+				golden.Check(t, path, got)
+			} else {
+				golden.Match(t, path, got)
+			}
 		}
 	}
 }
