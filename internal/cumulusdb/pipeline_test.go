@@ -22,7 +22,7 @@ import (
 // TestBatchedWritesMatchOneByOne writes the same messages into two
 // databases, one writer sending a message's granules and files in
 // pipelines (the default) and one sending every statement alone
-// (Writer.Unbatched, DEADLETTER_BENCH_BASELINE=batch), and requires the same
+// (oneByOne), and requires the same
 // result and error for every message and the same rows in every table.
 // The messages hold what a pipeline could get wrong: a granule refused for
 // another collection's granule_id, a files statement that fails (the files
@@ -45,7 +45,11 @@ func TestBatchedWritesMatchOneByOne(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(pool.Close)
-		return dbURL, &recovery.Writer{DB: testsupport.CumulusDB(t, pool), Now: func() time.Time { return now }, Unbatched: unbatched}, proxy
+		var db recovery.DB = testsupport.CumulusDB(t, pool)
+		if unbatched {
+			db = oneByOne{testsupport.CumulusDB(t, pool)}
+		}
+		return dbURL, &recovery.Writer{DB: db, Now: func() time.Time { return now }}, proxy
 	}
 	batchedURL, batched, batchedProxy := open(false)
 	oneURL, one, oneProxy := open(true)
@@ -171,7 +175,7 @@ func TestBatchedWritesDatabaseCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cpool.Close)
-	clean := &recovery.Writer{DB: testsupport.CumulusDB(t, cpool), Now: func() time.Time { return now }, Unbatched: true}
+	clean := &recovery.Writer{DB: oneByOne{testsupport.CumulusDB(t, cpool)}, Now: func() time.Time { return now }}
 	for _, msg := range []gjson.Result{warm, m} {
 		if _, err := clean.Write(ctx, msg); err != nil {
 			t.Fatal(err)
@@ -187,3 +191,11 @@ func TestBatchedWritesDatabaseCut(t *testing.T) {
 		t.Fatalf("%d files", len(got["files"]))
 	}
 }
+
+// oneByOne is a DB that never batches (Batching is false): the writer
+// sends each of its statements alone, the independent reference of the
+// batched writes.
+type oneByOne struct{ *cumulusdb.DB }
+
+// Batching is false: nothing is sent in a pipeline.
+func (oneByOne) Batching(recovery.DB) bool { return false }

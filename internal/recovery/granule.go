@@ -67,7 +67,7 @@ type messageContext struct {
 	processingEnd   *time.Time
 	now             time.Time
 	// index reads each granule and file through an index of its keys
-	// (indexObject), unless the Writer's NoMsgIndex.
+	// (indexObject) when the message was indexed (Index found it valid).
 	index bool
 }
 

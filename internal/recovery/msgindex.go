@@ -44,10 +44,6 @@ func Index(msg gjson.Result) Msg {
 	return m
 }
 
-// Unindexed is msg read by gjson alone (the benchmark's baseline:
-// DEADLETTER_BENCH_BASELINE=msg-index).
-func Unindexed(msg gjson.Result) Msg { return Msg{Result: msg} }
-
 // keysOf maps each key of an object to its value; dup reports a key
 // listed twice. gjson then takes the first along which the rest of the
 // path resolves, so such an object is left to gjson.

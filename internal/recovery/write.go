@@ -104,12 +104,6 @@ type Writer struct {
 	// Notifier publishes what v21 publishes after each write (notify.go);
 	// nil: nothing is published. With one, DB must be a RecordSource.
 	Notifier Notifier
-	// Unbatched sends every statement alone, even to a GranuleBatcher:
-	// the benchmark's baseline (DEADLETTER_BENCH_BASELINE=batch).
-	Unbatched bool
-	// NoMsgIndex reads each message with gjson alone (Unindexed): the
-	// benchmark's baseline (DEADLETTER_BENCH_BASELINE=msg-index).
-	NoMsgIndex bool
 }
 
 // Outcome of one record.
@@ -212,7 +206,7 @@ func (w *Writer) now() time.Time {
 // written stays when a later step fails, as in v21; the upserts make a
 // re-run safe.
 func (w *Writer) Write(ctx context.Context, msg gjson.Result) (*Result, error) {
-	return w.WriteMsg(ctx, w.Index(msg), nil)
+	return w.WriteMsg(ctx, Index(msg), nil)
 }
 
 // WriteDecoded unwraps a decoded archive object or queue message to its
@@ -224,19 +218,11 @@ func (w *Writer) WriteDecoded(ctx context.Context, d *dla.Decoded) (*Message, *R
 	if err != nil {
 		return nil, nil, err
 	}
-	res, err := w.WriteMsg(ctx, w.Index(msg.JSON), nil)
+	res, err := w.WriteMsg(ctx, Index(msg.JSON), nil)
 	return msg, res, err
 }
 
-// Index is Index(msg), or Unindexed(msg) with NoMsgIndex.
-func (w *Writer) Index(msg gjson.Result) Msg {
-	if w.NoMsgIndex {
-		return Unindexed(msg)
-	}
-	return Index(msg)
-}
-
-// WriteMsg is Write of a message indexed already (Index, Unindexed), and
+// WriteMsg is Write of a message indexed already (Index), and
 // prepared by Prepare (p nil: not prepared).
 func (w *Writer) WriteMsg(ctx context.Context, msg Msg, p *Prepared) (*Result, error) {
 	res := &Result{ExecutionArn: executionArn(msg), Status: msg.Get("meta.status").String(), Execution: Skipped}

@@ -11,7 +11,7 @@ import (
 
 // batching is the DB as a GranuleBatcher, when it may batch.
 func (w *Writer) batching() GranuleBatcher {
-	if b, ok := w.DB.(GranuleBatcher); ok && !w.Unbatched && b.Batching(w.DB) {
+	if b, ok := w.DB.(GranuleBatcher); ok && b.Batching(w.DB) {
 		return b
 	}
 	return nil

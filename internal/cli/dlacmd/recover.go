@@ -44,9 +44,6 @@ type RecoverOptions struct {
 	Offline           bool
 	// SNS topic ARNs (default: v21's environment names).
 	Topics snspub.Topics
-	// Baseline are the benchmark's switches, set by
-	// DEADLETTER_BENCH_BASELINE (recover_baseline.go), never by a flag.
-	Baseline dlarecover.Baseline
 	// ViaAPI is a Cumulus API URL: recover through Cumulus's own recovery
 	// (viaapi.go), with the token from TokenFile or $CUMULUS_API_TOKEN.
 	ViaAPI, TokenFile, CleanupStaging string
@@ -157,9 +154,6 @@ later moves back what it left.`,
 			if err := opts.Output.Validate(); err != nil {
 				return err
 			}
-			if err := benchBaseline(opts); err != nil {
-				return err
-			}
 			opts.Args = args
 			opts.given = cmdutil.GivenFlags(cmd)
 			opts.audit = newDLAAudit(cmd, args, opts.Audit, f)
@@ -235,7 +229,7 @@ func runRecover(ctx context.Context, opts *RecoverOptions) error {
 		AWS:      func() (aws.Config, error) { return awsconfig.Load(ctx, *f.AWS) },
 		Settings: *f.AWS, Offline: opts.Offline, Topics: topics,
 		DryRun: opts.DryRun, Keep: opts.Keep, LeaveUnreadable: opts.LeaveUnreadable,
-		Concurrency: opts.Select.concurrency, Now: f.Now, Baseline: opts.Baseline,
+		Concurrency: opts.Select.concurrency, Now: f.Now,
 		StopPlan:     stopOnAuth,
 		PlanProgress: func(n int) { progress.Update("planning: %d objects", n) },
 		Progress: func(s *RecoverSummary) {

@@ -19,9 +19,7 @@ import (
 // BenchmarkRecover writes generated archives (1 to 5 granules per message,
 // every generation and status, no malformed objects) from a local directory
 // into a fresh local PostgreSQL database, at concurrency 1 and 8, with
-// --offline (no Step Functions reads), each twice side by side: as it runs
-// (run=optimised) and with every optimisation switched off
-// (run=baseline: DEADLETTER_BENCH_BASELINE=all). It reports messages per
+// --offline (no Step Functions reads). It reports messages per
 // second and the database round trips per granule and per message,
 // counted by a proxy in front of PostgreSQL (testsupport.TCPProxy: a
 // simple query, an extended-protocol Sync or the connection's startup sent
@@ -29,22 +27,22 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkRecover -benchtime 1x ./internal/cli/dla/
 //
-// DEADLETTER_BENCH_RECOVER_N sets the messages (default 10000).
+// DEADLETTER_BENCH_RECOVER_N sets the messages (default 10000). Against an
+// earlier build: run it in a checkout of that commit (or scripts/bench-recover
+// with BEFORE=<commit>).
 func BenchmarkRecover(b *testing.B) {
 	n := 10000
 	if v, err := strconv.Atoi(os.Getenv("DEADLETTER_BENCH_RECOVER_N")); err == nil && v > 0 {
 		n = v
 	}
 	for _, conc := range []int{1, 8} {
-		for _, mode := range []string{"baseline", "optimised"} {
-			benchRecoverRun(b, n, conc, mode)
-		}
+		benchRecoverRun(b, n, conc)
 	}
 }
 
-func benchRecoverRun(b *testing.B, n, conc int, mode string) {
+func benchRecoverRun(b *testing.B, n, conc int) {
 	{
-		b.Run(fmt.Sprintf("messages=%d/concurrency=%d/run=%s", n, conc, mode), func(b *testing.B) {
+		b.Run(fmt.Sprintf("messages=%d/concurrency=%d", n, conc), func(b *testing.B) {
 			var msgs, granules, trips int64
 			var elapsed time.Duration
 			for range b.N {
@@ -56,11 +54,7 @@ func benchRecoverRun(b *testing.B, n, conc int, mode string) {
 				start := time.Now()
 				args := []string{"recover", "--archive", dir, "--database-url", pg.ViaProxy(b, dbURL), "--include-legacy",
 					"--offline", "--yes", "--concurrency", strconv.Itoa(conc), "-o", "ndjson"}
-				env := map[string]string{"DEADLETTER_NO_PROMPT": "1"}
-				if mode == "baseline" {
-					env[EnvBenchBaseline] = "all"
-				}
-				r := runAt(b, time.Now, env, "", args...)
+				r := runAt(b, time.Now, map[string]string{"DEADLETTER_NO_PROMPT": "1"}, "", args...)
 				elapsed += time.Since(start)
 				b.StopTimer()
 				var sum struct {

@@ -17,8 +17,7 @@ import (
 )
 
 // TestRecoverClosedStdoutNeverDeletesUnwritten: `dla recover -o ndjson |
-// head -1` on the new path (prefetch, background deletes) and the old one,
-// at concurrency 1 and 8. The run must exit non-zero saying stdout was
+// head -1`, at concurrency 1 and 8. The run must exit non-zero saying stdout was
 // closed, and every object must be in place, moved to failed-sqs/, or gone
 // only when the full run deletes it (it was written) and its execution is
 // in the database.
@@ -61,57 +60,50 @@ func TestRecoverClosedStdoutNeverDeletesUnwritten(t *testing.T) {
 	if len(deletable) < 20 {
 		t.Fatalf("only %d objects deleted by the full run", len(deletable))
 	}
-	for _, baseline := range []bool{false, true} {
-		for _, conc := range []int{1, 8} {
-			dbURL, root, store := setup()
-			ios, _, _, errOut := iostreams.Test()
-			ios.Out = &epipeAfter{n: 1}
-			runEnv := baselineEnv(env, baseline)
-			getenv := func(k string) string { return runEnv[k] }
-			ios.SetEnv(getenv)
-			f := NewFactory(ios, getenv)
-			f.Now = func() time.Time { return now }
-			args := []string{"recover", "--archive", root + "/s", "--database-url", dbURL, "--include-legacy", "--offline",
-				"--yes", "--concurrency", strconv.Itoa(conc), "-o", "ndjson"}
-			code := Run(context.Background(), f, args)
-			name := "new"
-			if baseline {
-				name = "old"
-			}
-			if code == 0 || !strings.Contains(errOut.String(), "stdout") {
-				t.Errorf("%s, concurrency %d: exit %d: %s", name, conc, code, errOut.String())
-			}
-			conn, err := pgx.Connect(context.Background(), dbURL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			written := map[string]bool{}
-			rows, err := conn.Query(context.Background(), "SELECT arn FROM executions")
-			if err != nil {
-				t.Fatal(err)
-			}
-			for rows.Next() {
-				var a string
-				if err := rows.Scan(&a); err != nil {
-					t.Fatal(err)
-				}
-				written[a] = true
-			}
-			conn.Close(context.Background())
-			gone := 0
-			for _, o := range objs {
-				if _, err := store.Stat(context.Background(), o.key); err == nil {
-					continue
-				}
-				if !deletable[o.key] {
-					continue // moved to failed-sqs/ (the full run moves it too)
-				}
-				gone++
-				if o.arn != "" && !written[o.arn] {
-					t.Errorf("%s, concurrency %d: %s was deleted, its execution %s is not in the database", name, conc, o.key, o.arn)
-				}
-			}
-			t.Logf("%s, concurrency %d: %d written objects deleted before the run stopped", name, conc, gone)
+	for _, conc := range []int{1, 8} {
+		dbURL, root, store := setup()
+		ios, _, _, errOut := iostreams.Test()
+		ios.Out = &epipeAfter{n: 1}
+		getenv := func(k string) string { return env[k] }
+		ios.SetEnv(getenv)
+		f := NewFactory(ios, getenv)
+		f.Now = func() time.Time { return now }
+		args := []string{"recover", "--archive", root + "/s", "--database-url", dbURL, "--include-legacy", "--offline",
+			"--yes", "--concurrency", strconv.Itoa(conc), "-o", "ndjson"}
+		code := Run(context.Background(), f, args)
+		if code == 0 || !strings.Contains(errOut.String(), "stdout") {
+			t.Errorf("concurrency %d: exit %d: %s", conc, code, errOut.String())
 		}
+		conn, err := pgx.Connect(context.Background(), dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		written := map[string]bool{}
+		rows, err := conn.Query(context.Background(), "SELECT arn FROM executions")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var a string
+			if err := rows.Scan(&a); err != nil {
+				t.Fatal(err)
+			}
+			written[a] = true
+		}
+		conn.Close(context.Background())
+		gone := 0
+		for _, o := range objs {
+			if _, err := store.Stat(context.Background(), o.key); err == nil {
+				continue
+			}
+			if !deletable[o.key] {
+				continue // moved to failed-sqs/ (the full run moves it too)
+			}
+			gone++
+			if o.arn != "" && !written[o.arn] {
+				t.Errorf("concurrency %d: %s was deleted, its execution %s is not in the database", conc, o.key, o.arn)
+			}
+		}
+		t.Logf("concurrency %d: %d written objects deleted before the run stopped", conc, gone)
 	}
 }

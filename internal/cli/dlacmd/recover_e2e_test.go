@@ -302,3 +302,23 @@ func TestRecoverRetryFailed(t *testing.T) {
 	}
 	t.Logf("retry: %d of %d failed objects written (collection %s added), %d stayed in place", written, len(failedBefore), collection, stayed)
 }
+
+// Piped, recover's plan and summary keep each part on one line as they
+// always did (a script may read them); only a terminal folds them, to
+// stderr's own width.
+func TestRecoverSummaryIsFoldedOnlyOnATerminal(t *testing.T) {
+	archiveDir := localGeneratedArchive(t, 40)
+	url := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
+	r := runAt(t, time.Now, map[string]string{"DEADLETTER_NO_PROMPT": "1"}, "", "recover", "--archive", archiveDir,
+		"--database-url", url, "--offline", "--yes", "--dry-run")
+	for _, want := range []string{"0 failed, 0 unreadable, 0 left in place, 0 not processed\n", "granules "} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("piped stderr lacks %q on one line:\n%s", want, r.stderr)
+		}
+	}
+	for _, l := range strings.Split(r.stderr, "\n") {
+		if strings.HasPrefix(l, "      ") && strings.Contains(l, ",") {
+			t.Errorf("piped stderr folded a line: %q\n%s", l, r.stderr)
+		}
+	}
+}

@@ -70,6 +70,4 @@ func TestRecoverConcurrentMatchesConcurrencyOne(t *testing.T) {
 	noPrompt := map[string]string{"DEADLETTER_NO_PROMPT": "1"}
 	golden.Check(t, goldenPath, run(noPrompt, "--concurrency", "1"))
 	golden.Match(t, goldenPath, run(noPrompt))
-	// The benchmark's baseline too, until its switches go.
-	golden.Match(t, goldenPath, run(baselineEnv(noPrompt, true), "--concurrency", "1"))
 }

@@ -50,9 +50,6 @@ type Config struct {
 	// Topics are the notification topics; none: nothing is published.
 	Topics snspub.Topics
 	Now    func() time.Time
-	// Unbatched and NoMsgIndex are the benchmark baseline's switches
-	// (recovery.Writer).
-	Unbatched, NoMsgIndex bool
 }
 
 // Path is a write path ready to write: the database and the writer on it.
@@ -143,7 +140,7 @@ func Open(ctx context.Context, c Config) (*Path, error) {
 	if c.Tune != nil {
 		c.Tune(poolCfg)
 	}
-	w := &recovery.Writer{Now: c.Now, Unbatched: c.Unbatched, NoMsgIndex: c.NoMsgIndex}
+	w := &recovery.Writer{Now: c.Now}
 	if !c.Offline {
 		cfg, err := loadAWS()
 		if err != nil {

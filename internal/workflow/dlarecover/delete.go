@@ -46,7 +46,7 @@ func (r *Run) remove(ctx context.Context, o *Object, d *dla.Decoded) {
 			pd.sum, pd.checked = d.Digest, true
 		}
 		o.pending = pd
-		if pd.checked && r.deletes != nil {
+		if pd.checked {
 			// A delete of its own (RemoveIfDigest is one object's call
 			// whatever the batch): issued now, in this object's tail,
 			// beside the other tails, so that its line, whose turn comes
@@ -59,17 +59,13 @@ func (r *Run) remove(ctx context.Context, o *Object, d *dla.Decoded) {
 		}
 		r.mu.Lock()
 		r.toDelete = append(r.toDelete, pd)
-		full := len(r.toDelete) >= deleteBatch
 		var batch []*pendingDelete
-		if full && r.deletes != nil {
+		if len(r.toDelete) >= deleteBatch {
 			batch, r.toDelete = r.toDelete, nil
 		}
 		r.mu.Unlock()
-		switch {
-		case batch != nil:
+		if batch != nil {
 			r.deletes <- batch // deleted by the background deleter
-		case full:
-			_ = r.flushDeletes(ctx)
 		}
 	}
 }
@@ -88,7 +84,7 @@ func (r *Run) settle(ctx context.Context, o *Object) {
 	select {
 	case <-pd.done:
 	default:
-		r.sendDeletes(ctx)
+		r.sendDeletes()
 		<-pd.done
 	}
 	switch {
@@ -104,18 +100,14 @@ func (r *Run) settle(ctx context.Context, o *Object) {
 }
 
 // sendDeletes hands the written objects gathered so far to the background
-// deleter, or deletes them in place when there is none.
-func (r *Run) sendDeletes(ctx context.Context) {
+// deleter (running whenever a run deletes).
+func (r *Run) sendDeletes() {
 	r.mu.Lock()
 	batch := r.toDelete
 	r.toDelete = nil
 	r.mu.Unlock()
-	switch {
-	case len(batch) == 0:
-	case r.deletes != nil:
+	if len(batch) > 0 {
 		r.deletes <- batch
-	default:
-		_ = r.deleteKeys(ctx, batch) // recorded by deleteFailed, reported at the end
 	}
 }
 

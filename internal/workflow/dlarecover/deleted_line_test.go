@@ -49,83 +49,81 @@ func (h *heldDeletes) DeleteMany(ctx context.Context, keys []string) (map[string
 // only once the delete of that object returned successfully: while the
 // deletes wait, no written object's line is out; once they fail, each
 // line says the object was left, with why, and none says "deleted". Both
-// the conditional deletes (digest known) and the batch call, with the
-// background deleter and without (DEADLETTER_BENCH_BASELINE=prefetch).
+// the conditional deletes (digest known) and the batch call, through the
+// background deleter.
 func TestDeletedLineOnlyOnceTheDeleteReturned(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	for _, noPrefetch := range []bool{false, true} {
-		ctx := context.Background()
-		fx := newRunFixture(t)
-		n := 0
-		if err := gen.Generate(gen.Options{Stack: "s", Count: 24, Seed: 5, Days: 1, MinGranules: 1, MaxGranules: 2, Malformed: -1},
-			func(o gen.Object) error {
-				if err := fx.store.Put(ctx, o.Key, o.Body); err != nil {
-					return err
-				}
-				d, derr := dla.Decode(o.Body)
-				if n++; n%2 == 0 && d != nil {
-					d.Digest, d.HasDigest = md5.Sum(o.Body), true // deleted one by one, while unchanged
-				}
-				return fx.spool.Add(o.Key, d, derr)
-			}); err != nil {
-			t.Fatal(err)
-		}
-		store := &heldDeletes{Store: fx.store, called: make(chan struct{}), release: make(chan struct{})}
-		r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, fx.pool), Pool: fx.pool,
-			Writer: &recovery.Writer{Now: func() time.Time { return now }}, Concurrency: 4,
-			Now: func() time.Time { return now }, Sum: &Summary{Selected: fx.spool.Len()}, Objects: fx.spool, NoPrefetch: noPrefetch}
-		var mu sync.Mutex
-		var lines []Object
-		done := make(chan error, 1)
-		go func() {
-			done <- r.Run(ctx, selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(o Object) error {
-				mu.Lock()
-				lines = append(lines, o)
-				mu.Unlock()
-				return nil
-			})
-		}()
-		select {
-		case <-store.called:
-		case err := <-done:
-			t.Fatalf("noPrefetch=%v: the run ended (%v) without deleting anything", noPrefetch, err)
-		case <-time.After(2 * time.Minute):
-			t.Fatalf("noPrefetch=%v: no delete within 2 minutes", noPrefetch)
-		}
-		// The process could be killed now: what has been printed must be true.
-		time.Sleep(100 * time.Millisecond)
-		mu.Lock()
-		for _, o := range lines {
-			if o.Action == "deleted" {
-				t.Errorf("noPrefetch=%v: %s is reported deleted while its delete has not returned", noPrefetch, o.Key)
+	ctx := context.Background()
+	fx := newRunFixture(t)
+	n := 0
+	if err := gen.Generate(gen.Options{Stack: "s", Count: 24, Seed: 5, Days: 1, MinGranules: 1, MaxGranules: 2, Malformed: -1},
+		func(o gen.Object) error {
+			if err := fx.store.Put(ctx, o.Key, o.Body); err != nil {
+				return err
 			}
-		}
-		mu.Unlock()
-		close(store.release)
-		runErr := <-done
-		if runErr == nil {
-			t.Errorf("noPrefetch=%v: every delete failed, yet Run returned nil", noPrefetch)
-		}
-		written := 0
-		for _, o := range lines {
-			if o.Result != recovery.Written && o.Result != recovery.Dropped {
-				continue
+			d, derr := dla.Decode(o.Body)
+			if n++; n%2 == 0 && d != nil {
+				d.Digest, d.HasDigest = md5.Sum(o.Body), true // deleted one by one, while unchanged
 			}
-			written++
-			if _, err := fx.store.Stat(ctx, o.Key); err != nil {
-				t.Errorf("noPrefetch=%v: %s is gone, though every delete failed: %v", noPrefetch, o.Key, err)
-			}
-			b, _ := json.Marshal(o)
-			if o.Action != "left" || !strings.Contains(o.Error, "not deleted") {
-				t.Errorf("noPrefetch=%v: a written object still in place has the line %s; want action left, saying it was not deleted", noPrefetch, b)
-			}
+			return fx.spool.Add(o.Key, d, derr)
+		}); err != nil {
+		t.Fatal(err)
+	}
+	store := &heldDeletes{Store: fx.store, called: make(chan struct{}), release: make(chan struct{})}
+	r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, fx.pool), Pool: fx.pool,
+		Writer: &recovery.Writer{Now: func() time.Time { return now }}, Concurrency: 4,
+		Now: func() time.Time { return now }, Sum: &Summary{Selected: fx.spool.Len()}, Objects: fx.spool}
+	var mu sync.Mutex
+	var lines []Object
+	done := make(chan error, 1)
+	go func() {
+		done <- r.Run(ctx, selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(o Object) error {
+			mu.Lock()
+			lines = append(lines, o)
+			mu.Unlock()
+			return nil
+		})
+	}()
+	select {
+	case <-store.called:
+	case err := <-done:
+		t.Fatalf("the run ended (%v) without deleting anything", err)
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("no delete within 2 minutes")
+	}
+	// The process could be killed now: what has been printed must be true.
+	time.Sleep(100 * time.Millisecond)
+	mu.Lock()
+	for _, o := range lines {
+		if o.Action == "deleted" {
+			t.Errorf("%s is reported deleted while its delete has not returned", o.Key)
 		}
-		if written == 0 {
-			t.Fatalf("noPrefetch=%v: nothing was written: the test needs written objects", noPrefetch)
+	}
+	mu.Unlock()
+	close(store.release)
+	runErr := <-done
+	if runErr == nil {
+		t.Errorf("every delete failed, yet Run returned nil")
+	}
+	written := 0
+	for _, o := range lines {
+		if o.Result != recovery.Written && o.Result != recovery.Dropped {
+			continue
 		}
-		if r.Sum.Deleted != 0 || r.Sum.Processed+r.Sum.Left+r.Sum.NotProcessed != r.Sum.Selected {
-			t.Errorf("noPrefetch=%v: summary %+v: want 0 deleted and counts that add up", noPrefetch, *r.Sum)
+		written++
+		if _, err := fx.store.Stat(ctx, o.Key); err != nil {
+			t.Errorf("%s is gone, though every delete failed: %v", o.Key, err)
 		}
+		b, _ := json.Marshal(o)
+		if o.Action != "left" || !strings.Contains(o.Error, "not deleted") {
+			t.Errorf("a written object still in place has the line %s; want action left, saying it was not deleted", b)
+		}
+	}
+	if written == 0 {
+		t.Fatalf("nothing was written: the test needs written objects")
+	}
+	if r.Sum.Deleted != 0 || r.Sum.Processed+r.Sum.Left+r.Sum.NotProcessed != r.Sum.Selected {
+		t.Errorf("summary %+v: want 0 deleted and counts that add up", *r.Sum)
 	}
 }
 

@@ -142,27 +142,21 @@ func TestHostileMessagesMatchGolden(t *testing.T) {
 		}
 	}
 	const path = "testdata/hostile_messages.golden.gz"
-	for _, old := range []bool{false, true} { // the benchmark's baseline too, until its switches go
-		fx := newRunFixture(t)
-		pool, store, spool := fx.pool, fx.store, fx.spool
-		for _, o := range objects {
-			fx.put(t, o.key, o.body)
-		}
-		r := &Run{Store: store, Layout: layout, DB: testsupport.CumulusDB(t, pool), Pool: pool,
-			Writer:      &recovery.Writer{Now: func() time.Time { return now }, NoMsgIndex: old, Unbatched: old},
-			Concurrency: 1, Now: func() time.Time { return now }, Sum: &Summary{Selected: spool.Len()}, Objects: spool, NoPrefetch: old}
-		o := fx.outcome(t, r, selection.Scope{Layout: layout})
-		if o.sum.Written == 0 || o.sum.Failed == 0 || o.sum.Deleted < 4*deleteBatch {
-			t.Fatalf("the archive does not exercise writes, failures and deletes: %+v", o.sum)
-		}
-		if len(o.tables) < 4 {
-			t.Fatalf("only %d tables dumped", len(o.tables))
-		}
-		if !old {
-			golden.Check(t, path, o.text(t))
-		} else {
-			golden.Match(t, path, o.text(t))
-		}
-		t.Logf("%d objects: %+v", len(objects), o.sum)
+	fx := newRunFixture(t)
+	pool, store, spool := fx.pool, fx.store, fx.spool
+	for _, o := range objects {
+		fx.put(t, o.key, o.body)
 	}
+	r := &Run{Store: store, Layout: layout, DB: testsupport.CumulusDB(t, pool), Pool: pool,
+		Writer:      &recovery.Writer{Now: func() time.Time { return now }},
+		Concurrency: 1, Now: func() time.Time { return now }, Sum: &Summary{Selected: spool.Len()}, Objects: spool}
+	o := fx.outcome(t, r, selection.Scope{Layout: layout})
+	if o.sum.Written == 0 || o.sum.Failed == 0 || o.sum.Deleted < 4*deleteBatch {
+		t.Fatalf("the archive does not exercise writes, failures and deletes: %+v", o.sum)
+	}
+	if len(o.tables) < 4 {
+		t.Fatalf("only %d tables dumped", len(o.tables))
+	}
+	golden.Check(t, path, o.text(t))
+	t.Logf("%d objects: %+v", len(objects), o.sum)
 }

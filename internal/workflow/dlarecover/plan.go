@@ -25,8 +25,8 @@ type Plan struct {
 	Schema      string           `json:"schema"`
 	Archive     string           `json:"archive"`
 	Area        string           `json:"area"`
-	Spool       *selection.Spool `json:"-"` // the keys (with DEADLETTER_BENCH_BASELINE=spool)
-	ObjectSpool *ObjectSpool     `json:"-"` // the decoded objects; nil with DEADLETTER_BENCH_BASELINE=spool
+	Spool       *selection.Spool `json:"-"` // the keys (via-api's plan)
+	ObjectSpool *ObjectSpool     `json:"-"` // the decoded objects (recover's plan); nil: Spool
 	// CumulusFailed, with --via-api, is where Cumulus's recovery would
 	// put an object that fails ("" when it would leave it: unreadable);
 	// ByFailed gathers the keys by that destination.

@@ -62,18 +62,15 @@ type Run struct {
 	// objects are written from it, in its order, instead of being fetched
 	// and decoded again (those it marks are fetched again, with scope's
 	// settings).
+	//
+	// The messages are prepared ahead (unwrapped, indexed, their granules
+	// built with their AWS reads: nothing that reads or depends on the
+	// database) by goroutines of their own while the workers write the
+	// ones before, each object's tail (notifications, then delete or move)
+	// runs beside the next writes, and written objects are deleted by a
+	// goroutine of their own; the writes, their order and every result
+	// are those of one object after another.
 	Objects *ObjectSpool
-	// NoPrefetch unwraps and indexes each message in the worker that
-	// writes it, publishes its notifications and deletes or moves it in
-	// that worker, as before (the benchmark's baseline: dla recover
-	// DEADLETTER_BENCH_BASELINE=prefetch). Otherwise the messages are prepared ahead
-	// (unwrapped, indexed, their granules built with their AWS reads:
-	// nothing that reads or depends on the database) by goroutines of
-	// their own while the workers write the ones before, each object's
-	// tail (notifications, then delete or move) runs beside the next
-	// writes, and written objects are deleted by a goroutine of their own;
-	// the writes, their order and every result are the same.
-	NoPrefetch bool
 
 	inOrder  *inOrderTx // DryRunInOrder's transaction (nil: each message in its own)
 	mu       sync.Mutex
@@ -96,7 +93,7 @@ type workItem struct {
 	// read: the plan read its bytes, so a fetch that finds it gone finds
 	// it moved or deleted since (by another run).
 	read bool
-	prep *prepared // the message prepared ahead (nil: prepare it when writing)
+	prep *prepared // the message prepared ahead
 	// ahead, when set, is the message being prepared by a goroutine of
 	// its own: prep is taken from it once it is done.
 	ahead *ahead
@@ -112,31 +109,26 @@ type ahead struct {
 type prepared struct {
 	msg   *recovery.Message
 	idx   recovery.Msg
-	ahead *recovery.Prepared // its granules built ahead (nil: built as it is written)
+	ahead *recovery.Prepared // its granules built ahead
 	err   error              // Unwrap's
 }
 
-// prefetches reports whether each message is prepared ahead of its
-// write: unwrapped (reading a failed execution's history), indexed, and
+// aheadOf is how many messages are prepared ahead of the writes at once:
+// each is unwrapped (reading a failed execution's history), indexed, and
 // its granules built (reading the processing times, CMR files and file
-// sizes), by goroutines of their own, aheadOf(Concurrency) messages ahead
-// of the writes, while the workers write the ones before.
-func (r *Run) prefetches() bool { return !r.NoPrefetch }
-
-// aheadOf is how many messages are prepared ahead of the writes at once.
+// sizes) by a goroutine of its own while the workers write the ones
+// before.
 func aheadOf(concurrency int) int { return max(4, 2*concurrency) }
 
 // prepare unwraps a decoded object to its Cumulus message and indexes it:
-// the part of WriteMessage that neither reads nor depends on the database.
-// ahead, it also builds its granules (Writer.Prepare).
-func prepare(ctx context.Context, w *recovery.Writer, d *dla.Decoded, ahead bool) *prepared {
+// the part of WriteMessage that neither reads nor depends on the database,
+// its granules built too (Writer.Prepare).
+func prepare(ctx context.Context, w *recovery.Writer, d *dla.Decoded) *prepared {
 	msg, err := recovery.Unwrap(ctx, d, w.SFN, w.Objects)
 	p := &prepared{msg: msg, err: err}
 	if err == nil {
-		p.idx = w.Index(msg.JSON)
-		if ahead {
-			p.ahead = w.Prepare(ctx, p.idx)
-		}
+		p.idx = recovery.Index(msg.JSON)
+		p.ahead = w.Prepare(ctx, p.idx)
 	}
 	return p
 }
@@ -171,13 +163,7 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 	}
 
 	clock := newStageClock()
-	prefetch := r.prefetches()
-	var items chan workItem
-	if prefetch {
-		items = make(chan workItem, aheadOf(r.Concurrency))
-	} else {
-		items = make(chan workItem)
-	}
+	items := make(chan workItem, aheadOf(r.Concurrency))
 	results := make(chan Object, r.Concurrency)
 	finished := func(res Object) {
 		if res.Result == "left" && res.ErrorClass == "Transient" {
@@ -297,7 +283,7 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 			}
 		}
 	}()
-	if !r.NoPrefetch && !r.DryRun && !r.Keep {
+	if !r.DryRun && !r.Keep {
 		r.deletes, r.deleted = make(chan []*pendingDelete, 1), make(chan struct{})
 		go func() {
 			defer close(r.deleted)
@@ -317,7 +303,7 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 		}
 		clock.add(stFeedWaitWindow, t0)
 		it := workItem{seq: seq, key: sr.Entry.Key, d: sr.Decoded, err: sr.Err, read: read}
-		if prefetch && it.err == nil && it.d != nil {
+		if it.err == nil && it.d != nil {
 			// Prepared by a goroutine of its own while the workers write
 			// the ones before; the worker waits for it.
 			t0 = clock.start()
@@ -333,7 +319,7 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 			go func(d *dla.Decoded) {
 				defer func() { <-preparing }()
 				t0 := clock.start()
-				a.p = prepare(workCtx, r.Writer, d, true)
+				a.p = prepare(workCtx, r.Writer, d)
 				clock.add(stPrepare, t0)
 				close(a.done)
 			}(it.d)

@@ -47,7 +47,6 @@ type Options struct {
 	DryRun, Keep, LeaveUnreadable bool
 	Concurrency                   int // objects written at once
 	Now                           func() time.Time
-	Baseline                      Baseline
 
 	// StopPlan, called with each result of the plan pass first, ends it
 	// with its error (an AWS credentials error every other object would
@@ -63,18 +62,6 @@ type Options struct {
 	// Explain and Warnf are Run's.
 	Explain func(error) string
 	Warnf   func(format string, args ...any)
-}
-
-// Baseline switches recover's optimisations off, for the benchmark that
-// measures before and after in one run (DEADLETTER_BENCH_BASELINE, read by
-// the CLI): NoBatch sends every statement alone, NoSpool fetches and
-// decodes every object again after the plan, NoGCTuning leaves the garbage
-// collector at its default, NoPrefetch prepares each message and deletes
-// written objects in the worker that writes it, NoMsgIndex reads each
-// message with gjson alone, NoOneProc leaves the write pass at concurrency
-// 1 on every processor.
-type Baseline struct {
-	NoBatch, NoSpool, NoGCTuning, NoPrefetch, NoMsgIndex, NoOneProc bool
 }
 
 // gcPercent is recover's GOGC unless the environment sets one, and
@@ -128,7 +115,6 @@ func (s *Session) open(ctx context.Context) error {
 		AWS: o.AWS, Settings: o.Settings, Offline: o.Offline,
 		// `replace` payloads only from the archive's bucket (none for a local one).
 		ReplaceBucket: o.Location.Bucket, Topics: o.Topics, Now: o.Now,
-		Unbatched: o.Baseline.NoBatch, NoMsgIndex: o.Baseline.NoMsgIndex,
 	})
 	if err != nil {
 		return err
@@ -145,10 +131,9 @@ func (s *Session) open(ctx context.Context) error {
 }
 
 // tuneGC sets recover's GOGC and soft memory limit, unless the environment
-// names them or the baseline leaves the collector alone; Close sets them
-// back.
+// names them; Close sets them back.
 func (s *Session) tuneGC() {
-	if _, set := os.LookupEnv("GOGC"); set || s.opts.Baseline.NoGCTuning {
+	if _, set := os.LookupEnv("GOGC"); set {
 		return
 	}
 	// The live heap is small and the garbage short-lived (each object's
@@ -179,25 +164,17 @@ func (s *Session) Close() {
 }
 
 // Plan is the plan pass (PlanSelection): one pass over the selection,
-// counting it and spooling what the run will take (the decoded objects;
-// their keys alone with the NoSpool baseline).
+// counting it and spooling what the run will take (the decoded objects).
 func (s *Session) Plan(ctx context.Context) (*Plan, error) {
 	o := s.opts
 	db := s.path.Database
 	plan := &Plan{ByDate: map[string]int{}, ByStatus: map[string]int{}, ByColl: map[string]int{},
 		Database: db.Target, Schema: string(db.Generation), Archive: o.Location.String(), Area: string(o.Scope.Area)}
 	var err error
-	if o.Baseline.NoSpool {
-		if plan.Spool, err = selection.NewSpool(); err != nil {
-			return nil, err
-		}
-		s.undo = append(s.undo, func() { plan.Spool.Close() })
-	} else {
-		if plan.ObjectSpool, err = NewObjectSpool(); err != nil {
-			return nil, err
-		}
-		s.undo = append(s.undo, func() { plan.ObjectSpool.Close() })
+	if plan.ObjectSpool, err = NewObjectSpool(); err != nil {
+		return nil, err
 	}
+	s.undo = append(s.undo, func() { plan.ObjectSpool.Close() })
 	s.plan = plan
 	stop, progress := o.StopPlan, o.PlanProgress
 	if stop == nil {
@@ -236,19 +213,14 @@ func (s *Session) Run(ctx context.Context, emit func(Object) error) (*Summary, e
 	sum := s.Summary()
 	run := &Run{Store: o.Store, Layout: o.Scope.Layout, DB: s.path.DB, Pool: db.Pool, Writer: s.path.Writer, Lock: s.lock,
 		DryRun: o.DryRun, Keep: o.Keep, LeaveUnreadable: o.LeaveUnreadable, Concurrency: o.Concurrency,
-		NoPrefetch: o.Baseline.NoPrefetch,
-		Now:        o.Now, Sum: sum, Explain: o.Explain, Warnf: o.Warnf, Progress: o.Progress, Acted: o.Acted,
+		Now: o.Now, Sum: sum, Explain: o.Explain, Warnf: o.Warnf, Progress: o.Progress, Acted: o.Acted,
 	}
 	// The run takes what the plan spooled, not the selection again.
 	scope := o.Scope
 	scope.Keys = nil
 	scope.Limit = 0
-	if s.plan.ObjectSpool != nil {
-		run.Objects = s.plan.ObjectSpool
-	} else {
-		scope.KeyStream = s.plan.Spool.Keys
-	}
-	if _, set := os.LookupEnv("GOMAXPROCS"); !set && !o.Baseline.NoOneProc && run.Concurrency == 1 {
+	run.Objects = s.plan.ObjectSpool
+	if _, set := os.LookupEnv("GOMAXPROCS"); !set && run.Concurrency == 1 {
 		// One writer waits on PostgreSQL for most of each message; its
 		// feeder, the output and the deletes fill those waits. On one
 		// processor the hand-offs between them and the wake-ups after each

@@ -15,9 +15,9 @@ import (
 
 // deferTails reports whether an object's tail (publishing its
 // notifications, deleting or moving it) runs beside the next objects'
-// writes. The baseline (NoPrefetch) and a dry run (which publishes, deletes
-// and moves nothing) finish each object before the next.
-func (r *Run) deferTails() bool { return !r.NoPrefetch && !r.DryRun }
+// writes. A dry run (which publishes, deletes and moves nothing) finishes
+// each object before the next.
+func (r *Run) deferTails() bool { return !r.DryRun }
 
 // tailsInFlight bounds the tails running at once.
 func tailsInFlight(concurrency int) int { return max(16, 4*concurrency) }
@@ -60,7 +60,7 @@ func (r *Run) process(ctx context.Context, it workItem) (Object, func(*Object)) 
 	if it.err != nil {
 		werr = &recovery.UnwrapError{Reason: it.err.Error()}
 	} else {
-		werr = r.write(ctx, d, it.prep, &o)
+		werr = r.write(ctx, it.prep, &o)
 	}
 	if werr != nil && recovery.IsTransient(werr) {
 		o.Result, o.Action, o.Error, o.ErrorClass = "left", "left", r.explain(werr), "Transient"
@@ -138,7 +138,7 @@ func writePrepared(ctx context.Context, w *recovery.Writer, p *prepared) (Writte
 	return Written{Message: p.msg, Result: res}, err
 }
 
-func (r *Run) write(ctx context.Context, d *dla.Decoded, p *prepared, o *Object) error {
+func (r *Run) write(ctx context.Context, p *prepared, o *Object) error {
 	w := *r.Writer
 	if r.DryRun && w.Notifier != nil {
 		// Nothing is ever published in a dry run; the notifications are
@@ -167,9 +167,6 @@ func (r *Run) write(ctx context.Context, d *dla.Decoded, p *prepared, o *Object)
 		w.DB = db
 	} else {
 		w.DB = r.DB
-	}
-	if p == nil {
-		p = prepare(ctx, &w, d, false)
 	}
 	wr, err := writePrepared(ctx, &w, p)
 	if held != nil {

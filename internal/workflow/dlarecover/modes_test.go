@@ -18,7 +18,7 @@ import (
 
 // runModes runs a generated archive through Run and returns the object
 // lines, the summary, the tables and the keys left.
-func runModes(t *testing.T, old bool, conc int, mod func(*Run), emitted func(int, context.CancelFunc)) ([]string, Summary, map[string][]map[string]any, []string, error) {
+func runModes(t *testing.T, conc int, mod func(*Run), emitted func(int, context.CancelFunc)) ([]string, Summary, map[string][]map[string]any, []string, error) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -26,8 +26,8 @@ func runModes(t *testing.T, old bool, conc int, mod func(*Run), emitted func(int
 	pool, store, spool := fx.pool, fx.store, fx.spool
 	fx.generate(t, gen.Options{Stack: "s", Count: 90, Seed: 41, Days: 2, MinGranules: 1, MaxGranules: 3})
 	r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, pool), Pool: pool,
-		Writer:      &recovery.Writer{Now: func() time.Time { return now }, NoMsgIndex: old, Unbatched: old},
-		Concurrency: conc, Now: func() time.Time { return now }, Sum: &Summary{Selected: spool.Len()}, Objects: spool, NoPrefetch: old}
+		Writer:      &recovery.Writer{Now: func() time.Time { return now }},
+		Concurrency: conc, Now: func() time.Time { return now }, Sum: &Summary{Selected: spool.Len()}, Objects: spool}
 	if mod != nil {
 		mod(r)
 	}
@@ -56,12 +56,8 @@ func TestDryRunAndKeepMatchConcurrencyOne(t *testing.T) {
 	for _, mode := range []string{"dry-run", "keep"} {
 		mod := func(r *Run) { r.DryRun, r.Keep = mode == "dry-run", mode == "keep" }
 		path := "testdata/" + mode + ".golden.gz"
-		for _, run := range []struct {
-			old  bool // the benchmark's baseline, until its switches go
-			conc int
-		}{{false, 1}, {false, concurrent}, {true, 1}} {
-			conc := run.conc
-			lines, sum, tables, left, err := runModes(t, run.old, conc, mod, nil)
+		for _, conc := range []int{1, concurrent} {
+			lines, sum, tables, left, err := runModes(t, conc, mod, nil)
 			if err != nil {
 				t.Fatalf("%s at %d: %v", mode, conc, err)
 			}
@@ -77,7 +73,7 @@ func TestDryRunAndKeepMatchConcurrencyOne(t *testing.T) {
 			if sum.Deleted != 0 || sum.Moved != 0 {
 				t.Errorf("%s at %d: %d deleted, %d moved", mode, conc, sum.Deleted, sum.Moved)
 			}
-			if got := goldenText(t, lines, sum, left, tables); conc == 1 && !run.old {
+			if got := goldenText(t, lines, sum, left, tables); conc == 1 {
 				golden.Check(t, path, got)
 			} else {
 				golden.Match(t, path, got)
@@ -87,68 +83,66 @@ func TestDryRunAndKeepMatchConcurrencyOne(t *testing.T) {
 }
 
 // TestInterruptMidRunReportsWhatWasDeleted: an interrupt (the context cancelled, as
-// Ctrl-C does) after ten objects, new and old paths, concurrency 1 and 8:
+// Ctrl-C does) after ten objects, at concurrency 1 and 8:
 // every object reported deleted is gone, every other one is in place or
 // in failed-sqs/, the summary's Deleted is what was deleted, and the run
 // says it was interrupted.
 func TestInterruptMidRunReportsWhatWasDeleted(t *testing.T) {
 	defer func(n int) { deleteBatch = n }(deleteBatch)
 	deleteBatch = 3
-	for _, old := range []bool{false, true} {
-		for _, conc := range []int{1, 8} {
-			lines, sum, _, left, err := runModes(t, old, conc, nil, func(n int, cancel context.CancelFunc) {
-				if n == 10 {
-					cancel()
-				}
-			})
-			if !errors.Is(err, context.Canceled) || !sum.Interrupted {
-				t.Errorf("old=%v conc=%d: Run returned %v, interrupted %v", old, conc, err, sum.Interrupted)
+	for _, conc := range []int{1, 8} {
+		lines, sum, _, left, err := runModes(t, conc, nil, func(n int, cancel context.CancelFunc) {
+			if n == 10 {
+				cancel()
 			}
-			inArchive := map[string]bool{}
-			for _, k := range left {
-				inArchive[k] = true
+		})
+		if !errors.Is(err, context.Canceled) || !sum.Interrupted {
+			t.Errorf("conc=%d: Run returned %v, interrupted %v", conc, err, sum.Interrupted)
+		}
+		inArchive := map[string]bool{}
+		for _, k := range left {
+			inArchive[k] = true
+		}
+		deleted := 0
+		for _, l := range lines {
+			var o Object
+			if err := json.Unmarshal([]byte(l), &o); err != nil {
+				t.Fatal(err)
 			}
-			deleted := 0
-			for _, l := range lines {
-				var o Object
-				if err := json.Unmarshal([]byte(l), &o); err != nil {
-					t.Fatal(err)
+			switch {
+			case o.Action == "deleted":
+				if inArchive[o.Key] {
+					t.Errorf("conc=%d: %s reported deleted, still in place", conc, o.Key)
+				} else {
+					deleted++
 				}
-				switch {
-				case o.Action == "deleted":
-					if inArchive[o.Key] {
-						t.Errorf("old=%v conc=%d: %s reported deleted, still in place", old, conc, o.Key)
-					} else {
-						deleted++
-					}
-					if o.Result != recovery.Written && o.Result != recovery.Dropped {
-						t.Errorf("old=%v conc=%d: %s deleted with result %s", old, conc, o.Key, o.Result)
-					}
-				case o.Action == "moved":
-					if inArchive[o.Key] || !inArchive[o.MovedTo] {
-						t.Errorf("old=%v conc=%d: %s reported moved to %s, not there", old, conc, o.Key, o.MovedTo)
-					}
-				default:
-					if !inArchive[o.Key] {
-						t.Errorf("old=%v conc=%d: %s (%s) gone", old, conc, o.Key, o.Action)
-					}
+				if o.Result != recovery.Written && o.Result != recovery.Dropped {
+					t.Errorf("conc=%d: %s deleted with result %s", conc, o.Key, o.Result)
+				}
+			case o.Action == "moved":
+				if inArchive[o.Key] || !inArchive[o.MovedTo] {
+					t.Errorf("conc=%d: %s reported moved to %s, not there", conc, o.Key, o.MovedTo)
+				}
+			default:
+				if !inArchive[o.Key] {
+					t.Errorf("conc=%d: %s (%s) gone", conc, o.Key, o.Action)
 				}
 			}
-			if sum.Deleted != deleted || deleted == 0 {
-				t.Errorf("old=%v conc=%d: summary %d deleted, %d gone", old, conc, sum.Deleted, deleted)
+		}
+		if sum.Deleted != deleted || deleted == 0 {
+			t.Errorf("conc=%d: summary %d deleted, %d gone", conc, sum.Deleted, deleted)
+		}
+		if sum.NotProcessed == 0 || len(lines) >= sum.Selected {
+			t.Errorf("conc=%d: the interrupt stopped nothing: %+v", conc, sum)
+		}
+		n := 0
+		for _, k := range left {
+			if !strings.Contains(k, "failed-sqs") {
+				n++
 			}
-			if sum.NotProcessed == 0 || len(lines) >= sum.Selected {
-				t.Errorf("old=%v conc=%d: the interrupt stopped nothing: %+v", old, conc, sum)
-			}
-			n := 0
-			for _, k := range left {
-				if !strings.Contains(k, "failed-sqs") {
-					n++
-				}
-			}
-			if n+deleted+sum.Moved != sum.Selected {
-				t.Errorf("old=%v conc=%d: %d in place + %d deleted + %d moved != %d selected", old, conc, n, deleted, sum.Moved, sum.Selected)
-			}
+		}
+		if n+deleted+sum.Moved != sum.Selected {
+			t.Errorf("conc=%d: %d in place + %d deleted + %d moved != %d selected", conc, n, deleted, sum.Moved, sum.Selected)
 		}
 	}
 }
