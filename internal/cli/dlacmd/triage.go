@@ -256,11 +256,9 @@ func probe(ctx context.Context, opts *TriageOptions, t *triage.Triage, store arc
 			continue
 		}
 		p := &triage.Probe{Failed: map[string]int{}}
-		run := &dlarecover.Run{Store: store, Layout: scope.Layout, DB: path.DB, Pool: path.Database.Pool, Writer: path.Writer,
-			DryRun: true, Concurrency: 1, Now: f.Now, Explain: cmdutil.ErrorLine, Sum: &dlarecover.Summary{Selected: len(g.Sample)}}
 		one := scope
 		one.Keys, one.KeyStream, one.Limit = g.Sample, nil, 0
-		err := run.Run(ctx, one, func(o dlarecover.Object) error {
+		err := dlarecover.DryRun(ctx, path, store, one, func(o dlarecover.Object) error {
 			p.Tried++
 			switch o.Result {
 			case recovery.Written:
@@ -271,7 +269,7 @@ func probe(ctx context.Context, opts *TriageOptions, t *triage.Triage, store arc
 				p.Failed[o.Result]++
 			}
 			return nil
-		})
+		}, dlarecover.DryRunOptions{Now: f.Now, Explain: cmdutil.ErrorLine})
 		if err != nil {
 			return fmt.Errorf("probing %s: %w", cmp.Or(g.Class, "the objects without an error"), err)
 		}

@@ -265,7 +265,7 @@ func viaAPIStageAndRun(ctx context.Context, opts *RecoverOptions, v *apirecover.
 		return err
 	}
 	fmt.Fprintf(f.IO.ErrOut, "staged %s in %s\n", output.Plural(res.Staged, "object"), output.Escape(v.Staging))
-	if err := v.Run(ctx, res); err != nil {
+	if err := v.StartAndWait(ctx, res); err != nil {
 		return err
 	}
 	viaAPIOutcomeItems(opts, v, res, plan)

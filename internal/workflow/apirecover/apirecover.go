@@ -321,8 +321,9 @@ func (v *Run) sameAsOriginal(ctx context.Context, staged, orig string) bool {
 	return archive.DeleteIfUnchanged(ctx, v.Store, staged, body) == nil
 }
 
-// Run starts Cumulus's recovery of the staging folder and waits for it.
-func (v *Run) Run(ctx context.Context, res *Result) error {
+// StartAndWait starts Cumulus's recovery of the staging folder and waits
+// for its async operation to end.
+func (v *Run) StartAndWait(ctx context.Context, res *Result) error {
 	op, err := v.Client.RecoverCumulusMessages(ctx, v.Bucket, v.Staging)
 	if err != nil && cumulusapi.NotStarted(err) {
 		back, left, uerr := v.Unstage(context.WithoutCancel(ctx))

@@ -10,13 +10,11 @@ import (
 	"github.com/deadletter/deadletter/internal/workflow/dlarecover"
 )
 
-// dryRun is recover's dry run of scope's objects on the pass's database:
-// every write in a transaction rolled back, no Step Functions or S3 reads,
-// nothing moved.
+// dryRun is recover's dry run (dlarecover.DryRun) of scope's objects on
+// the pass's database, opened offline: every write in a transaction rolled
+// back, no Step Functions or S3 reads, nothing moved.
 func dryRun(ctx context.Context, p *pass, scope selection.Scope, emit func(dlarecover.Object) error) error {
-	run := &dlarecover.Run{Store: p.c.Store, Layout: scope.Layout, DB: p.path.DB, Pool: p.path.Database.Pool, Writer: p.path.Writer,
-		DryRun: true, Concurrency: 1, Now: p.c.Now, Explain: p.c.Explain, Sum: &dlarecover.Summary{Selected: len(scope.Keys)}}
-	return run.Run(ctx, scope, emit)
+	return dlarecover.DryRun(ctx, p.path, p.c.Store, scope, emit, dlarecover.DryRunOptions{Now: p.c.Now, Explain: p.c.Explain})
 }
 
 // isEnvironment reports whether err is a failure of the database or of

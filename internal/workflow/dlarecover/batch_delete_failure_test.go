@@ -89,7 +89,7 @@ func TestBatchDeleteFailureBeforeTheLastIsReported(t *testing.T) {
 	}
 	var warnings []string
 	var wmu sync.Mutex
-	r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, pool), Pool: pool,
+	r := &recoverRun{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, pool), Pool: pool,
 		Writer: &recovery.Writer{Now: func() time.Time { return now }}, Concurrency: 1,
 		Now: func() time.Time { return now }, Sum: &Summary{Selected: spool.Len()}, Objects: spool,
 		Warnf: func(format string, args ...any) {
@@ -99,7 +99,7 @@ func TestBatchDeleteFailureBeforeTheLastIsReported(t *testing.T) {
 		}}
 	action := map[string]string{}
 	var written []string
-	runErr := r.Run(ctx, selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(o Object) error {
+	runErr := r.runScope(ctx, selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(o Object) error {
 		if o.Result == recovery.Written || o.Result == recovery.Dropped {
 			written = append(written, o.Key)
 			action[o.Key] = o.Action

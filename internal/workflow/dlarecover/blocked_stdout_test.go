@@ -83,7 +83,7 @@ func TestBlockedStdoutHoldsTheRunBack(t *testing.T) {
 		fx := newRunFixture(t)
 		fx.generate(t, gen.Options{Stack: "s", Count: 150, Seed: 9, Days: 2, MinGranules: 1, MaxGranules: 2, Malformed: -1})
 		n := &announcing{execs: map[string]bool{}}
-		r := &Run{Store: fx.store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, fx.pool), Pool: fx.pool,
+		r := &recoverRun{Store: fx.store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, fx.pool), Pool: fx.pool,
 			Writer: &recovery.Writer{Now: func() time.Time { return now }, Notifier: n}, Concurrency: conc,
 			Now: func() time.Time { return now }, Sum: &Summary{Selected: fx.spool.Len()}, Objects: fx.spool}
 		// While the first line is held, the results waiting to be taken
@@ -92,7 +92,7 @@ func TestBlockedStdoutHoldsTheRunBack(t *testing.T) {
 		more := conc + tailsInFlight(conc)
 		lines, before, whileHeld := 0, 0, 0
 		closed := errors.New("write |1: broken pipe")
-		err := r.Run(context.Background(), selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(Object) error {
+		err := r.runScope(context.Background(), selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(Object) error {
 			if lines++; lines == 1 {
 				var over <-chan struct{}
 				before, over = n.watch(more)

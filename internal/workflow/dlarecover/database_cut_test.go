@@ -65,12 +65,12 @@ func TestDatabaseCutMidRunDeletesOnlyWhatWasWritten(t *testing.T) {
 			}); err != nil {
 			t.Fatal(err)
 		}
-		r := &Run{Store: local, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, pool), Pool: pool,
+		r := &recoverRun{Store: local, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, pool), Pool: pool,
 			Writer: &recovery.Writer{Now: func() time.Time { return now }}, Concurrency: conc,
 			Now: func() time.Time { return now }, Sum: &Summary{Selected: spool.Len()}, Objects: spool}
 		lines := map[string]Object{}
 		n := 0
-		runErr := r.Run(ctx, selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(o Object) error {
+		runErr := r.runScope(ctx, selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(o Object) error {
 			lines[o.Key] = o
 			if n++; n == 12 {
 				proxy.Cut()

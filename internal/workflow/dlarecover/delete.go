@@ -34,7 +34,7 @@ const deleteConcurrency = 16
 // remove deletes a written object (batched), unless --keep or --dry-run.
 // Its action is set once the delete returned (settle): a line never says
 // "deleted" of an object still in place.
-func (r *Run) remove(ctx context.Context, o *Object, d *dla.Decoded) {
+func (r *recoverRun) remove(ctx context.Context, o *Object, d *dla.Decoded) {
 	switch {
 	case r.DryRun:
 		o.Action = "would delete"
@@ -75,7 +75,7 @@ func (r *Run) remove(ctx context.Context, o *Object, d *dla.Decoded) {
 // way first if it has not, and sets its action: "deleted", ActionGone when
 // the store said it was gone already, or "left" (with why) when it stays
 // in place.
-func (r *Run) settle(ctx context.Context, o *Object) {
+func (r *recoverRun) settle(ctx context.Context, o *Object) {
 	pd := o.pending
 	if pd == nil {
 		return
@@ -101,7 +101,7 @@ func (r *Run) settle(ctx context.Context, o *Object) {
 
 // sendDeletes hands the written objects gathered so far to the background
 // deleter (running whenever a run deletes).
-func (r *Run) sendDeletes() {
+func (r *recoverRun) sendDeletes() {
 	r.mu.Lock()
 	batch := r.toDelete
 	r.toDelete = nil
@@ -112,7 +112,7 @@ func (r *Run) sendDeletes() {
 }
 
 // flushDeletes deletes the written objects gathered so far.
-func (r *Run) flushDeletes(ctx context.Context) error {
+func (r *recoverRun) flushDeletes(ctx context.Context) error {
 	r.mu.Lock()
 	batch := r.toDelete
 	r.toDelete = nil
@@ -125,7 +125,7 @@ func (r *Run) flushDeletes(ctx context.Context) error {
 // since the plan read it holds a message nobody wrote: it stays), the
 // others, if any, in one batch. Each one's outcome is set, and its done
 // closed, when it returns.
-func (r *Run) deleteKeys(ctx context.Context, batch []*pendingDelete) error {
+func (r *recoverRun) deleteKeys(ctx context.Context, batch []*pendingDelete) error {
 	defer func() {
 		for _, pd := range batch {
 			if pd.done != nil {
@@ -150,7 +150,7 @@ func (r *Run) deleteKeys(ctx context.Context, batch []*pendingDelete) error {
 
 // deleteChecked deletes written objects, each only while the MD5 of its
 // bytes is the one written, deleteConcurrency at a time.
-func (r *Run) deleteChecked(ctx context.Context, batch []*pendingDelete) error {
+func (r *recoverRun) deleteChecked(ctx context.Context, batch []*pendingDelete) error {
 	if len(batch) == 0 {
 		return nil
 	}
@@ -198,7 +198,7 @@ func (r *Run) deleteChecked(ctx context.Context, batch []*pendingDelete) error {
 // deleteUnchecked deletes written objects whose digest is unknown, in one
 // DeleteMany call (which does not tell an object deleted from one gone
 // already: both count as deleted).
-func (r *Run) deleteUnchecked(ctx context.Context, batch []*pendingDelete) error {
+func (r *recoverRun) deleteUnchecked(ctx context.Context, batch []*pendingDelete) error {
 	if len(batch) == 0 {
 		return nil
 	}
@@ -241,7 +241,7 @@ func writtenObjects(n int) string {
 }
 
 // deleteFailed records a delete call that left n written objects in place.
-func (r *Run) deleteFailed(n int, err error) {
+func (r *recoverRun) deleteFailed(n int, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.undeleted += n

@@ -70,14 +70,14 @@ func TestDeletedLineOnlyOnceTheDeleteReturned(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := &heldDeletes{Store: fx.store, called: make(chan struct{}), release: make(chan struct{})}
-	r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, fx.pool), Pool: fx.pool,
+	r := &recoverRun{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, fx.pool), Pool: fx.pool,
 		Writer: &recovery.Writer{Now: func() time.Time { return now }}, Concurrency: 4,
 		Now: func() time.Time { return now }, Sum: &Summary{Selected: fx.spool.Len()}, Objects: fx.spool}
 	var mu sync.Mutex
 	var lines []Object
 	done := make(chan error, 1)
 	go func() {
-		done <- r.Run(ctx, selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(o Object) error {
+		done <- r.runScope(ctx, selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(o Object) error {
 			mu.Lock()
 			lines = append(lines, o)
 			mu.Unlock()
@@ -165,11 +165,11 @@ func TestMoveThatFindsTheOriginalGoneIsGoneElsewhereAndARefusalIsLeft(t *testing
 	fx.put(t, victim, []byte("not json {"))
 	fx.put(t, denied, []byte("not json either {"))
 	store := &neighbourStore{Store: fx.store, victim: victim, denied: denied}
-	r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, fx.pool), Pool: fx.pool,
+	r := &recoverRun{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, fx.pool), Pool: fx.pool,
 		Writer: &recovery.Writer{Now: func() time.Time { return now }}, Concurrency: 2,
 		Now: func() time.Time { return now }, Sum: &Summary{Selected: fx.spool.Len()}, Objects: fx.spool}
 	lines := map[string]Object{}
-	if err := r.Run(ctx, selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(o Object) error {
+	if err := r.runScope(ctx, selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(o Object) error {
 		lines[o.Key] = o
 		return nil
 	}); err != nil {

@@ -100,10 +100,10 @@ type outcome struct {
 }
 
 // outcome runs r over scope and returns what it left.
-func (fx *runFixture) outcome(t *testing.T, r *Run, scope selection.Scope) outcome {
+func (fx *runFixture) outcome(t *testing.T, r *recoverRun, scope selection.Scope) outcome {
 	t.Helper()
 	var o outcome
-	if err := r.Run(context.Background(), scope, func(obj Object) error {
+	if err := r.runScope(context.Background(), scope, func(obj Object) error {
 		b, err := json.Marshal(obj)
 		o.lines = append(o.lines, string(b))
 		return err

@@ -147,7 +147,7 @@ func TestHostileMessagesMatchGolden(t *testing.T) {
 	for _, o := range objects {
 		fx.put(t, o.key, o.body)
 	}
-	r := &Run{Store: store, Layout: layout, DB: testsupport.CumulusDB(t, pool), Pool: pool,
+	r := &recoverRun{Store: store, Layout: layout, DB: testsupport.CumulusDB(t, pool), Pool: pool,
 		Writer:      &recovery.Writer{Now: func() time.Time { return now }},
 		Concurrency: 1, Now: func() time.Time { return now }, Sum: &Summary{Selected: spool.Len()}, Objects: spool}
 	o := fx.outcome(t, r, selection.Scope{Layout: layout})

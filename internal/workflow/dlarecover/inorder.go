@@ -11,7 +11,7 @@ import (
 	"github.com/deadletter/deadletter/internal/selection"
 )
 
-// DryRunInOrder is the dry run of scope's objects one after another, in
+// dryRunInOrder is the dry run of scope's objects one after another, in
 // the selection's order, with every write in one transaction rolled back
 // at the end: each message is written against the rows the messages
 // before it left, as a run writing them in that order finds them (Run's
@@ -23,9 +23,9 @@ import (
 // own) undoes only its message. The granules of a message are not each
 // undone after their writes (GranuleScope): a granule listed twice, or
 // by two messages, sees its first write, as on the pool.
-func (r *Run) DryRunInOrder(ctx context.Context, scope selection.Scope, emit func(Object) error) error {
+func (r *recoverRun) dryRunInOrder(ctx context.Context, scope selection.Scope, emit func(Object) error) error {
 	if !r.DryRun || r.Pool == nil {
-		return errors.New("DryRunInOrder needs a dry run with a pool")
+		return errors.New("dryRunInOrder needs a dry run with a pool")
 	}
 	tx, err := r.Pool.Begin(ctx)
 	if err != nil {
@@ -36,16 +36,16 @@ func (r *Run) DryRunInOrder(ctx context.Context, scope selection.Scope, emit fun
 	r.inOrder = &inOrderTx{tx: tx, db: inOrderDB{DB: db, RecordSource: db, ProviderSource: db}}
 	defer func() { r.inOrder = nil }()
 	r.Concurrency = 1 // one message after another, in order
-	return r.Run(ctx, scope, emit)
+	return r.runScope(ctx, scope, emit)
 }
 
-// inOrderTx is DryRunInOrder's transaction and the DB writing into it.
+// inOrderTx is dryRunInOrder's transaction and the DB writing into it.
 type inOrderTx struct {
 	tx pgx.Tx
 	db inOrderDB
 }
 
-// inOrderDB is a DB in DryRunInOrder's transaction without GranuleScope,
+// inOrderDB is a DB in dryRunInOrder's transaction without GranuleScope,
 // whose savepoints are rolled back after each granule: there the writes
 // are kept for the granules and messages after them.
 type inOrderDB struct {
@@ -54,13 +54,13 @@ type inOrderDB struct {
 	recovery.ProviderSource
 }
 
-// savepoint names the savepoint of one message in DryRunInOrder.
+// savepoint names the savepoint of one message in dryRunInOrder.
 const savepoint = "deadletter_dry_run_message"
 
 // dryRunDB is what a dry run writes one message into, and what ends it:
-// a transaction of its own, rolled back; or, in DryRunInOrder, a
+// a transaction of its own, rolled back; or, in dryRunInOrder, a
 // savepoint of its transaction, released for the messages after it.
-func (r *Run) dryRunDB(ctx context.Context) (recovery.DB, func(), error) {
+func (r *recoverRun) dryRunDB(ctx context.Context) (recovery.DB, func(), error) {
 	if r.inOrder == nil {
 		t, err := r.Pool.Begin(ctx)
 		if err != nil {

@@ -18,21 +18,21 @@ import (
 
 // runModes runs a generated archive through Run and returns the object
 // lines, the summary, the tables and the keys left.
-func runModes(t *testing.T, conc int, mod func(*Run), emitted func(int, context.CancelFunc)) ([]string, Summary, map[string][]map[string]any, []string, error) {
+func runModes(t *testing.T, conc int, mod func(*recoverRun), emitted func(int, context.CancelFunc)) ([]string, Summary, map[string][]map[string]any, []string, error) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	fx := newRunFixture(t)
 	pool, store, spool := fx.pool, fx.store, fx.spool
 	fx.generate(t, gen.Options{Stack: "s", Count: 90, Seed: 41, Days: 2, MinGranules: 1, MaxGranules: 3})
-	r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, pool), Pool: pool,
+	r := &recoverRun{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, pool), Pool: pool,
 		Writer:      &recovery.Writer{Now: func() time.Time { return now }},
 		Concurrency: conc, Now: func() time.Time { return now }, Sum: &Summary{Selected: spool.Len()}, Objects: spool}
 	if mod != nil {
 		mod(r)
 	}
 	var lines []string
-	runErr := r.Run(ctx, selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(o Object) error {
+	runErr := r.runScope(ctx, selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(o Object) error {
 		b, err := json.Marshal(o)
 		lines = append(lines, string(b))
 		if emitted != nil {
@@ -54,7 +54,7 @@ func runModes(t *testing.T, conc int, mod func(*Run), emitted func(int, context.
 // with -update; a dry run writes nothing and both keep every object.
 func TestDryRunAndKeepMatchConcurrencyOne(t *testing.T) {
 	for _, mode := range []string{"dry-run", "keep"} {
-		mod := func(r *Run) { r.DryRun, r.Keep = mode == "dry-run", mode == "keep" }
+		mod := func(r *recoverRun) { r.DryRun, r.Keep = mode == "dry-run", mode == "keep" }
 		path := "testdata/" + mode + ".golden.gz"
 		for _, conc := range []int{1, concurrent} {
 			lines, sum, tables, left, err := runModes(t, conc, mod, nil)

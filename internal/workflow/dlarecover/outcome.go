@@ -35,7 +35,7 @@ type Object struct {
 	res        *recovery.Result
 	seq        int                     // its place in the selection
 	skipped    bool                    // fed ahead, not started: the run stopped
-	reported   bool                    // told to Run.Acted
+	reported   bool                    // told to recoverRun.Acted
 	held       []recovery.Notification // notifications to publish before the archive action
 	// pending is the batched delete of a written object: its line says
 	// "deleted" only once that delete returned (settle).
@@ -126,7 +126,7 @@ func (e *StoppedError) Error() string {
 func (e *StoppedError) Unwrap() error { return e.Err }
 
 // count adds one object's result to the summary.
-func (r *Run) count(o Object) {
+func (r *recoverRun) count(o Object) {
 	s := r.Sum
 	s.Processed++
 	result := o.Result

@@ -125,7 +125,7 @@ func prefetchRun(t *testing.T, sfn recovery.StepFunctions) outcome {
 		key := fmt.Sprintf("%s0-unwrap-%d.json", (dla.Layout{Stack: "s"}).DatePrefix(dla.AreaSQS, firstDay), i)
 		fx.put(t, key, []byte(body))
 	}
-	r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, pool), Pool: pool,
+	r := &recoverRun{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, pool), Pool: pool,
 		Writer: &recovery.Writer{Now: func() time.Time { return now }, SFN: sfn}, Concurrency: 1,
 		Now: func() time.Time { return now }, Sum: &Summary{Selected: spool.Len()}, Objects: spool}
 	return fx.outcome(t, r, selection.Scope{Layout: dla.Layout{Stack: "s"}})

@@ -95,11 +95,11 @@ func TestPublishBatchFailedEntriesLeaveOnlyTheirObjects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := &Run{Store: fx.store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, fx.pool), Pool: fx.pool,
+		r := &recoverRun{Store: fx.store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, fx.pool), Pool: fx.pool,
 			Writer: &recovery.Writer{Now: func() time.Time { return now }, Notifier: pub}, Concurrency: conc,
 			Now: func() time.Time { return now }, Sum: &Summary{Selected: fx.spool.Len()}, Objects: fx.spool}
 		var lines []Object
-		runErr := r.Run(context.Background(), selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(o Object) error {
+		runErr := r.runScope(context.Background(), selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(o Object) error {
 			lines = append(lines, o)
 			return nil
 		})

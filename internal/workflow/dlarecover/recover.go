@@ -28,8 +28,8 @@ import (
 	"github.com/deadletter/deadletter/internal/selection"
 )
 
-// Run recovers a selection.
-type Run struct {
+// recoverRun is one recover run over a selection: Session.Run's, and DryRun's.
+type recoverRun struct {
 	Store           archive.Store
 	Layout          dla.Layout
 	DB              *cumulusdb.DB
@@ -72,7 +72,7 @@ type Run struct {
 	// are those of one object after another.
 	Objects *ObjectSpool
 
-	inOrder  *inOrderTx // DryRunInOrder's transaction (nil: each message in its own)
+	inOrder  *inOrderTx // dryRunInOrder's transaction (nil: each message in its own)
 	mu       sync.Mutex
 	batcher  *notifyBatcher        // publishes the tails' notifications in batches (nil: one by one)
 	deletes  chan []*pendingDelete // batches for the background deleter (nil: deleted in place)
@@ -133,12 +133,12 @@ func prepare(ctx context.Context, w *recovery.Writer, d *dla.Decoded) *prepared 
 	return p
 }
 
-// Run recovers every object of scope (its Keys or KeyStream), calling emit
+// runScope recovers every object of scope (its Keys or KeyStream), calling emit
 // with each object's result in the order they finish. An emit error (stdout
 // closed) stops new work; objects in flight finish. The returned error is
 // the first of: emit's, a failed batch delete, the context's, a
 // *StoppedError, the selection's.
-func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) error) error {
+func (r *recoverRun) runScope(ctx context.Context, scope selection.Scope, emit func(Object) error) error {
 	start := time.Now()
 	if r.Concurrency <= 0 {
 		r.Concurrency = 1
@@ -407,14 +407,14 @@ func (r *Run) Run(ctx context.Context, scope selection.Scope, emit func(Object) 
 	return nil
 }
 
-func (r *Run) explain(err error) string {
+func (r *recoverRun) explain(err error) string {
 	if r.Explain != nil {
 		return r.Explain(err)
 	}
 	return err.Error()
 }
 
-func (r *Run) stopWith(err error) {
+func (r *recoverRun) stopWith(err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopErr == nil {
@@ -425,7 +425,7 @@ func (r *Run) stopWith(err error) {
 // acted tells Acted of an object whose outcome is final: no delete
 // pending, or one that already returned (a delete issued in the tail).
 // One whose delete waits for a batch is told once its line settles it.
-func (r *Run) acted(ctx context.Context, o *Object) {
+func (r *recoverRun) acted(ctx context.Context, o *Object) {
 	if r.Acted == nil || r.DryRun || o.skipped {
 		return
 	}

@@ -67,7 +67,7 @@ func TestObjectRewrittenAfterThePlanIsNotDeleted(t *testing.T) {
 					t.Fatal(err)
 				}
 				scope := selection.Scope{Layout: dla.Layout{Stack: "s"}, Digest: true}
-				r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, pool), Pool: pool,
+				r := &recoverRun{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, pool), Pool: pool,
 					Writer: &recovery.Writer{}, Concurrency: 1, Now: time.Now, Sum: &Summary{Selected: 1}}
 				var warned []string
 				r.Warnf = func(f string, a ...any) { warned = append(warned, f) }
@@ -101,7 +101,7 @@ func TestObjectRewrittenAfterThePlanIsNotDeleted(t *testing.T) {
 					r.Store = &rewriteBeforeDelete{Store: store, rewrite: rewrite}
 				}
 				var lines []Object
-				err = r.Run(ctx, scope, func(o Object) error {
+				err = r.runScope(ctx, scope, func(o Object) error {
 					lines = append(lines, o)
 					return nil
 				})

@@ -60,11 +60,11 @@ func schemaRun(t *testing.T, dbURL, root string, conc int, emitted func(n int)) 
 			t.Fatal(err)
 		}
 	}
-	r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: db.DB(), Pool: db.Pool,
+	r := &recoverRun{Store: store, Layout: dla.Layout{Stack: "s"}, DB: db.DB(), Pool: db.Pool,
 		Writer: &recovery.Writer{Now: func() time.Time { return now }}, Concurrency: conc,
 		Now: func() time.Time { return now }, Sum: &Summary{Selected: spool.Len()}, Objects: spool}
 	n := 0
-	err = r.Run(ctx, selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(Object) error {
+	err = r.runScope(ctx, selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(Object) error {
 		n++
 		if emitted != nil {
 			emitted(n)

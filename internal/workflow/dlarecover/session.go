@@ -56,7 +56,7 @@ type Options struct {
 	// called after each object's result of the run is counted.
 	PlanProgress func(n int)
 	Progress     func(*Summary)
-	// Acted is Run.Acted: each object's outcome once final, for the
+	// Acted is recoverRun.Acted: each object's outcome once final, for the
 	// audit record.
 	Acted func(Object)
 	// Explain and Warnf are Run's.
@@ -201,9 +201,9 @@ func (s *Session) Summary() *Summary {
 	return sum
 }
 
-// Run writes the planned objects (Run.Run), calling emit with each
+// Run writes the planned objects (recoverRun.runScope), calling emit with each
 // object's result in the selection's order, and returns the summary with
-// Run.Run's error. Plan comes first.
+// recoverRun.runScope's error. Plan comes first.
 func (s *Session) Run(ctx context.Context, emit func(Object) error) (*Summary, error) {
 	o := s.opts
 	if s.plan == nil {
@@ -211,7 +211,7 @@ func (s *Session) Run(ctx context.Context, emit func(Object) error) (*Summary, e
 	}
 	db := s.path.Database
 	sum := s.Summary()
-	run := &Run{Store: o.Store, Layout: o.Scope.Layout, DB: s.path.DB, Pool: db.Pool, Writer: s.path.Writer, Lock: s.lock,
+	run := &recoverRun{Store: o.Store, Layout: o.Scope.Layout, DB: s.path.DB, Pool: db.Pool, Writer: s.path.Writer, Lock: s.lock,
 		DryRun: o.DryRun, Keep: o.Keep, LeaveUnreadable: o.LeaveUnreadable, Concurrency: o.Concurrency,
 		Now: o.Now, Sum: sum, Explain: o.Explain, Warnf: o.Warnf, Progress: o.Progress, Acted: o.Acted,
 	}
@@ -228,6 +228,6 @@ func (s *Session) Run(ctx context.Context, emit func(Object) error) (*Summary, e
 		// quarter of dla's CPU went to the scheduler and its system calls).
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	}
-	err := run.Run(ctx, scope, emit)
+	err := run.runScope(ctx, scope, emit)
 	return sum, err
 }

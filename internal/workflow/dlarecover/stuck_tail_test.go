@@ -56,7 +56,7 @@ func TestStuckTailHoldsTheRunBack(t *testing.T) {
 		fx.generate(t, gen.Options{Stack: "s", Count: 150, Seed: 9, Days: 2, MinGranules: 1, MaxGranules: 2, Malformed: -1})
 		store := &stuckMoves{Store: fx.store, stuck: make(chan struct{}), release: make(chan struct{})}
 		n := &announcing{execs: map[string]bool{}}
-		r := &Run{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, fx.pool), Pool: fx.pool,
+		r := &recoverRun{Store: store, Layout: dla.Layout{Stack: "s"}, DB: testsupport.CumulusDB(t, fx.pool), Pool: fx.pool,
 			Writer: &recovery.Writer{Now: func() time.Time { return now }, Notifier: n}, Concurrency: conc,
 			Now: func() time.Time { return now }, Sum: &Summary{Selected: fx.spool.Len()}, Objects: fx.spool}
 		more := resultsAhead(conc)
@@ -72,7 +72,7 @@ func TestStuckTailHoldsTheRunBack(t *testing.T) {
 			close(store.release)
 		}()
 		var keys []string
-		err := r.Run(context.Background(), selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(o Object) error {
+		err := r.runScope(context.Background(), selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(o Object) error {
 			keys = append(keys, o.Key)
 			return nil
 		})

@@ -17,7 +17,7 @@ import (
 // notifications, deleting or moving it) runs beside the next objects'
 // writes. A dry run (which publishes, deletes and moves nothing) finishes
 // each object before the next.
-func (r *Run) deferTails() bool { return !r.DryRun }
+func (r *recoverRun) deferTails() bool { return !r.DryRun }
 
 // tailsInFlight bounds the tails running at once.
 func tailsInFlight(concurrency int) int { return max(16, 4*concurrency) }
@@ -34,7 +34,7 @@ func resultsAhead(concurrency int) int {
 // process writes one object. It acts on the archive too, or returns the
 // function that does (the tail: publish what the write held, then delete
 // or move the object), to be run beside the next writes.
-func (r *Run) process(ctx context.Context, it workItem) (Object, func(*Object)) {
+func (r *recoverRun) process(ctx context.Context, it workItem) (Object, func(*Object)) {
 	o := Object{Type: "object", Key: it.key, KeyBase64: dla.KeyBase64(it.key), DryRun: r.DryRun, seq: it.seq}
 	if it.err != nil && !dla.IsDecodeError(it.err) {
 		if it.read && r.sourceGone(ctx, it.key, it.err) {
@@ -86,7 +86,7 @@ func (r *Run) process(ctx context.Context, it workItem) (Object, func(*Object)) 
 }
 
 // tail runs fn on o now, or returns it to run beside the next writes.
-func (r *Run) tail(o *Object, fn func(*Object)) (Object, func(*Object)) {
+func (r *recoverRun) tail(o *Object, fn func(*Object)) (Object, func(*Object)) {
 	if r.deferTails() {
 		return *o, fn
 	}
@@ -97,7 +97,7 @@ func (r *Run) tail(o *Object, fn func(*Object)) (Object, func(*Object)) {
 // publishHeld publishes the notifications the object's write held, and
 // counts them in its sns_published. When one fails the object is left in
 // place (a re-run writes and publishes again) and false is returned.
-func (r *Run) publishHeld(ctx context.Context, o *Object) bool {
+func (r *recoverRun) publishHeld(ctx context.Context, o *Object) bool {
 	if len(o.held) == 0 {
 		return true
 	}
@@ -138,7 +138,7 @@ func writePrepared(ctx context.Context, w *recovery.Writer, p *prepared) (Writte
 	return Written{Message: p.msg, Result: res}, err
 }
 
-func (r *Run) write(ctx context.Context, p *prepared, o *Object) error {
+func (r *recoverRun) write(ctx context.Context, p *prepared, o *Object) error {
 	w := *r.Writer
 	if r.DryRun && w.Notifier != nil {
 		// Nothing is ever published in a dry run; the notifications are
@@ -189,7 +189,7 @@ func (r *Run) write(ctx context.Context, p *prepared, o *Object) error {
 // move copies a failed object to failed-sqs/<date>/<name> (or <name>.1 ...
 // when that name is taken by another object), then deletes the original
 // only once the copy is confirmed to hold the same bytes.
-func (r *Run) move(ctx context.Context, o *Object, d *dla.Decoded) {
+func (r *recoverRun) move(ctx context.Context, o *Object, d *dla.Decoded) {
 	eventTime := ""
 	if d != nil {
 		eventTime = d.Time
@@ -242,7 +242,7 @@ func (r *Run) move(ctx context.Context, o *Object, d *dla.Decoded) {
 // about the source alone (a not-found of the destination's folder is no
 // such answer). Anything else (a refusal, an outage, an answer that does
 // not tell) is not "gone": the object counts as left in place.
-func (r *Run) sourceGone(ctx context.Context, key string, err error) bool {
+func (r *recoverRun) sourceGone(ctx context.Context, key string, err error) bool {
 	if !errors.Is(err, archive.ErrNotFound) {
 		return false
 	}

@@ -5,9 +5,9 @@
 // order leaves the record in, and the message that decides it.
 //
 // The verdicts are recover's own: the messages go through
-// dlarecover.Run's dry run against the real database, one after another
+// dlarecover.DryRun against the real database, one after another
 // in recover's order, in one transaction rolled back at the end
-// (DryRunInOrder), so that each meets the rows the ones before it left and
+// (DryRunOptions.InOrder), so that each meets the rows the ones before it left and
 // trace and recover cannot disagree. The rows are read in a read-only
 // transaction (cumulusdb.TraceRows). Nothing is written, moved or deleted.
 package trace
@@ -251,7 +251,7 @@ type Judge struct {
 
 // Judge reads each target's rows, then runs recover's dry run over every
 // message naming it, one after another in recover's order (RecoverOrder),
-// in one transaction rolled back at the end (dlarecover.DryRunInOrder):
+// in one transaction rolled back at the end (dlarecover.DryRun, InOrder):
 // each message meets the rows the ones before it left, as when recover
 // writes them all. Each target is judged in a transaction of its own.
 func (t *Tracer) Judge(ctx context.Context, j Judge) ([]Trace, error) {
@@ -350,17 +350,11 @@ func (j Judge) dryRun(ctx context.Context, keys []string, inOrder bool) (map[str
 	if len(keys) == 0 {
 		return objects, nil
 	}
-	run := &dlarecover.Run{Store: j.Store, Layout: j.Layout, DB: j.Path.DB, Pool: j.Path.Database.Pool, Writer: j.Path.Writer,
-		DryRun: true, Now: j.Now, Explain: j.Explain, Sum: &dlarecover.Summary{Selected: len(keys)}}
 	scope := selection.Scope{Layout: j.Layout, Area: dla.AreaSQS, Keys: keys}
-	do := run.Run
-	if inOrder {
-		do = run.DryRunInOrder
-	}
-	if err := do(ctx, scope, func(o dlarecover.Object) error {
+	if err := dlarecover.DryRun(ctx, j.Path, j.Store, scope, func(o dlarecover.Object) error {
 		objects[o.Key] = o
 		return nil
-	}); err != nil {
+	}, dlarecover.DryRunOptions{InOrder: inOrder, Now: j.Now, Explain: j.Explain}); err != nil {
 		return nil, fmt.Errorf("recover's dry run of %d messages: %w", len(keys), err)
 	}
 	return objects, nil
