@@ -114,20 +114,20 @@ func (c *contained) Delete(ctx context.Context, key string) error {
 	return c.inner.Delete(ctx, key)
 }
 
-// DeleteIfDigest is the inner store's conditional delete, checked.
-func (c *contained) DeleteIfDigest(ctx context.Context, key string, sum [md5.Size]byte) error {
+// DeleteChecked is the inner store's conditional delete, checked.
+func (c *contained) DeleteChecked(ctx context.Context, key string, sum [md5.Size]byte) error {
 	if err := CheckKey(c.root, key); err != nil {
 		return err
 	}
-	return DeleteIfDigest(ctx, c.inner, key, sum)
+	return DeleteChecked(ctx, c.inner, key, sum)
 }
 
-// RemoveIfDigest is the inner store's RemoveIfDigest, checked.
-func (c *contained) RemoveIfDigest(ctx context.Context, key string, sum [md5.Size]byte) error {
+// DeleteFast is the inner store's DeleteFast, checked.
+func (c *contained) DeleteFast(ctx context.Context, key string, sum [md5.Size]byte) error {
 	if err := CheckKey(c.root, key); err != nil {
 		return err
 	}
-	return RemoveIfDigest(ctx, c.inner, key, sum)
+	return DeleteFast(ctx, c.inner, key, sum)
 }
 
 // DeleteMany deletes the keys that pass the check and reports the others as

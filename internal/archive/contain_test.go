@@ -78,8 +78,8 @@ func TestContainedStoreRefusesEveryVerb(t *testing.T) {
 	refused("put new", s.PutNew(ctx, "demo/copied", []byte("x"), ""))
 	refused("delete", s.Delete(ctx, outside))
 	// The digest is right: only containment can refuse it.
-	refused("delete if digest", archive.DeleteIfDigest(ctx, s, outside, md5.Sum([]byte("{}"))))
-	refused("remove if digest", archive.RemoveIfDigest(ctx, s, outside, md5.Sum([]byte("{}"))))
+	refused("delete if digest", archive.DeleteChecked(ctx, s, outside, md5.Sum([]byte("{}"))))
+	refused("remove if digest", archive.DeleteFast(ctx, s, outside, md5.Sum([]byte("{}"))))
 	refused("list", s.List(ctx, "demo/", false, func(archive.Entry) error { return nil }))
 	failed, err := s.DeleteMany(ctx, []string{outside, inside})
 	if err != nil || len(failed) != 1 || !errors.Is(failed[outside], archive.ErrOutside) {

@@ -25,19 +25,19 @@ func TestDeleteIfUnchanged(t *testing.T) {
 			if err := s.Put(ctx, key, []byte("rewritten")); err != nil {
 				t.Fatal(err)
 			}
-			if err := archive.DeleteIfUnchanged(ctx, s, key, []byte("as read")); !errors.Is(err, archive.ErrChanged) {
+			if err := archive.DeleteCheckedBody(ctx, s, key, []byte("as read")); !errors.Is(err, archive.ErrChanged) {
 				t.Fatalf("other bytes: %v, want ErrChanged", err)
 			}
 			if b, err := s.Get(ctx, key); err != nil || string(b) != "rewritten" {
 				t.Fatalf("the rewritten object was not kept: %q, %v", b, err)
 			}
-			if err := archive.DeleteIfUnchanged(ctx, s, key, []byte("rewritten")); err != nil {
+			if err := archive.DeleteCheckedBody(ctx, s, key, []byte("rewritten")); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := s.Get(ctx, key); !errors.Is(err, archive.ErrNotFound) {
 				t.Fatalf("not deleted: %v", err)
 			}
-			if err := archive.DeleteIfUnchanged(ctx, s, key, []byte("rewritten")); !errors.Is(err, archive.ErrNotFound) {
+			if err := archive.DeleteCheckedBody(ctx, s, key, []byte("rewritten")); !errors.Is(err, archive.ErrNotFound) {
 				t.Fatalf("gone: %v, want ErrNotFound", err)
 			}
 		})

@@ -9,7 +9,7 @@ import (
 	"path"
 )
 
-// RemoveIfDigest deletes key only while the MD5 of its bytes is sum,
+// DeleteFast deletes key only while the MD5 of its bytes is sum,
 // claiming the file first: once its bytes were compared, it is renamed to
 // a temporary name of its own (hidden from listings), which of two runs
 // removing one object at once only one can do. The other finds it gone
@@ -17,7 +17,7 @@ import (
 // claimed file is read again: if its bytes changed in between, it is
 // linked back under its key (never over a file that has appeared there
 // since) and ErrChanged returned.
-func (l *Local) RemoveIfDigest(ctx context.Context, key string, sum [md5.Size]byte) error {
+func (l *Local) DeleteFast(ctx context.Context, key string, sum [md5.Size]byte) error {
 	gone := func() error { return fmt.Errorf("%s: %w", key, ErrNotFound) }
 	a, err := l.locate(key)
 	if errors.Is(err, fs.ErrNotExist) {

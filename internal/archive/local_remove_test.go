@@ -34,7 +34,7 @@ func TestLocalRemoveIfDigestDeletesForOneRunOnly(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[i] = RemoveIfDigest(ctx, l, key, md5.Sum(body))
+				errs[i] = DeleteFast(ctx, l, key, md5.Sum(body))
 			}()
 		}
 		wg.Wait()
@@ -55,7 +55,7 @@ func TestLocalRemoveIfDigestDeletesForOneRunOnly(t *testing.T) {
 	if err := l.Put(ctx, key, []byte("other bytes")); err != nil {
 		t.Fatal(err)
 	}
-	if err := RemoveIfDigest(ctx, l, key, md5.Sum(body)); !errors.Is(err, ErrChanged) {
+	if err := DeleteFast(ctx, l, key, md5.Sum(body)); !errors.Is(err, ErrChanged) {
 		t.Fatalf("changed object: %v, want ErrChanged", err)
 	}
 	if got, err := l.Get(ctx, key); err != nil || string(got) != "other bytes" {

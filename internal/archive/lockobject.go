@@ -94,7 +94,7 @@ func takeLock(ctx context.Context, s Store, key, command string, until time.Time
 			// removing it and writing its own, leaves its marker and no
 			// lock: nothing else would ever remove that marker.
 			staleMarker(ctx, s, marker, host)
-			return func() { _ = DeleteIfUnchanged(context.WithoutCancel(ctx), s, key, body) }, nil
+			return func() { _ = DeleteCheckedBody(context.WithoutCancel(ctx), s, key, body) }, nil
 		}
 		if !errors.Is(err, ErrExists) {
 			return nil, fmt.Errorf("taking the lock %s: %w", key, err)
@@ -129,14 +129,14 @@ func takeLock(ctx context.Context, s Store, key, command string, until time.Time
 		} else if perr != nil {
 			return nil, fmt.Errorf("taking over the stale lock %s: %w", key, perr)
 		}
-		derr := DeleteIfUnchanged(ctx, s, key, held)
+		derr := DeleteCheckedBody(ctx, s, key, held)
 		if derr == nil || errors.Is(derr, ErrNotFound) {
 			derr = s.PutNew(ctx, key, body, "")
 		}
-		_ = DeleteIfUnchanged(context.WithoutCancel(ctx), s, marker, body)
+		_ = DeleteCheckedBody(context.WithoutCancel(ctx), s, marker, body)
 		switch {
 		case derr == nil:
-			return func() { _ = DeleteIfUnchanged(context.WithoutCancel(ctx), s, key, body) }, nil
+			return func() { _ = DeleteCheckedBody(context.WithoutCancel(ctx), s, key, body) }, nil
 		case errors.Is(derr, ErrChanged), errors.Is(derr, ErrExists):
 			continue // another run took it first: look again
 		default:
@@ -161,7 +161,7 @@ func BreakLock(ctx context.Context, s Store, key string) error {
 	if json.Unmarshal(held, &h) == nil && h.Host == host && h.PID > 0 && h.PID != os.Getpid() && alive(h.PID) {
 		return &LockedError{Key: key, Holder: h, Running: true}
 	}
-	return DeleteIfUnchanged(ctx, s, key, held)
+	return DeleteCheckedBody(ctx, s, key, held)
 }
 
 // staleMarker removes a takeover marker left by a process of this host that
@@ -177,5 +177,5 @@ func staleMarker(ctx context.Context, s Store, marker, host string) bool {
 	if json.Unmarshal(b, &h) != nil || h.PID <= 0 || !h.lapsed(time.Now()) && (h.Host != host || alive(h.PID)) {
 		return false
 	}
-	return DeleteIfUnchanged(ctx, s, marker, b) == nil
+	return DeleteCheckedBody(ctx, s, marker, b) == nil
 }

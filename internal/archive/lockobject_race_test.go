@@ -14,7 +14,7 @@ import (
 )
 
 // gatedStore is a Store whose first Delete of key announces itself and then
-// waits: the moment between DeleteIfUnchanged's read-and-compare and its
+// waits: the moment between DeleteCheckedBody's read-and-compare and its
 // delete (a local archive has no conditional delete).
 type gatedStore struct {
 	archive.Store
@@ -36,7 +36,7 @@ func (g *gatedStore) Delete(ctx context.Context, key string) error {
 
 // Two runs taking over one stale lock (a killed run's, this host) at once:
 // B has read the stale lock and compared it and waits before its delete;
-// A tries meanwhile. On a local archive DeleteIfUnchanged is a read, a
+// A tries meanwhile. On a local archive DeleteCheckedBody is a read, a
 // compare and a plain delete, so a takeover without the marker let B's
 // delete remove A's new lock and both held the archive. One of them holds
 // it, never both.

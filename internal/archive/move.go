@@ -57,52 +57,66 @@ var ErrSourceGone = errors.New("the source was moved or deleted by someone else 
 // ErrChanged: the object no longer holds the bytes it was read with.
 var ErrChanged = errors.New("it changed since it was read")
 
-// DeleteIfUnchanged deletes key only while it holds body (ErrChanged if
-// it holds other bytes, ErrNotFound if it is gone): DeleteIfDigest of
+// The conditional deletes, one name per behaviour; each deletes key only
+// while its bytes are the ones read (ErrChanged otherwise):
+//
+//   - DeleteChecked(sum) says exactly what happened: ErrNotFound when the
+//     key is gone. The store's own conditional delete, else a read, a
+//     compare and a delete. For what must know (locks, staging, moves).
+//   - DeleteCheckedBody(body) is DeleteChecked of the bytes' MD5.
+//   - DeleteFast(sum) takes as few requests as the store allows (on S3 one
+//     DeleteObject with If-Match, where the server honours it), at the
+//     price that a key already gone may read as deleted when the store's
+//     answer does not tell; a local folder claims the file by rename, so
+//     that two runs never both count one delete. For recover's deletes of
+//     what it wrote, one per object.
+
+// DeleteCheckedBody deletes key only while it holds body (ErrChanged if
+// it holds other bytes, ErrNotFound if it is gone): DeleteChecked of
 // body's MD5.
-func DeleteIfUnchanged(ctx context.Context, s Store, key string, body []byte) error {
-	return DeleteIfDigest(ctx, s, key, md5.Sum(body))
+func DeleteCheckedBody(ctx context.Context, s Store, key string, body []byte) error {
+	return DeleteChecked(ctx, s, key, md5.Sum(body))
 }
 
-// DigestDeleter is a Store that can delete an object only while the MD5
+// CheckedDeleter is a Store that can delete an object only while the MD5
 // of its bytes is a given one.
-type DigestDeleter interface {
-	// DeleteIfDigest deletes key if its bytes' MD5 is sum (ErrChanged if
+type CheckedDeleter interface {
+	// DeleteChecked deletes key if its bytes' MD5 is sum (ErrChanged if
 	// it holds other bytes, ErrNotFound if it is gone).
-	DeleteIfDigest(ctx context.Context, key string, sum [md5.Size]byte) error
+	DeleteChecked(ctx context.Context, key string, sum [md5.Size]byte) error
 }
 
-// DigestRemover is a Store that deletes an object only while the MD5 of
+// FastDeleter is a Store that deletes an object only while the MD5 of
 // its bytes is a given one, in one request where it can.
-type DigestRemover interface {
-	// RemoveIfDigest deletes key if its bytes' MD5 is sum (ErrChanged if
+type FastDeleter interface {
+	// DeleteFast deletes key if its bytes' MD5 is sum (ErrChanged if
 	// it holds other bytes, ErrNotFound if the store said it is gone; an
 	// answer that does not tell, such as a 204 to the delete of a missing
 	// key, is no error).
-	RemoveIfDigest(ctx context.Context, key string, sum [md5.Size]byte) error
+	DeleteFast(ctx context.Context, key string, sum [md5.Size]byte) error
 }
 
-// RemoveIfDigest deletes key only while the MD5 of its bytes is sum, as
-// DeleteIfDigest (recover's delete of what it wrote): ErrChanged if it holds
+// DeleteFast deletes key only while the MD5 of its bytes is sum, as
+// DeleteChecked (recover's delete of what it wrote): ErrChanged if it holds
 // other bytes, ErrNotFound (wrapped) when the store answered that it was
 // gone already (another run moved or deleted it), nil when it was deleted
 // or when the store's answer does not tell the two apart. On S3 it is one
 // conditional DeleteObject where the server honours If-Match
-// (S3.RemoveIfDigest).
-func RemoveIfDigest(ctx context.Context, s Store, key string, sum [md5.Size]byte) error {
-	if r, ok := s.(DigestRemover); ok {
-		return r.RemoveIfDigest(ctx, key, sum)
+// (S3.DeleteFast).
+func DeleteFast(ctx context.Context, s Store, key string, sum [md5.Size]byte) error {
+	if r, ok := s.(FastDeleter); ok {
+		return r.DeleteFast(ctx, key, sum)
 	}
-	return DeleteIfDigest(ctx, s, key, sum)
+	return DeleteChecked(ctx, s, key, sum)
 }
 
-// DeleteIfDigest deletes key only while the MD5 of its bytes is sum (the
+// DeleteChecked deletes key only while the MD5 of its bytes is sum (the
 // digest of what was read earlier, when the bytes themselves are no longer
 // held): the store's own conditional delete, else a read and compare just
 // before the delete.
-func DeleteIfDigest(ctx context.Context, s Store, key string, sum [md5.Size]byte) error {
-	if dd, ok := s.(DigestDeleter); ok {
-		return dd.DeleteIfDigest(ctx, key, sum)
+func DeleteChecked(ctx context.Context, s Store, key string, sum [md5.Size]byte) error {
+	if dd, ok := s.(CheckedDeleter); ok {
+		return dd.DeleteChecked(ctx, key, sum)
 	}
 	now, err := s.Get(ctx, key)
 	if err != nil {
@@ -167,7 +181,7 @@ func move(ctx context.Context, s Store, src, dst string, srcBody, body []byte) (
 		case !bytes.Equal(there, body):
 			return cand, fmt.Errorf("the copy at %s does not hold the bytes meant for it from %s; the original is kept", cand, src)
 		}
-		if err := DeleteIfUnchanged(ctx, s, src, srcBody); errors.Is(err, ErrNotFound) {
+		if err := DeleteCheckedBody(ctx, s, src, srcBody); errors.Is(err, ErrNotFound) {
 			// Moved or deleted by someone else since it was read: this copy
 			// may be a second one; the caller decides.
 			return cand, fmt.Errorf("copied %s to %s, but %s was gone before its delete: %w", src, cand, src, ErrSourceGone)

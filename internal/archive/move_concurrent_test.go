@@ -37,7 +37,7 @@ func (c *changeSourceBeforeCopy) PutNew(ctx context.Context, key string, body []
 // DEFECT (move.go: s.Delete(ctx, src) is not conditional on src still
 // holding what was read — no ETag/If-Match or re-read before the delete).
 // Fixed: the source is deleted only while it holds what was read
-// (archive.DeleteIfUnchanged; on S3 under the ETag's If-Match).
+// (archive.DeleteCheckedBody; on S3 under the ETag's If-Match).
 // Against versitygw.
 func TestMoveKeepsAChangedSource(t *testing.T) {
 	client := testsupport.S3Client(t)

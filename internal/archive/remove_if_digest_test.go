@@ -22,7 +22,7 @@ func (c ignoresIfMatch) DeleteObject(ctx context.Context, in *s3.DeleteObjectInp
 	return c.Client.DeleteObject(ctx, &plain, opts...)
 }
 
-// RemoveIfDigest on S3: once the server is seen to honour If-Match on
+// DeleteFast on S3: once the server is seen to honour If-Match on
 // DeleteObject, an unchanged object is deleted with that one request; an
 // object rewritten since it was read is kept (ErrChanged) before and after
 // the probe; an object gone already is ErrNotFound or, where the server's
@@ -44,23 +44,23 @@ func TestRemoveIfDigestIsOneRequestWhereIfMatchIsHonoured(t *testing.T) {
 	put("changed", "rewritten")
 
 	// The first call probes (HEAD, a refused DeleteObject, the delete).
-	if err := archive.RemoveIfDigest(ctx, s, "a", md5.Sum([]byte("as read a"))); err != nil {
+	if err := archive.DeleteFast(ctx, s, "a", md5.Sum([]byte("as read a"))); err != nil {
 		t.Fatal(err)
 	}
 	before := proxy.Calls()
-	if err := archive.RemoveIfDigest(ctx, s, "b", md5.Sum([]byte("as read b"))); err != nil {
+	if err := archive.DeleteFast(ctx, s, "b", md5.Sum([]byte("as read b"))); err != nil {
 		t.Fatal(err)
 	}
 	after := proxy.Calls()
 	if after["DeleteObject"]-before["DeleteObject"] != 1 || after["HeadObject"] != before["HeadObject"] || after["GetObject"] != before["GetObject"] {
 		t.Errorf("calls of the second delete: before %v, after %v; want one DeleteObject", before, after)
 	}
-	if err := archive.RemoveIfDigest(ctx, s, "changed", md5.Sum([]byte("as read"))); !errors.Is(err, archive.ErrChanged) {
+	if err := archive.DeleteFast(ctx, s, "changed", md5.Sum([]byte("as read"))); !errors.Is(err, archive.ErrChanged) {
 		t.Fatalf("rewritten: %v, want ErrChanged", err)
 	}
 	// Gone already: ErrNotFound where the server says so (S3's 404), nil
 	// where its answer does not tell (versitygw's 204).
-	if err := archive.RemoveIfDigest(ctx, s, "gone", md5.Sum([]byte("x"))); err != nil && !errors.Is(err, archive.ErrNotFound) {
+	if err := archive.DeleteFast(ctx, s, "gone", md5.Sum([]byte("x"))); err != nil && !errors.Is(err, archive.ErrNotFound) {
 		t.Fatalf("gone already: %v, want nil or ErrNotFound", err)
 	}
 	for key, want := range map[string]bool{"a": false, "b": false, "c": true, "changed": true} {
@@ -87,14 +87,14 @@ func TestRemoveIfDigestNeverTrustsAnIgnoredIfMatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"a", "b"} {
-		if err := archive.RemoveIfDigest(ctx, s, k, md5.Sum([]byte("as read "+k))); err != nil {
+		if err := archive.DeleteFast(ctx, s, k, md5.Sum([]byte("as read "+k))); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.Get(ctx, k); !errors.Is(err, archive.ErrNotFound) {
 			t.Fatalf("%s not deleted: %v", k, err)
 		}
 	}
-	if err := archive.RemoveIfDigest(ctx, s, "changed", md5.Sum([]byte("as read"))); !errors.Is(err, archive.ErrChanged) {
+	if err := archive.DeleteFast(ctx, s, "changed", md5.Sum([]byte("as read"))); !errors.Is(err, archive.ErrChanged) {
 		t.Fatalf("rewritten: %v, want ErrChanged", err)
 	}
 	if b, err := s.Get(ctx, "changed"); err != nil || string(b) != "rewritten" {

@@ -39,7 +39,7 @@ type S3 struct {
 	ListConcurrency int
 
 	// ifMatch is what the server was seen to do with If-Match on
-	// DeleteObject (RemoveIfDigest): ifMatchUnknown until a probe tells.
+	// DeleteObject (DeleteFast): ifMatchUnknown until a probe tells.
 	ifMatchMu sync.Mutex
 	ifMatch   ifMatchSupport
 }
@@ -237,7 +237,7 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 // that honours the condition refuses.
 const neverETag = `"00000000000000000000000000000000"`
 
-// RemoveIfDigest deletes key only while the MD5 of its bytes is sum, in
+// DeleteFast deletes key only while the MD5 of its bytes is sum, in
 // one request: DeleteObject with If-Match on the ETag a single-part upload
 // has (the MD5), where the server honours If-Match on DeleteObject (S3
 // does since 2025-09; some S3-compatible servers ignore it, and would
@@ -246,13 +246,13 @@ const neverETag = `"00000000000000000000000000000000"`
 // If-Match), and no error where it does not (some servers answer 204).
 //
 // Whether the server honours it is learnt once per store, on the first
-// call: after DeleteIfDigest's HEAD found the object unchanged, a
+// call: after DeleteChecked's HEAD found the object unchanged, a
 // DeleteObject whose If-Match no object matches must be refused (412).
-// Until then, and on a server that ignores it, each call is DeleteIfDigest
+// Until then, and on a server that ignores it, each call is DeleteChecked
 // (HEAD, then DeleteObject): never less safe than that. A refusal of the
 // one-request delete (the ETag is not the MD5: multipart uploads, SSE-KMS;
-// or the bytes changed) is decided by DeleteIfDigest too.
-func (s *S3) RemoveIfDigest(ctx context.Context, key string, sum [md5.Size]byte) error {
+// or the bytes changed) is decided by DeleteChecked too.
+func (s *S3) DeleteFast(ctx context.Context, key string, sum [md5.Size]byte) error {
 	s.ifMatchMu.Lock()
 	state := s.ifMatch
 	if state == ifMatchUnknown {
@@ -272,11 +272,11 @@ func (s *S3) RemoveIfDigest(ctx context.Context, key string, sum [md5.Size]byte)
 		case !isCode(err, "PreconditionFailed"):
 			return fmt.Errorf("delete s3://%s/%s: %w", s.bucket, key, err)
 		}
-		// Another ETag: other bytes, or not an MD5. DeleteIfDigest tells.
+		// Another ETag: other bytes, or not an MD5. DeleteChecked tells.
 	case ifMatchUnknown:
 		probe = s.learnIfMatch
 	}
-	return s.deleteIfDigest(ctx, key, sum, probe)
+	return s.deleteChecked(ctx, key, sum, probe)
 }
 
 // learnIfMatch is the probe: key holds the bytes to delete (a HEAD just
@@ -299,18 +299,18 @@ func (s *S3) learnIfMatch(ctx context.Context, key string) (deleted bool) {
 	return false
 }
 
-// DeleteIfDigest deletes key only while the MD5 of its bytes is sum, with
+// DeleteChecked deletes key only while the MD5 of its bytes is sum, with
 // If-Match on the ETag a HEAD returned. An ETag that is not the MD5
 // (multipart uploads, SSE-KMS) is checked by reading the object under that
 // same ETag.
-func (s *S3) DeleteIfDigest(ctx context.Context, key string, sum [md5.Size]byte) error {
-	return s.deleteIfDigest(ctx, key, sum, nil)
+func (s *S3) DeleteChecked(ctx context.Context, key string, sum [md5.Size]byte) error {
+	return s.deleteChecked(ctx, key, sum, nil)
 }
 
-// deleteIfDigest is DeleteIfDigest; probe, when set, is called once the
+// deleteChecked is DeleteChecked; probe, when set, is called once the
 // object is known to hold the bytes, before the conditional delete, and
 // reports whether it deleted the object itself.
-func (s *S3) deleteIfDigest(ctx context.Context, key string, sum [md5.Size]byte, probe func(context.Context, string) bool) error {
+func (s *S3) deleteChecked(ctx context.Context, key string, sum [md5.Size]byte, probe func(context.Context, string) bool) error {
 	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
 	if err != nil {
 		var nf *types.NotFound

@@ -1,6 +1,7 @@
 package dla
 
 import (
+	"github.com/deadletter/deadletter/internal/dla/jsontext"
 	"os"
 	"path/filepath"
 	"testing"
@@ -43,7 +44,7 @@ func BenchmarkTooDeep(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for _, l := range objs[i%len(objs)] {
-			if TooDeep(l) {
+			if jsontext.TooDeep(l) {
 				b.Fatal("too deep")
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/dla/jsontext"
 	"github.com/deadletter/deadletter/internal/selection"
 )
 
@@ -218,7 +219,7 @@ func withoutKeys(raw string, drop ...string) string {
 // decodedDetail parses detail.input and detail.output when they hold JSON.
 func decodedDetail(raw string) string {
 	return rewriteObject(raw, func(k, val gjson.Result) (string, bool) {
-		if (k.Str == "input" || k.Str == "output") && val.Type == gjson.String && dla.ValidJSON(val.Str) {
+		if (k.Str == "input" || k.Str == "output") && val.Type == gjson.String && jsontext.Valid(val.Str) {
 			return val.Str, true
 		}
 		return val.Raw, true
@@ -290,15 +291,15 @@ func renderShowWidth(w io.Writer, r *lipgloss.Renderer, color bool, clean func(s
 			b.WriteString("  null\n")
 			return
 		}
-		if dla.TooDeep(raw) {
+		if jsontext.TooDeep(raw) {
 			// The printer recurses once per level (the decoder refuses such
 			// objects; this guards the printer on its own).
-			fmt.Fprintf(&b, "  (nested deeper than %d levels: not shown)\n", dla.MaxDepth)
+			fmt.Fprintf(&b, "  (nested deeper than %d levels: not shown)\n", jsontext.MaxDepth)
 			return
 		}
 		// Indenting multiplies a text by its depth: a long array 500
 		// levels down would print gigabytes. Such a value is shown as is.
-		if n := dla.IndentedSize(raw, 2, 2); n > maxIndentGrowth*int64(len(raw))+1<<20 {
+		if n := jsontext.IndentedSize(raw, 2, 2); n > maxIndentGrowth*int64(len(raw))+1<<20 {
 			fmt.Fprintf(&b, "  (indented, this value would take %s: shown without indentation)\n  ", output.HumanBytes(n))
 			b.WriteString(raw)
 			b.WriteByte('\n')

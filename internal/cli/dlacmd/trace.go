@@ -250,7 +250,7 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 		fmt.Fprintln(f.IO.ErrOut, athenaSummary(plan, athenaStatus))
 	}
 
-	traces, err := tracer.Judge(ctx, trace.Judge{Store: store, Layout: scope.Layout, Path: path, Now: f.Now, Explain: cmdutil.ErrorLine})
+	traces, err := tracer.Judge(ctx, trace.Sources{Store: store, Layout: scope.Layout, Path: path, Now: f.Now, Explain: cmdutil.ErrorLine})
 	if err != nil {
 		return err
 	}

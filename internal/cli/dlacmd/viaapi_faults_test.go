@@ -307,7 +307,7 @@ func TestViaAPIOverlappingRunsLoseNothing(t *testing.T) {
 // DEFECT (fixed; the test now guards the fix): two via-api runs at once over the same object. Run A copies K
 // into its staging and, before it deletes K, run B moves K into its own
 // staging. A's delete finds K gone and archive.Move counts that as done
-// (DeleteIfUnchanged: nil when gone), so K is now in both staging folders:
+// (DeleteCheckedBody: nil when gone), so K is now in both staging folders:
 // Cumulus recovers it twice, and when both are moved back (here: A's
 // operation fails and --cleanup, then B's --cleanup-staging) the archive
 // holds K and K.1, a doubled message. Staging should treat "the original

@@ -212,7 +212,7 @@ func (v *Run) Stage(ctx context.Context, keys func(yield func(string) error) err
 			// Another run took it (its own staging, a recovery): ours is a
 			// second copy, and goes; the object is that run's to recover.
 			if body, gerr := v.Store.Get(ctx, moved); gerr == nil {
-				if derr := archive.DeleteIfUnchanged(ctx, v.Store, moved, body); derr == nil {
+				if derr := archive.DeleteCheckedBody(ctx, v.Store, moved, body); derr == nil {
 					v.Logf("dla: %s was taken by another run meanwhile; not staged", key)
 					return nil
 				}
@@ -318,7 +318,7 @@ func (v *Run) sameAsOriginal(ctx context.Context, staged, orig string) bool {
 	if err != nil || !bytes.Equal(body, there) {
 		return false
 	}
-	return archive.DeleteIfUnchanged(ctx, v.Store, staged, body) == nil
+	return archive.DeleteCheckedBody(ctx, v.Store, staged, body) == nil
 }
 
 // StartAndWait starts Cumulus's recovery of the staging folder and waits

@@ -47,7 +47,7 @@ func (r *recoverRun) remove(ctx context.Context, o *Object, d *dla.Decoded) {
 		}
 		o.pending = pd
 		if pd.checked {
-			// A delete of its own (RemoveIfDigest is one object's call
+			// A delete of its own (DeleteFast is one object's call
 			// whatever the batch): issued now, in this object's tail,
 			// beside the other tails, so that its line, whose turn comes
 			// in the selection's order, finds it done. Gathered for a
@@ -163,7 +163,7 @@ func (r *recoverRun) deleteChecked(ctx context.Context, batch []*pendingDelete) 
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			errs[i] = archive.RemoveIfDigest(ctx, r.Store, pd.key, pd.sum)
+			errs[i] = archive.DeleteFast(ctx, r.Store, pd.key, pd.sum)
 		}()
 	}
 	wg.Wait()

@@ -33,7 +33,7 @@ func (h *heldDeletes) hold() {
 	<-h.release
 }
 
-func (h *heldDeletes) RemoveIfDigest(ctx context.Context, key string, sum [md5.Size]byte) error {
+func (h *heldDeletes) DeleteFast(ctx context.Context, key string, sum [md5.Size]byte) error {
 	h.hold()
 	return errors.New("SlowDown: Please reduce your request rate")
 }

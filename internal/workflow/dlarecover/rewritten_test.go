@@ -136,7 +136,7 @@ type rewriteBeforeDelete struct {
 	rewrite func()
 }
 
-func (s *rewriteBeforeDelete) RemoveIfDigest(ctx context.Context, key string, sum [md5.Size]byte) error {
+func (s *rewriteBeforeDelete) DeleteFast(ctx context.Context, key string, sum [md5.Size]byte) error {
 	s.rewrite()
-	return archive.RemoveIfDigest(ctx, s.Store, key, sum)
+	return archive.DeleteFast(ctx, s.Store, key, sum)
 }

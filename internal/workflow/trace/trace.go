@@ -236,12 +236,12 @@ func createdAt(d *dla.Decoded, tg Target) *time.Time {
 	return &at
 }
 
-// Judge is what the verdicts and rows are read with: the archive and the
+// Sources are what the verdicts and rows are read with: the archive and the
 // database path recover writes through (dbwrite.Open: the same schema
 // detection and checks), used only for a dry run and read-only queries.
 // With no Path (a database that could not be reached), the archive's half
 // is all a trace holds: its messages, each "not judged".
-type Judge struct {
+type Sources struct {
 	Store   archive.Store
 	Layout  dla.Layout
 	Path    *dbwrite.Path
@@ -254,7 +254,7 @@ type Judge struct {
 // in one transaction rolled back at the end (dlarecover.DryRun, InOrder):
 // each message meets the rows the ones before it left, as when recover
 // writes them all. Each target is judged in a transaction of its own.
-func (t *Tracer) Judge(ctx context.Context, j Judge) ([]Trace, error) {
+func (t *Tracer) Judge(ctx context.Context, j Sources) ([]Trace, error) {
 	out := make([]Trace, 0, len(t.targets))
 	if j.Path == nil {
 		for i, tg := range t.targets {
@@ -345,7 +345,7 @@ func (t *Tracer) unjudged(i int, tg Target) Trace {
 // dryRun is recover's dry run of keys: in their order, in one transaction
 // (inOrder), or each in a transaction of its own, as dla recover --dry-run
 // runs them.
-func (j Judge) dryRun(ctx context.Context, keys []string, inOrder bool) (map[string]dlarecover.Object, error) {
+func (j Sources) dryRun(ctx context.Context, keys []string, inOrder bool) (map[string]dlarecover.Object, error) {
 	objects := map[string]dlarecover.Object{}
 	if len(keys) == 0 {
 		return objects, nil
