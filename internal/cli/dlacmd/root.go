@@ -4,13 +4,13 @@ import (
 	"context"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
+	"github.com/deadletter/deadletter/internal/gctune"
 )
 
 // Main runs dla with the process's arguments and returns its exit code.
@@ -37,12 +37,7 @@ func Main() int {
 // 400), under the 100 MB the archive's size must not change. A soft limit
 // of 1 GiB makes the collector work harder as the heap nears it.
 func tuneGC(getenv func(string) string) {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(200)
-	}
-	if getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(1 << 30)
-	}
+	gctune.Tune(getenv, gctune.Settings{GCPercent: 200, MemoryLimit: 1 << 30}) // for the process's life: no undo
 }
 
 // Run executes one command line and reports errors on stderr.

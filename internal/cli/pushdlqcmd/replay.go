@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +13,7 @@ import (
 	"github.com/deadletter/deadletter/internal/audit"
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/output"
+	"github.com/deadletter/deadletter/internal/gctune"
 	"github.com/deadletter/deadletter/internal/pushpolicy"
 	"github.com/deadletter/deadletter/internal/shellword"
 	"github.com/deadletter/deadletter/internal/workflow/pushreplay"
@@ -223,19 +223,14 @@ func runReplay(ctx context.Context, opts *ReplayOptions) error {
 	// is finished, the rest released, the journal completed.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if _, set := os.LookupEnv("GOGC"); !set {
-		// The live heap is small (the seen-set, one state byte per
-		// message) and the garbage short-lived (each call's request and
-		// reply): collecting at five times the default target cuts the
-		// collector's CPU, which the two shared cores would otherwise
-		// take from the SQS server, for a few MiB more resident memory.
-		defer debug.SetGCPercent(debug.SetGCPercent(replayGCPercent))
-		if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
-			// A soft ceiling: near it the collector runs as often as the
-			// default would, so memory stays flat over a long run.
-			defer debug.SetMemoryLimit(debug.SetMemoryLimit(replayMemoryLimit))
-		}
-	}
+	// The live heap is small (the seen-set, one state byte per message)
+	// and the garbage short-lived (each call's request and reply):
+	// collecting at five times the default target cuts the collector's
+	// CPU, which the two shared cores would otherwise take from the SQS
+	// server, for a few MiB more resident memory. A soft ceiling beside it:
+	// near it the collector runs as often as the default would, so memory
+	// stays flat over a long run.
+	defer gctune.Tune(os.Getenv, gctune.Settings{GCPercent: replayGCPercent, MemoryLimit: replayMemoryLimit, LimitWithGC: true})()
 	f := opts.Factory
 	w := f.IO.ErrOut
 	out := newStdoutGuard(f.IO.Out, cancel)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,6 +12,7 @@ import (
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/cumulusdb"
+	"github.com/deadletter/deadletter/internal/gctune"
 	"github.com/deadletter/deadletter/internal/selection"
 	"github.com/deadletter/deadletter/internal/snspub"
 	"github.com/deadletter/deadletter/internal/workflow/dbwrite"
@@ -131,27 +131,17 @@ func (s *Session) open(ctx context.Context) error {
 }
 
 // tuneGC sets recover's GOGC and soft memory limit, unless the environment
-// names them; Close sets them back.
+// names them; Close sets them back. The live heap is small and the garbage
+// short-lived (each object's decoded layers and rows): collecting at twice
+// the default target halves the collections, about a tenth of the CPU, for
+// about 10 MB more resident memory, still flat however many objects. The
+// soft ceiling beside it (only with recover's own GOGC) makes the collector
+// run as often as the default would once the heap nears it, so resident
+// memory does not creep up over a long run; it follows the live heap
+// (gctune), so a run that holds more is not collected back to back.
 func (s *Session) tuneGC() {
-	if _, set := os.LookupEnv("GOGC"); set {
-		return
-	}
-	// The live heap is small and the garbage short-lived (each object's
-	// decoded layers and rows): collecting at twice the default target
-	// halves the collections, about a tenth of the CPU, for about 10 MB
-	// more resident memory, still flat however many objects.
-	gc := debug.SetGCPercent(gcPercent)
-	s.undo = append(s.undo, func() { debug.SetGCPercent(gc) })
-	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
-		// A soft ceiling: once the heap nears it, the collector runs as
-		// often as the default would, so the wider target does not let
-		// resident memory creep up over a long run. It follows the live
-		// heap (memlimit.go): a run that holds more than the ceiling is
-		// not collected back to back.
-		limit := debug.SetMemoryLimit(-1)
-		stop := followLiveHeap(250 * time.Millisecond)
-		s.undo = append(s.undo, func() { stop(); debug.SetMemoryLimit(limit) })
-	}
+	s.undo = append(s.undo, gctune.Tune(os.Getenv, gctune.Settings{GCPercent: gcPercent, MemoryLimit: memoryLimit,
+		FollowEvery: 250 * time.Millisecond, LimitWithGC: true}))
 }
 
 // Close gives back what the session holds: the spool, the lock, the

@@ -1,4 +1,4 @@
-package dlarecover
+package gctune
 
 import (
 	"runtime/debug"
@@ -7,13 +7,13 @@ import (
 	"time"
 )
 
-// The soft memory limit recover sets beside its wider GOGC (tuneGC) is
-// memoryLimit while the run holds little, which is nearly always: each
-// object's decoded layers and rows are short-lived. A run that holds more
+// The soft memory limit recover sets beside its wider GOGC
+// (Settings.FollowEvery) is its floor while the run holds little, which is
+// nearly always: each object's decoded layers and rows are short-lived. A run that holds more
 // (messages of a megabyte at a concurrency of 64, `replace` payloads read
 // from S3) would sit with its live heap near a fixed limit, where the
 // collector runs back to back. So the limit follows the live heap: at
-// least memoryLimit, and otherwise twice the live heap plus slack, what
+// least the floor, and otherwise twice the live heap plus slack, what
 // the default GOGC of 100 would let the heap reach.
 
 // liveHeapMetric is the heap the last collection found live.
@@ -24,15 +24,15 @@ const liveHeapMetric = "/gc/heap/live:bytes"
 const memoryLimitSlack = 16 << 20
 
 // scaledLimit is the soft memory limit for a live heap of live bytes.
-func scaledLimit(live uint64) int64 {
-	return max(int64(memoryLimit), 2*int64(live)+memoryLimitSlack)
+func scaledLimit(floor int64, live uint64) int64 {
+	return max(floor, 2*int64(live)+memoryLimitSlack)
 }
 
 // followLiveHeap sets the soft memory limit to scaledLimit of the live
 // heap now and every interval after, until stop is called. It changes the
 // limit only when it moves by more than an eighth, so that a steady run
 // does not touch it.
-func followLiveHeap(every time.Duration) (stop func()) {
+func followLiveHeap(floor int64, every time.Duration) (stop func()) {
 	sample := []metrics.Sample{{Name: liveHeapMetric}}
 	var set int64
 	adjust := func() {
@@ -40,7 +40,7 @@ func followLiveHeap(every time.Duration) (stop func()) {
 		if sample[0].Value.Kind() != metrics.KindUint64 {
 			return
 		}
-		want := scaledLimit(sample[0].Value.Uint64())
+		want := scaledLimit(floor, sample[0].Value.Uint64())
 		if d := want - set; d > set/8 || -d > set/8 {
 			debug.SetMemoryLimit(want)
 			set = want

@@ -1,10 +1,16 @@
-package dlarecover
+package gctune
 
 import (
 	"runtime"
 	"runtime/debug"
 	"testing"
 	"time"
+)
+
+// memoryLimit is recover's floor, the one these tests were measured with.
+const (
+	gcPercent   = 200
+	memoryLimit = 48 << 20
 )
 
 // holdLive allocates n MiB that stay live until the returned slice is
@@ -25,7 +31,7 @@ func holdLive(n int) [][]byte {
 func TestMemoryLimitFollowsTheLiveHeap(t *testing.T) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	held := holdLive(96)
-	stop := followLiveHeap(5 * time.Millisecond)
+	stop := followLiveHeap(memoryLimit, 5*time.Millisecond)
 	defer stop()
 	if got := debug.SetMemoryLimit(-1); got < 2*96<<20 {
 		t.Fatalf("live heap 96 MiB: limit %d MiB, want at least %d", got>>20, 2*96)
@@ -65,7 +71,7 @@ func BenchmarkChurnUnderALargeLiveHeap(b *testing.B) {
 			defer debug.SetMemoryLimit(debug.SetMemoryLimit(memoryLimit))
 			held := holdLive(128)
 			if c.follow {
-				defer followLiveHeap(250 * time.Millisecond)()
+				defer followLiveHeap(memoryLimit, 250*time.Millisecond)()
 			}
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
