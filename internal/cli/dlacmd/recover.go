@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -242,7 +241,7 @@ func runRecover(ctx context.Context, opts *RecoverOptions) error {
 		},
 		// Each object's item goes to the audit record as soon as its move
 		// or delete is done (a record that was not begun takes none).
-		Acted: func(o ObjectResult) { opts.audit.add(recoverItem(o)) },
+		Acted: func(o ObjectResult) { opts.audit.add(o.AuditItem()) },
 	})
 	if err != nil {
 		return interruptedBeforeAnyChange(ctx, opts, openError(err))
@@ -358,20 +357,6 @@ func recoverCounts(s *RecoverSummary) map[string]int {
 	return map[string]int{"selected": s.Selected, "processed": s.Processed, "written": s.Written, "dropped": s.Dropped,
 		"failed": s.Failed, "unreadable": s.Unreadable, "left": s.Left, "gone_elsewhere": s.GoneElsewhere,
 		"not_processed": s.NotProcessed, "deleted": s.Deleted, "moved": s.Moved}
-}
-
-// recoverItem is one object's outcome, for the audit record.
-func recoverItem(o ObjectResult) audit.Item {
-	it := audit.Item{Key: o.Key, Result: o.Result, Action: o.Action, MovedTo: o.MovedTo, Error: o.Error,
-		Execution: cmp.Or(o.ExecutionArn, o.Execution)}
-	it.Granules = append(it.Granules, o.GranuleIDs...)
-	for _, g := range o.Granules {
-		if !slices.Contains(it.Granules, g.GranuleID) {
-			it.Granules = append(it.Granules, g.GranuleID)
-		}
-	}
-	it.Granules = granuleIDs(it.Granules)
-	return it
 }
 
 // openError is the error of a run dlarecover.Open would not start: what

@@ -266,7 +266,7 @@ func probe(ctx context.Context, opts *TriageOptions, t *triage.Triage, store arc
 			case "failed":
 				p.Failed[dla.ErrorClass(o.Error)]++
 			default:
-				p.Failed[o.Result]++
+				p.Failed[string(o.Result)]++
 			}
 			return nil
 		}, dlarecover.DryRunOptions{Now: f.Now, Explain: cmdutil.ErrorLine})

@@ -162,7 +162,7 @@ func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (*autorecover.R
 				Result  string `json:"result"`
 				Action  string `json:"action"`
 				MovedTo string `json:"moved_to,omitempty"`
-			}{"object", o.Key, o.Result, o.Action, o.MovedTo})
+			}{"object", o.Key, string(o.Result), string(o.Action), o.MovedTo})
 		},
 		Warnf: func(format string, a ...any) {
 			jsonlog.Line(h.Log, struct {

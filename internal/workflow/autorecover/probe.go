@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/deadletter/deadletter/internal/dla"
-	"github.com/deadletter/deadletter/internal/recovery"
 	"github.com/deadletter/deadletter/internal/selection"
 	"github.com/deadletter/deadletter/internal/triage"
 	"github.com/deadletter/deadletter/internal/workflow/dlarecover"
@@ -94,14 +93,14 @@ func (p *pass) probeGroup(ctx context.Context, c *Choice) (*Probe, error) {
 	err := dryRun(ctx, p, scope, func(o dlarecover.Object) error {
 		pr.Tried++
 		switch {
-		case o.Result == recovery.Written || o.Result == recovery.Dropped:
+		case o.Result == dlarecover.ResultWritten || o.Result == dlarecover.ResultDropped:
 			pr.Writes++
 		case o.ErrorClass == "Transient":
 			pr.Outcome, pr.Error = ProbeEnvironment, o.Error
-		case o.Result == recovery.Failed:
+		case o.Result == dlarecover.ResultFailed:
 			pr.Failed[dla.ErrorClass(o.Error)]++
 		default:
-			pr.Failed[o.Result]++
+			pr.Failed[string(o.Result)]++
 		}
 		return nil
 	})

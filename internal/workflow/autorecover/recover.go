@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/deadletter/deadletter/internal/audit"
@@ -108,7 +107,7 @@ func (p *pass) recoverGroup(ctx context.Context, c *Choice, limit int) (*Counts,
 		Concurrency: p.c.Concurrency, Now: p.c.Now, Explain: p.c.Explain, Warnf: p.c.Warnf,
 		Acted: func(o dlarecover.Object) {
 			if p.rec != nil {
-				p.rec.Add(Item(o))
+				p.rec.Add(o.AuditItem())
 			}
 			if p.c.Acted != nil {
 				p.c.Acted(o)
@@ -140,20 +139,6 @@ func (p *pass) recoverGroup(ctx context.Context, c *Choice, limit int) (*Counts,
 		return counts, nil
 	}
 	return counts, err
-}
-
-// Item is an object's outcome for the pass's record, as dla recover
-// records it.
-func Item(o dlarecover.Object) audit.Item {
-	it := audit.Item{Key: o.Key, Result: o.Result, Action: o.Action, MovedTo: o.MovedTo, Error: o.Error,
-		Execution: cmp.Or(o.ExecutionArn, o.Execution)}
-	it.Granules = append(it.Granules, o.GranuleIDs...)
-	for _, g := range o.Granules {
-		if !slices.Contains(it.Granules, g.GranuleID) {
-			it.Granules = append(it.Granules, g.GranuleID)
-		}
-	}
-	return it
 }
 
 // finish notifies and ends the record with the pass's state. err is what

@@ -102,7 +102,7 @@ func TestBatchDeleteFailureBeforeTheLastIsReported(t *testing.T) {
 	runErr := r.runScope(ctx, selection.Scope{Layout: dla.Layout{Stack: "s"}}, func(o Object) error {
 		if o.Result == recovery.Written || o.Result == recovery.Dropped {
 			written = append(written, o.Key)
-			action[o.Key] = o.Action
+			action[o.Key] = string(o.Action)
 		}
 		return nil
 	})

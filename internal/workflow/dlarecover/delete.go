@@ -37,9 +37,9 @@ const deleteConcurrency = 16
 func (r *recoverRun) remove(ctx context.Context, o *Object, d *dla.Decoded) {
 	switch {
 	case r.DryRun:
-		o.Action = "would delete"
+		o.Action = ActionWouldDelete
 	case r.Keep:
-		o.Action = "kept"
+		o.Action = ActionKept
 	default:
 		pd := &pendingDelete{key: o.Key, done: make(chan struct{})}
 		if d != nil && d.HasDigest {
@@ -92,10 +92,10 @@ func (r *recoverRun) settle(ctx context.Context, o *Object) {
 		o.Action = ActionGone
 		o.Warnings = append(o.Warnings, goneNote+": it was gone when this run came to delete it")
 	case pd.err != nil:
-		o.Action = "left"
+		o.Action = ActionLeft
 		o.Error = "written, but not deleted (it stays in place; a re-run rewrites it harmlessly): " + pd.err.Error()
 	default:
-		o.Action = "deleted"
+		o.Action = ActionDeleted
 	}
 }
 

@@ -13,8 +13,8 @@ type Object struct {
 	Type         string                    `json:"type"`
 	Key          string                    `json:"key"`
 	KeyBase64    *string                   `json:"key_base64,omitempty"` // the key's bytes when they are not UTF-8
-	Result       string                    `json:"result"`               // written, dropped, failed, unreadable, left
-	Action       string                    `json:"action"`               // deleted, moved, kept, left, gone, none
+	Result       Result                    `json:"result"`
+	Action       Action                    `json:"action"`
 	MovedTo      string                    `json:"moved_to,omitempty"`
 	Error        string                    `json:"error,omitempty"`
 	ErrorClass   string                    `json:"error_class,omitempty"`
@@ -42,12 +42,38 @@ type Object struct {
 	pending *pendingDelete
 }
 
-// ActionGone is the action of an object that was gone when this run came
-// to delete or move it: another run (into another database, or a run
-// resumed after one) moved or deleted it first. Such an object is counted
-// in GoneElsewhere alone, whatever its write did, and is no failure of
-// this run's.
-const ActionGone = "gone"
+// Result is what became of an object's write.
+type Result string
+
+// An object's results.
+const (
+	ResultWritten    Result = recovery.Written   // written (or would be, in a dry run)
+	ResultDropped    Result = recovery.Dropped   // the write constraints blocked it: nothing to write
+	ResultFailed     Result = recovery.Failed    // the message cannot be written as it is
+	ResultUnreadable Result = "unreadable"       // the object cannot be read or decoded
+	ResultLeft       Result = "left"             // not tried to the end: the environment failed
+	ResultGone       Result = Result(ActionGone) // another run moved or deleted it first (counting only)
+)
+
+// Action is what became of the object itself.
+type Action string
+
+// An object's actions.
+const (
+	ActionDeleted     Action = "deleted"      // written or dropped, and deleted
+	ActionWouldDelete Action = "would delete" // a dry run's
+	ActionMoved       Action = "moved"        // to failed-sqs/
+	ActionWouldMove   Action = "would move"   // a dry run's
+	ActionCopied      Action = "copied"       // moved, but its delete failed: in both places
+	ActionKept        Action = "kept"         // --keep
+	ActionLeft        Action = "left"         // where it was
+	// ActionGone is the action of an object that was gone when this run
+	// came to delete or move it: another run (into another database, or a
+	// run resumed after one) moved or deleted it first. Such an object is
+	// counted in GoneElsewhere alone, whatever its write did, and is no
+	// failure of this run's.
+	ActionGone Action = "gone"
+)
 
 // goneNote says why an object's action is ActionGone.
 const goneNote = "already moved or deleted by another run"
@@ -132,26 +158,26 @@ func (r *recoverRun) count(o Object) {
 	result := o.Result
 	switch {
 	case o.Action == ActionGone:
-		result = ActionGone // another run moved or deleted it: not this run's to count
-	case (result == recovery.Failed || result == "unreadable") && (o.Action == "left" || o.Action == "copied"):
-		result = "left" // its move failed: it is still where it was
+		result = ResultGone // another run moved or deleted it: not this run's to count
+	case (result == ResultFailed || result == ResultUnreadable) && (o.Action == ActionLeft || o.Action == ActionCopied):
+		result = ResultLeft // its move failed: it is still where it was
 	}
-	if o.Action == "deleted" {
+	if o.Action == ActionDeleted {
 		s.Deleted++
 	}
 	switch result {
-	case recovery.Written:
+	case ResultWritten:
 		s.Written++
-	case recovery.Dropped:
+	case ResultDropped:
 		s.Dropped++
-	case recovery.Failed:
+	case ResultFailed:
 		s.Failed++
-	case "unreadable":
+	case ResultUnreadable:
 		s.Unreadable++
-	case "left":
+	case ResultLeft:
 		s.Left++
 		s.Processed--
-	case ActionGone:
+	case ResultGone:
 		s.GoneElsewhere++
 	}
 	if o.Execution == recovery.Written {

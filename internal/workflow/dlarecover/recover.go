@@ -166,7 +166,7 @@ func (r *recoverRun) runScope(ctx context.Context, scope selection.Scope, emit f
 	items := make(chan workItem, aheadOf(r.Concurrency))
 	results := make(chan Object, r.Concurrency)
 	finished := func(res Object) {
-		if res.Result == "left" && res.ErrorClass == "Transient" {
+		if res.Result == ResultLeft && res.ErrorClass == "Transient" {
 			r.stopWith(errors.New(res.Error))
 			stop()
 		}

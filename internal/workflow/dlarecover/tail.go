@@ -39,18 +39,18 @@ func (r *recoverRun) process(ctx context.Context, it workItem) (Object, func(*Ob
 	if it.err != nil && !dla.IsDecodeError(it.err) {
 		if it.read && r.sourceGone(ctx, it.key, it.err) {
 			// The plan read it (and could not decode it); it is gone now.
-			o.Result, o.Action, o.Error = ActionGone, ActionGone, fmt.Sprintf("%s: it was gone when this run came to read it again", goneNote)
+			o.Result, o.Action, o.Error = ResultGone, ActionGone, fmt.Sprintf("%s: it was gone when this run came to read it again", goneNote)
 			return o, nil
 		}
 		// The object could not be fetched: nothing is known of it.
-		o.Result, o.Action, o.Error, o.ErrorClass = "left", "left", r.explain(it.err), "ReadError"
+		o.Result, o.Action, o.Error, o.ErrorClass = ResultLeft, ActionLeft, r.explain(it.err), "ReadError"
 		return o, nil
 	}
 	d := it.d
 	if it.err != nil && (d == nil || len(d.Layers) == 0) {
-		o.Result, o.Error, o.ErrorClass = "unreadable", it.err.Error(), "Unreadable"
+		o.Result, o.Error, o.ErrorClass = ResultUnreadable, it.err.Error(), "Unreadable"
 		if r.LeaveUnreadable {
-			o.Action = "left"
+			o.Action = ActionLeft
 			return o, nil
 		}
 		return r.tail(&o, func(o *Object) { r.move(ctx, o, d) })
@@ -63,7 +63,7 @@ func (r *recoverRun) process(ctx context.Context, it workItem) (Object, func(*Ob
 		werr = r.write(ctx, it.prep, &o)
 	}
 	if werr != nil && recovery.IsTransient(werr) {
-		o.Result, o.Action, o.Error, o.ErrorClass = "left", "left", r.explain(werr), "Transient"
+		o.Result, o.Action, o.Error, o.ErrorClass = ResultLeft, ActionLeft, r.explain(werr), "Transient"
 		if len(o.held) == 0 {
 			return o, nil
 		}
@@ -76,11 +76,11 @@ func (r *recoverRun) process(ctx context.Context, it workItem) (Object, func(*Ob
 			return
 		}
 		if werr == nil {
-			o.Result = o.res.Outcome()
+			o.Result = Result(o.res.Outcome())
 			r.remove(ctx, o, d)
 			return
 		}
-		o.Result, o.Error, o.ErrorClass = "failed", werr.Error(), recovery.Class(werr)
+		o.Result, o.Error, o.ErrorClass = ResultFailed, werr.Error(), recovery.Class(werr)
 		r.move(ctx, o, d)
 	})
 }
@@ -117,8 +117,8 @@ func (r *recoverRun) publishHeld(ctx context.Context, o *Object) bool {
 	if err == nil {
 		return true
 	}
-	if o.Result != "left" {
-		o.Result, o.Action, o.Error, o.ErrorClass = "left", "left", r.explain(err), "Transient"
+	if o.Result != ResultLeft {
+		o.Result, o.Action, o.Error, o.ErrorClass = ResultLeft, ActionLeft, r.explain(err), "Transient"
 	}
 	return false
 }
@@ -197,16 +197,16 @@ func (r *recoverRun) move(ctx context.Context, o *Object, d *dla.Decoded) {
 	dst := r.Layout.FailedKey(o.Key, eventTime, r.Now())
 	switch {
 	case r.DryRun:
-		o.Action, o.MovedTo = "would move", dst
+		o.Action, o.MovedTo = ActionWouldMove, dst
 		return
 	case r.Keep:
-		o.Action = "kept"
+		o.Action = ActionKept
 		return
 	}
 	moved, err := archive.Move(ctx, r.Store, o.Key, dst)
 	switch {
 	case errors.Is(err, archive.ErrSelfCopy):
-		o.Action = "left" // already in failed-sqs under its date
+		o.Action = ActionLeft // already in failed-sqs under its date
 		o.MovedTo = dst
 		return
 	case errors.Is(err, archive.ErrSourceGone) && moved != "":
@@ -222,15 +222,15 @@ func (r *recoverRun) move(ctx context.Context, o *Object, d *dla.Decoded) {
 		o.Error += fmt.Sprintf(" (%s: it was gone when this run came to move it to %s)", goneNote, dst)
 		return
 	case err != nil && moved != "":
-		o.Action, o.MovedTo = "copied", moved
+		o.Action, o.MovedTo = ActionCopied, moved
 		o.Error += fmt.Sprintf(" (%v)", err)
 		return
 	case err != nil:
-		o.Action = "left"
+		o.Action = ActionLeft
 		o.Error += fmt.Sprintf(" (and the move to %s failed, so it stays in place: %v)", dst, err)
 		return
 	}
-	o.Action, o.MovedTo = "moved", moved
+	o.Action, o.MovedTo = ActionMoved, moved
 	r.mu.Lock()
 	r.Sum.Moved++
 	r.mu.Unlock()
