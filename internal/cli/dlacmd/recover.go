@@ -467,7 +467,7 @@ func runRecoverObjects(ctx context.Context, opts *RecoverOptions, sess *dlarecov
 	unreadable := 0
 	var emitErr error
 	sum, err := sess.Run(ctx, func(o ObjectResult) error {
-		if o.Result == "unreadable" {
+		if o.Result == dlarecover.ResultUnreadable {
 			unreadable++
 			if opts.Verbose || unreadable <= unreadableShown {
 				fmt.Fprintf(f.IO.ErrOut, "dla: unreadable %s: %s\n", output.Escape(textKey(o.Key)), output.Escape(output.OneLine(o.Error)))

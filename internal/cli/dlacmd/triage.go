@@ -20,7 +20,6 @@ import (
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/cumulusdb"
 	"github.com/deadletter/deadletter/internal/dla"
-	"github.com/deadletter/deadletter/internal/recovery"
 	"github.com/deadletter/deadletter/internal/report"
 	"github.com/deadletter/deadletter/internal/selection"
 	"github.com/deadletter/deadletter/internal/shellword"
@@ -261,9 +260,9 @@ func probe(ctx context.Context, opts *TriageOptions, t *triage.Triage, store arc
 		err := dlarecover.DryRun(ctx, path, store, one, func(o dlarecover.Object) error {
 			p.Tried++
 			switch o.Result {
-			case recovery.Written:
+			case dlarecover.ResultWritten:
 				p.Written++
-			case "failed":
+			case dlarecover.ResultFailed:
 				p.Failed[dla.ErrorClass(o.Error)]++
 			default:
 				p.Failed[string(o.Result)]++

@@ -403,9 +403,9 @@ func verdict(tg Target, o dlarecover.Object, m *Message, st *state) Verdict {
 		return Verdict{Result: recovery.Failed, Why: cmp.Or(o.Error, o.ErrorClass, "recover failed it")}
 	}
 	switch o.Result {
-	case "unreadable":
+	case dlarecover.ResultUnreadable:
 		return Verdict{Result: Unreadable, Why: cmp.Or(o.Error, "the object cannot be read")}
-	case "left":
+	case dlarecover.ResultLeft:
 		return Verdict{Result: NotWritten, Why: cmp.Or(o.Error, "left in place")}
 	}
 	switch tg.Kind {
