@@ -163,7 +163,7 @@ func runAutorecover(cmd *cobra.Command, args []string, opts *AutorecoverOptions)
 	if recovers && !opts.Yes {
 		c.Confirm = func(r *autorecover.Report) (bool, error) {
 			progress.Clear()
-			writeAutorecoverPlan(f.IO.ErrOut, r)
+			writeAutorecoverPlan(f.IO.ErrOut, r, f.IO.ErrTerminalWidth())
 			return cmdutil.Confirm(f.IO, "recover the groups marked try whose probe writes? type yes: ", "yes")
 		}
 	}
@@ -183,7 +183,7 @@ func runAutorecover(cmd *cobra.Command, args []string, opts *AutorecoverOptions)
 			return werr
 		}
 	} else {
-		writeAutorecoverReport(f.IO.Out, rep)
+		writeAutorecoverReport(f.IO.Out, rep, f.IO.TerminalWidth())
 	}
 	return err
 }
@@ -196,22 +196,31 @@ func cmpOr(a, b string) string {
 }
 
 // writeAutorecoverPlan is the groups and what the pass does with each, for
-// the question.
-func writeAutorecoverPlan(w io.Writer, r *autorecover.Report) {
-	fmt.Fprintf(w, "autorecover (%s mode) of %s, %s..%s: %s in %s, counted by %s\n", r.Mode, output.Escape(r.Archive),
-		r.From, r.To, output.Plural(r.Objects, "object"), output.Plural(len(r.Groups), "group"), r.Engine)
+// the question; on a terminal (width > 0) each line folds to its width.
+func writeAutorecoverPlan(w io.Writer, r *autorecover.Report, width int) {
+	line := func(text, first, rest string) {
+		text = output.Escape(text)
+		if width <= 0 {
+			fmt.Fprintln(w, first+text)
+			return
+		}
+		fmt.Fprintln(w, output.Fold(output.Fields(text, width-len(first)), width, first, rest))
+	}
+	line(fmt.Sprintf("autorecover (%s mode) of %s, %s..%s: %s in %s, counted by %s", r.Mode, r.Archive,
+		r.From, r.To, output.Plural(r.Objects, "object"), output.Plural(len(r.Groups), "group"), r.Engine), "", "  ")
 	if r.Readiness != "" {
-		fmt.Fprintf(w, "  readiness not checked: %s\n", output.Escape(r.Readiness))
+		line("database not reached (readiness not checked, probes wait): "+r.Readiness, "  ", "    ")
 	}
 	for _, g := range r.Groups {
-		fmt.Fprintf(w, "  %-6s %6d  %-9s %s\n", g.Decision, g.Count, g.Class, output.Escape(groupLabel(g)))
-		fmt.Fprintf(w, "         %s\n", output.Escape(groupNote(g)))
+		head := fmt.Sprintf("  %-6s %6d  %-9s ", g.Decision, g.Count, g.Class)
+		line(groupLabel(g), head, strings.Repeat(" ", len(head)))
+		line(groupNote(g, r.Readiness), "         ", "         ")
 	}
 }
 
 // writeAutorecoverReport is the pass's report in words (stdout).
-func writeAutorecoverReport(w io.Writer, r *autorecover.Report) {
-	writeAutorecoverPlan(w, r)
+func writeAutorecoverReport(w io.Writer, r *autorecover.Report, width int) {
+	writeAutorecoverPlan(w, r, width)
 	t := r.Totals
 	fmt.Fprintf(w, "recovered: %d written, %d dropped, %d moved to failed-sqs/, %d left in sqs/", t.Written, t.Dropped, t.Failed, t.Left)
 	if t.OverAttempts > 0 {
@@ -244,22 +253,25 @@ func groupLabel(g autorecover.GroupReport) string {
 }
 
 // groupNote is what became of a group: its probe, its recover, or why it
-// was not tried.
-func groupNote(g autorecover.GroupReport) string {
+// was not tried. unreached is why the database was not reached, said once
+// above the groups, and not again in each.
+func groupNote(g autorecover.GroupReport, unreached string) string {
 	var parts []string
 	if p := g.Probe; p != nil {
-		switch p.Outcome {
-		case autorecover.ProbeWrites:
+		switch {
+		case p.Outcome == autorecover.ProbeWrites:
 			parts = append(parts, fmt.Sprintf("probe: %d of %d would be written", p.Writes, p.Tried))
-		case autorecover.ProbeEnvironment:
+		case p.Outcome == autorecover.ProbeEnvironment && p.Error == unreached:
+			parts = append(parts, "probe: the database is not reached")
+		case p.Outcome == autorecover.ProbeEnvironment:
 			parts = append(parts, "probe: the database still fails ("+p.Error+")")
 		default:
 			parts = append(parts, fmt.Sprintf("probe: none of %d would be written: a person looks", p.Tried))
 		}
 	} else {
-		parts = append(parts, g.Why)
+		parts = append(parts, strings.ReplaceAll(g.Why, " (readiness not checked: "+unreached+")", ""))
 	}
-	if g.WaitUntil != nil {
+	if g.WaitUntil != nil && g.Decision != autorecover.Waits { // a waiting group's why says until when
 		parts = append(parts, "waits until "+g.WaitUntil.UTC().Format(time.RFC3339))
 	}
 	if c := g.Recovered; c != nil {
