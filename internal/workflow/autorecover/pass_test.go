@@ -314,3 +314,28 @@ func TestAFixFirstGroupIsRecoveredOnceItsCollectionExists(t *testing.T) {
 		}
 	}
 }
+
+// failingList is an archive whose listing fails (S3 denying ListBucket).
+type failingList struct{ archive.Store }
+
+func (failingList) List(context.Context, string, bool, func(archive.Entry) error) error {
+	return errors.New("AccessDenied: not allowed to list")
+}
+
+// A pass that cannot read the archive says so and sends no notification:
+// a report of nothing would read as an all-clear.
+func TestAPassThatCannotReadTheArchiveDoesNotNotify(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Now().UTC()
+	root := t.TempDir()
+	store, _ := outageArchive(t, root, t0, 10)
+	var sent notifications
+	r, err := Pass(ctx, Config{Store: failingList{store}, Location: archive.Location{Dir: root, Stack: stack}, Layout: dla.Layout{Stack: stack},
+		DatabaseURL: refusedDB, Offline: true, Notify: sent.notify, Topic: "t", NoAudit: true, Now: func() time.Time { return t0 }})
+	if err == nil || !strings.Contains(err.Error(), "AccessDenied") {
+		t.Fatalf("pass over an unlistable archive: %v", err)
+	}
+	if sent.count() != 0 || r == nil || r.Notification.Sent {
+		t.Errorf("notified %d times; report %+v", sent.count(), r)
+	}
+}

@@ -183,6 +183,11 @@ func (p *pass) notify(ctx context.Context, err error) {
 	case errors.Is(err, ErrNotConfirmed):
 		nr.Why = "not confirmed"
 		return
+	case err != nil && p.rec == nil:
+		// Failed before anything could change (the archive unreadable):
+		// a report of nothing would read as an all-clear.
+		nr.Why = "the pass failed before its record: " + p.c.Explain(err)
+		return
 	case p.c.Notify == nil:
 		nr.Why = "no topic"
 		return
