@@ -224,3 +224,20 @@ func QueryInt(t testing.TB, dbURL, query string) int {
 	}
 	return n
 }
+
+// GoldenFor is the golden file of a test whose output depends on the
+// Cumulus generation under test (v22's error texts and columns differ):
+// path as it is for v21, else with the generation before ".golden"
+// (testdata/x.golden.gz → testdata/x.v22.3.golden.gz).
+func GoldenFor(t testing.TB, path string) string {
+	t.Helper()
+	g := Generation(t)
+	if g == cumulusdb.V21 {
+		return path
+	}
+	i := strings.Index(path, ".golden")
+	if i < 0 {
+		return path + "." + string(g)
+	}
+	return path[:i] + "." + string(g) + path[i:]
+}

@@ -25,7 +25,7 @@ import (
 // which the concurrency-1 run writes with -update.
 func TestRecoverConcurrentMatchesConcurrencyOne(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	const goldenPath = "testdata/recover_concurrency.golden.gz"
+	goldenPath := testsupport.GoldenFor(t, "testdata/recover_concurrency.golden.gz")
 	run := func(env map[string]string, concurrency ...string) string {
 		runStart := time.Now().Add(-time.Second)
 		dbURL := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())

@@ -141,7 +141,7 @@ func TestHostileMessagesMatchGolden(t *testing.T) {
 				object{fmt.Sprintf("%s%02d-%s-again", prefix, i, mu.name), []byte(body)})
 		}
 	}
-	const path = "testdata/hostile_messages.golden.gz"
+	path := testsupport.GoldenFor(t, "testdata/hostile_messages.golden.gz")
 	fx := newRunFixture(t)
 	pool, store, spool := fx.pool, fx.store, fx.spool
 	for _, o := range objects {
