@@ -16,6 +16,10 @@
 //   - with -want, one of those top-level names (a -run pattern's names,
 //     separated by |) did not run in any of the packages tested.
 //
+// With -slowest N, each package's summary is followed by its N slowest
+// top-level tests and their seconds, so a suite's log says where its time
+// went without -v.
+//
 // It exits 1 too when a package failed (go test has said so). Otherwise
 // it prints how many tests ran. scripts/test builds it and pipes
 // every `go test` job through it.
@@ -28,18 +32,20 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 )
 
 func main() {
 	strict := flag.Bool("strict", false, "a package with test files that ran no test fails")
 	want := flag.String("want", "", "top-level tests, separated by |, each of which must run")
+	slowest := flag.Int("slowest", 0, "after each package, name its N slowest top-level tests")
 	flag.Parse()
 	var names []string
 	if *want != "" {
 		names = strings.Split(*want, "|")
 	}
-	os.Exit(report(os.Stdin, os.Stdout, *strict, names))
+	os.Exit(report(os.Stdin, os.Stdout, options{strict: *strict, want: names, slowest: *slowest}))
 }
 
 // event is one line of `go test -json` (cmd/test2json's TestEvent, and the
@@ -50,6 +56,14 @@ type event struct {
 	ImportPath string // build-output, build-fail
 	Test       string
 	Output     string
+	Elapsed    float64 // seconds, on a test's pass, skip or fail
+}
+
+// options are testreport's flags.
+type options struct {
+	strict  bool
+	want    []string
+	slowest int
 }
 
 // pkg is what a package's events have said so far.
@@ -58,9 +72,16 @@ type pkg struct {
 	tests     map[string]*tcase // the tests (and subtests) whose top-level test runs
 	order     []string          // their names, in the order they first spoke
 	ran       map[string]bool   // the top-level tests that started
+	took      []timed           // the top-level tests that ended, with their seconds
 	noTests   bool              // m.Run said "no tests to run"
 	benchmark bool              // a benchmark ran
 	ended     bool
+}
+
+// timed is a top-level test's name and its seconds.
+type timed struct {
+	name    string
+	seconds float64
 }
 
 // tcase is a test's output: its "--- FAIL: name (1.00s)" line, printed
@@ -71,7 +92,8 @@ type tcase struct {
 }
 
 // report renders r's events to w and returns the exit status.
-func report(r io.Reader, w io.Writer, strict bool, want []string) int {
+func report(r io.Reader, w io.Writer, opt options) int {
+	strict, want := opt.strict, opt.want
 	pkgs := map[string]*pkg{}
 	var seen []string // packages, in the order they started
 	get := func(name string) *pkg {
@@ -136,10 +158,12 @@ func report(r io.Reader, w io.Writer, strict bool, want []string) int {
 			}
 		case (e.Action == "pass" || e.Action == "skip" || e.Action == "fail") && e.Test == top && e.Test != "":
 			p.flush(top, e.Action == "fail")
+			p.took = append(p.took, timed{top, e.Elapsed})
 		case (e.Action == "pass" || e.Action == "skip" || e.Action == "fail") && e.Test == "":
 			p.ended = true
 			failed = failed || e.Action == "fail"
 			end(w, p, e.Action == "fail")
+			slowestTests(w, p.took, opt.slowest)
 			if e.Action == "pass" && len(p.ran) == 0 && !p.benchmark {
 				switch {
 				case !p.noTests:
@@ -195,6 +219,23 @@ func end(w io.Writer, p *pkg, failed bool) {
 		}
 	}
 	io.WriteString(w, p.out.String()+summary)
+}
+
+// slowestTests prints the n slowest of took, slowest first, on one line.
+func slowestTests(w io.Writer, took []timed, n int) {
+	if n <= 0 || len(took) == 0 {
+		return
+	}
+	sorted := append([]timed(nil), took...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].seconds > sorted[j].seconds })
+	if len(sorted) > n {
+		sorted = sorted[:n]
+	}
+	parts := make([]string, len(sorted))
+	for i, t := range sorted {
+		parts[i] = fmt.Sprintf("%s %.1f s", t.name, t.seconds)
+	}
+	fmt.Fprintf(w, "test: slowest: %s\n", strings.Join(parts, ", "))
 }
 
 // test is the test named name, a new one the first time.

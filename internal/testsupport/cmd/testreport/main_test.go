@@ -52,8 +52,28 @@ const (
 func run(t *testing.T, stream string, strict bool, want ...string) (int, string) {
 	t.Helper()
 	var out strings.Builder
-	rc := report(strings.NewReader(stream), &out, strict, want)
+	rc := report(strings.NewReader(stream), &out, options{strict: strict, want: want})
 	return rc, out.String()
+}
+
+func TestSlowestNamesAPackagesSlowestTopLevelTestsAfterItsSummary(t *testing.T) {
+	stream := `{"Action":"run","Package":"m/s","Test":"TestQuick"}
+{"Action":"pass","Package":"m/s","Test":"TestQuick","Elapsed":0.2}
+{"Action":"run","Package":"m/s","Test":"TestSlow"}
+{"Action":"run","Package":"m/s","Test":"TestSlow/sub"}
+{"Action":"pass","Package":"m/s","Test":"TestSlow/sub","Elapsed":9}
+{"Action":"pass","Package":"m/s","Test":"TestSlow","Elapsed":9.04}
+{"Action":"run","Package":"m/s","Test":"TestMiddle"}
+{"Action":"pass","Package":"m/s","Test":"TestMiddle","Elapsed":3}
+{"Action":"output","Package":"m/s","Output":"ok  \tm/s\t12.3s\n"}
+{"Action":"pass","Package":"m/s"}
+`
+	var out strings.Builder
+	rc := report(strings.NewReader(stream), &out, options{slowest: 2})
+	want := "ok  \tm/s\t12.3s\ntest: slowest: TestSlow 9.0 s, TestMiddle 3.0 s\ntest: 3 tests ran in 1 package\n"
+	if rc != 0 || out.String() != want {
+		t.Errorf("exit %d, printed\n%s\nwant exit 0 and\n%s", rc, out.String(), want)
+	}
 }
 
 func TestAPassingRunPrintsWhatGoTestPrintsAndHowManyRan(t *testing.T) {
