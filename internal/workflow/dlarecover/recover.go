@@ -14,8 +14,6 @@ package dlarecover
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -138,273 +136,34 @@ func prepare(ctx context.Context, w *recovery.Writer, d *dla.Decoded) *prepared 
 // closed) stops new work; objects in flight finish. The returned error is
 // the first of: emit's, a failed batch delete, the context's, a
 // *StoppedError, the selection's.
+//
+// The run is a pipeline of stages, each a method of scopeRun (scoperun.go):
+//  1. watchLock: a lost archive lock stops the run;
+//  2. work: Concurrency workers write the objects, each object's tail
+//     (its notifications, then its delete or move) beside the next writes;
+//  3. emitInOrder: results are counted and emitted in the selection's order;
+//  4. deleteBehind: written objects are deleted in batches by a goroutine
+//     of its own (not in a dry run, nor with Keep);
+//  5. feed: the selection is read and fed to the workers, each message
+//     prepared ahead by a goroutine of its own;
+//  6. drain: every stage above ends, in that order of dependence;
+//  7. finish: the summary's totals and the run's one error.
 func (r *recoverRun) runScope(ctx context.Context, scope selection.Scope, emit func(Object) error) error {
-	start := time.Now()
 	if r.Concurrency <= 0 {
 		r.Concurrency = 1
 	}
 	if r.Warnf == nil {
 		r.Warnf = func(string, ...any) {}
 	}
-	// Writes and archive actions run on a context that an interrupt does
-	// not cancel: objects in flight finish; nothing new starts.
-	workCtx := context.WithoutCancel(ctx)
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	if r.Lock != nil {
-		go func() {
-			select {
-			case <-r.Lock.Lost():
-				r.stopWith(r.Lock.Err())
-				stop()
-			case <-runCtx.Done():
-			}
-		}()
-	}
-
-	clock := newStageClock()
-	items := make(chan workItem, aheadOf(r.Concurrency))
-	results := make(chan Object, r.Concurrency)
-	finished := func(res Object) {
-		if res.Result == ResultLeft && res.ErrorClass == "Transient" {
-			r.stopWith(errors.New(res.Error))
-			stop()
-		}
-		results <- res
-	}
-	// The tail of an object (publishing its notifications, then deleting
-	// or moving it) runs beside the next objects' writes, tailsInFlight
-	// at most, each until its result is taken; the writes stay
-	// Concurrency at a time.
-	tails := make(chan struct{}, tailsInFlight(r.Concurrency))
-	if bn, ok := r.Writer.Notifier.(recovery.BatchNotifier); ok && r.deferTails() {
-		r.batcher = newNotifyBatcher(workCtx, bn)
-	}
-	var wg, tailWG sync.WaitGroup
-	for range r.Concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				t0 := clock.start()
-				it, ok := <-items
-				if !ok {
-					break
-				}
-				clock.add(stWorkerWaitItem, t0)
-				if it.ahead != nil {
-					t0 = clock.start()
-					<-it.ahead.done
-					clock.add(stWorkerWaitPrepare, t0)
-					it.prep = it.ahead.p
-				}
-				if runCtx.Err() != nil {
-					// Stopped: what was fed ahead is not started.
-					results <- Object{seq: it.seq, skipped: true}
-					continue
-				}
-				t0 = clock.start()
-				res, tail := r.process(workCtx, it)
-				clock.add(stWorkerProcess, t0)
-				if tail == nil {
-					r.acted(workCtx, &res)
-					finished(res)
-					continue
-				}
-				t0 = clock.start()
-				tails <- struct{}{}
-				clock.add(stWorkerWaitTail, t0)
-				tailWG.Add(1)
-				go func() {
-					defer tailWG.Done()
-					t0 := clock.start()
-					tail(&res)
-					clock.add(stTail, t0)
-					r.acted(workCtx, &res)
-					// Its place is given back once its result was taken:
-					// results not taken (stdout stalled) hold the tails,
-					// and the tails the workers.
-					t0 = clock.start()
-					finished(res)
-					clock.add(stTailWaitResult, t0)
-					<-tails
-				}()
-			}
-		}()
-	}
-	// An object is started only while fewer than resultsAhead of those fed
-	// before it wait for their result's turn: one whose tail hangs (an
-	// S3 request that never returns) or a stdout that takes no line
-	// holds the run back, instead of the run going through the whole
-	// selection with none of its lines emitted.
-	window := make(chan struct{}, resultsAhead(r.Concurrency))
-	var outErr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		// Results are counted and emitted in the selection's order, as
-		// they were when each object finished before the next began.
-		early := map[int]Object{}
-		next := 0
-		for res := range results {
-			early[res.seq] = res
-			for {
-				res, ok := early[next]
-				if !ok {
-					break
-				}
-				delete(early, next)
-				next++
-				<-window
-				if res.skipped {
-					continue
-				}
-				// A written object's line says what its delete did, once
-				// that delete returned.
-				t0 := clock.start()
-				r.settle(workCtx, &res)
-				clock.add(stEmitSettle, t0)
-				if !res.reported && r.Acted != nil && !r.DryRun {
-					res.reported = true
-					r.Acted(res)
-				}
-				r.count(res)
-				if r.Progress != nil {
-					r.Progress(r.Sum)
-				}
-				if outErr == nil {
-					t0 = clock.start()
-					outErr = emit(res)
-					clock.add(stEmit, t0)
-					if outErr != nil {
-						stop() // stdout is gone: start nothing new, finish what is in flight
-					}
-				}
-			}
-		}
-	}()
-	if !r.DryRun && !r.Keep {
-		r.deletes, r.deleted = make(chan []*pendingDelete, 1), make(chan struct{})
-		go func() {
-			defer close(r.deleted)
-			for batch := range r.deletes {
-				_ = r.deleteKeys(workCtx, batch)
-			}
-		}()
-	}
-	seq := 0
-	preparing := make(chan struct{}, aheadOf(r.Concurrency))
-	feed := func(sr selection.Result, read bool) error {
-		t0 := clock.start()
-		select {
-		case window <- struct{}{}: // given back when its result is taken
-		case <-runCtx.Done():
-			return runCtx.Err()
-		}
-		clock.add(stFeedWaitWindow, t0)
-		it := workItem{seq: seq, key: sr.Entry.Key, d: sr.Decoded, err: sr.Err, read: read}
-		if it.err == nil && it.d != nil {
-			// Prepared by a goroutine of its own while the workers write
-			// the ones before; the worker waits for it.
-			t0 = clock.start()
-			select {
-			case preparing <- struct{}{}:
-			case <-runCtx.Done():
-				<-window
-				return runCtx.Err()
-			}
-			clock.add(stFeedWaitPrepare, t0)
-			a := &ahead{done: make(chan struct{})}
-			it.ahead = a
-			go func(d *dla.Decoded) {
-				defer func() { <-preparing }()
-				t0 := clock.start()
-				a.p = prepare(workCtx, r.Writer, d)
-				clock.add(stPrepare, t0)
-				close(a.done)
-			}(it.d)
-		}
-		t0 = clock.start()
-		select {
-		case items <- it:
-			clock.add(stFeedWaitWorker, t0)
-			seq++
-			return nil
-		case <-runCtx.Done():
-			if it.ahead != nil {
-				<-it.ahead.done // its reads end before the run does
-			}
-			<-window
-			return runCtx.Err()
-		}
-	}
-	var selErr error
-	if r.Objects != nil {
-		selErr = r.Objects.replay(runCtx, func(key string, d *dla.Decoded, read bool) error {
-			if d != nil {
-				return feed(selection.Result{Entry: archive.Entry{Key: key}, Decoded: d}, true)
-			}
-			one := scope
-			one.Keys, one.KeyStream = []string{key}, nil
-			_, err := selection.Run(runCtx, r.Store, one, 1, func(sr selection.Result) error { return feed(sr, read) })
-			return err
-		})
-	} else {
-		// The keys alone were spooled: whether the plan read an object is
-		// not known here.
-		_, selErr = selection.Run(runCtx, r.Store, scope, min(r.Concurrency*2, 64), func(sr selection.Result) error { return feed(sr, false) })
-	}
-	close(items)
-	wg.Wait()
-	tailWG.Wait()
-	if r.batcher != nil {
-		r.batcher.close()
-	}
-	close(results)
-	<-done
-	if r.deletes != nil {
-		close(r.deletes)
-		<-r.deleted
-	}
-	delErr := r.flushDeletes(workCtx)
-	if r.delFailures > 1 || delErr == nil && r.firstDelErr != nil {
-		// A batch before the last one failed (its error was not returned
-		// where it was deleted): say so, or the run would end as if every
-		// object reported deleted had been.
-		what := writtenObjects(r.undeleted)
-		delErr = fmt.Errorf("%s could not be deleted (they stay in place; a re-run rewrites them harmlessly); the first failure: %w", what, r.firstDelErr)
-	}
-	if u, ok := r.Writer.Notifier.(Unconfirmed); ok && !r.DryRun {
-		r.Sum.SNS.PossibleDuplicates = u.Unconfirmed()
-	}
-	// Processed leaves out the objects left in place, which were reached:
-	// not processed is what was never reached, so the two never overlap.
-	r.Sum.NotProcessed = r.Sum.Selected - r.Sum.Processed - r.Sum.Left
-	r.Sum.Seconds = time.Since(start).Seconds()
-	if err := clock.write(time.Since(start), r.Concurrency); err != nil {
-		r.Warnf("%s: %v", StageTimesEnv, err)
-	}
-	if ctx.Err() != nil {
-		r.Sum.Interrupted = true
-	}
-	if r.stopErr != nil {
-		r.Sum.StoppedBy = r.stopErr.Error()
-	} else if outErr != nil {
-		r.Sum.StoppedBy = "stdout was closed; the objects in flight were finished"
-	}
-	switch {
-	case outErr != nil:
-		return outErr
-	case delErr != nil:
-		return delErr
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case r.stopErr != nil:
-		return &StoppedError{Err: r.stopErr, Left: r.Sum.NotProcessed + r.Sum.Left}
-	case selErr != nil && !errors.Is(selErr, context.Canceled):
-		return selErr
-	}
-	return nil
+	s := newScopeRun(ctx, r, emit)
+	defer s.stop()
+	s.watchLock()
+	s.work()
+	s.emitInOrder()
+	s.deleteBehind()
+	selErr := s.feed(scope)
+	s.drain()
+	return s.finish(ctx, selErr)
 }
 
 func (r *recoverRun) explain(err error) string {
