@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -206,15 +205,4 @@ func selectionOf(s *selectFlags, keys int) map[string]any {
 		sel["keys"] = keys
 	}
 	return sel
-}
-
-// granuleIDs are an object's granule ids, for its item.
-func granuleIDs(ids []string) []string {
-	out := ids[:0:0]
-	for _, g := range ids {
-		if g = strings.TrimSpace(g); g != "" {
-			out = append(out, g)
-		}
-	}
-	return out
 }

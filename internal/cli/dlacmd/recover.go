@@ -405,16 +405,6 @@ func recoverScope(opts *RecoverOptions) (selection.Scope, archive.Location, erro
 	return scope, loc, nil
 }
 
-// planRecovery is the plan pass (dlarecover.PlanSelection), with the
-// CLI's stop on an AWS credentials or permission error and its progress.
-func planRecovery(ctx context.Context, store archive.Store, scope selection.Scope, opts *RecoverOptions, plan *dlarecover.Plan, progress *cmdutil.Progress) error {
-	err := dlarecover.PlanSelection(ctx, store, scope, opts.IncludeUnreadable, plan, stopOnAuth, func(n int) {
-		progress.Update("planning: %d objects", n)
-	})
-	progress.Clear()
-	return err
-}
-
 // recoverTopics are the SNS topic ARNs: the flags, else v21's environment
 // names; all three or none.
 func recoverTopics(opts *RecoverOptions) (snspub.Topics, error) {

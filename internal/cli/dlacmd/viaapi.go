@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path"
 	"strings"
 	"time"
 
@@ -19,7 +18,6 @@ import (
 	"github.com/deadletter/deadletter/internal/selection"
 	"github.com/deadletter/deadletter/internal/snspub"
 	"github.com/deadletter/deadletter/internal/workflow/apirecover"
-	"github.com/deadletter/deadletter/internal/workflow/dlarecover"
 )
 
 // apiToken reads the Cumulus API token: --token-file, else
@@ -47,49 +45,16 @@ func apiToken(f *Factory, tokenFile string) (string, error) {
 // handed to Cumulus's own recovery (POST /deadLetterArchive/
 // recoverCumulusMessages with that folder as its path), which is then
 // watched to its end. What Cumulus leaves in staging is reported, and moved
-// back with --cleanup.
+// back with --cleanup. With --cleanup-staging it is only the way back.
 func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 	f := opts.Factory
-	for name, set := range map[string]bool{"--database-url": opts.DatabaseURL != "", "--db-secret": opts.DBSecret != "",
-		"--keep": opts.Keep, "--offline": opts.Offline, "--leave-unreadable": opts.LeaveUnreadable,
-		"--execution-sns-topic-arn, --granule-sns-topic-arn, --pdr-sns-topic-arn": opts.Topics.Execution != "" || opts.Topics.Granule != "" || opts.Topics.Pdr != ""} {
-		if set {
-			return cmdutil.UsageErrorf("%s does not go with --via-api: Cumulus's recovery uses its own database, AWS reads and topics", name)
-		}
-	}
-	api, err := url.Parse(opts.ViaAPI)
-	if err != nil || (api.Scheme != "https" && api.Scheme != "http") || api.Host == "" {
-		return cmdutil.UsageErrorf("--via-api %q: want the Cumulus API's URL, https://...", opts.ViaAPI)
-	}
-	// The way back (--cleanup-staging) only moves objects in the archive:
-	// it asks nothing of the API, so it needs no token, and the command
-	// printed for it runs from any shell.
-	token := ""
-	if opts.CleanupStaging == "" {
-		if token, err = apiToken(f, opts.TokenFile); err != nil {
-			return err
-		}
-	}
-	var scope selection.Scope
-	var loc archive.Location
-	if opts.CleanupStaging != "" {
-		if loc, err = opts.Select.location(f); err != nil {
-			return err
-		}
-		scope.Layout = dla.Layout{Stack: loc.Stack}
-	} else if scope, loc, err = recoverScope(opts); err != nil {
+	token, err := viaAPICheckFlags(opts)
+	if err != nil {
 		return err
 	}
-	if loc.Bucket == "" {
-		return cmdutil.UsageErrorf("--via-api needs the archive in S3 (--archive s3://BUCKET/STACK): Cumulus reads it there")
-	}
-	staging := ""
-	if opts.CleanupStaging != "" {
-		staging = strings.TrimSuffix(opts.CleanupStaging, "/") + "/"
-		base := scope.Layout.Root() + apirecover.StagingFolder
-		if run, ok := strings.CutPrefix(staging, base); !ok || strings.Count(run, "/") != 1 || run == "/" || strings.HasPrefix(run, ".") {
-			return cmdutil.UsageErrorf("--cleanup-staging %q: want a run's staging folder, %s<run>/", opts.CleanupStaging, base)
-		}
+	scope, loc, err := viaAPIScope(opts)
+	if err != nil {
+		return err
 	}
 	store, err := f.OpenArchive(ctx, loc)
 	if err != nil {
@@ -99,7 +64,93 @@ func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 	// invocation's AWS flags, quoted for the shell (dlaCommand).
 	archiveArg := loc.String()
 	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
-	v := &apirecover.Run{Store: store, Layout: scope.Layout, Bucket: loc.Bucket,
+	v := newAPIRun(opts, store, scope.Layout, loc, token, progress, archiveArg)
+	res := &apirecover.Result{Type: "via_api", API: opts.ViaAPI}
+	target := audit.Target{Archive: loc.String(), API: audit.RedactText(opts.ViaAPI)}
+	if opts.CleanupStaging != "" {
+		return viaAPICleanup(ctx, opts, v, res, target, archiveArg)
+	}
+
+	// The API and the token, before anything is read or staged.
+	if err := v.Client.Check(ctx); err != nil {
+		return fmt.Errorf("%w; nothing was staged", err)
+	}
+	plan, err := v.Plan(ctx, scope, apirecover.PlanOptions{API: opts.ViaAPI, Archive: loc.String(), IncludeUnreadable: opts.IncludeUnreadable,
+		Now: f.Now(), Stop: stopOnAuth, Progress: func(n int) { progress.Update("planning: %d objects", n) }})
+	progress.Clear()
+	if err != nil {
+		return err
+	}
+	defer plan.Close()
+	recordMoves(opts, v, plan.Items)
+	res.LeftOut = plan.LeftOut
+	opts.audit.prepare(store, scope.Layout, target, selectionOf(&opts.Select, len(scope.Keys)),
+		map[string]int{"objects": plan.Objects, "unreadable": plan.Unreadable, "left_out": len(res.LeftOut)})
+	printPlan(f.IO.ErrOut, plan.Plan, opts, snspub.Topics{})
+	if proceed, err := viaAPIProceed(opts, plan, res, archiveArg); !proceed {
+		return err
+	}
+	// The record goes down before the first object moves: a record that
+	// cannot be written refuses the run, nothing staged.
+	if err := opts.audit.begin(ctx, f.callerIdentity(true)); err != nil {
+		return err
+	}
+	err = viaAPIStageAndRun(ctx, opts, v, res, plan, loc, archiveArg)
+	opts.audit.finish(ctx, viaAPICounts(res), err, ctx.Err() != nil)
+	return err
+}
+
+// viaAPICheckFlags refuses what does not go with --via-api and returns the
+// API token (none for the way back, which asks nothing of the API, so
+// that the command printed for it runs from any shell).
+func viaAPICheckFlags(opts *RecoverOptions) (token string, err error) {
+	for name, set := range map[string]bool{"--database-url": opts.DatabaseURL != "", "--db-secret": opts.DBSecret != "",
+		"--keep": opts.Keep, "--offline": opts.Offline, "--leave-unreadable": opts.LeaveUnreadable,
+		"--execution-sns-topic-arn, --granule-sns-topic-arn, --pdr-sns-topic-arn": opts.Topics.Execution != "" || opts.Topics.Granule != "" || opts.Topics.Pdr != ""} {
+		if set {
+			return "", cmdutil.UsageErrorf("%s does not go with --via-api: Cumulus's recovery uses its own database, AWS reads and topics", name)
+		}
+	}
+	api, err := url.Parse(opts.ViaAPI)
+	if err != nil || (api.Scheme != "https" && api.Scheme != "http") || api.Host == "" {
+		return "", cmdutil.UsageErrorf("--via-api %q: want the Cumulus API's URL, https://...", opts.ViaAPI)
+	}
+	if opts.CleanupStaging != "" {
+		return "", nil
+	}
+	return apiToken(opts.Factory, opts.TokenFile)
+}
+
+// viaAPIScope is the selection (only the archive's layout for the way
+// back, whose staging folder it checks) and the archive, which must be in
+// S3: Cumulus reads it there.
+func viaAPIScope(opts *RecoverOptions) (scope selection.Scope, loc archive.Location, err error) {
+	if opts.CleanupStaging != "" {
+		if loc, err = opts.Select.location(opts.Factory); err != nil {
+			return scope, loc, err
+		}
+		scope.Layout = dla.Layout{Stack: loc.Stack}
+	} else if scope, loc, err = recoverScope(opts); err != nil {
+		return scope, loc, err
+	}
+	if loc.Bucket == "" {
+		return scope, loc, cmdutil.UsageErrorf("--via-api needs the archive in S3 (--archive s3://BUCKET/STACK): Cumulus reads it there")
+	}
+	if opts.CleanupStaging != "" {
+		staging := strings.TrimSuffix(opts.CleanupStaging, "/") + "/"
+		base := scope.Layout.Root() + apirecover.StagingFolder
+		if run, ok := strings.CutPrefix(staging, base); !ok || strings.Count(run, "/") != 1 || run == "/" || strings.HasPrefix(run, ".") {
+			return scope, loc, cmdutil.UsageErrorf("--cleanup-staging %q: want a run's staging folder, %s<run>/", opts.CleanupStaging, base)
+		}
+	}
+	return scope, loc, nil
+}
+
+// newAPIRun is the run's apirecover.Run: its client, polling, and what it
+// prints.
+func newAPIRun(opts *RecoverOptions, store archive.Store, layout dla.Layout, loc archive.Location, token string, progress *cmdutil.Progress, archiveArg string) *apirecover.Run {
+	f := opts.Factory
+	v := &apirecover.Run{Store: store, Layout: layout, Bucket: loc.Bucket,
 		Client:  &cumulusapi.Client{BaseURL: opts.ViaAPI, Token: token, Backoff: f.apiPoll(time.Second)},
 		PollMin: f.apiPoll(2 * time.Second), PollMax: f.apiPoll(30 * time.Second),
 		Logf: func(format string, args ...any) {
@@ -116,94 +167,56 @@ func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 			return cleanupStagingCommand(f, archiveArg, opts.ViaAPI, staging)
 		},
 		Progress: progress.Update, Clear: progress.Clear}
-	res := &apirecover.Result{Type: "via_api", API: opts.ViaAPI}
-	target := audit.Target{Archive: loc.String(), API: audit.RedactText(opts.ViaAPI)}
-	// Each move into staging and back out is an item of the record.
-	meta := map[string]audit.Item{} // by key: the granules and execution the plan read
+	recordMoves(opts, v, nil)
+	return v
+}
+
+// recordMoves makes each move into staging and back out an item of the
+// record, with the execution and granules the plan read (items, by key).
+func recordMoves(opts *RecoverOptions, v *apirecover.Run, items map[string]audit.Item) {
 	v.Moved = func(from, to string) {
 		if strings.HasPrefix(from, v.Staging) {
-			it := meta[v.OriginalKey(from)]
+			it := items[v.OriginalKey(from)]
 			it.Key, it.Action, it.MovedTo = from, "moved back", to
 			opts.audit.add(it)
 			return
 		}
-		it := meta[from]
+		it := items[from]
 		it.Key, it.Action, it.MovedTo = from, "staged", to
 		opts.audit.add(it)
 	}
+}
 
-	if opts.CleanupStaging != "" { // only the way back
-		v.Staging = staging
-		res.Staging = v.Staging
-		opts.audit.prepare(store, scope.Layout, target, map[string]any{"cleanup_staging": staging}, nil)
-		opts.audit.planLine(f.IO.ErrOut)
-		if err := opts.audit.begin(ctx, f.callerIdentity(true)); err != nil {
-			return err
-		}
-		defer apirecover.DropManifest(context.WithoutCancel(ctx), store, v.Staging)
-		back, left, err := v.Unstage(ctx)
-		res.MovedBack, res.Left = back, left
-		if err == nil {
-			err = viaAPIFinish(opts, res, archiveArg)
-		}
-		opts.audit.finish(ctx, viaAPICounts(res), err, ctx.Err() != nil)
+// viaAPICleanup is --cleanup-staging: the staging folder's objects moved
+// back where they were, recorded.
+func viaAPICleanup(ctx context.Context, opts *RecoverOptions, v *apirecover.Run, res *apirecover.Result, target audit.Target, archiveArg string) error {
+	f := opts.Factory
+	v.Staging = strings.TrimSuffix(opts.CleanupStaging, "/") + "/"
+	res.Staging = v.Staging
+	opts.audit.prepare(v.Store, v.Layout, target, map[string]any{"cleanup_staging": v.Staging}, nil)
+	opts.audit.planLine(f.IO.ErrOut)
+	if err := opts.audit.begin(ctx, f.callerIdentity(true)); err != nil {
 		return err
 	}
+	defer apirecover.DropManifest(context.WithoutCancel(ctx), v.Store, v.Staging)
+	back, left, err := v.Unstage(ctx)
+	res.MovedBack, res.Left = back, left
+	if err == nil {
+		err = viaAPIFinish(opts, res, archiveArg)
+	}
+	opts.audit.finish(ctx, viaAPICounts(res), err, ctx.Err() != nil)
+	return err
+}
 
-	// The API and the token, before anything is read or staged.
-	if err := v.Client.Check(ctx); err != nil {
-		return fmt.Errorf("%w; nothing was staged", err)
-	}
-
-	plan := &dlarecover.Plan{ByDate: map[string]int{}, ByStatus: map[string]int{}, ByColl: map[string]int{},
-		Database: "the Cumulus API at " + opts.ViaAPI + " (Cumulus's own recovery and database)", Archive: loc.String(), Area: string(scope.Area)}
-	if plan.Spool, err = selection.NewSpool(); err != nil {
-		return err
-	}
-	defer plan.Spool.Close()
-	// Where Cumulus would copy each object that fails: the date of its
-	// time (today without one) and its file name. An object it cannot read
-	// it leaves in place.
-	now := f.Now()
-	plan.ByFailed = map[string][]string{}
-	var unsure []apirecover.LeftOut // left out whatever their destination
-	plan.CumulusFailed = func(key string, d *dla.Decoded) string {
-		switch {
-		case d == nil:
-			unsure = append(unsure, apirecover.LeftOut{Key: key, Reason: apirecover.LeftOutUnreadable})
-			return ""
-		case strings.Contains(key, "%"):
-			unsure = append(unsure, apirecover.LeftOut{Key: key, Reason: apirecover.LeftOutPercent})
-			return ""
-		}
-		it := audit.Item{Execution: d.ExecutionArn, Granules: granuleIDs(d.Granules)}
-		if it.Execution != "" || len(it.Granules) > 0 {
-			meta[key] = it
-		}
-		date, certain := dla.CumulusFailureDate(apirecover.CumulusTime(d), now)
-		if !certain {
-			unsure = append(unsure, apirecover.LeftOut{Key: key, Reason: apirecover.LeftOutTime + " (" + apirecover.CumulusTime(d).Raw + ")"})
-			return ""
-		}
-		return scope.Layout.DatePrefix(dla.AreaFailed, date) + path.Base(key)
-	}
-	if err := planRecovery(ctx, store, scope, opts, plan, progress); err != nil {
-		return err
-	}
-	if res.LeftOut, err = v.Clashes(ctx, plan.ByFailed); err != nil {
-		return err
-	}
-	res.LeftOut = append(unsure, res.LeftOut...)
-	leftOut := make(map[string]bool, len(res.LeftOut))
-	for _, l := range res.LeftOut {
-		leftOut[l.Key] = true
-	}
-	opts.audit.prepare(store, scope.Layout, target, selectionOf(&opts.Select, len(scope.Keys)),
-		map[string]int{"objects": plan.Objects, "unreadable": plan.Unreadable, "left_out": len(res.LeftOut)})
-	printPlan(f.IO.ErrOut, plan, opts, snspub.Topics{})
+// viaAPIProceed says whether the run goes on to stage, after the plan was
+// printed: not when nothing is selected, on a dry run, when everything is
+// left out, or when the operator does not confirm; err is then what the
+// command returns.
+func viaAPIProceed(opts *RecoverOptions, plan *apirecover.Planned, res *apirecover.Result, archiveArg string) (bool, error) {
+	f := opts.Factory
 	if plan.Objects == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "nothing to recover")
-		return nil
+		return false, nil
 	}
 	if len(res.LeftOut) > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "  left out: %s that Cumulus's recovery could overwrite in failed-sqs/ (listed at the end)\n", output.Plural(len(res.LeftOut), "object"))
@@ -213,33 +226,26 @@ func runRecoverViaAPI(ctx context.Context, opts *RecoverOptions) error {
 		fmt.Fprintln(f.IO.ErrOut, "dry run: nothing was staged, Cumulus was not asked")
 		// The result says what the run would leave out (exit 3, as the
 		// run itself).
-		return viaAPIFinish(opts, res, archiveArg)
+		return false, viaAPIFinish(opts, res, archiveArg)
 	}
-	if len(res.LeftOut) == plan.Objects {
+	if plan.ToStage() == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "nothing staged: every object was left out")
-		return viaAPIFinish(opts, res, archiveArg)
+		return false, viaAPIFinish(opts, res, archiveArg)
 	}
 	if !opts.Yes {
 		ok, err := cmdutil.Confirm(f.IO, fmt.Sprintf("Recover %s through the Cumulus API at %s?", output.Plural(plan.Objects, "object"), opts.ViaAPI), "yes")
 		if err != nil || !ok {
 			fmt.Fprintln(f.IO.ErrOut, "nothing staged, nothing changed")
-			return cmp.Or(err, error(cmdutil.ErrNotConfirmed))
+			return false, cmp.Or(err, error(cmdutil.ErrNotConfirmed))
 		}
 	}
-	// The record goes down before the first object moves: a record that
-	// cannot be written refuses the run, nothing staged.
-	if err := opts.audit.begin(ctx, f.callerIdentity(true)); err != nil {
-		return err
-	}
-	err = viaAPIStageAndRun(ctx, opts, v, res, plan, leftOut, loc, archiveArg)
-	opts.audit.finish(ctx, viaAPICounts(res), err, ctx.Err() != nil)
-	return err
+	return true, nil
 }
 
 // viaAPIStageAndRun stages the selection, runs Cumulus's recovery on it
 // and watches it to its end, recording each object's outcome.
-func viaAPIStageAndRun(ctx context.Context, opts *RecoverOptions, v *apirecover.Run, res *apirecover.Result, plan *dlarecover.Plan,
-	leftOut map[string]bool, loc archive.Location, archiveArg string) (err error) {
+func viaAPIStageAndRun(ctx context.Context, opts *RecoverOptions, v *apirecover.Run, res *apirecover.Result, plan *apirecover.Planned,
+	loc archive.Location, archiveArg string) (err error) {
 	f := opts.Factory
 	store := v.Store
 	v.Staging = apirecover.NewStaging(v.Layout, f.Now())
@@ -247,21 +253,13 @@ func viaAPIStageAndRun(ctx context.Context, opts *RecoverOptions, v *apirecover.
 	// Recorded before the first object moves, so that a run killed while
 	// staging leaves a folder every verb warns about (warnStaging).
 	if err := apirecover.WriteManifest(ctx, store, apirecover.Manifest{Type: "recover_staging", Staging: v.Staging, API: opts.ViaAPI,
-		Archive: loc.String(), Created: f.Now().UTC(), Selected: plan.Objects - len(res.LeftOut)}); err != nil {
+		Archive: loc.String(), Created: f.Now().UTC(), Selected: plan.ToStage()}); err != nil {
 		return err
 	}
 	defer apirecover.DropManifest(context.WithoutCancel(ctx), store, v.Staging)
 	fmt.Fprintf(f.IO.ErrOut, "staging into %s; if this run is stopped, move what is there back with: %s\n",
 		output.Escape(v.Staging), v.CleanupCommand(v.Staging))
-	keys := func(yield func(string) error) error {
-		return plan.Spool.Keys(func(k string) error {
-			if leftOut[k] {
-				return nil
-			}
-			return yield(k)
-		})
-	}
-	if res.Staged, err = v.Stage(ctx, keys, plan.Objects-len(res.LeftOut)); err != nil {
+	if res.Staged, err = v.Stage(ctx, plan.StageKeys, plan.ToStage()); err != nil {
 		return err
 	}
 	fmt.Fprintf(f.IO.ErrOut, "staged %s in %s\n", output.Plural(res.Staged, "object"), output.Escape(v.Staging))
@@ -363,16 +361,11 @@ func viaAPILeftOut(opts *RecoverOptions, res *apirecover.Result, archiveArg stri
 
 // viaAPIOutcomeItems records what Cumulus's operation did to each staged
 // object: written and deleted, or failed and moved to failed-sqs/.
-func viaAPIOutcomeItems(opts *RecoverOptions, v *apirecover.Run, res *apirecover.Result, plan *dlarecover.Plan) {
+func viaAPIOutcomeItems(opts *RecoverOptions, v *apirecover.Run, res *apirecover.Result, plan *apirecover.Planned) {
 	if opts.audit == nil || opts.audit.rec == nil {
 		return
 	}
-	failedTo := map[string]string{}
-	for dst, keys := range plan.ByFailed {
-		for _, k := range keys {
-			failedTo[k] = dst
-		}
-	}
+	failedTo := plan.FailedTo()
 	orig := func(k string) string {
 		if strings.HasPrefix(k, v.Staging) {
 			return v.OriginalKey(k)
