@@ -8,9 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/charmbracelet/lipgloss"
 	"github.com/spf13/cobra"
 
 	"github.com/deadletter/deadletter/internal/archive"
@@ -20,7 +18,6 @@ import (
 	"github.com/deadletter/deadletter/internal/cli/output"
 	"github.com/deadletter/deadletter/internal/cumulusdb"
 	"github.com/deadletter/deadletter/internal/dla"
-	"github.com/deadletter/deadletter/internal/recovery"
 	"github.com/deadletter/deadletter/internal/selection"
 	"github.com/deadletter/deadletter/internal/shellword"
 	"github.com/deadletter/deadletter/internal/workflow/dbwrite"
@@ -168,70 +165,121 @@ func (opts *TraceOptions) targets() []trace.Target {
 	return out
 }
 
+// runTrace is dla trace: every message of sqs/ and failed-sqs/ naming the
+// targets, judged by recover's own rolled-back dry run against the
+// database's rows, each record's conclusion with its next command.
 func runTrace(ctx context.Context, opts *TraceOptions) error {
 	f := opts.Factory
-	useAthena, err := opts.Engine.athena()
-	if err != nil {
-		return err
-	}
-	targets := opts.targets()
-	tracer := trace.New(targets)
+	tracer := trace.New(opts.targets())
 	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
-	ul := newUnreadableLog(f, progress, opts.Select.ignoreUnreadable, opts.Verbose)
-	var (
-		scope        selection.Scope
-		loc          archive.Location
-		store        archive.Store
-		plan         athenaPlan
-		athenaStatus athenarun.Status
-		stats        selection.Stats
-	)
-	if useAthena {
-		kinds := map[string]bool{}
-		for _, t := range targets {
-			kinds[t.Kind] = true
-		}
-		if kinds[cumulusdb.TracePDR] || len(kinds) > 1 {
-			return cmdutil.UsageErrorf("--engine athena traces granules or executions, one kind at a time: the Glue table has no PDR name")
-		}
-		if scope, loc, store, plan, err = opts.Engine.openSearch(ctx, f, &opts.Select, progress, &athenaStatus); err != nil || store == nil {
-			return err
-		}
-	} else if scope, loc, store, err = opts.Select.open(ctx, f); err != nil {
+	src, err := opts.openSource(ctx, progress)
+	if err != nil || src.store == nil {
 		return err
 	}
 	// The database first: one whose schema is refused ends the trace
 	// before the archive is read (every object of it, when a PDR is
 	// traced). One that cannot be reached never drops the archive's half:
 	// its messages are listed, none judged, and the exit is 3.
-	dburl := dbURL(f, opts.DatabaseURL)
-	path, err := openDryRunPath(ctx, f, opts.DatabaseURL, opts.DBSecret, opts.Offline, loc)
-	var dbErr error
-	switch dbwrite.StageOf(err) {
-	case dbwrite.StageDatabase:
-		var se *cumulusdb.SchemaError
-		if errors.As(err, &se) || ctx.Err() != nil {
-			return refuseDatabase(err)
-		}
-		dbErr, err = err, nil
-	case dbwrite.StageReads: // no region, no credentials: as recover says
-		return fmt.Errorf("%w (trace's dry run reads Step Functions and S3; --offline runs without them)", err)
-	}
+	path, dbErr, err := opts.openDatabase(ctx, src.loc)
 	if err != nil {
 		return err
 	}
 	if path != nil {
 		defer path.Close()
 	}
+	stats, err := opts.scanArchive(ctx, tracer, &src, progress)
+	if err != nil {
+		return err
+	}
+	if src.athena {
+		fmt.Fprintln(f.IO.ErrOut, athenaSummary(src.plan, src.status))
+	}
+	traces, err := tracer.Judge(ctx, trace.Sources{Store: src.store, Layout: src.scope.Layout, Path: path, Now: f.Now, Explain: cmdutil.ErrorLine})
+	if err != nil {
+		return err
+	}
+	rep := opts.report(ctx, src, path, dbErr, traces, stats)
+	if opts.Output.Value == "json" {
+		err = output.WriteJSON(output.JSONOut(f.IO), rep)
+	} else {
+		err = writeTrace(f, rep)
+	}
+	if err != nil {
+		return err
+	}
+	printTraceSummary(f, rep, len(traces), stats, src.loc)
+	if dbErr != nil {
+		// The archive's half is printed; the database's is missing.
+		return &cmdutil.ExitError{Code: cmdutil.ExitPartial, Err: fmt.Errorf("the database was not checked, so no message was judged: %w", dbErr)}
+	}
+	return finish(nil, stats, opts.Select.ignoreUnreadable)
+}
+
+// traceSource is where a trace reads its messages: the archive, and with
+// --engine athena the Glue table's keys.
+type traceSource struct {
+	scope  selection.Scope
+	loc    archive.Location
+	store  archive.Store // nil: Athena found nothing to read
+	athena bool
+	plan   athenaPlan
+	status athenarun.Status
+}
+
+// openSource opens the archive, and with --engine athena runs the query
+// whose keys the trace reads.
+func (opts *TraceOptions) openSource(ctx context.Context, progress *cmdutil.Progress) (src traceSource, err error) {
+	f := opts.Factory
+	if src.athena, err = opts.Engine.athena(); err != nil {
+		return src, err
+	}
+	if !src.athena {
+		src.scope, src.loc, src.store, err = opts.Select.open(ctx, f)
+		return src, err
+	}
+	kinds := map[string]bool{}
+	for _, t := range opts.targets() {
+		kinds[t.Kind] = true
+	}
+	if kinds[cumulusdb.TracePDR] || len(kinds) > 1 {
+		return src, cmdutil.UsageErrorf("--engine athena traces granules or executions, one kind at a time: the Glue table has no PDR name")
+	}
+	src.scope, src.loc, src.store, src.plan, err = opts.Engine.openSearch(ctx, f, &opts.Select, progress, &src.status)
+	return src, err
+}
+
+// openDatabase opens the read-only dry-run path. A database that cannot
+// be reached is dbErr, not err: the trace goes on without it. A refused
+// schema, or AWS reads without a region or credentials, end it.
+func (opts *TraceOptions) openDatabase(ctx context.Context, loc archive.Location) (path *dbwrite.Path, dbErr, err error) {
+	path, err = openDryRunPath(ctx, opts.Factory, opts.DatabaseURL, opts.DBSecret, opts.Offline, loc)
+	switch dbwrite.StageOf(err) {
+	case dbwrite.StageDatabase:
+		var se *cumulusdb.SchemaError
+		if errors.As(err, &se) || ctx.Err() != nil {
+			return nil, nil, refuseDatabase(err)
+		}
+		return nil, err, nil
+	case dbwrite.StageReads: // no region, no credentials: as recover says
+		return nil, nil, fmt.Errorf("%w (trace's dry run reads Step Functions and S3; --offline runs without them)", err)
+	}
+	return path, nil, err
+}
+
+// scanArchive reads sqs/ and failed-sqs/ for the messages naming the
+// targets, narrowing the selection to them.
+func (opts *TraceOptions) scanArchive(ctx context.Context, tracer *trace.Tracer, src *traceSource, progress *cmdutil.Progress) (stats selection.Stats, err error) {
+	ul := newUnreadableLog(opts.Factory, progress, opts.Select.ignoreUnreadable, opts.Verbose)
+	scope := &src.scope
 	scope.Filter.Granules, scope.Filter.Executions = nil, nil
 	scope.Filter = tracer.Narrow(scope.Filter)
 	for _, area := range []dla.Area{dla.AreaSQS, dla.AreaFailed} {
-		one := scope
+		one := *scope
 		one.Area = area
 		if area == dla.AreaFailed {
 			one.KeyStream = nil // the Glue table covers sqs/ only
 		}
-		st, err := scan(ctx, store, one, opts.Select.concurrency, ul, func(d *dla.Decoded) error {
+		st, err := scan(ctx, src.store, one, opts.Select.concurrency, ul, func(d *dla.Decoded) error {
 			if tracer.Add(d, area) {
 				progress.Update("%s", output.Plural(stats.Matched+1, "message"))
 				stats.Matched++
@@ -240,32 +288,32 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 		})
 		progress.Clear()
 		if err != nil {
-			return err
+			return stats, err
 		}
 		stats.Listed += st.Listed
 		stats.Unreadable += st.Unreadable
 	}
 	ul.done()
-	if useAthena {
-		fmt.Fprintln(f.IO.ErrOut, athenaSummary(plan, athenaStatus))
-	}
+	return stats, nil
+}
 
-	traces, err := tracer.Judge(ctx, trace.Sources{Store: store, Layout: scope.Layout, Path: path, Now: f.Now, Explain: cmdutil.ErrorLine})
-	if err != nil {
-		return err
-	}
+// report is the trace's report: each record with its next command, its
+// history in the audit, and how often recover tried its messages of
+// failed-sqs/.
+func (opts *TraceOptions) report(ctx context.Context, src traceSource, path *dbwrite.Path, dbErr error, traces []trace.Trace, stats selection.Stats) TraceReport {
+	f := opts.Factory
 	// The audit, read once: each record's runs, and how often recover
 	// tried its messages of failed-sqs/.
-	hist := readAuditHistory(ctx, store, scope.Layout)
+	hist := readAuditHistory(ctx, src.store, src.scope.Layout)
 	if hist.Problem != "" {
 		fmt.Fprintf(f.IO.ErrOut, "dla: %s\n", output.OneLine(hist.Problem))
 	}
 	c := triageCommand{f: f, sel: &opts.Select, archive: cmp.Or(opts.Select.archiveFlag.value, f.Getenv("DLA_ARCHIVE"))}
-	rep := TraceReport{Schema: TraceSchema, Archive: loc.String(), Offline: opts.Offline, Unreadable: stats.Unreadable, Records: []TraceRecord{}}
+	rep := TraceReport{Schema: TraceSchema, Archive: src.loc.String(), Offline: opts.Offline, Unreadable: stats.Unreadable, Records: []TraceRecord{}}
 	if path != nil {
 		rep.Database, rep.Cumulus = path.Database.Target, string(path.Database.Generation)
 	} else {
-		rep.Database = databaseTarget(dburl, opts.DBSecret)
+		rep.Database = databaseTarget(dbURL(f, opts.DatabaseURL), opts.DBSecret)
 		why := "not checked: " + output.OneLine(cmdutil.ErrorLine(dbErr))
 		rep.DatabaseError = &why
 	}
@@ -287,29 +335,7 @@ func runTrace(ctx context.Context, opts *TraceOptions) error {
 		}
 		rep.Records = append(rep.Records, tr)
 	}
-	if opts.Output.Value == "json" {
-		err = output.WriteJSON(output.JSONOut(f.IO), rep)
-	} else {
-		err = writeTrace(f, rep)
-	}
-	if err != nil {
-		return err
-	}
-	db := fmt.Sprintf("%s (%s), read only", rep.Database, rep.Cumulus)
-	if rep.DatabaseError != nil {
-		db = rep.Database + " not checked (it could not be asked)"
-	}
-	summary := fmt.Sprintf("%s traced: %s naming %s, %s read from %s; %s",
-		output.Plural(len(traces), "record"), output.Plural(stats.Matched, "message"), output.Agree(len(traces), "it", "them"), output.Plural(stats.Listed, "object"), loc, db)
-	if f.IO.IsStderrTTY() {
-		summary = output.Wrap(output.OneLine(summary), cmp.Or(f.IO.TerminalWidth(), 80), "", "  ")
-	}
-	fmt.Fprintln(f.IO.ErrOut, summary)
-	if dbErr != nil {
-		// The archive's half is printed; the database's is missing.
-		return &cmdutil.ExitError{Code: cmdutil.ExitPartial, Err: fmt.Errorf("the database was not checked, so no message was judged: %w", dbErr)}
-	}
-	return finish(nil, stats, opts.Select.ignoreUnreadable)
+	return rep
 }
 
 // databaseTarget names the database a trace was given, for a report whose
@@ -426,133 +452,6 @@ func urlWithoutPassword(s string) (string, bool, bool) {
 		u.RawQuery, had = q.Encode(), true
 	}
 	return u.String(), had, true
-}
-
-// writeTrace prints each record: its rows, its messages with their
-// verdicts, the conclusion and the command on a line of its own. On a
-// terminal every line but a command is folded to the width and coloured;
-// piped, the same lines unfolded and plain. Archived text is escaped first.
-func writeTrace(f *Factory, rep TraceReport) error {
-	tty := f.IO.IsStdoutTTY()
-	width := 1 << 30
-	if tty {
-		width = cmp.Or(f.IO.TerminalWidth(), 80)
-	}
-	r, color := f.IO.Renderer(), f.IO.ColorEnabled()
-	style := func(s, fg string, bold bool) string {
-		if !color {
-			return s
-		}
-		st := r.NewStyle().Bold(bold)
-		if fg != "" {
-			st = st.Foreground(lipgloss.Color(fg))
-		}
-		return st.Render(s)
-	}
-	var b strings.Builder
-	line := func(indent string, s string) {
-		b.WriteString(output.Wrap(output.OneLine(s), width, indent, indent+"    ") + "\n")
-	}
-	for i, rec := range rep.Records {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		b.WriteString(style(rec.Kind, "", true) + " " + output.OneLine(rec.ID) + "\n")
-		switch {
-		case rep.DatabaseError != nil:
-			line("  ", "database: "+*rep.DatabaseError)
-		case len(rec.Rows) == 0:
-			line("  ", "database: not in the database")
-		}
-		for _, row := range rec.Rows {
-			line("  ", "database: "+rowText(row))
-		}
-		if len(rec.Messages) == 0 {
-			line("  ", "archive: no message names it in sqs/ or failed-sqs/")
-		} else {
-			line("  ", fmt.Sprintf("archive: %s, in recover's order", output.Plural(len(rec.Messages), "message")))
-		}
-		for _, m := range rec.Messages {
-			head := m.Date
-			if m.CreatedAt != nil {
-				head += " (createdAt " + m.CreatedAt.UTC().Format(time.RFC3339) + ")"
-			}
-			head += "  " + cmp.Or(deref(m.Status), "no status") + "  " + m.Area
-			if m.Triage != "" {
-				head += "  " + m.Triage
-			}
-			b.WriteString("    " + style(output.Cut(output.OneLine(head), max(width-4, 20)), "", true) + "\n")
-			line("      ", trimRoot(m.Key))
-			if n := rec.TriedByRecover[m.Key]; n > 0 {
-				line("      ", triedText(n))
-			}
-			if m.ErrorClass != nil {
-				line("      ", "error: "+output.Cut(cmp.Or(*m.ErrorClass, dla.NoErrorText), max(width-13, 20)))
-			}
-			v := m.Verdict.Result
-			if m.Verdict.Why != "" {
-				v += ": " + output.OneLine(m.Verdict.Why)
-			}
-			fg := map[string]string{recovery.Written: "2", recovery.Dropped: "3", recovery.Failed: "1"}[m.Verdict.Result]
-			text := output.Wrap(output.OneLine("writes "+m.Writes+" → "+v), width, "      ", "          ")
-			if fg != "" {
-				text = strings.Replace(text, "→ "+m.Verdict.Result, "→ "+style(m.Verdict.Result, fg, true), 1)
-			}
-			b.WriteString(text + "\n")
-		}
-		for _, w := range rec.Warnings {
-			line("  ", "warning: "+w)
-		}
-		for _, h := range rec.History {
-			line("  ", "history: "+h)
-		}
-		concl := rec.Conclusion.Text
-		if rec.Command != nil {
-			concl += ":"
-		}
-		b.WriteString(output.Wrap(output.OneLine(concl), width, "  "+style("→", "6", true)+" ", "    ") + "\n")
-		if rec.Command != nil {
-			b.WriteString("      " + *rec.Command + "\n")
-			if rec.CommandNote != nil {
-				line("    ", "("+*rec.CommandNote+")")
-			}
-		}
-	}
-	// Every archived text was escaped above (OneLine): stdout itself, so
-	// that the styling is not escaped too.
-	_, err := fmt.Fprint(f.IO.Out, b.String())
-	return err
-}
-
-// rowText is a row in one line.
-func rowText(r cumulusdb.TraceRow) string {
-	at := func(t *time.Time) string {
-		if t == nil {
-			return "-"
-		}
-		return t.UTC().Format(time.RFC3339Nano)
-	}
-	s := fmt.Sprintf("%s %s, collection %s, created_at %s, updated_at %s, timestamp %s", r.Table, r.Status,
-		cmp.Or(deref(r.Collection), "-"), at(r.CreatedAt), at(r.UpdatedAt), at(r.Timestamp))
-	if r.Files != nil {
-		s += ", " + output.Plural(*r.Files, "file")
-	}
-	if r.Granules != nil {
-		s += ", " + output.Plural(*r.Granules, "granule")
-	}
-	if r.Execution != nil {
-		s += ", execution " + *r.Execution
-	}
-	return s
-}
-
-// trimRoot is a key without <stack>/dead-letter-archive/ (as search's
-// table shows it).
-func trimRoot(key string) string {
-	if _, rest, ok := strings.Cut(key, "/dead-letter-archive/"); ok {
-		return rest
-	}
-	return key
 }
 
 // traceMatch matches the audit items of a traced record: those naming it
