@@ -61,6 +61,12 @@ func runAt(t testing.TB, now func() time.Time, env map[string]string, stdin stri
 
 func runWith(t testing.TB, tty bool, now func() time.Time, env map[string]string, stdin string, args ...string) runResult {
 	t.Helper()
+	return runContext(t, context.Background(), tty, now, env, stdin, args...)
+}
+
+// runContext is runWith on ctx: cancelling it is an interrupt (Ctrl-C).
+func runContext(t testing.TB, ctx context.Context, tty bool, now func() time.Time, env map[string]string, stdin string, args ...string) runResult {
+	t.Helper()
 	ios, in, out, errOut := iostreams.Test()
 	in.WriteString(stdin)
 	ios.SetTTY(tty, tty, tty)
@@ -68,7 +74,7 @@ func runWith(t testing.TB, tty bool, now func() time.Time, env map[string]string
 	ios.SetEnv(getenv)
 	f := NewFactory(ios, getenv)
 	f.Now = now
-	code := Run(context.Background(), f, args)
+	code := Run(ctx, f, args)
 	return runResult{code: code, stdout: out.String(), stderr: errOut.String(), stdoutBytes: out.Bytes()}
 }
 

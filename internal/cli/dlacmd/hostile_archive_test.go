@@ -550,7 +550,7 @@ func TestLockLostWithItsSessionStillRefusesASecondRun(t *testing.T) {
 	}
 	time.Sleep(time.Second) // the lock is checked ten times a second: leave room for a loaded machine
 	b := recoverAlongside(t, h.spec, db)
-	a := <-run.done
+	a := run.interrupt()
 	if b.code != 1 || !strings.Contains(b.stderr, "lock") {
 		t.Errorf("run B ran alongside run A (A exit %d, B exit %d) once A's lock session ended:\n%s", a.code, b.code, b.stderr)
 	}

@@ -153,6 +153,16 @@ type lockedRun struct {
 	conn      *pgx.Conn      // the test's own connection to the database
 	done      chan runResult // run A's result
 	pid, port int32          // the lock's backend, and its client port
+	stop      context.CancelFunc
+}
+
+// interrupt stops run A as Ctrl-C does, once the test has seen what it
+// needed (run B refused): the rest of A's archive, thousands of objects
+// at concurrency 1, would only spend the suite's time. It returns A's
+// result.
+func (a *lockedRun) interrupt() runResult {
+	a.stop()
+	return <-a.done
 }
 
 // startLockedRun starts run A on the archive spec into db at concurrency 1
@@ -165,9 +175,11 @@ func startLockedRun(t *testing.T, spec, db, runURL string) *lockedRun {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close(ctx) })
-	a := &lockedRun{conn: conn, done: make(chan runResult, 1)}
+	runCtx, stop := context.WithCancel(ctx)
+	t.Cleanup(stop)
+	a := &lockedRun{conn: conn, done: make(chan runResult, 1), stop: stop}
 	go func() {
-		a.done <- runAt(t, time.Now, noPrompt, "", "recover", "--archive", spec, "--database-url", cmp.Or(runURL, db), "--offline", "--yes", "--concurrency", "1")
+		a.done <- runContext(t, runCtx, false, time.Now, noPrompt, "", "recover", "--archive", spec, "--database-url", cmp.Or(runURL, db), "--offline", "--yes", "--concurrency", "1")
 	}()
 	for i := 0; i < 300 && a.pid == 0; i++ {
 		_ = conn.QueryRow(ctx, `SELECT l.pid, coalesce(a.client_port, 0) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
