@@ -167,7 +167,6 @@ func newAPIRun(opts *RecoverOptions, store archive.Store, layout dla.Layout, loc
 			return cleanupStagingCommand(f, archiveArg, opts.ViaAPI, staging)
 		},
 		Progress: progress.Update, Clear: progress.Clear}
-	recordMoves(opts, v, nil)
 	return v
 }
 
@@ -193,6 +192,7 @@ func viaAPICleanup(ctx context.Context, opts *RecoverOptions, v *apirecover.Run,
 	f := opts.Factory
 	v.Staging = strings.TrimSuffix(opts.CleanupStaging, "/") + "/"
 	res.Staging = v.Staging
+	recordMoves(opts, v, nil) // the way back reads no object: no granules to name
 	opts.audit.prepare(v.Store, v.Layout, target, map[string]any{"cleanup_staging": v.Staging}, nil)
 	opts.audit.planLine(f.IO.ErrOut)
 	if err := opts.audit.begin(ctx, f.callerIdentity(true)); err != nil {

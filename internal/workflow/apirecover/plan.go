@@ -20,7 +20,7 @@ type PlanOptions struct {
 	// Now dates a failure whose object has no time, as Cumulus does
 	// (today).
 	Now time.Time
-	// Stop and Progress are dlarecover.PlanSelection's.
+	// Stop and Progress are dlarecover.PlanSelection's (nil: none).
 	Stop     func(selection.Result) error
 	Progress func(n int)
 }
@@ -73,14 +73,7 @@ func (v *Run) Plan(ctx context.Context, scope selection.Scope, opt PlanOptions) 
 		}
 		return scope.Layout.DatePrefix(dla.AreaFailed, date) + path.Base(key)
 	}
-	stop, progress := opt.Stop, opt.Progress
-	if stop == nil {
-		stop = func(selection.Result) error { return nil }
-	}
-	if progress == nil {
-		progress = func(int) {}
-	}
-	if err := dlarecover.PlanSelection(ctx, v.Store, scope, opt.IncludeUnreadable, p.Plan, stop, progress); err != nil {
+	if err := dlarecover.PlanSelection(ctx, v.Store, scope, opt.IncludeUnreadable, p.Plan, opt.Stop, opt.Progress); err != nil {
 		p.Close()
 		return nil, err
 	}

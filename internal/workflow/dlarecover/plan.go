@@ -74,9 +74,15 @@ func (p *Plan) Add(key string, d *dla.Decoded, err error) error {
 // matches, or a date selection cannot date it, unless includeUnreadable.
 // stop, called with each result first, ends the pass with its error (an
 // AWS credentials error every other object would hit too); progress is
-// told how many objects were planned.
+// told how many objects were planned. Either may be nil.
 func PlanSelection(ctx context.Context, store archive.Store, scope selection.Scope, includeUnreadable bool, plan *Plan,
 	stop func(selection.Result) error, progress func(n int)) error {
+	if stop == nil {
+		stop = func(selection.Result) error { return nil }
+	}
+	if progress == nil {
+		progress = func(int) {}
+	}
 	_, err := selection.Run(ctx, store, scope, 16, func(r selection.Result) error {
 		if err := stop(r); err != nil {
 			return err

@@ -166,14 +166,7 @@ func (s *Session) Plan(ctx context.Context) (*Plan, error) {
 	}
 	s.undo = append(s.undo, func() { plan.ObjectSpool.Close() })
 	s.plan = plan
-	stop, progress := o.StopPlan, o.PlanProgress
-	if stop == nil {
-		stop = func(selection.Result) error { return nil }
-	}
-	if progress == nil {
-		progress = func(int) {}
-	}
-	if err := PlanSelection(ctx, o.Store, o.Scope, o.IncludeUnreadable, plan, stop, progress); err != nil {
+	if err := PlanSelection(ctx, o.Store, o.Scope, o.IncludeUnreadable, plan, o.StopPlan, o.PlanProgress); err != nil {
 		return nil, err
 	}
 	return plan, nil
