@@ -163,3 +163,77 @@ func HeadOne(t testing.TB, cmd *exec.Cmd, during func()) (line, stderr string, s
 	}
 	return line, errOut.String(), cmd.ProcessState
 }
+
+var builds struct {
+	sync.Mutex
+	dir string
+	bin map[string]string
+	err map[string]error
+}
+
+// Binary is the build of the main package importPath (its last element is
+// the binary's name) for the tests of a package that run it: built once
+// per test process, or, when the environment variable env is set, the
+// build it names (scripts/test builds dla and pushdlq once for every job).
+// A TestMain that calls it removes the builds with RemoveBinaries.
+func Binary(t testing.TB, importPath, env string) string {
+	t.Helper()
+	if b := os.Getenv(env); env != "" && b != "" {
+		return b
+	}
+	builds.Lock()
+	defer builds.Unlock()
+	if b, ok := builds.bin[importPath]; ok {
+		return b
+	}
+	if err, ok := builds.err[importPath]; ok {
+		t.Fatal(err)
+	}
+	if builds.bin == nil {
+		builds.bin, builds.err = map[string]string{}, map[string]error{}
+	}
+	var err error
+	if builds.dir == "" {
+		if builds.dir, err = os.MkdirTemp("", "deadletter-test-bin"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(builds.dir, strings.ReplaceAll(importPath, "/", "_"))
+	bin := filepath.Join(dir, filepath.Base(importPath))
+	if out, berr := exec.Command("go", "build", "-o", bin, importPath).CombinedOutput(); berr != nil {
+		builds.err[importPath] = errors.New("go build " + importPath + ": " + berr.Error() + "\n" + string(out))
+		t.Fatal(builds.err[importPath])
+	}
+	builds.bin[importPath] = bin
+	return bin
+}
+
+// RemoveBinaries removes what Binary built (a TestMain's, after m.Run).
+func RemoveBinaries() {
+	builds.Lock()
+	defer builds.Unlock()
+	if builds.dir != "" {
+		os.RemoveAll(builds.dir)
+	}
+	builds.dir, builds.bin, builds.err = "", nil, nil
+}
+
+// KeepGoToolCaches pins the go tool's build and module caches, its
+// GOPATH and its environment file to where they are now, for a TestMain
+// that gives the tests a HOME of their own: a `go build` a test runs
+// would otherwise start from empty caches under the new HOME, compiling
+// every dependency again (minutes on a busy machine) and downloading
+// every module.
+func KeepGoToolCaches() error {
+	for _, v := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOENV"} {
+		if os.Getenv(v) != "" {
+			continue
+		}
+		out, err := exec.Command("go", "env", v).Output()
+		if err != nil {
+			return errors.New("go env " + v + ": " + err.Error())
+		}
+		os.Setenv(v, strings.TrimSpace(string(out)))
+	}
+	return nil
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/deadletter/deadletter/internal/cli/cmdutil"
 	"github.com/deadletter/deadletter/internal/cli/iostreams"
+	"github.com/deadletter/deadletter/internal/testsupport"
 	"github.com/deadletter/deadletter/internal/testsupport/golden"
 )
 
@@ -34,7 +35,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "pinning the sample archive's modification times:", err)
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	testsupport.RemoveBinaries()
+	os.Exit(code)
 }
 
 const sampleArchive = "../../../testdata/archive/demo"

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -56,29 +55,11 @@ func traceRowCount(t *testing.T, dbURL string) int {
 		+ (SELECT count(*) FROM pdrs) + (SELECT count(*) FROM files) + (SELECT count(*) FROM granules_executions)`)
 }
 
-var (
-	traceBinOnce sync.Once
-	traceBinDir  string
-	traceBinErr  error
-)
-
-// traceBin builds dla once, for running printed commands through bash.
+// traceBin is the folder of a build of dla, for running printed commands
+// through bash.
 func traceBin(t *testing.T) string {
 	t.Helper()
-	traceBinOnce.Do(func() {
-		traceBinDir, traceBinErr = os.MkdirTemp("", "dla-trace-bin")
-		if traceBinErr == nil {
-			var out []byte
-			out, traceBinErr = exec.Command("go", "build", "-o", filepath.Join(traceBinDir, "dla"), "github.com/deadletter/deadletter/cmd/dla").CombinedOutput()
-			if traceBinErr != nil {
-				traceBinErr = &exec.Error{Name: string(out), Err: traceBinErr}
-			}
-		}
-	})
-	if traceBinErr != nil {
-		t.Fatal(traceBinErr)
-	}
-	return traceBinDir
+	return filepath.Dir(testsupport.Binary(t, "github.com/deadletter/deadletter/cmd/dla", "DLA_E2E_BIN"))
 }
 
 // bashPrinted runs a printed command as an operator pastes it, through

@@ -22,18 +22,13 @@ import (
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
-// pushdlqBinary builds cmd/pushdlq for a kill test of this package, in
-// the test's temporary folder.
+// pushdlqBinary is cmd/pushdlq, for a kill test of this package.
 func pushdlqBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "pushdlq")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/deadletter/deadletter/cmd/pushdlq").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	return bin
+	return testsupport.Binary(t, "github.com/deadletter/deadletter/cmd/pushdlq", "PUSHDLQ_E2E_BIN")
 }
 
 // runExportAt runs pushdlq in-process against SQS at endpoint.
