@@ -26,7 +26,7 @@ const EnvPGCtl = "DEADLETTER_TEST_PG_CTL"
 // DatabaseURL returns the admin URL of the test PostgreSQL server.
 func DatabaseURL(t testing.TB) string {
 	t.Helper()
-	noteDatabaseTest(t)
+	noteDatabaseTest(t, "server")
 	return need(t, EnvDatabaseURL, "PostgreSQL")
 }
 
@@ -87,7 +87,7 @@ const EnvCumulus = "DEADLETTER_TEST_CUMULUS"
 // Generation is the schema generation of the tests' Cumulus databases.
 func Generation(t testing.TB) cumulusdb.Generation {
 	t.Helper()
-	noteDatabaseTest(t)
+	noteDatabaseTest(t, "generation")
 	v := os.Getenv(EnvCumulus)
 	if v == "" {
 		return cumulusdb.V21
