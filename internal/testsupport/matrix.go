@@ -27,8 +27,9 @@ var noted sync.Map // top-level test name and what it used → struct{}
 var packageDir, packageDirErr = os.Getwd()
 
 // noteDatabaseTest records t (its top-level test) in EnvDatabaseTests's
-// file as using what ("server" or "generation"), once per test binary. A record that cannot be written fails the
-// test: a matrix that silently skipped it would prove nothing.
+// file as using what ("server" or "generation"), once per test binary. A
+// record that cannot be written fails the test: a matrix that silently
+// skipped it would prove nothing.
 func noteDatabaseTest(t testing.TB, what string) {
 	file := os.Getenv(EnvDatabaseTests)
 	if file == "" {
