@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -225,15 +226,19 @@ func RemoveBinaries() {
 // every dependency again (minutes on a busy machine) and downloading
 // every module.
 func KeepGoToolCaches() error {
-	for _, v := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOENV"} {
-		if os.Getenv(v) != "" {
-			continue
+	vars := []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOENV"}
+	out, err := exec.Command("go", append([]string{"env"}, vars...)...).Output() // one value a line
+	if err != nil {
+		return errors.New("go env: " + err.Error())
+	}
+	values := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(values) != len(vars) {
+		return fmt.Errorf("go env printed %d lines for %d variables", len(values), len(vars))
+	}
+	for i, v := range vars {
+		if os.Getenv(v) == "" {
+			os.Setenv(v, values[i])
 		}
-		out, err := exec.Command("go", "env", v).Output()
-		if err != nil {
-			return errors.New("go env " + v + ": " + err.Error())
-		}
-		os.Setenv(v, strings.TrimSpace(string(out)))
 	}
 	return nil
 }
