@@ -71,7 +71,8 @@ func (h *Hold) Receive(ctx context.Context, opt ReceiveOptions, fn func(ord int,
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex // serialises fn and guards the fields below
-		stopped  bool
+		stopped  bool       // no new receive, and what comes in is Extra
+		limited  bool       // no new receive: SQS's in-flight limit refused one
 		firstErr error
 		newCount int
 		// The end of the scan: EmptyReceives receives in a row, across the
@@ -91,7 +92,7 @@ func (h *Hold) Receive(ctx context.Context, opt ReceiveOptions, fn func(ord int,
 		mu.Lock()
 		defer mu.Unlock()
 		for {
-			if stopped || ctx.Err() != nil || empty >= opt.EmptyReceives {
+			if stopped || limited || ctx.Err() != nil || empty >= opt.EmptyReceives {
 				return false
 			}
 			if empty == 0 || inFlight < opt.EmptyReceives-empty {
@@ -125,12 +126,21 @@ func (h *Hold) Receive(ctx context.Context, opt ReceiveOptions, fn func(ord int,
 					mu.Lock()
 					switch {
 					case firstErr != nil || stopped:
+						stopped = true
 					case limit != nil:
-						firstErr = limit // not a failure of the queue: the scan got this far
+						// Not a failure of the queue: the scan got this
+						// far. The receives still in flight were answered
+						// before this refusal, or it would not have come:
+						// their messages are read as usual, not set aside
+						// as Extra (under load the refusal, which has no
+						// messages to carry, can be handled first, and a
+						// scan would then stop having read nothing).
+						firstErr = limit
+						limited = true
 					default:
 						firstErr = fmt.Errorf("receive from %s: %w", h.queueURL, err)
+						stopped = true
 					}
-					stopped = true
 					inFlight--
 					turn.Broadcast()
 					mu.Unlock()
@@ -181,6 +191,9 @@ func (h *Hold) Receive(ctx context.Context, opt ReceiveOptions, fn func(ord int,
 		}()
 	}
 	wg.Wait()
+	if le, ok := firstErr.(*InFlightLimitError); ok {
+		le.Held = h.Len() // with what the receives in flight brought
+	}
 	if firstErr != nil {
 		return firstErr
 	}
