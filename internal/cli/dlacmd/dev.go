@@ -90,6 +90,7 @@ The same --seed always writes the same bytes.`,
 	cmd.Flags().IntVar(&opts.Days, "days", 5, "days the events spread over")
 	cmd.Flags().BoolVar(&noMalformed, "no-malformed", false, "write no malformed objects")
 	cmd.Flags().Float64Var(&opts.Malformed, "malformed", 0.03, "share of malformed objects (truncated, body not JSON, empty)")
+	cmd.Flags().BoolVar(&opts.Outage, "outage", false, "the archive a database outage leaves: DLA records only, 3 in 5 transient (Knex pool timeout), 1 fix-first (missing collection), 1 permanent")
 	cmd.Flags().BoolVar(&opts.NoLargePayloads, "no-large-payloads", false, "leave out the large inline payloads 8% of messages carry (an archive of small objects)")
 	cmd.Flags().IntVar(&opts.MinGranules, "min-granules", 0, "fewest granules per message (with --max-granules)")
 	cmd.Flags().IntVar(&opts.MaxGranules, "max-granules", 0, "most granules per message (default: 0 to 10 by workflow)")

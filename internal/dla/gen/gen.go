@@ -33,6 +33,23 @@ type Options struct {
 	// NoLargePayloads leaves out the large inline payloads that 8% of the
 	// messages otherwise carry (for archives of small objects).
 	NoLargePayloads bool
+	// Outage writes the archive a database outage leaves: every object a
+	// DLA record, none malformed, three in five failed with a Knex pool
+	// timeout (transient), one a missing collection (fix-first), one a
+	// schema error (permanent), in that order by object index (OutageError).
+	Outage bool
+}
+
+// The error texts of an Outage archive.
+const (
+	OutageTransient = "KnexTimeoutError: Knex: Timeout acquiring a connection. The pool is probably full. Are you missing a .transacting(trx) call?"
+	OutageFixFirst  = `RecordDoesNotExist: Record in collections with identifiers {"name":"NOPE","version":"001"} does not exist.`
+	OutagePermanent = "SchemaValidationError: granule.status must be one of running, completed, failed"
+)
+
+// OutageError is the error text of object i of an Outage archive.
+func OutageError(i int) string {
+	return []string{OutageTransient, OutageTransient, OutageTransient, OutageFixFirst, OutagePermanent}[i%5]
 }
 
 // Object is one generated archive object.
@@ -91,6 +108,9 @@ func Generate(opts Options, yield func(Object) error) error {
 	}
 	if opts.Malformed == 0 {
 		opts.Malformed = 0.03
+	}
+	if opts.Outage {
+		opts.Malformed = -1
 	}
 	gen := &g{r: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)), opts: opts}
 	for i := range opts.Count {
@@ -159,6 +179,8 @@ func (g *g) object(i int) Object {
 	kind := "dla-record"
 	roll := g.r.Float64()
 	switch {
+	case g.opts.Outage:
+		inner = g.event(status, execArn, smArn, execName, eventTime, start, stop, msg)
 	case roll < 0.05:
 		kind = "cumulus-message"
 		cumulusStatus := "failed" // as Cumulus maps FAILED, ABORTED and TIMED_OUT
@@ -180,6 +202,9 @@ func (g *g) object(i int) Object {
 	var errText any
 	if !(kind == "sqs-record" && g.chance(0.3)) { // natively redriven records carry no error
 		errText = g.errorText(c, granules, prov.id, execArn)
+	}
+	if g.opts.Outage {
+		errText = OutageError(i)
 	}
 	var record any = inner
 	layers := 0

@@ -115,3 +115,23 @@ func TestReferenceSeedNamesEveryCollectionAndProvider(t *testing.T) {
 		}
 	}
 }
+
+// An outage archive is DLA records only, none malformed, each with the
+// error OutageError gives its index, in sqs/ date folders.
+func TestAnOutageArchiveIsDLARecordsWithTheOutagesErrors(t *testing.T) {
+	objs := all(t, Options{Stack: "demo", Count: 100, Seed: 3, Days: 2, Outage: true})
+	classes := map[string]int{}
+	for i, o := range objs {
+		d, err := dla.Decode(o.Body)
+		if o.Kind != "dla-record" || err != nil || d.Error != OutageError(i) {
+			t.Fatalf("object %d (%s, %s): error %q, %v; want %q", i, o.Kind, o.Key, d.Error, err, OutageError(i))
+		}
+		if !strings.Contains(o.Key, "/dead-letter-archive/sqs/20") {
+			t.Errorf("object %d is not in a date folder: %s", i, o.Key)
+		}
+		classes[dla.ErrorClass(d.Error)]++
+	}
+	if len(classes) != 3 || classes[dla.ErrorClass(OutageTransient)] != 60 {
+		t.Errorf("error classes %v, want 60 transient of 100 in 3 classes", classes)
+	}
+}
