@@ -147,10 +147,14 @@ type pass struct {
 	attempts map[string]int
 	tri      *triage.Triage
 	over     map[GroupKey]int // objects over MaxAttempts, by group
-	path     *dbwrite.Path    // nil: the database could not be opened (dbErr)
-	dbErr    error
-	choices  []Choice
-	rec      *audit.Recorder
+	// keys are the keys triage read of each group, in listing order, less
+	// those over MaxAttempts, at most MaxObjects a group: what recover
+	// then reads, instead of listing and reading the lookback again.
+	keys    map[GroupKey][]string
+	path    *dbwrite.Path // nil: the database could not be opened (dbErr)
+	dbErr   error
+	choices []Choice
+	rec     *audit.Recorder
 }
 
 // ErrLocked wraps the refusal of a pass while another holds the archive.
@@ -258,14 +262,19 @@ func (p *pass) triage(ctx context.Context) error {
 	p.tri = triage.New()
 	p.tri.ProbeSize = p.c.Probe
 	p.over = map[GroupKey]int{}
+	p.keys = map[GroupKey][]string{}
 	_, err := selection.Run(ctx, p.c.Store, p.scope, 16, func(r selection.Result) error {
 		if r.Unreadable() {
 			p.tri.AddUnreadable(r.Entry.Key, p.c.Layout.ParseKey(r.Entry.Key).Date)
 			return nil
 		}
 		p.tri.Add(r.Decoded)
-		if p.overAttempts(r.Decoded.Key) {
-			p.over[GroupKey{Class: dla.ErrorClass(r.Decoded.Error)}]++
+		g := GroupKey{Class: dla.ErrorClass(r.Decoded.Error)}
+		switch ks := p.keys[g]; {
+		case p.overAttempts(r.Decoded.Key):
+			p.over[g]++
+		case len(ks) < p.c.MaxObjects:
+			p.keys[g] = append(ks, r.Decoded.Key)
 		}
 		return nil
 	})

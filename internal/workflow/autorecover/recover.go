@@ -92,7 +92,10 @@ func (p *pass) short() bool {
 
 // recoverGroup is dla recover of the group's selection as triage prints
 // it (its error class, its first and last date), less the objects tried
-// MaxAttempts times, at most limit objects.
+// MaxAttempts times, at most limit objects. It reads the keys triage read
+// of the group (the filter still applies to each), so that a pass reads
+// its lookback once: an object gone since is counted gone elsewhere, one
+// archived since waits for the next pass.
 func (p *pass) recoverGroup(ctx context.Context, c *Choice, limit int) (*Counts, error) {
 	g := c.Group
 	class := g.Class
@@ -102,6 +105,12 @@ func (p *pass) recoverGroup(ctx context.Context, c *Choice, limit int) (*Counts,
 		scope.Skip = p.overAttempts
 	}
 	counts := &Counts{OverAttempts: p.over[c.Key]}
+	if keys, read := p.keys[c.Key]; read {
+		if len(keys) == 0 {
+			return counts, nil // every object of the group is over its tries
+		}
+		scope.Keys = keys
+	}
 	s, err := dlarecover.Open(ctx, dlarecover.Options{Store: p.c.Store, Location: p.c.Location, Scope: scope,
 		DatabaseURL: p.c.DatabaseURL, DBSecret: p.c.DBSecret, AWS: p.c.AWS, Settings: p.c.Settings, Offline: p.c.Offline, Topics: p.c.Topics,
 		Concurrency: p.c.Concurrency, Now: p.c.Now, Explain: p.c.Explain, Warnf: p.c.Warnf,

@@ -1,0 +1,80 @@
+package autorecover
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/dla"
+	"github.com/deadletter/deadletter/internal/dla/gen"
+	"github.com/deadletter/deadletter/internal/testsupport"
+)
+
+// countingStore counts the reads of each object under sqs/.
+type countingStore struct {
+	archive.Store
+	mu    sync.Mutex
+	reads map[string]int
+}
+
+func (s *countingStore) count(key string) {
+	if strings.Contains(key, "/dead-letter-archive/sqs/") {
+		s.mu.Lock()
+		s.reads[key]++
+		s.mu.Unlock()
+	}
+}
+
+func (s *countingStore) Get(ctx context.Context, key string) ([]byte, error) {
+	s.count(key)
+	return s.Store.Get(ctx, key)
+}
+
+func (s *countingStore) GetInto(ctx context.Context, key string, buf []byte) ([]byte, error) {
+	s.count(key)
+	return s.Store.GetInto(ctx, key, buf)
+}
+
+// A recover pass reads its lookback once: recover reads the keys triage
+// read of the group it recovers, so an object of a group it does not
+// recover is read once (by triage), and one it recovers once by triage and
+// once by recover (twice more at most for the probe's sample), never
+// listed and read again.
+func TestARecoverPassReadsItsLookbackOnce(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Now().UTC().Truncate(time.Second)
+	root := t.TempDir()
+	local, byText := outageArchive(t, root, t0, 40)
+	store := &countingStore{Store: local, reads: map[string]int{}}
+	dbURL := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
+	r, err := Pass(ctx, Config{Store: store, Location: archive.Location{Dir: root, Stack: stack}, Layout: dla.Layout{Stack: stack},
+		Mode: ModeRecover, DatabaseURL: dbURL, Offline: true, Concurrency: 4, NoAudit: true, Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := groupOf(t, r, knexText); k.Recovered == nil || k.Recovered.Written+k.Recovered.Dropped != len(byText[knexText]) {
+		t.Fatalf("knex group: %+v", k.Recovered)
+	}
+	probed := 0
+	for _, key := range byText[knexText] {
+		switch n := store.reads[key]; {
+		case n == 3:
+			probed++
+		case n != 2:
+			t.Errorf("%s (recovered) read %d times, want 2 (3 when probed)", key, n)
+		}
+	}
+	if probed > DefaultProbe {
+		t.Errorf("%d recovered objects read 3 times, more than the probe's %d", probed, DefaultProbe)
+	}
+	for _, text := range []string{missingText, permanentText} {
+		for _, key := range byText[text] {
+			if n := store.reads[key]; n != 1 {
+				t.Errorf("%s (not recovered) read %d times, want once", key, n)
+			}
+		}
+	}
+}
