@@ -78,3 +78,32 @@ func TestARecoverPassReadsItsLookbackOnce(t *testing.T) {
 		}
 	}
 }
+
+// An object that another run recovers between the pass's triage and its
+// recover (gone from sqs/ when recover comes to read it) is no failure of
+// the pass: it is not counted, not unreadable and not left, and the rest
+// of the group is written.
+func TestAnObjectGoneBetweenTriageAndRecoverIsNotCountedAFailure(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Now().UTC().Truncate(time.Second)
+	root := t.TempDir()
+	store, byText := outageArchive(t, root, t0, 20)
+	dbURL := testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
+	gone := byText[knexText][len(byText[knexText])-1]
+	r, err := Pass(ctx, Config{Store: store, Location: archive.Location{Dir: root, Stack: stack}, Layout: dla.Layout{Stack: stack},
+		Mode: ModeRecover, DatabaseURL: dbURL, Offline: true, NoAudit: true, Now: func() time.Time { return t0 },
+		Stage: func(stage string) {
+			if stage == "recover" {
+				if err := store.Delete(ctx, gone); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := groupOf(t, r, knexText).Recovered
+	if k == nil || k.Written+k.Dropped != len(byText[knexText])-1 || k.Failed != 0 || k.Left != 0 || k.Selected != len(byText[knexText])-1 {
+		t.Errorf("knex group: %+v, want %d selected and written, nothing failed or left", k, len(byText[knexText])-1)
+	}
+}
