@@ -26,9 +26,9 @@ import (
 )
 
 const (
-	knexText      = "KnexTimeoutError: Knex: Timeout acquiring a connection. The pool is probably full. Are you missing a .transacting(trx) call?"
-	missingText   = `RecordDoesNotExist: Record in collections with identifiers {"name":"NOPE","version":"001"} does not exist.`
-	permanentText = "SchemaValidationError: granule.status must be one of running, completed, failed"
+	knexText      = gen.OutageTransient // the error texts of dla dev gen-archive --outage
+	missingText   = gen.OutageFixFirst
+	permanentText = gen.OutagePermanent
 	refusedDB     = "postgres://postgres@127.0.0.1:1/cumulus?connect_timeout=2"
 	stack         = "s"
 )
