@@ -125,8 +125,6 @@ func (h *Hold) Receive(ctx context.Context, opt ReceiveOptions, fn func(ord int,
 					limit := h.inFlightLimit(err)
 					mu.Lock()
 					switch {
-					case firstErr != nil || stopped:
-						stopped = true
 					case limit != nil:
 						// Not a failure of the queue: the scan got this
 						// far. The receives still in flight were answered
@@ -134,9 +132,14 @@ func (h *Hold) Receive(ctx context.Context, opt ReceiveOptions, fn func(ord int,
 						// their messages are read as usual, not set aside
 						// as Extra (under load the refusal, which has no
 						// messages to carry, can be handled first, and a
-						// scan would then stop having read nothing).
-						firstErr = limit
+						// scan would then stop having read nothing). A
+						// second refusal is the same limit.
+						if firstErr == nil && !stopped {
+							firstErr = limit
+						}
 						limited = true
+					case firstErr != nil || stopped:
+						stopped = true
 					default:
 						firstErr = fmt.Errorf("receive from %s: %w", h.queueURL, err)
 						stopped = true
