@@ -166,14 +166,7 @@ var ErrLocked = errors.New("another autorecover pass holds the archive")
 // wrong with one group is said in the report, and the error returned is
 // the first that stopped the pass.
 func Pass(ctx context.Context, c Config) (*Report, error) {
-	c.defaults()
-	now := c.Now().UTC()
-	p := &pass{c: c, rep: &Report{Schema: ReportSchema, Mode: c.Mode, DryRun: c.DryRun, Archive: c.Location.String(),
-		Engine: "scan", StartedAt: now, Groups: []GroupReport{}}}
-	p.rep.From = now.AddDate(0, 0, -(c.Lookback - 1)).Format("2006-01-02")
-	p.rep.To = now.Format("2006-01-02")
-	p.scope = selection.Scope{Layout: c.Layout, Area: dla.AreaSQS, Filter: dla.Filter{From: p.rep.From, To: p.rep.To}}
-
+	p := newPass(c)
 	release, err := p.lock(ctx)
 	if err != nil {
 		return nil, err
@@ -191,7 +184,7 @@ func Pass(ctx context.Context, c Config) (*Report, error) {
 		{"record", p.begin},                       // the pass's audit record, before anything changes
 		{"recover", p.recover},                    // each group whose probe writes, within the budgets
 	} {
-		c.Stage(step.stage)
+		p.c.Stage(step.stage)
 		if err := step.do(ctx); err != nil {
 			p.close()
 			return p.finish(ctx, err)
@@ -199,6 +192,19 @@ func Pass(ctx context.Context, c Config) (*Report, error) {
 	}
 	p.close()
 	return p.finish(ctx, nil)
+}
+
+// newPass is a pass of c, before its first step: its report's header and
+// the lookback's scope.
+func newPass(c Config) *pass {
+	c.defaults()
+	now := c.Now().UTC()
+	p := &pass{c: c, rep: &Report{Schema: ReportSchema, Mode: c.Mode, DryRun: c.DryRun, Archive: c.Location.String(),
+		Engine: "scan", StartedAt: now, Groups: []GroupReport{}}}
+	p.rep.From = now.AddDate(0, 0, -(c.Lookback - 1)).Format("2006-01-02")
+	p.rep.To = now.Format("2006-01-02")
+	p.scope = selection.Scope{Layout: c.Layout, Area: dla.AreaSQS, Filter: dla.Filter{From: p.rep.From, To: p.rep.To}}
+	return p
 }
 
 // lock takes the pass's lock object: a lease that lapses after the

@@ -2,6 +2,7 @@ package autorecover
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -105,5 +106,47 @@ func TestAnObjectGoneBetweenTriageAndRecoverIsNotCountedAFailure(t *testing.T) {
 	k := groupOf(t, r, knexText).Recovered
 	if k == nil || k.Written+k.Dropped != len(byText[knexText])-1 || k.Failed != 0 || k.Left != 0 || k.Selected != len(byText[knexText])-1 {
 		t.Errorf("knex group: %+v, want %d selected and written, nothing failed or left", k, len(byText[knexText])-1)
+	}
+}
+
+// The keys a pass holds from triage stop at MaxObjects a group (memory
+// stays bounded on a lookback of a million objects), and a group larger
+// than the budget still fills it.
+func TestAPassHoldsAtMostMaxObjectsKeysAGroupAndStillFillsTheBudget(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Now().UTC().Truncate(time.Second)
+	root := t.TempDir()
+	store, byText := outageArchive(t, root, t0, 40)
+	const budget = 10
+	if len(byText[knexText]) <= budget {
+		t.Fatalf("the knex group has %d objects, want more than %d", len(byText[knexText]), budget)
+	}
+	c := Config{Store: store, Location: archive.Location{Dir: root, Stack: stack}, Layout: dla.Layout{Stack: stack},
+		Mode: ModeRecover, MaxObjects: budget, Offline: true, NoAudit: true, Now: func() time.Time { return t0 }}
+	p := newPass(c)
+	if err := p.triage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g := GroupKey{Class: dla.ErrorClass(knexText)}
+	if n := len(p.keys[g]); n != budget {
+		t.Errorf("%d keys held for a group of %d, want %d", n, len(byText[knexText]), budget)
+	}
+	listed := slices.Sorted(slices.Values(byText[knexText]))
+	for i, k := range p.keys[g] {
+		if k != listed[i] {
+			t.Fatalf("key %d held is %s, want %s: listing order", i, k, listed[i])
+		}
+	}
+
+	c.DatabaseURL = testsupport.NewCumulusDatabase(t, gen.ReferenceSeed())
+	r, err := Pass(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := groupOf(t, r, knexText).Recovered; k == nil || k.Selected != budget || k.Written+k.Dropped != budget {
+		t.Errorf("knex group: %+v, want %d selected and written", k, budget)
+	}
+	if r.Totals.Selected != budget {
+		t.Errorf("%d selected in the pass, want the budget %d", r.Totals.Selected, budget)
 	}
 }
