@@ -275,3 +275,95 @@ func Triage(q Query, n Names) (string, error) {
 	return `SELECT error, collectionid, providerid, eventdate, count(*) AS objects, min("$path") AS example` + fromWhere +
 		"\nGROUP BY error, collectionid, providerid, eventdate\nORDER BY eventdate, example", nil
 }
+
+// TriageRow is one row of Triage's query.
+type TriageRow struct {
+	Error, Collection, Provider, Date string // "" where the column is NULL
+	N                                 int
+	Path                              string // the first object's "$path"
+}
+
+// ParseTriageRow reads a row of Triage's query (TriageColumns).
+func ParseTriageRow(row []*string) (TriageRow, error) {
+	if len(row) != len(TriageColumns) || row[4] == nil || row[5] == nil {
+		return TriageRow{}, fmt.Errorf("Athena returned a triage row of %d columns", len(row))
+	}
+	n, err := strconv.Atoi(*row[4])
+	if err != nil || n < 0 {
+		return TriageRow{}, fmt.Errorf("Athena returned %q as a count", *row[4])
+	}
+	return TriageRow{Error: text(row[0]), Collection: text(row[1]), Provider: text(row[2]), Date: text(row[3]), N: n, Path: *row[5]}, nil
+}
+
+func text(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// KeysColumns are the columns of Keys's rows.
+var KeysColumns = []string{"path", "eventdate", "error"}
+
+// MaxErrorsListed is how many bytes of error texts Keys lists in its
+// query at most; past it, Keys selects every object of the dates and the
+// caller sorts the rows by their error (an Athena query is at most
+// 256 kB of text).
+const MaxErrorsListed = 100 << 10
+
+// Keys builds the query whose rows are the key ("$path"), date and error
+// text of each object of the dates whose error is one of errs ("" stands
+// for an object without one), in the order local search reads them. errs
+// nil, or longer than MaxErrorsListed, selects every object of the dates.
+func Keys(q Query, n Names, errs []string) (string, error) {
+	if q.Limit != 0 {
+		return "", fmt.Errorf("--limit does not apply to a query of keys")
+	}
+	fromWhere, err := fromWhere(q, n)
+	if err != nil {
+		return "", err
+	}
+	size := 0
+	for _, e := range errs {
+		size += len(e) + 4
+	}
+	if len(errs) > 0 && size <= MaxErrorsListed {
+		w := &where{}
+		var listed []string
+		for _, e := range errs {
+			if e == "" {
+				w.raw("error IS NULL")
+				continue
+			}
+			listed = append(listed, w.format("%s", e))
+		}
+		if len(listed) > 0 {
+			w.raw("error IN (" + strings.Join(listed, ", ") + ")")
+		}
+		if w.err != nil {
+			return "", w.err
+		}
+		fromWhere += "\n  AND (" + strings.Join(w.terms, " OR ") + ")"
+	}
+	return `SELECT "$path" AS path, eventdate, error` + fromWhere + "\nORDER BY eventdate, \"$path\"", nil
+}
+
+// KeyFromPath reads the object key out of an Athena "$path" value:
+// s3://<bucket>/<key>, the key as stored (a '%', '?' or '#' in it is part
+// of the key, not URL syntax). It must lie in the archive's sqs/ folder
+// (sqsPrefix), the only one the table covers: any other path is an error,
+// never a key to fetch or hand on.
+func KeyFromPath(bucket, sqsPrefix, path string) (string, error) {
+	rest, ok := strings.CutPrefix(path, "s3://")
+	if !ok {
+		return "", fmt.Errorf("Athena returned %q as an object path: not an s3:// path", path)
+	}
+	b, key, _ := strings.Cut(rest, "/")
+	if b != bucket {
+		return "", fmt.Errorf("Athena returned an object in bucket %s (%s), but the archive is in %s: check the Athena table", b, path, bucket)
+	}
+	if !strings.HasPrefix(key, sqsPrefix) || len(key) == len(sqsPrefix) {
+		return "", fmt.Errorf("Athena returned %s, which is not under %s: check the Athena table", path, "s3://"+bucket+"/"+sqsPrefix)
+	}
+	return key, nil
+}

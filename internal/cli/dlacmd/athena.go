@@ -34,13 +34,19 @@ type engineFlags struct {
 }
 
 func (e *engineFlags) register(cmd *cobra.Command) {
+	e.registerEngine(cmd, "where the search runs: local (dla reads every object) or athena (a query over the stack's Glue table)")
+	cmd.Flags().BoolVar(&e.printSQL, "print-sql", false, "with --engine athena, print the query and run nothing")
+}
+
+// registerEngine is register without --print-sql, for a verb that runs
+// more than one query; usage says what --engine chooses.
+func (e *engineFlags) registerEngine(cmd *cobra.Command, usage string) {
 	f := cmd.Flags()
-	f.StringVar(&e.engine, "engine", "local", "where the search runs: local (dla reads every object) or athena (a query over the stack's Glue table)")
+	f.StringVar(&e.engine, "engine", "local", usage)
 	f.StringVar(&e.database, "athena-database", "", "Glue database (default <prefix>_glue_database, <prefix> being the stack with - as _)")
 	f.StringVar(&e.table, "athena-table", "", "Glue table (default <prefix>_dla_glue_table)")
 	f.StringVar(&e.workgroup, "athena-workgroup", "", "Athena workgroup (default <prefix>_athena_workgroup)")
 	f.StringVar(&e.maxScan, "max-scan-bytes", "", "with --engine athena, stop the query once it has scanned this much (bytes, or with KB, MB, GB, TB)")
-	f.BoolVar(&e.printSQL, "print-sql", false, "with --engine athena, print the query and run nothing")
 	_ = cmd.RegisterFlagCompletionFunc("engine", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"local", "athena"}, cobra.ShellCompDirectiveNoFileComp
 	})
@@ -86,15 +92,8 @@ func (e *engineFlags) plan(f *Factory, s *selectFlags, scope selection.Scope, lo
 	if s.includeLegacy {
 		return p, cmdutil.UsageErrorf("--engine athena sees date folders only; legacy objects outside them are not in the Glue table (move them with 'dla migrate-legacy', or search them with --engine local)")
 	}
-	p.names.Database = cmp.Or(e.database, p.names.Database)
-	p.names.Table = cmp.Or(e.table, p.names.Table)
-	p.names.Workgroup = cmp.Or(e.workgroup, p.names.Workgroup)
-	if e.maxScan != "" {
-		n, err := parseBytes(e.maxScan)
-		if err != nil {
-			return p, cmdutil.UsageErrorf("invalid --max-scan-bytes %q: %v", e.maxScan, err)
-		}
-		p.maxScan = n
+	if err := e.settings(&p); err != nil {
+		return p, err
 	}
 	flt := scope.Filter
 	if flt.ErrorClass != nil {
@@ -123,6 +122,23 @@ func (e *engineFlags) plan(f *Factory, s *selectFlags, scope selection.Scope, lo
 	return p, nil
 }
 
+// settings sets the plan's names (the stack's, or the flags') and its
+// scan limit.
+func (e *engineFlags) settings(p *athenaPlan) error {
+	p.names = athenasql.NamesFor(p.loc.Stack)
+	p.names.Database = cmp.Or(e.database, p.names.Database)
+	p.names.Table = cmp.Or(e.table, p.names.Table)
+	p.names.Workgroup = cmp.Or(e.workgroup, p.names.Workgroup)
+	if e.maxScan != "" {
+		n, err := parseBytes(e.maxScan)
+		if err != nil {
+			return cmdutil.UsageErrorf("invalid --max-scan-bytes %q: %v", e.maxScan, err)
+		}
+		p.maxScan = n
+	}
+	return nil
+}
+
 // athenaRunner builds the Athena runner, its progress shown on progress.
 func (f *Factory) athenaRunner(ctx context.Context, plan athenaPlan, progress *cmdutil.Progress) (*athenarun.Runner, error) {
 	client, err := f.OpenAthena(ctx)
@@ -141,26 +157,6 @@ func (f *Factory) athenaRunner(ctx context.Context, plan athenaPlan, progress *c
 func athenaSummary(plan athenaPlan, st athenarun.Status) string {
 	return fmt.Sprintf("Athena query %s in workgroup %s over %s to %s: %s scanned, about $%.4f", st.ID, plan.names.Workgroup,
 		plan.query.From, plan.query.To, output.HumanBytes(st.Scanned), st.Cost())
-}
-
-// keyFromPath reads the object key out of an Athena "$path" value:
-// s3://<bucket>/<key>, the key as stored (a '%', '?' or '#' in it is part
-// of the key, not URL syntax). It must lie in the archive's sqs/ folder,
-// the only one the table covers: any other path is an error, never a key
-// to fetch or hand on.
-func keyFromPath(bucket, sqsPrefix, path string) (string, error) {
-	rest, ok := strings.CutPrefix(path, "s3://")
-	if !ok {
-		return "", fmt.Errorf("Athena returned %q as an object path: not an s3:// path", path)
-	}
-	b, key, _ := strings.Cut(rest, "/")
-	if b != bucket {
-		return "", fmt.Errorf("Athena returned an object in bucket %s (%s), but --archive is in %s: check --athena-table", b, path, bucket)
-	}
-	if !strings.HasPrefix(key, sqsPrefix) || len(key) == len(sqsPrefix) {
-		return "", fmt.Errorf("Athena returned %s, which is not under %s: check --athena-table", path, "s3://"+bucket+"/"+sqsPrefix)
-	}
-	return key, nil
 }
 
 // parseBytes reads 1000, 10GB, 1.5TB, 512MiB.
@@ -205,7 +201,7 @@ func athenaKeys(ctx context.Context, r *athenarun.Runner, sql, bucket, sqsPrefix
 			if len(row) == 0 || row[0] == nil {
 				return fmt.Errorf("Athena returned a row without a path")
 			}
-			key, err := keyFromPath(bucket, sqsPrefix, *row[0])
+			key, err := athenasql.KeyFromPath(bucket, sqsPrefix, *row[0])
 			if err != nil {
 				return err
 			}

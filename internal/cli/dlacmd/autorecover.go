@@ -25,6 +25,7 @@ import (
 type AutorecoverOptions struct {
 	Factory *Factory
 	Archive archiveFlag
+	Engine  engineFlags
 	Mode    string
 	DryRun  bool
 	Yes     bool
@@ -59,19 +60,26 @@ probed again: 15 minutes, then doubling to 4 hours. The backoff, the last
 notification and how often each object was tried come from the audit
 records of earlier passes, so a pass by hand and the Lambda see the same.
 
+--engine athena counts the lookback with one query over the stack's Glue
+table instead of reading every object (a lookback too large to read in
+one pass), and recover then finds the keys of the groups it recovers with
+a second query.
+
 --mode report (the default) triages, probes and notifies and changes
 nothing (it writes its own audit record: the next pass's backoff). Run it
 first, and deploy the Lambda in report mode for a day (docs/autorecover.md).
 --dry-run stops after the probe and records nothing.`,
 		Example: `  dla autorecover --archive s3://my-bucket/my-stack
   dla autorecover --archive s3://my-bucket/my-stack --mode recover --yes --reason INC-1234
-  dla autorecover --archive s3://my-bucket/my-stack --dry-run -o json`,
+  dla autorecover --archive s3://my-bucket/my-stack --dry-run -o json
+  dla autorecover --archive s3://my-bucket/my-stack --engine athena --max-scan-bytes 50GB`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runAutorecover(cmd, args, opts)
 		},
 	}
 	opts.Archive.register(cmd)
+	opts.Engine.registerEngine(cmd, "who counts the lookback: local (dla reads every object) or athena (one query over the stack's Glue table; recover then reads only what it recovers)")
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Mode, "mode", autorecover.ModeReport, "report (triage, probe, notify; change nothing) or recover")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "stop after the probe: no recover, no record, no notification")
@@ -110,6 +118,10 @@ func runAutorecover(cmd *cobra.Command, args []string, opts *AutorecoverOptions)
 	if opts.MaxAttempts < 0 {
 		return cmdutil.UsageErrorf("--max-attempts must not be negative")
 	}
+	useAthena, err := opts.Engine.athena()
+	if err != nil {
+		return err
+	}
 	recovers := opts.Mode == autorecover.ModeRecover && !opts.DryRun
 	if recovers {
 		if err := cmdutil.RequireYes(f.IO, opts.Yes, "dla autorecover --mode recover"); err != nil {
@@ -119,6 +131,16 @@ func runAutorecover(cmd *cobra.Command, args []string, opts *AutorecoverOptions)
 	loc, err := opts.Archive.location(f)
 	if err != nil {
 		return err
+	}
+	var engine *autorecover.Athena
+	plan := athenaPlan{loc: loc}
+	if useAthena {
+		if loc.Bucket == "" {
+			return cmdutil.UsageErrorf("--engine athena needs an archive in S3 (--archive s3://BUCKET/STACK)")
+		}
+		if err := opts.Engine.settings(&plan); err != nil {
+			return err
+		}
 	}
 	store, err := f.OpenArchive(ctx, loc)
 	if err != nil {
@@ -137,11 +159,18 @@ func runAutorecover(cmd *cobra.Command, args []string, opts *AutorecoverOptions)
 	started := cmdutil.AuditStarted(cmd, args, opts.Audit, f.Getenv)
 	started.Actor = audit.WhoAmI(ctx, f.callerIdentity(usesAWS), f.Getenv)
 	progress := cmdutil.NewProgress(f.IO.ErrOut, f.IO.ShowProgress())
+	if useAthena {
+		r, err := f.athenaRunner(ctx, plan, progress)
+		if err != nil {
+			return err
+		}
+		engine = &autorecover.Athena{Runner: r, Names: plan.names}
+	}
 	c := autorecover.Config{Store: store, Location: loc, Layout: layout, Mode: opts.Mode, DryRun: opts.DryRun,
 		Lookback: opts.Lookback, Probe: opts.Probe, MaxObjects: opts.MaxObjects, MaxAttempts: opts.MaxAttempts,
 		Concurrency: opts.Concurrency, DatabaseURL: dburl, DBSecret: opts.DBSecret,
 		AWS:      func() (aws.Config, error) { return awsconfig.Load(ctx, *f.AWS) },
-		Settings: *f.AWS, Offline: opts.Offline, Topics: topics,
+		Settings: *f.AWS, Offline: opts.Offline, Topics: topics, Athena: engine,
 		Started: started, Database: auditDatabase(dburl), NoAudit: opts.Audit.NoAudit,
 		Command: func(g *triage.Group) []string {
 			return triageCommand{f: f, sel: &selectFlags{}, archive: opts.Archive.value}.selecting("recover", g)
@@ -206,8 +235,8 @@ func writeAutorecoverPlan(w io.Writer, r *autorecover.Report, width int) {
 		}
 		fmt.Fprintln(w, output.Fold(output.Fields(text, width-len(first)), width, first, rest))
 	}
-	line(fmt.Sprintf("autorecover (%s mode) of %s, %s..%s: %s in %s, counted by %s", r.Mode, r.Archive,
-		r.From, r.To, output.Plural(r.Objects, "object"), output.Plural(len(r.Groups), "group"), r.Engine), "", "  ")
+	line(fmt.Sprintf("autorecover (%s mode) of %s, %s..%s: %s in %s, %s", r.Mode, r.Archive,
+		r.From, r.To, output.Plural(r.Objects, "object"), output.Plural(len(r.Groups), "group"), r.CountedBy()), "", "  ")
 	if r.Readiness != "" {
 		line("database not reached (readiness not checked, probes wait): "+r.Readiness, "  ", "    ")
 	}

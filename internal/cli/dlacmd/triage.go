@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
@@ -377,24 +376,15 @@ func runTriageAthena(ctx context.Context, opts *TriageOptions) error {
 	loc, layout := plan.loc, dla.Layout{Stack: plan.loc.Stack}
 	t := triage.New()
 	st, err := r.Run(ctx, sql, func(row []*string) error {
-		if len(row) != len(athenasql.TriageColumns) || row[4] == nil || row[5] == nil {
-			return fmt.Errorf("Athena returned a triage row of %d columns", len(row))
-		}
-		n, err := strconv.Atoi(*row[4])
-		if err != nil || n < 0 {
-			return fmt.Errorf("Athena returned %q as a count", *row[4])
-		}
-		key, err := keyFromPath(loc.Bucket, layout.AreaPrefix(dla.AreaSQS), *row[5])
+		tr, err := athenasql.ParseTriageRow(row)
 		if err != nil {
 			return err
 		}
-		str := func(p *string) string {
-			if p == nil {
-				return ""
-			}
-			return *p
+		key, err := athenasql.KeyFromPath(loc.Bucket, layout.AreaPrefix(dla.AreaSQS), tr.Path)
+		if err != nil {
+			return err
 		}
-		t.AddCounted(triage.Counted{Key: key, Date: str(row[3]), Error: str(row[0]), Collection: str(row[1]), Provider: str(row[2]), N: n})
+		t.AddCounted(triage.Counted{Key: key, Date: tr.Date, Error: tr.Error, Collection: tr.Collection, Provider: tr.Provider, N: tr.N})
 		return nil
 	})
 	progress.Clear()

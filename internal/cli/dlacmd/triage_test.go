@@ -480,52 +480,12 @@ func TestTriageOnATerminal(t *testing.T) {
 func TestTriageWithAthenaGroupsInSQLAndClassifiesHere(t *testing.T) {
 	e := newAthenaEnv(t)
 	archiveURL := "s3://" + e.bucket + "/demo"
-	r := run(t, false, nil, "", "search", "--archive", archiveURL, "-o", "ndjson", "--ignore-unreadable")
-	if r.code != 0 {
-		t.Fatalf("search: %d %s", r.code, r.stderr)
-	}
-	type rowKey struct{ err, coll, prov, date string }
-	type agg struct {
-		n       int
-		example string
-		hasErr  bool
-	}
-	rows := map[rowKey]*agg{}
-	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
-		var v struct{ Key, Date string }
-		var raw map[string]any
-		if err := json.Unmarshal([]byte(line), &raw); err != nil {
-			t.Fatal(err)
-		}
-		str := func(k string) string { s, _ := raw[k].(string); return s }
-		v.Key, v.Date = str("key"), str("date")
-		k := rowKey{str("error"), str("collection_id"), str("provider_id"), v.Date}
-		a := rows[k]
-		if a == nil {
-			a = &agg{example: v.Key, hasErr: raw["error"] != nil}
-			rows[k] = a
-		}
-		a.n++
-		if v.Key < a.example {
-			a.example = v.Key
-		}
-	}
+	triageRows := e.triageRows(t, archiveURL)
 	e.plan = func(sql string) fakeathena.Execution {
 		if !strings.Contains(sql, "GROUP BY error, collectionid, providerid, eventdate") {
 			t.Errorf("not the triage query:\n%s", sql)
 		}
-		ex := fakeathena.Execution{States: []string{"SUCCEEDED"}, Scanned: []int64{5 << 20}, Columns: athenasql.TriageColumns}
-		for k, a := range rows {
-			nullable := func(s string) *string {
-				if s == "" {
-					return nil
-				}
-				return aws.String(s)
-			}
-			ex.Rows = append(ex.Rows, []*string{nullable(k.err), nullable(k.coll), nullable(k.prov), aws.String(k.date),
-				aws.String(strconv.Itoa(a.n)), aws.String("s3://" + e.bucket + "/" + a.example)})
-		}
-		return ex
+		return triageRows
 	}
 	args := []string{"triage", "--archive", archiveURL, "--from", "2024-03-01", "--to", "2024-03-05", "-o", "json"}
 	local := run(t, false, nil, "", args...)
@@ -746,4 +706,53 @@ func TestAnEmptyErrorHasOneNameInEveryVerb(t *testing.T) {
 				strings.Contains(out, dla.NoErrorText), strings.Contains(out, "(none)"), strings.Contains(out, "(no error)"))
 		}
 	}
+}
+
+// triageRows are the rows Athena's triage query would return for the
+// archive: its readable objects (as local search prints them) grouped by
+// error, collection, provider and date.
+func (e *athenaEnv) triageRows(t *testing.T, archiveURL string) fakeathena.Execution {
+	t.Helper()
+	r := run(t, false, nil, "", "search", "--archive", archiveURL, "-o", "ndjson", "--ignore-unreadable")
+	if r.code != 0 {
+		t.Fatalf("search: %d %s", r.code, r.stderr)
+	}
+	type rowKey struct{ err, coll, prov, date string }
+	type agg struct {
+		n       int
+		example string
+		hasErr  bool
+	}
+	rows := map[rowKey]*agg{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var v struct{ Key, Date string }
+		var raw map[string]any
+		if err := json.Unmarshal([]byte(line), &raw); err != nil {
+			t.Fatal(err)
+		}
+		str := func(k string) string { s, _ := raw[k].(string); return s }
+		v.Key, v.Date = str("key"), str("date")
+		k := rowKey{str("error"), str("collection_id"), str("provider_id"), v.Date}
+		a := rows[k]
+		if a == nil {
+			a = &agg{example: v.Key, hasErr: raw["error"] != nil}
+			rows[k] = a
+		}
+		a.n++
+		if v.Key < a.example {
+			a.example = v.Key
+		}
+	}
+	ex := fakeathena.Execution{States: []string{"SUCCEEDED"}, Scanned: []int64{5 << 20}, Columns: athenasql.TriageColumns}
+	for k, a := range rows {
+		nullable := func(s string) *string {
+			if s == "" {
+				return nil
+			}
+			return aws.String(s)
+		}
+		ex.Rows = append(ex.Rows, []*string{nullable(k.err), nullable(k.coll), nullable(k.prov), aws.String(k.date),
+			aws.String(strconv.Itoa(a.n)), aws.String("s3://" + e.bucket + "/" + a.example)})
+	}
+	return ex
 }

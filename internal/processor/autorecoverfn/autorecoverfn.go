@@ -5,6 +5,7 @@
 package autorecoverfn
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/deadletter/deadletter/internal/archive"
+	"github.com/deadletter/deadletter/internal/athenarun"
+	"github.com/deadletter/deadletter/internal/athenasql"
 	"github.com/deadletter/deadletter/internal/audit"
 	"github.com/deadletter/deadletter/internal/awsconfig"
 	"github.com/deadletter/deadletter/internal/buildinfo"
@@ -41,6 +44,15 @@ const (
 	EnvMaxAttempts = "AUTORECOVER_MAX_ATTEMPTS"
 	EnvConcurrency = "AUTORECOVER_CONCURRENCY"
 	EnvTopic       = "AUTORECOVER_TOPIC_ARN"
+	// The engine that counts the lookback: local (default; every object
+	// read) or athena (one query over the stack's Glue table), with the
+	// Glue and Athena names (default: Cumulus's, from the stack) and a
+	// scan limit in bytes.
+	EnvEngine          = "AUTORECOVER_ENGINE"
+	EnvAthenaDatabase  = "AUTORECOVER_ATHENA_DATABASE"
+	EnvAthenaTable     = "AUTORECOVER_ATHENA_TABLE"
+	EnvAthenaWorkgroup = "AUTORECOVER_ATHENA_WORKGROUP"
+	EnvMaxScanBytes    = "AUTORECOVER_MAX_SCAN_BYTES"
 )
 
 // Config is the function's environment.
@@ -54,6 +66,10 @@ type Config struct {
 	Concurrency           int
 	Topic                 string
 	Topics                snspub.Topics
+	// Athena, when set, is the engine's names (EnvEngine athena), and
+	// MaxScanBytes its scan limit (0: none).
+	Athena       *athenasql.Names
+	MaxScanBytes int64
 }
 
 // EnvError names the variable that is wrong, and why.
@@ -82,6 +98,27 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		return c, &EnvError{EnvDBSecret, "", "the database is not set: set " + EnvDBSecret + " (the Cumulus database secret) or " + EnvDatabaseURL}
 	case c.DBSecret != "" && c.DatabaseURL != "":
 		return c, &EnvError{EnvDatabaseURL, "(not shown)", "set " + EnvDBSecret + " or " + EnvDatabaseURL + ", not both"}
+	}
+	switch e := getenv(EnvEngine); e {
+	case "", autorecover.EngineLocal:
+	case autorecover.EngineAthena:
+		n := athenasql.NamesFor(loc.Stack)
+		n.Database = cmp.Or(getenv(EnvAthenaDatabase), n.Database)
+		n.Table = cmp.Or(getenv(EnvAthenaTable), n.Table)
+		n.Workgroup = cmp.Or(getenv(EnvAthenaWorkgroup), n.Workgroup)
+		if _, err := athenasql.From(n); err != nil {
+			return c, &EnvError{EnvAthenaTable, n.Database + "." + n.Table, err.Error()}
+		}
+		c.Athena = &n
+		if v := getenv(EnvMaxScanBytes); v != "" {
+			b, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || b < 1 {
+				return c, &EnvError{EnvMaxScanBytes, v, "not a whole number of bytes"}
+			}
+			c.MaxScanBytes = b
+		}
+	default:
+		return c, &EnvError{EnvEngine, e, "want local or athena"}
 	}
 	var te *snspub.TopicError
 	if c.Topics.None() {
@@ -173,6 +210,10 @@ func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (*autorecover.R
 	}
 	if d, ok := ctx.Deadline(); ok {
 		pc.Deadline = d
+	}
+	if n := c.Athena; n != nil {
+		pc.Athena = &autorecover.Athena{Names: *n, Runner: &athenarun.Runner{Client: awsconfig.Athena(h.AWS, h.Settings),
+			Workgroup: n.Workgroup, Database: n.Database, MaxScanBytes: c.MaxScanBytes}}
 	}
 	if c.Topic != "" {
 		pc.Topic = c.Topic

@@ -24,6 +24,7 @@ func TestTheFunctionsEnvironmentIsReportModeByDefaultAndNamesAWrongVariable(t *t
 		{EnvMaxObjects, "lots"}:              `AUTORECOVER_MAX_OBJECTS="lots"`,
 		{EnvDatabaseURL, "postgres://x@y/z"}: "set databaseCredentialSecretArn or DATABASE_URL, not both",
 		{EnvDBSecret, ""}:                    "the database is not set",
+		{EnvEngine, "glue"}:                  `AUTORECOVER_ENGINE="glue": want local or athena`,
 	} {
 		m := map[string]string{}
 		for k, v := range base {
@@ -33,6 +34,17 @@ func TestTheFunctionsEnvironmentIsReportModeByDefaultAndNamesAWrongVariable(t *t
 		if _, err := LoadConfig(env(m)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s=%q: %v, want %q", change[0], change[1], err, want)
 		}
+	}
+	athena := map[string]string{EnvEngine: "athena", EnvAthenaWorkgroup: "primary"}
+	for k, v := range base {
+		athena[k] = v
+	}
+	if c, err := LoadConfig(env(athena)); err != nil || c.Athena == nil || c.Athena.Workgroup != "primary" || c.Athena.Table != "stack_dla_glue_table" {
+		t.Errorf("athena: %+v %v", c.Athena, err)
+	}
+	athena[EnvMaxScanBytes] = "10GB"
+	if _, err := LoadConfig(env(athena)); err == nil || !strings.Contains(err.Error(), "AUTORECOVER_MAX_SCAN_BYTES") {
+		t.Errorf("a scan limit with a unit: %v", err)
 	}
 	base[EnvMaxAttempts] = "0"
 	if c, err := LoadConfig(env(base)); err != nil || c.MaxAttempts != -1 {

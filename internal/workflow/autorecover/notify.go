@@ -84,8 +84,8 @@ func build(r *Report, shown, inJSON int) Notification {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "dla autorecover (%s mode) on %s, %s..%s: %d objects in %d groups, counted by %s\n",
-		r.Mode, r.Archive, r.From, r.To, r.Objects, len(r.Groups), r.Engine)
+	fmt.Fprintf(&b, "dla autorecover (%s mode) on %s, %s..%s: %d objects in %d groups, %s\n",
+		r.Mode, r.Archive, r.From, r.To, r.Objects, len(r.Groups), r.CountedBy())
 	t := r.Totals
 	fmt.Fprintf(&b, "recovered: %d written, %d dropped, %d moved to failed-sqs/, %d left in sqs/\n", t.Written, t.Dropped, t.Failed, t.Left)
 	if r.Stopped != "" {

@@ -13,7 +13,7 @@ import (
 func str(s string) *string { return &s }
 
 func outageReport(until time.Time) *Report {
-	return &Report{Schema: ReportSchema, Mode: ModeRecover, Archive: "s3://b/stack/dead-letter-archive/", Engine: "scan",
+	return &Report{Schema: ReportSchema, Mode: ModeRecover, Archive: "s3://b/stack/dead-letter-archive/", Engine: EngineLocal,
 		From: "2026-11-26", To: "2026-12-02", Objects: 2012,
 		Groups: []GroupReport{
 			{ErrorClass: str("KnexTimeoutError: Knex: Timeout acquiring a connection."), Class: triage.Transient, Count: 1500,

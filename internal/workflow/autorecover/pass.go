@@ -62,8 +62,11 @@ type Config struct {
 	DatabaseURL, DBSecret string
 	AWS                   func() (aws.Config, error)
 	Settings              awsconfig.Settings
-	Offline               bool          // no Step Functions or S3 reads (recover --offline)
-	Topics                snspub.Topics // Cumulus's record topics, published as recover does
+	Offline               bool // no Step Functions or S3 reads (recover --offline)
+	// Athena, when set, counts the lookback with Athena instead of
+	// reading it (the archive must be in S3).
+	Athena *Athena
+	Topics snspub.Topics // Cumulus's record topics, published as recover does
 
 	// Started is the record's common part (tool, version, argv, actor,
 	// reason: the caller's); Database the target as the record names it.
@@ -150,7 +153,10 @@ type pass struct {
 	// keys are the keys triage read of each group, in listing order, less
 	// those over MaxAttempts, at most MaxObjects a group: what recover
 	// then reads, instead of listing and reading the lookback again.
-	keys    map[GroupKey][]string
+	keys map[GroupKey][]string
+	// texts are the error texts Athena's triage counted in each group
+	// (Config.Athena): what the query of keys asks for.
+	texts   map[GroupKey]map[string]bool
 	path    *dbwrite.Path // nil: the database could not be opened (dbErr)
 	dbErr   error
 	choices []Choice
@@ -166,6 +172,9 @@ var ErrLocked = errors.New("another autorecover pass holds the archive")
 // wrong with one group is said in the report, and the error returned is
 // the first that stopped the pass.
 func Pass(ctx context.Context, c Config) (*Report, error) {
+	if c.Athena != nil && c.Location.Bucket == "" {
+		return nil, fmt.Errorf("triage with Athena needs an archive in S3, not %s", c.Location)
+	}
 	p := newPass(c)
 	release, err := p.lock(ctx)
 	if err != nil {
@@ -200,10 +209,13 @@ func newPass(c Config) *pass {
 	c.defaults()
 	now := c.Now().UTC()
 	p := &pass{c: c, rep: &Report{Schema: ReportSchema, Mode: c.Mode, DryRun: c.DryRun, Archive: c.Location.String(),
-		Engine: "scan", StartedAt: now, Groups: []GroupReport{}}}
+		Engine: EngineLocal, StartedAt: now, Groups: []GroupReport{}}}
 	p.rep.From = now.AddDate(0, 0, -(c.Lookback - 1)).Format("2006-01-02")
 	p.rep.To = now.Format("2006-01-02")
 	p.scope = selection.Scope{Layout: c.Layout, Area: dla.AreaSQS, Filter: dla.Filter{From: p.rep.From, To: p.rep.To}}
+	if c.Athena != nil {
+		p.rep.Engine = EngineAthena
+	}
 	return p
 }
 
@@ -263,12 +275,18 @@ func (p *pass) readHistory(ctx context.Context) error {
 
 // triage reads every object of the lookback once and groups them as dla
 // triage does; an object tried MaxAttempts times is counted to its group's
-// OverAttempts.
+// OverAttempts. With Athena, one query counts them instead
+// (triageAthena).
 func (p *pass) triage(ctx context.Context) error {
 	p.tri = triage.New()
 	p.tri.ProbeSize = p.c.Probe
 	p.over = map[GroupKey]int{}
 	p.keys = map[GroupKey][]string{}
+	if p.c.Athena != nil {
+		err := p.triageAthena(ctx)
+		p.rep.Objects = p.tri.Total
+		return err
+	}
 	_, err := selection.Run(ctx, p.c.Store, p.scope, 16, func(r selection.Result) error {
 		if r.Unreadable() {
 			p.tri.AddUnreadable(r.Entry.Key, p.c.Layout.ParseKey(r.Entry.Key).Date)

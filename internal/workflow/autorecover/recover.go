@@ -56,6 +56,11 @@ func (p *pass) recover(ctx context.Context) error {
 	if p.c.Mode != ModeRecover || p.c.DryRun {
 		return nil
 	}
+	if p.c.Athena != nil {
+		if err := p.athenaKeys(ctx); err != nil {
+			return err
+		}
+	}
 	for i := range p.choices {
 		gr := &p.rep.Groups[i]
 		if gr.Probe == nil || gr.Probe.Outcome != ProbeWrites {

@@ -22,12 +22,15 @@ type Report struct {
 	Mode      string    `json:"mode"`
 	DryRun    bool      `json:"dry_run"`
 	Archive   string    `json:"archive"`
-	Engine    string    `json:"engine"` // who counted: "scan" (the objects read) or "athena"
+	Engine    string    `json:"engine"` // who counted: EngineLocal (the objects read) or EngineAthena
 	From      string    `json:"from"`   // the lookback's first and last date folders
 	To        string    `json:"to"`
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at"`
 	Objects   int       `json:"objects"` // in the lookback, as the engine counted
+	// Queries are the Athena queries the pass ran (EngineAthena): the
+	// triage's, and the keys of the groups recovered.
+	Queries []AthenaQuery `json:"athena_queries,omitempty"`
 	// Readiness is why readiness was not checked ("" when it was).
 	Readiness string        `json:"readiness_not_checked,omitempty"`
 	Groups    []GroupReport `json:"groups"`
@@ -40,6 +43,14 @@ type Report struct {
 	Audit string `json:"audit,omitempty"`
 	// Notification is what became of the pass's notification.
 	Notification NotificationReport `json:"notification"`
+}
+
+// CountedBy says how the pass counted its lookback, for a line of text.
+func (r *Report) CountedBy() string {
+	if r.Engine == EngineAthena {
+		return "counted by Athena"
+	}
+	return "each object read"
 }
 
 // GroupReport is one group of the triage and what the pass did with it.
