@@ -76,6 +76,7 @@ type pkg struct {
 	noTests   bool              // m.Run said "no tests to run"
 	benchmark bool              // a benchmark ran
 	ended     bool
+	summary   bool // go test printed the package's "ok" or "FAIL" line
 }
 
 // timed is a top-level test's name and its seconds.
@@ -141,6 +142,9 @@ func report(r io.Reader, w io.Writer, opt options) int {
 			if e.Output != "PASS\n" { // go test without -json prints only "ok"
 				p.out.WriteString(e.Output)
 			}
+			if strings.HasPrefix(e.Output, "ok  \t") || strings.HasPrefix(e.Output, "FAIL\t") {
+				p.summary = true
+			}
 		case e.Action == "output":
 			if framing(e.Output) {
 				continue
@@ -162,6 +166,12 @@ func report(r io.Reader, w io.Writer, opt options) int {
 		case (e.Action == "pass" || e.Action == "skip" || e.Action == "fail") && e.Test == "":
 			p.ended = true
 			failed = failed || e.Action == "fail"
+			if !p.summary && e.Action != "skip" {
+				// A test binary run under test2json (scripts/test runs a
+				// package's built binary for each of its passes): the
+				// summary line is go test's, so it is written here.
+				fmt.Fprintf(&p.out, "%s\t%s\t%.3fs\n", map[bool]string{true: "FAIL", false: "ok  "}[e.Action == "fail"], e.Package, e.Elapsed)
+			}
 			end(w, p, e.Action == "fail")
 			slowestTests(w, p.took, opt.slowest)
 			if e.Action == "pass" && len(p.ran) == 0 && !p.benchmark {

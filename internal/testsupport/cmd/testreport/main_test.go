@@ -124,3 +124,29 @@ func TestAPackageThatNeverEndedFails(t *testing.T) {
 		t.Errorf("exit %d, printed\n%s", rc, out)
 	}
 }
+
+// A test binary run under test2json (scripts/test's passes of a built
+// binary) prints no summary line: testreport writes go test's, so a log
+// reads the same, and a failure names its package.
+func TestABinaryRunUnderTest2jsonGetsGoTestsSummaryLine(t *testing.T) {
+	passed := `{"Action":"start","Package":"m/d"}
+{"Action":"run","Package":"m/d","Test":"TestX"}
+{"Action":"output","Package":"m/d","Test":"TestX","Output":"--- PASS: TestX (0.00s)\n"}
+{"Action":"pass","Package":"m/d","Test":"TestX"}
+{"Action":"output","Package":"m/d","Output":"PASS\n"}
+{"Action":"pass","Package":"m/d","Elapsed":1.5}
+`
+	if rc, out := run(t, passed, true, "TestX"); rc != 0 || out != "ok  \tm/d\t1.500s\ntest: 1 test ran in 1 package\n" {
+		t.Errorf("exit %d, printed\n%s", rc, out)
+	}
+	failed := `{"Action":"start","Package":"m/a"}
+{"Action":"run","Package":"m/a","Test":"TestBad"}
+{"Action":"output","Package":"m/a","Test":"TestBad","Output":"--- FAIL: TestBad (0.00s)\n"}
+{"Action":"fail","Package":"m/a","Test":"TestBad"}
+{"Action":"output","Package":"m/a","Output":"FAIL\n"}
+{"Action":"fail","Package":"m/a","Elapsed":0.25}
+`
+	if rc, out := run(t, failed, true); rc != 1 || out != "--- FAIL: TestBad (0.00s)\nFAIL\nFAIL\tm/a\t0.250s\n" {
+		t.Errorf("exit %d, printed\n%q", rc, out)
+	}
+}
