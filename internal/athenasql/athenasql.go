@@ -314,7 +314,8 @@ const MaxErrorsListed = 100 << 10
 // Keys builds the query whose rows are the key ("$path"), date and error
 // text of each object of the dates whose error is one of errs ("" stands
 // for an object without one), in the order local search reads them. errs
-// nil, or longer than MaxErrorsListed, selects every object of the dates.
+// nil, longer than MaxErrorsListed, or holding a text that cannot be a
+// literal, selects every object of the dates.
 func Keys(q Query, n Names, errs []string) (string, error) {
 	if q.Limit != 0 {
 		return "", fmt.Errorf("--limit does not apply to a query of keys")
@@ -340,10 +341,11 @@ func Keys(q Query, n Names, errs []string) (string, error) {
 		if len(listed) > 0 {
 			w.raw("error IN (" + strings.Join(listed, ", ") + ")")
 		}
-		if w.err != nil {
-			return "", w.err
+		// A text that cannot be a literal (a NUL byte, invalid UTF-8)
+		// cannot be listed: every object of the dates, as past the limit.
+		if w.err == nil {
+			fromWhere += "\n  AND (" + strings.Join(w.terms, " OR ") + ")"
 		}
-		fromWhere += "\n  AND (" + strings.Join(w.terms, " OR ") + ")"
 	}
 	return `SELECT "$path" AS path, eventdate, error` + fromWhere + "\nORDER BY eventdate, \"$path\"", nil
 }

@@ -88,10 +88,13 @@ var errEnough = errors.New("enough keys")
 // recover (those whose probe writes): the objects of their dates whose
 // error text is one triage counted in them, in listing order, less those
 // tried MaxAttempts times, at most MaxObjects a group. It stops reading
-// rows once every group has its MaxObjects keys, so an object over its
-// tries is counted among the rows read.
+// rows once the keys found give recover all it will take (the groups
+// before, in recover's order, complete, and the budget filled), so an
+// object over its tries is counted among the rows read.
 func (p *pass) athenaKeys(ctx context.Context) error {
 	want := map[GroupKey]bool{}
+	need := map[GroupKey]int{} // the keys that make a group full
+	var order []GroupKey       // recover's order
 	var texts []string
 	from, to := "", ""
 	for i := range p.choices {
@@ -100,6 +103,8 @@ func (p *pass) athenaKeys(ctx context.Context) error {
 			continue
 		}
 		want[c.Key] = true
+		need[c.Key] = min(p.c.MaxObjects, c.Group.Count)
+		order = append(order, c.Key)
 		for t := range p.texts[c.Key] {
 			texts = append(texts, t)
 		}
@@ -117,7 +122,23 @@ func (p *pass) athenaKeys(ctx context.Context) error {
 		return err
 	}
 	prefix := p.c.Layout.AreaPrefix(dla.AreaSQS)
-	full := 0
+	// enough: the keys found already give recover all it will take. In
+	// recover's order, each group is full (MaxObjects keys, or every
+	// object triage counted in it met), until one whose keys fill what
+	// is left of the pass's budget.
+	enough := func() bool {
+		left := p.c.MaxObjects
+		for _, g := range order {
+			if len(p.keys[g]) >= left {
+				return true
+			}
+			if len(p.keys[g])+p.over[g] < need[g] {
+				return false
+			}
+			left -= len(p.keys[g])
+		}
+		return true
+	}
 	for g := range want {
 		p.keys[g] = []string{}
 	}
@@ -142,11 +163,9 @@ func (p *pass) athenaKeys(ctx context.Context) error {
 			p.over[g]++
 		case len(ks) < p.c.MaxObjects:
 			p.keys[g] = append(ks, key)
-			if len(ks)+1 == p.c.MaxObjects {
-				if full++; full == len(want) {
-					return errEnough
-				}
-			}
+		}
+		if enough() {
+			return errEnough
 		}
 		return nil
 	})

@@ -283,9 +283,11 @@ func (p *pass) triage(ctx context.Context) error {
 	p.over = map[GroupKey]int{}
 	p.keys = map[GroupKey][]string{}
 	if p.c.Athena != nil {
-		err := p.triageAthena(ctx)
+		if err := p.triageAthena(ctx); err != nil {
+			return err // the rows read so far are no count of the lookback
+		}
 		p.rep.Objects = p.tri.Total
-		return err
+		return nil
 	}
 	_, err := selection.Run(ctx, p.c.Store, p.scope, 16, func(r selection.Result) error {
 		if r.Unreadable() {
