@@ -3,7 +3,6 @@ package autorecover
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,12 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/athena"
-
 	"github.com/deadletter/deadletter/internal/archive"
-	"github.com/deadletter/deadletter/internal/athenarun"
-	"github.com/deadletter/deadletter/internal/athenasql"
 	"github.com/deadletter/deadletter/internal/audit"
 	"github.com/deadletter/deadletter/internal/dla"
 	"github.com/deadletter/deadletter/internal/dla/gen"
@@ -41,56 +35,17 @@ type faultEnv struct {
 func faultArchive(t *testing.T, now time.Time, count int, textOf func(i int) string) *faultEnv {
 	t.Helper()
 	root := t.TempDir()
-	local, err := archive.NewLocal(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &faultEnv{byText: map[string][]string{}, table: &glueTable{}}
-	i := 0
-	err = gen.Generate(gen.Options{Stack: stack, Count: count, Seed: 41, Start: now.Add(-36 * time.Hour), Days: 1, MinGranules: 1, MaxGranules: 2, Malformed: -1},
-		func(o gen.Object) error {
-			if o.Kind != "dla-record" {
-				return nil
-			}
-			var obj map[string]any
-			if err := json.Unmarshal(o.Body, &obj); err != nil {
-				return err
-			}
-			text := textOf(i)
-			i++
-			obj["error"] = text
-			body, _ := json.Marshal(obj)
-			b.byText[text] = append(b.byText[text], o.Key)
-			return local.Put(context.Background(), o.Key, body)
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
+	local, byText := writeArchive(t, root, now, count, textOf, false)
+	b := &faultEnv{byText: byText}
 	c := testsupport.S3Client(t)
 	b.bucket = testsupport.NewBucket(t, c)
 	testsupport.UploadTree(t, c, b.bucket, root, "")
 	b.keys = sqsKeys(t, root)
-	for _, key := range b.keys {
-		body, _ := local.Get(context.Background(), key)
-		d, err := dla.Decode(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.table.rows = append(b.table.rows, glueRow{path: "s3://" + b.bucket + "/" + key, date: strings.Split(key, "/")[3],
-			err: d.Error, collection: d.CollectionID, provider: d.ProviderID})
-	}
+	b.table = glueTableOf(t, local, root, b.bucket)
 	b.s3 = archive.NewS3(c, b.bucket)
 	b.store = b.s3
 	b.loc = archive.Location{Bucket: b.bucket, Stack: stack}
 	return b
-}
-
-func engineAt(url string) *Athena {
-	client := athena.New(athena.Options{Region: "us-east-1", BaseEndpoint: aws.String(url), Credentials: aws.AnonymousCredentials{},
-		RetryMaxAttempts: 2})
-	names := athenasql.NamesFor(stack)
-	return &Athena{Names: names, Runner: &athenarun.Runner{Client: client, Workgroup: names.Workgroup, Database: names.Database,
-		PollMin: time.Millisecond, PollMax: 5 * time.Millisecond}}
 }
 
 func (b *faultEnv) config(t *testing.T, now time.Time, e *Athena) Config {

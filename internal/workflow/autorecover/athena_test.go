@@ -86,25 +86,9 @@ func athenaOutage(t *testing.T, now time.Time, count int) (store archive.Store, 
 	c := testsupport.S3Client(t)
 	bucket := testsupport.NewBucket(t, c)
 	testsupport.UploadTree(t, c, bucket, root, "")
-	table := &glueTable{}
-	for _, key := range sqsKeys(t, root) {
-		body, err := local.Get(context.Background(), key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := dla.Decode(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		table.rows = append(table.rows, glueRow{path: "s3://" + bucket + "/" + key, date: strings.Split(key, "/")[3],
-			err: d.Error, collection: d.CollectionID, provider: d.ProviderID})
-	}
-	fake = fakeathena.New(t, table.plan(t))
+	fake = fakeathena.New(t, glueTableOf(t, local, root, bucket).plan(t))
 	fake.PageSize = 7 // several pages
-	client := athena.New(athena.Options{Region: "us-east-1", BaseEndpoint: aws.String(fake.URL), Credentials: aws.AnonymousCredentials{}})
-	names := athenasql.NamesFor(stack)
-	engine = &Athena{Names: names, Runner: &athenarun.Runner{Client: client, Workgroup: names.Workgroup, Database: names.Database,
-		PollMin: time.Millisecond, PollMax: 5 * time.Millisecond}}
+	engine = engineAt(fake.URL)
 	return archive.NewS3(c, bucket), archive.Location{Bucket: bucket, Stack: stack}, byText, engine, fake
 }
 
@@ -207,4 +191,33 @@ func TestAPassWithAthenaRefusesALocalArchive(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "needs an archive in S3") {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// glueTableOf is the Glue table of the local archive under root, as
+// uploaded to bucket: each sqs/ object decoded into its columns.
+func glueTableOf(t *testing.T, local archive.Store, root, bucket string) *glueTable {
+	t.Helper()
+	table := &glueTable{}
+	for _, key := range sqsKeys(t, root) {
+		body, err := local.Get(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := dla.Decode(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		table.rows = append(table.rows, glueRow{path: "s3://" + bucket + "/" + key, date: strings.Split(key, "/")[3],
+			err: d.Error, collection: d.CollectionID, provider: d.ProviderID})
+	}
+	return table
+}
+
+// engineAt is a pass's Athena engine on the fake endpoint at url.
+func engineAt(url string) *Athena {
+	client := athena.New(athena.Options{Region: "us-east-1", BaseEndpoint: aws.String(url), Credentials: aws.AnonymousCredentials{},
+		RetryMaxAttempts: 2})
+	names := athenasql.NamesFor(stack)
+	return &Athena{Names: names, Runner: &athenarun.Runner{Client: client, Workgroup: names.Workgroup, Database: names.Database,
+		PollMin: time.Millisecond, PollMax: 5 * time.Millisecond}}
 }

@@ -39,12 +39,21 @@ const (
 // error (permanent); it returns the keys of each.
 func outageArchive(t *testing.T, root string, now time.Time, count int) (store archive.Store, byText map[string][]string) {
 	t.Helper()
+	texts := []string{knexText, knexText, knexText, missingText, permanentText}
+	return writeArchive(t, root, now, count, func(i int) string { return texts[i%len(texts)] }, true)
+}
+
+// writeArchive writes, into a local archive under root, the DLA records
+// of a generated archive dated around now, the i-th with the error text
+// textOf(i); it returns the keys of each text. With check, each text must
+// decode back as written.
+func writeArchive(t *testing.T, root string, now time.Time, count int, textOf func(i int) string, check bool) (store archive.Store, byText map[string][]string) {
+	t.Helper()
 	store, err := archive.NewLocal(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	byText = map[string][]string{}
-	texts := []string{knexText, knexText, knexText, missingText, permanentText}
 	i := 0
 	err = gen.Generate(gen.Options{Stack: stack, Count: count, Seed: 41, Start: now.Add(-36 * time.Hour), Days: 1, MinGranules: 1, MaxGranules: 2, Malformed: -1},
 		func(o gen.Object) error {
@@ -55,11 +64,11 @@ func outageArchive(t *testing.T, root string, now time.Time, count int) (store a
 			if err := json.Unmarshal(o.Body, &obj); err != nil {
 				return err
 			}
-			text := texts[i%len(texts)]
+			text := textOf(i)
 			i++
 			obj["error"] = text
 			body, _ := json.Marshal(obj)
-			if d, err := dla.Decode(body); err != nil || d.Error != text {
+			if d, err := dla.Decode(body); check && (err != nil || d.Error != text) {
 				t.Fatalf("%s: decoded error %q (%v)", o.Key, d.Error, err)
 			}
 			byText[text] = append(byText[text], o.Key)
