@@ -261,3 +261,85 @@ var (
 	upsertPdrID        = withKeptID(upsertPdr)
 	upsertRunningPdrID = withKeptID(upsertRunningPdr)
 )
+
+var _ recovery.RecordBatcher = (*DB)(nil)
+
+// WriteGranuleRecords is WriteGranuleRecord for each write, in one round
+// trip.
+func (d *DB) WriteGranuleRecords(ctx context.Context, gws []*recovery.GranuleWrite) ([]recovery.GranuleResult, []*recovery.StoredGranule, []error) {
+	scans := make([]granuleRecordScan, len(gws))
+	stmts := make([]pipeStmt, len(gws))
+	for i, gw := range gws {
+		sql := d.st.granuleRecordInsert
+		if sql == "" {
+			sql = granuleStatement(d.st.granuleRecord, gw.Row.Status)
+		}
+		stmts[i] = pipeStmt{sql: sql, args: granuleArgs(gw), read: scanOne(scans[i].dest()...)}
+	}
+	errs := d.pipeline(ctx, stmts)
+	at := time.Now()
+	res := make([]recovery.GranuleResult, len(gws))
+	stored := make([]*recovery.StoredGranule, len(gws))
+	for i, gw := range gws {
+		if d.isRace(ctx, errs[i]) && ctx.Err() == nil {
+			// A row that exists (v22's insert) or a race with another
+			// writer: re-run alone, the full statement.
+			res[i], stored[i], errs[i] = d.writeGranuleRecord(ctx, gw, "")
+			continue
+		}
+		res[i], stored[i], errs[i] = d.granuleRecordResult(ctx, gw, &scans[i], d.classifyAt(ctx, errs[i], at))
+	}
+	return res, stored, errs
+}
+
+// FilesAndComplete writes each notice's files and then reads its granule
+// for its notification, in one round trip: each granule's files
+// statement, then its CompleteGranule query, which reads what that
+// statement committed. The file-by-file writes after a failure go one by
+// one, as in WriteFiles; a files statement re-run alone (a race) is read
+// again after it.
+func (d *DB) FilesAndComplete(ctx context.Context, notices []recovery.GranuleNotice) ([]error, []error) {
+	ferrs := make([]error, len(notices))
+	cerrs := make([]error, len(notices))
+	var stmts []pipeStmt
+	filesAt := make([]int, len(notices)) // each notice's files statement in stmts, or -1
+	completeAt := make([]int, len(notices))
+	completeSQL := d.completeGranuleSQL()
+	for i, n := range notices {
+		filesAt[i] = -1
+		if fw := n.Files; fw != nil {
+			sql := d.st.filesInsert
+			if sql == "" {
+				sql = d.st.files
+			}
+			filesAt[i] = len(stmts)
+			stmts = append(stmts, pipeStmt{sql: sql, args: d.filesArgs(fw.GranuleCumulusID, fw.CollectionCumulusID, fw.Files), read: execOnly})
+		}
+		completeAt[i] = len(stmts)
+		stmts = append(stmts, pipeStmt{sql: completeSQL, args: completeGranuleArgs(n.Granule), read: readCompleteGranule(n.Granule)})
+	}
+	errs := d.pipeline(ctx, stmts)
+	at := time.Now()
+	for i, n := range notices {
+		reread := false
+		if f := filesAt[i]; f >= 0 {
+			fw := n.Files
+			switch err := errs[f]; {
+			case err == nil:
+			case d.isRace(ctx, err) && ctx.Err() == nil:
+				ferrs[i] = d.writeFiles(ctx, fw.GranuleCumulusID, fw.CollectionCumulusID, fw.Files, "")
+				reread = true
+			default:
+				ferrs[i] = d.filesFallback(ctx, fw.GranuleCumulusID, fw.Files, d.classifyAt(ctx, err, at))
+			}
+			if ferrs[i] != nil {
+				continue
+			}
+		}
+		cerrs[i] = Classify(errs[completeAt[i]])
+		if reread {
+			cerrs[i] = d.CompleteGranule(ctx, n.Granule)
+		}
+	}
+	return ferrs, cerrs
+}

@@ -71,7 +71,7 @@ func deref(s *string) string {
 	return *s
 }
 
-const storedPdrCols = `up.name, up.status,
+const storedPdrCols = `up.cumulus_id, up.name, up.status,
   (SELECT c.name || '___' || c.version FROM collections c WHERE c.cumulus_id = up.collection_cumulus_id),
   (SELECT p.name FROM providers p WHERE p.cumulus_id = up.provider_cumulus_id),
   (SELECT x.arn FROM executions x WHERE x.cumulus_id = up.execution_cumulus_id),
@@ -87,7 +87,7 @@ var (
 
 func scanPdr(row pgx.Row, p *recovery.StoredPdr) error {
 	var stats *string
-	err := row.Scan(&p.Name, &p.Status, &p.CollectionID, &p.Provider, &p.ExecutionArn, &p.Progress, &p.Duration,
+	err := row.Scan(&p.CumulusID, &p.Name, &p.Status, &p.CollectionID, &p.Provider, &p.ExecutionArn, &p.Progress, &p.Duration,
 		&p.PANSent, &p.PANMessage, &p.Address, &p.OriginalURL, &stats, &p.CreatedAt, &p.UpdatedAt, &p.Timestamp)
 	p.Stats = deref(stats)
 	return err
@@ -144,54 +144,49 @@ var granuleRecordSQLByStatus = map[string]string{
 }
 
 func (d *DB) WriteGranuleRecord(ctx context.Context, gw *recovery.GranuleWrite) (recovery.GranuleResult, *recovery.StoredGranule, error) {
-	r := &gw.Row
-	sql := granuleStatement(d.st.granuleRecord, r.Status)
-	var res recovery.GranuleResult
-	var stored *recovery.StoredGranule
-	err := d.write(ctx, d.st.granuleRecordInsert, sql, func(q querier, sql string) error {
-		var other *string
-		var id *int64
-		var g recovery.StoredGranule
-		var errJSON, queryFields *string
-		// Nullable scan targets for the columns that are NOT NULL in a row:
-		// a dropped write returns NULLs.
-		var gid, status *string
-		var collID *int64
-		var archived *bool
-		dest := granuleDest(&g, &errJSON, &queryFields)
-		dest[0], dest[1], dest[2], dest[4], dest[7] = &id, &gid, &status, &collID, &archived
-		err := q.QueryRow(ctx, sql, granuleArgs(gw)...).Scan(append([]any{&other}, dest...)...)
-		if err != nil {
-			return err
-		}
-		if t, ok := takenID("granules", other); ok {
-			return t
-		}
-		if other != nil {
-			return &otherCollection{d.st.otherCollection(gw, *other)}
-		}
-		if id == nil {
-			res.Dropped = true
-			return nil
-		}
-		g.CumulusID, g.GranuleID, g.Status, g.CollectionCumulusID, g.Archived = *id, *gid, *status, *collID, *archived
-		g.Error, g.QueryFields = deref(errJSON), deref(queryFields)
-		res.CumulusID = *id
-		stored = &g
-		return nil
+	return d.writeGranuleRecord(ctx, gw, d.st.granuleRecordInsert)
+}
+
+// writeGranuleRecord is WriteGranuleRecord trying insert first ("": the
+// full statement at once).
+func (d *DB) writeGranuleRecord(ctx context.Context, gw *recovery.GranuleWrite, insert string) (recovery.GranuleResult, *recovery.StoredGranule, error) {
+	var sc granuleRecordScan
+	err := d.write(ctx, insert, granuleStatement(d.st.granuleRecord, gw.Row.Status), func(q querier, sql string) error {
+		sc = granuleRecordScan{}
+		return q.QueryRow(ctx, sql, granuleArgs(gw)...).Scan(sc.dest()...)
 	})
-	var oc *otherCollection
-	if errors.As(err, &oc) {
-		return res, nil, oc.err
-	}
-	var taken *idTaken
-	if errors.As(err, &taken) {
-		return res, nil, d.takenError(ctx, taken)
-	}
-	if err != nil {
+	return d.granuleRecordResult(ctx, gw, &sc, err)
+}
+
+// granuleRecordScan holds what the granule record statement returns: the
+// other collection, then the row's columns (all NULL when the write was
+// dropped or refused, hence the nullable targets of the columns that are
+// NOT NULL in a row).
+type granuleRecordScan struct {
+	other, gid, status, errJSON, queryFields *string
+	id, collID                               *int64
+	archived                                 *bool
+	g                                        recovery.StoredGranule
+}
+
+func (sc *granuleRecordScan) dest() []any {
+	dest := granuleDest(&sc.g, &sc.errJSON, &sc.queryFields)
+	dest[0], dest[1], dest[2], dest[4], dest[7] = &sc.id, &sc.gid, &sc.status, &sc.collID, &sc.archived
+	return append([]any{&sc.other}, dest...)
+}
+
+// granuleRecordResult reads the granule record statement's result (err
+// its error, already classified), as granuleResult does, with the row
+// the upsert left (nil when the guard dropped the write).
+func (d *DB) granuleRecordResult(ctx context.Context, gw *recovery.GranuleWrite, sc *granuleRecordScan, err error) (recovery.GranuleResult, *recovery.StoredGranule, error) {
+	res, err := d.granuleResult(ctx, gw, sc.other, sc.id, err)
+	if err != nil || res.Dropped {
 		return res, nil, err
 	}
-	return res, stored, nil
+	g := sc.g
+	g.CumulusID, g.GranuleID, g.Status, g.CollectionCumulusID, g.Archived = *sc.id, *sc.gid, *sc.status, *sc.collID, *sc.archived
+	g.Error, g.QueryFields = deref(sc.errJSON), deref(sc.queryFields)
+	return res, &g, nil
 }
 
 func (d *DB) MarkGranuleFailedRecord(ctx context.Context, granuleID string, collectionID int64, errJSON string) (*recovery.StoredGranule, error) {
@@ -223,26 +218,37 @@ func (d *DB) CompleteGranule(ctx context.Context, g *recovery.StoredGranule) err
 	// One round trip: the references once, the files joined to them (a
 	// granule without files is one row of NULL file columns). It is
 	// made once per granule notification.
-	rows, err := d.q.Query(ctx, d.completeGranuleSQL(), g.CumulusID, g.CollectionCumulusID, g.PdrCumulusID, g.ProviderCumulusID)
+	rows, err := d.q.Query(ctx, d.completeGranuleSQL(), completeGranuleArgs(g)...)
 	if err != nil {
 		return Classify(err)
 	}
-	defer rows.Close()
-	g.Files = g.Files[:0]
-	for rows.Next() {
-		var f recovery.StoredFile
-		var fileID *int64
-		var bucket, key *string
-		if err := rows.Scan(&g.CollectionID, &g.ExecutionURL, &g.PdrName, &g.Provider,
-			&fileID, &bucket, &key, &f.ChecksumValue, &f.ChecksumType, &f.FileName, &f.Source, &f.Type, &f.Size); err != nil {
-			return Classify(err)
+	return Classify(readCompleteGranule(g)(rows))
+}
+
+func completeGranuleArgs(g *recovery.StoredGranule) []any {
+	return []any{g.CumulusID, g.CollectionCumulusID, g.PdrCumulusID, g.ProviderCumulusID}
+}
+
+// readCompleteGranule reads completeGranuleSQL's rows into g.
+func readCompleteGranule(g *recovery.StoredGranule) func(pgx.Rows) error {
+	return func(rows pgx.Rows) error {
+		defer rows.Close()
+		g.Files = g.Files[:0]
+		for rows.Next() {
+			var f recovery.StoredFile
+			var fileID *int64
+			var bucket, key *string
+			if err := rows.Scan(&g.CollectionID, &g.ExecutionURL, &g.PdrName, &g.Provider,
+				&fileID, &bucket, &key, &f.ChecksumValue, &f.ChecksumType, &f.FileName, &f.Source, &f.Type, &f.Size); err != nil {
+				return err
+			}
+			if fileID != nil {
+				f.Bucket, f.Key = deref(bucket), deref(key)
+				g.Files = append(g.Files, f)
+			}
 		}
-		if fileID != nil {
-			f.Bucket, f.Key = deref(bucket), deref(key)
-			g.Files = append(g.Files, f)
-		}
+		return rows.Err()
 	}
-	return Classify(rows.Err())
 }
 
 // completeGranuleSQL is CompleteGranule's query: on v22 the granule's

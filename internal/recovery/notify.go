@@ -133,6 +133,9 @@ type StoredExecution struct {
 
 // StoredPdr is a pdrs row with its references by natural key.
 type StoredPdr struct {
+	// CumulusID is the row's, for the granules' lookup of the PDR by name
+	// (not part of the record).
+	CumulusID                        *int64
 	Name, Status                     string
 	CollectionID                     string // name___version
 	Provider, ExecutionArn           *string

@@ -87,6 +87,28 @@ type GranuleBatcher interface {
 	WriteFilesBatch(ctx context.Context, batch []FilesWrite) []error
 }
 
+// RecordBatcher is a GranuleBatcher that also batches the writes a
+// Notifier needs (RecordSource's): the granule upserts returning their
+// rows, then each granule's files with the read of what its notification
+// holds, each statement still its own transaction with its own result.
+type RecordBatcher interface {
+	GranuleBatcher
+	// WriteGranuleRecords is WriteGranuleRecord for each write, in order.
+	WriteGranuleRecords(ctx context.Context, gws []*GranuleWrite) ([]GranuleResult, []*StoredGranule, []error)
+	// FilesAndComplete writes each notice's files (when it has them), then
+	// reads its granule as CompleteGranule does, in order. A notice whose
+	// files fail is not completed (its error is in filesErrs, and the
+	// granule is to be read again once its failure is handled).
+	FilesAndComplete(ctx context.Context, notices []GranuleNotice) (filesErrs, completeErrs []error)
+}
+
+// GranuleNotice is a written granule for RecordBatcher.FilesAndComplete:
+// its files to write (nil: none), and its row, completed there.
+type GranuleNotice struct {
+	Files   *FilesWrite
+	Granule *StoredGranule
+}
+
 // FilesWrite is one granule's files, for GranuleBatcher.
 type FilesWrite struct {
 	GranuleCumulusID    int64
@@ -335,7 +357,9 @@ func (w *Writer) WriteMsg(ctx context.Context, msg Msg, p *Prepared) (*Result, e
 			b := w.batching()
 			switch {
 			case src != nil:
-				ok, stored, err = src.UpsertPdrRecord(ctx, row)
+				if ok, stored, err = src.UpsertPdrRecord(ctx, row); stored != nil && stored.CumulusID != nil {
+					cache["pdr\x00"+row.Name] = stored.CumulusID
+				}
 			case b != nil:
 				var id *int64
 				if ok, id, err = b.UpsertPdrID(ctx, row); id != nil {

@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/tidwall/gjson"
 )
@@ -18,12 +19,25 @@ func (w *Writer) batching() GranuleBatcher {
 }
 
 // batcher is the DB's GranuleBatcher when a message's granules can be
-// sent at once with the same effect as one after another: no notifier (its
-// publishes follow each write), not a trial run (Batching), and no
-// granule_id listed twice (the second write would read the first).
+// sent at once with the same effect as one after another: not a trial run
+// (Batching), and no granule_id listed twice (the second write would read
+// the first). With a Notifier, the DB must also batch the writes that
+// return rows (RecordBatcher): the notifications are then published after
+// every granule is written, in the order the granules are listed, which
+// is the order one by one publishes them in; a single granule is batched
+// too (its files and its read for the notification go together).
+// Without one, a message of one granule is sent as it is.
 func (w *Writer) batcher(granules gjson.Result) GranuleBatcher {
 	b := w.batching()
-	if b == nil || w.Notifier != nil || granules.Get("#").Int() < 2 {
+	if b == nil {
+		return nil
+	}
+	n := granules.Get("#").Int()
+	if w.Notifier != nil {
+		if _, ok := b.(RecordBatcher); !ok || n < 1 {
+			return nil
+		}
+	} else if n < 2 {
 		return nil
 	}
 	seen := map[string]bool{}
@@ -74,6 +88,12 @@ func (w *Writer) writeGranulesBatched(ctx context.Context, b GranuleBatcher, p *
 		outs, errAt = outs[:done], errAt[:done]
 		gws = nil
 	}
+	if rb, ok := b.(RecordBatcher); ok && w.Notifier != nil {
+		if err := w.writeGranuleRecordsBatched(ctx, rb, gws, idx, mc, outs, errAt, res); err != nil {
+			return err
+		}
+		return w.granulesDone(ctx, granules, outs, errAt, res)
+	}
 	results, werrs := b.WriteGranules(ctx, gws)
 	var files []FilesWrite
 	var filesOf []int // the write of each files entry
@@ -107,6 +127,12 @@ func (w *Writer) writeGranulesBatched(ctx context.Context, b GranuleBatcher, p *
 			}
 		}
 	}
+	return w.granulesDone(ctx, granules, outs, errAt, res)
+}
+
+// granulesDone records the granules' outcomes in res and returns the
+// message's error from their errors.
+func (w *Writer) granulesDone(ctx context.Context, granules gjson.Result, outs []GranuleOutcome, errAt []error, res *Result) error {
 	var errs []error
 	for i, err := range errAt {
 		if err != nil {
@@ -116,6 +142,83 @@ func (w *Writer) writeGranulesBatched(ctx context.Context, b GranuleBatcher, p *
 	}
 	res.Granules = append(res.Granules, outs...)
 	return granulesError(ctx, granules, res, errs)
+}
+
+// writeGranuleRecordsBatched is writeGranule with a Notifier, for every
+// granule sent (gws, each the outcome outs[idx[k]]): the upserts returning
+// their rows at once, then every written granule's files with the read of
+// its notification at once, then the notifications in order. A granule
+// whose files fail is marked failed and both its rows published, as one
+// by one does; when two granules share a file, the files are written
+// granule by granule, as one by one writes them. The error returned is
+// the Notifier's (the message cannot go on); a granule's own is in errAt.
+func (w *Writer) writeGranuleRecordsBatched(ctx context.Context, rb RecordBatcher, gws []*GranuleWrite, idx []int, mc *messageContext, outs []GranuleOutcome, errAt []error, res *Result) error {
+	src, err := w.recordSource()
+	if err != nil {
+		return err
+	}
+	results, stored, werrs := rb.WriteGranuleRecords(ctx, gws)
+	var notices []GranuleNotice
+	var of []int // the write of each notice
+	var files []FilesWrite
+	for k, gw := range gws {
+		out := &outs[idx[k]]
+		switch {
+		case werrs[k] != nil:
+			errAt[idx[k]] = werrs[k]
+			continue
+		case results[k].Dropped:
+			// v21 neither writes files nor publishes a dropped granule.
+			out.Outcome = Dropped
+			continue
+		}
+		out.Outcome = Written
+		n := GranuleNotice{Granule: stored[k]}
+		if (gw.Row.Status == "completed" || gw.Row.Status == "failed") && gw.WriteFiles {
+			n.Files = &FilesWrite{GranuleCumulusID: results[k].CumulusID, CollectionCumulusID: gw.Row.CollectionID, Files: gw.Files}
+			files = append(files, *n.Files)
+		}
+		notices, of = append(notices, n), append(of, k)
+	}
+	if !disjointFiles(files) {
+		for j, k := range of {
+			n := notices[j]
+			if n.Files != nil {
+				if ferr := w.DB.WriteFiles(ctx, n.Files.GranuleCumulusID, n.Files.CollectionCumulusID, n.Files.Files); ferr != nil {
+					if errAt[idx[k]] = w.filesFailed(ctx, gws[k], mc, ferr, &outs[idx[k]], res); errAt[idx[k]] != nil {
+						continue
+					}
+				}
+			}
+			errAt[idx[k]] = w.publishGranule(ctx, src, res, n.Granule)
+		}
+		return nil
+	}
+	ferrs, cerrs := rb.FilesAndComplete(ctx, notices)
+	for j, k := range of {
+		g := notices[j].Granule
+		if ctx.Err() != nil {
+			// The caller gave up between two notifications: this granule
+			// is written but not announced, so the message is not done
+			// (a transient error: it is written and published again).
+			errAt[idx[k]] = &TransientError{Err: fmt.Errorf("granule %s written, not published: %w", g.GranuleID, ctx.Err())}
+			continue
+		}
+		if ferrs[j] != nil {
+			// The granule is marked failed (that row published), then the
+			// row the upsert returned, read again, as one by one does.
+			if errAt[idx[k]] = w.filesFailed(ctx, gws[k], mc, ferrs[j], &outs[idx[k]], res); errAt[idx[k]] == nil {
+				errAt[idx[k]] = w.publishGranule(ctx, src, res, g)
+			}
+			continue
+		}
+		if cerrs[j] != nil {
+			errAt[idx[k]] = cerrs[j]
+			continue
+		}
+		errAt[idx[k]] = w.publish(ctx, res, TopicGranule, GranuleMessage(g, res.providers))
+	}
+	return nil
 }
 
 // disjointFiles reports whether no file (bucket and key) belongs to two of
