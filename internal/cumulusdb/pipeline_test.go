@@ -30,8 +30,17 @@ import (
 // that succeed, writes dropped by the guards, a file two granules share, a
 // granule listed twice, and a PDR kept by its guard whose id the granules
 // need. The batched writer must also make fewer round trips (counted by a
-// proxy), so the test cannot pass with batching silently off.
+// proxy), so the test cannot pass with batching silently off. With
+// notifications, both writers must also publish the same notifications in
+// the same order (the batched one writing its granules' rows, then their
+// files with the reads for the notifications, at once).
 func TestBatchedWritesMatchOneByOne(t *testing.T) {
+	for _, notify := range []bool{false, true} {
+		t.Run(fmt.Sprintf("notifications %v", notify), func(t *testing.T) { batchedWritesMatchOneByOne(t, notify) })
+	}
+}
+
+func batchedWritesMatchOneByOne(t *testing.T, notify bool) {
 	seed := []byte(`{"collections":[{"name":"C","version":"1"},{"name":"D","version":"2"}],
  "providers":[{"name":"P","protocol":"s3","host":"src-bucket"}]}`)
 	now := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
@@ -49,7 +58,11 @@ func TestBatchedWritesMatchOneByOne(t *testing.T) {
 		if unbatched {
 			db = oneByOne{testsupport.CumulusDB(t, pool)}
 		}
-		return dbURL, &recovery.Writer{DB: db, Now: func() time.Time { return now }}, proxy
+		w := &recovery.Writer{DB: db, Now: func() time.Time { return now }}
+		if notify {
+			w.Notifier = &testsupport.RecordingNotifier{}
+		}
+		return dbURL, w, proxy
 	}
 	batchedURL, batched, batchedProxy := open(false)
 	oneURL, one, oneProxy := open(true)
@@ -113,6 +126,15 @@ func TestBatchedWritesMatchOneByOne(t *testing.T) {
 		a, b := testsupport.TableLines(t, got[table]), testsupport.TableLines(t, want[table])
 		if a != b {
 			t.Errorf("%s differ:\n batched\n%s\n one by one\n%s", table, a, b)
+		}
+	}
+	if notify {
+		nb, no := batched.Notifier.(*testsupport.RecordingNotifier).All, one.Notifier.(*testsupport.RecordingNotifier).All
+		if fmt.Sprint(nb) != fmt.Sprint(no) {
+			t.Errorf("the notifications differ:\n batched    %v\n one by one %v", nb, no)
+		}
+		if len(nb) < 20 {
+			t.Fatalf("only %d notifications to compare", len(nb))
 		}
 	}
 	if len(got["files"]) < 10 || len(got["pdrs"]) != 2 {
