@@ -97,20 +97,9 @@ func (w *Writer) writeGranulesBatched(ctx context.Context, b GranuleBatcher, p *
 	results, werrs := b.WriteGranules(ctx, gws)
 	var files []FilesWrite
 	var filesOf []int // the write of each files entry
-	for k, gw := range gws {
-		out := &outs[idx[k]]
-		switch {
-		case werrs[k] != nil:
-			errAt[idx[k]] = werrs[k]
-			continue
-		case results[k].Dropped:
-			// v21 neither writes files nor publishes a dropped granule.
-			out.Outcome = Dropped
-			continue
-		}
-		out.Outcome = Written
-		if (gw.Row.Status == "completed" || gw.Row.Status == "failed") && gw.WriteFiles {
-			files, filesOf = append(files, FilesWrite{GranuleCumulusID: results[k].CumulusID, CollectionCumulusID: gw.Row.CollectionID, Files: gw.Files}), append(filesOf, k)
+	for _, k := range sortWrites(gws, idx, results, werrs, outs, errAt) {
+		if fw := filesToWrite(gws[k], results[k]); fw != nil {
+			files, filesOf = append(files, *fw), append(filesOf, k)
 		}
 	}
 	if disjointFiles(files) {
@@ -158,27 +147,14 @@ func (w *Writer) writeGranuleRecordsBatched(ctx context.Context, rb RecordBatche
 		return err
 	}
 	results, stored, werrs := rb.WriteGranuleRecords(ctx, gws)
-	var notices []GranuleNotice
-	var of []int // the write of each notice
+	of := sortWrites(gws, idx, results, werrs, outs, errAt) // the write of each notice
+	notices := make([]GranuleNotice, len(of))
 	var files []FilesWrite
-	for k, gw := range gws {
-		out := &outs[idx[k]]
-		switch {
-		case werrs[k] != nil:
-			errAt[idx[k]] = werrs[k]
-			continue
-		case results[k].Dropped:
-			// v21 neither writes files nor publishes a dropped granule.
-			out.Outcome = Dropped
-			continue
+	for j, k := range of {
+		notices[j] = GranuleNotice{Granule: stored[k], Files: filesToWrite(gws[k], results[k])}
+		if fw := notices[j].Files; fw != nil {
+			files = append(files, *fw)
 		}
-		out.Outcome = Written
-		n := GranuleNotice{Granule: stored[k]}
-		if (gw.Row.Status == "completed" || gw.Row.Status == "failed") && gw.WriteFiles {
-			n.Files = &FilesWrite{GranuleCumulusID: results[k].CumulusID, CollectionCumulusID: gw.Row.CollectionID, Files: gw.Files}
-			files = append(files, *n.Files)
-		}
-		notices, of = append(notices, n), append(of, k)
 	}
 	if !disjointFiles(files) {
 		for j, k := range of {
@@ -219,6 +195,35 @@ func (w *Writer) writeGranuleRecordsBatched(ctx context.Context, rb RecordBatche
 		errAt[idx[k]] = w.publish(ctx, res, TopicGranule, GranuleMessage(g, res.providers))
 	}
 	return nil
+}
+
+// sortWrites records the outcome of each write sent (gws, each the
+// outcome outs[idx[k]]): its error, dropped, or written. It returns the
+// writes that were written, in order.
+func sortWrites(gws []*GranuleWrite, idx []int, results []GranuleResult, werrs []error, outs []GranuleOutcome, errAt []error) []int {
+	var written []int
+	for k := range gws {
+		switch {
+		case werrs[k] != nil:
+			errAt[idx[k]] = werrs[k]
+		case results[k].Dropped:
+			// v21 neither writes files nor publishes a dropped granule.
+			outs[idx[k]].Outcome = Dropped
+		default:
+			outs[idx[k]].Outcome = Written
+			written = append(written, k)
+		}
+	}
+	return written
+}
+
+// filesToWrite is the files a written granule writes: those of a final
+// granule whose message lists them; nil otherwise.
+func filesToWrite(gw *GranuleWrite, r GranuleResult) *FilesWrite {
+	if (gw.Row.Status != "completed" && gw.Row.Status != "failed") || !gw.WriteFiles {
+		return nil
+	}
+	return &FilesWrite{GranuleCumulusID: r.CumulusID, CollectionCumulusID: gw.Row.CollectionID, Files: gw.Files}
 }
 
 // disjointFiles reports whether no file (bucket and key) belongs to two of
