@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/deadletter/deadletter/internal/recovery"
 )
@@ -83,5 +85,68 @@ func TestNotifyBatcherSharesBatchesAcrossObjects(t *testing.T) {
 		case r.err != nil || r.counts != (recovery.PublishCounts{Execution: 1, Granule: 3}):
 			t.Errorf("object %d: %+v, %v", o, r.counts, r.err)
 		}
+	}
+}
+
+// gatedNotifier blocks each PublishBatch call holding a message of gated
+// until release is closed, and records the messages of each call as it
+// returns.
+type gatedNotifier struct {
+	recordingNotifier
+	gated   string
+	started chan struct{} // closed when the gated call began
+	release chan struct{}
+}
+
+func (n *gatedNotifier) PublishBatch(ctx context.Context, topic recovery.Topic, msgs [][]byte) []error {
+	for _, m := range msgs {
+		if string(m) == n.gated {
+			close(n.started)
+			<-n.release
+		}
+	}
+	return n.recordingNotifier.PublishBatch(ctx, topic, msgs)
+}
+
+// Batches go out side by side, but a record's notification waits for the
+// call holding its earlier one: while the call with granule G1's first
+// notification hangs, G2's is published, and G1's second is held back
+// until the first returned, so that G1's last notification is the one of
+// its last write.
+func TestNotifyBatcherKeepsARecordsNotificationsInOrderWhileCallsOverlap(t *testing.T) {
+	g1a, g1b, g2 := `{"record":{"granuleId":"G1"},"n":1}`, `{"record":{"granuleId":"G1"},"n":2}`, `{"record":{"granuleId":"G2"}}`
+	n := &gatedNotifier{gated: g1a, started: make(chan struct{}), release: make(chan struct{})}
+	b := newNotifyBatcher(context.Background(), n)
+	note := func(m string) []recovery.Notification {
+		return []recovery.Notification{{Topic: recovery.TopicGranule, Message: []byte(m)}}
+	}
+	first := make(chan error, 1)
+	go func() { _, err := b.publish(note(g1a)); first <- err }()
+	<-n.started
+	if _, err := b.publish(note(g2)); err != nil {
+		t.Fatalf("G2 beside the hung call: %v", err)
+	}
+	second := make(chan error, 1)
+	go func() { _, err := b.publish(note(g1b)); second <- err }()
+	select {
+	case err := <-second:
+		t.Fatalf("G1's second notification was published (%v) while the call with its first hung", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(n.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	b.close()
+	var order []string
+	for _, c := range n.calls {
+		order = append(order, c...)
+	}
+	want := []string{g2, g1a, g1b}
+	if !slices.Equal(order, want) {
+		t.Errorf("published in the order %q, want %q", order, want)
 	}
 }
