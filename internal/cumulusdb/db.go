@@ -545,35 +545,87 @@ func filesArgs(granuleCumulusID int64, files []recovery.FileRow) []any {
 		texts(cols[4]), sizes, texts(cols[6]), texts(cols[7])}
 }
 
-// filesFallback follows a failed files statement (err, classified, not
-// transient): one file failed (a NOT NULL key, ...), so they are written
-// one by one as v21 does, keeping those that succeed and removing nothing.
+// filesFallback follows a failed files statement (err, classified): one
+// file failed (a NOT NULL key, ...), so they are written one by one as v21
+// does, keeping those that succeed and removing nothing. The granule's
+// error names those that failed (an AggregateError), or is the
+// statement's when each one alone was written.
 func (d *DB) filesFallback(ctx context.Context, granuleCumulusID int64, files []recovery.FileRow, err error) error {
-	if recovery.IsTransient(err) {
-		return err
-	}
-	if d.st.fileOne == "" {
-		// v22 writes a granule's files in one transaction: none is kept.
-		return fmt.Errorf("writing files: %v", err)
-	}
-	var errs []string
-	for _, f := range files {
-		ferr := d.one(ctx, func(q querier) error {
-			_, err := q.Exec(ctx, d.st.fileOne, f.Bucket, f.Key, f.ChecksumType, f.ChecksumValue, f.FileName, f.Size,
-				granuleCumulusID, f.Source, f.Type)
-			return err
-		})
-		if recovery.IsTransient(ferr) {
-			return ferr
+	return d.filesFallbacks(ctx, []filesFailure{{granuleCumulusID, files, err}})[0]
+}
+
+// filesFailure is a granule's files statement that failed (err).
+type filesFailure struct {
+	granuleCumulusID int64
+	files            []recovery.FileRow
+	err              error
+}
+
+// filesFallbacks is filesFallback for each failure, every file statement
+// in one round trip, each its own transaction, in order, as when they are
+// sent one after another. A file whose statement met a race is written
+// again alone, and so is each file after it in its granule (the last of
+// two files with the same bucket and key wins). A transient error is the
+// granule's error.
+func (d *DB) filesFallbacks(ctx context.Context, fails []filesFailure) []error {
+	out := make([]error, len(fails))
+	first := make([]int, len(fails)) // each failure's first statement, or -1
+	var stmts []pipeStmt
+	for i, f := range fails {
+		first[i] = -1
+		switch {
+		case recovery.IsTransient(f.err):
+			out[i] = f.err
+		case d.st.fileOne == "":
+			// v22 writes a granule's files in one transaction: none is kept.
+			out[i] = fmt.Errorf("writing files: %v", f.err)
+		default:
+			first[i] = len(stmts)
+			for _, file := range f.files {
+				stmts = append(stmts, pipeStmt{sql: d.st.fileOne, args: fileOneArgs(f.granuleCumulusID, file), read: execOnly})
+			}
 		}
-		if ferr != nil {
-			errs = append(errs, describeFile(f)+": "+ferr.Error())
+	}
+	errs := d.pipeline(ctx, stmts)
+	at := time.Now()
+	for i, f := range fails {
+		if first[i] < 0 {
+			continue
+		}
+		var msgs []string
+		alone := false
+		for j, file := range f.files {
+			ferr := errs[first[i]+j]
+			if alone = alone || (d.isRace(ctx, ferr) && ctx.Err() == nil); alone {
+				ferr = d.one(ctx, func(q querier) error {
+					_, err := q.Exec(ctx, d.st.fileOne, fileOneArgs(f.granuleCumulusID, file)...)
+					return err
+				})
+			} else {
+				ferr = d.classifyAt(ctx, ferr, at)
+			}
+			if recovery.IsTransient(ferr) {
+				out[i] = ferr
+				break
+			}
+			if ferr != nil {
+				msgs = append(msgs, describeFile(file)+": "+ferr.Error())
+			}
+		}
+		switch {
+		case out[i] != nil:
+		case len(msgs) == 0:
+			out[i] = fmt.Errorf("writing files: %v", f.err)
+		default:
+			out[i] = errors.New("AggregateError: " + strings.Join(msgs, " | "))
 		}
 	}
-	if len(errs) == 0 {
-		return fmt.Errorf("writing files: %v", err)
-	}
-	return errors.New("AggregateError: " + strings.Join(errs, " | "))
+	return out
+}
+
+// fileOneArgs are the one-file statement's parameters.
+func fileOneArgs(granuleCumulusID int64, f recovery.FileRow) []any {
+	return []any{f.Bucket, f.Key, f.ChecksumType, f.ChecksumValue, f.FileName, f.Size, granuleCumulusID, f.Source, f.Type}
 }
 
 func describeFile(f recovery.FileRow) string {

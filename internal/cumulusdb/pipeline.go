@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -205,7 +206,7 @@ func (d *DB) WriteGranules(ctx context.Context, gws []*recovery.GranuleWrite) ([
 }
 
 // WriteFilesBatch is WriteFiles for each granule, in one round trip (the
-// file-by-file writes after a failure go one by one, as in WriteFiles).
+// file-by-file writes after the failures in one more).
 func (d *DB) WriteFilesBatch(ctx context.Context, batch []recovery.FilesWrite) []error {
 	stmts := make([]pipeStmt, len(batch))
 	for i, fw := range batch {
@@ -217,14 +218,20 @@ func (d *DB) WriteFilesBatch(ctx context.Context, batch []recovery.FilesWrite) [
 	}
 	errs := d.pipeline(ctx, stmts)
 	at := time.Now()
+	var fails []filesFailure
+	var failed []int
 	for i, fw := range batch {
 		switch {
 		case errs[i] == nil:
 		case d.isRace(ctx, errs[i]) && ctx.Err() == nil:
 			errs[i] = d.writeFiles(ctx, fw.GranuleCumulusID, fw.CollectionCumulusID, fw.Files, "")
 		default:
-			errs[i] = d.filesFallback(ctx, fw.GranuleCumulusID, fw.Files, d.classifyAt(ctx, errs[i], at))
+			fails = append(fails, filesFailure{fw.GranuleCumulusID, fw.Files, d.classifyAt(ctx, errs[i], at)})
+			failed = append(failed, i)
 		}
+	}
+	for j, err := range d.filesFallbacks(ctx, fails) {
+		errs[failed[j]] = err
 	}
 	return errs
 }
@@ -295,9 +302,9 @@ func (d *DB) WriteGranuleRecords(ctx context.Context, gws []*recovery.GranuleWri
 // FilesAndComplete writes each notice's files and then reads its granule
 // for its notification, in one round trip: each granule's files
 // statement, then its CompleteGranule query, which reads what that
-// statement committed. The file-by-file writes after a failure go one by
-// one, as in WriteFiles; a files statement re-run alone (a race) is read
-// again after it.
+// statement committed. The file-by-file writes after the failures go in
+// one more round trip (filesFallbacks); a files statement re-run alone (a
+// race) is read again after it.
 func (d *DB) FilesAndComplete(ctx context.Context, notices []recovery.GranuleNotice) ([]error, []error) {
 	ferrs := make([]error, len(notices))
 	cerrs := make([]error, len(notices))
@@ -320,17 +327,25 @@ func (d *DB) FilesAndComplete(ctx context.Context, notices []recovery.GranuleNot
 	}
 	errs := d.pipeline(ctx, stmts)
 	at := time.Now()
+	var fails []filesFailure
+	var failed []int
+	for i, n := range notices {
+		if f := filesAt[i]; f >= 0 && errs[f] != nil && !(d.isRace(ctx, errs[f]) && ctx.Err() == nil) {
+			fails = append(fails, filesFailure{n.Files.GranuleCumulusID, n.Files.Files, d.classifyAt(ctx, errs[f], at)})
+			failed = append(failed, i)
+		}
+	}
+	for j, err := range d.filesFallbacks(ctx, fails) {
+		ferrs[failed[j]] = err
+	}
 	for i, n := range notices {
 		reread := false
 		if f := filesAt[i]; f >= 0 {
 			fw := n.Files
-			switch err := errs[f]; {
-			case err == nil:
-			case d.isRace(ctx, err) && ctx.Err() == nil:
+			if err := errs[f]; err != nil && ferrs[i] == nil {
+				// A race: the full statement, alone.
 				ferrs[i] = d.writeFiles(ctx, fw.GranuleCumulusID, fw.CollectionCumulusID, fw.Files, "")
 				reread = true
-			default:
-				ferrs[i] = d.filesFallback(ctx, fw.GranuleCumulusID, fw.Files, d.classifyAt(ctx, err, at))
 			}
 			if ferrs[i] != nil {
 				continue
@@ -342,4 +357,97 @@ func (d *DB) FilesAndComplete(ctx context.Context, notices []recovery.GranuleNot
 		}
 	}
 	return ferrs, cerrs
+}
+
+// MarkGranulesFailed is, for each mark, MarkGranuleFailedRecord and the
+// reads of its two notifications, every mark in one round trip: the
+// update, then the CompleteGranule query with the references of the row
+// the upsert returned (Written), which reads what the update committed.
+// The failed row is the same granule: when the update returned the same
+// references, that one read completes both rows, as two reads one after
+// the other would (nothing of the message writes between them); when it
+// did not (another writer changed the row), or the update met a race,
+// the mark is made again, alone, and each row read on its own.
+func (d *DB) MarkGranulesFailed(ctx context.Context, marks []recovery.FailedMark) []recovery.MarkedFailed {
+	out := make([]recovery.MarkedFailed, len(marks))
+	type scan struct {
+		g      recovery.StoredGranule
+		e, qf  *string
+		read   recovery.StoredGranule
+		dest   []any
+		exists bool
+	}
+	scans := make([]scan, len(marks))
+	completeSQL := d.completeGranuleSQL()
+	stmts := make([]pipeStmt, 0, 2*len(marks))
+	for i, m := range marks {
+		sc := &scans[i]
+		sc.dest = granuleDest(&sc.g, &sc.e, &sc.qf)
+		stmts = append(stmts, pipeStmt{sql: markGranuleFailedSQL, args: []any{m.GranuleID, m.CollectionID, m.ErrJSON},
+			read: func(rows pgx.Rows) error {
+				err := scanOne(sc.dest...)(rows)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return nil
+				}
+				sc.exists = err == nil
+				return err
+			}})
+		sc.read = recovery.StoredGranule{CumulusID: m.Written.CumulusID, CollectionCumulusID: m.Written.CollectionCumulusID,
+			PdrCumulusID: m.Written.PdrCumulusID, ProviderCumulusID: m.Written.ProviderCumulusID}
+		stmts = append(stmts, pipeStmt{sql: completeSQL, args: completeGranuleArgs(m.Written), read: readCompleteGranule(&sc.read)})
+	}
+	errs := d.pipeline(ctx, stmts)
+	at := time.Now()
+	for i, m := range marks {
+		sc, o := &scans[i], &out[i]
+		merr, rerr := errs[2*i], errs[2*i+1]
+		if d.isRace(ctx, merr) && ctx.Err() == nil {
+			o.Failed, o.Err = d.MarkGranuleFailedRecord(ctx, m.GranuleID, m.CollectionID, m.ErrJSON)
+			if o.Err == nil && o.Failed != nil {
+				o.Err = d.CompleteGranule(ctx, o.Failed)
+			}
+			if o.Err == nil {
+				o.WrittenErr = d.CompleteGranule(ctx, m.Written)
+			}
+			continue
+		}
+		if o.Err = d.classifyAt(ctx, merr, at); o.Err != nil {
+			continue
+		}
+		if sc.exists {
+			f := sc.g
+			f.Error, f.QueryFields = deref(sc.e), deref(sc.qf)
+			o.Failed = &f
+			if !sameReferences(o.Failed, m.Written) {
+				if o.Err = d.CompleteGranule(ctx, o.Failed); o.Err == nil {
+					o.WrittenErr = d.CompleteGranule(ctx, m.Written)
+				}
+				continue
+			}
+			if rerr == nil {
+				completeFrom(o.Failed, &sc.read)
+			}
+			if o.Err = Classify(rerr); o.Err != nil {
+				continue
+			}
+		}
+		if o.WrittenErr = Classify(rerr); rerr == nil {
+			completeFrom(m.Written, &sc.read)
+		}
+	}
+	return out
+}
+
+// sameReferences reports whether CompleteGranule reads a and b with the
+// same arguments (completeGranuleArgs).
+func sameReferences(a, b *recovery.StoredGranule) bool {
+	eq := func(x, y *int64) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	return a.CumulusID == b.CumulusID && a.CollectionCumulusID == b.CollectionCumulusID &&
+		eq(a.PdrCumulusID, b.PdrCumulusID) && eq(a.ProviderCumulusID, b.ProviderCumulusID)
+}
+
+// completeFrom sets on g what CompleteGranule read into r.
+func completeFrom(g, r *recovery.StoredGranule) {
+	g.CollectionID, g.ExecutionURL, g.PdrName, g.Provider = r.CollectionID, r.ExecutionURL, r.PdrName, r.Provider
+	g.Files = slices.Clone(r.Files)
 }

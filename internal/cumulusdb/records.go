@@ -189,14 +189,16 @@ func (d *DB) granuleRecordResult(ctx context.Context, gw *recovery.GranuleWrite,
 	return res, &g, nil
 }
 
+// markGranuleFailedSQL marks a granule failed and returns its row.
+const markGranuleFailedSQL = `UPDATE granules AS g SET status = 'failed', error = $3::jsonb
+WHERE granule_id = $1 AND collection_cumulus_id = $2 RETURNING ` + storedGranuleCols
+
 func (d *DB) MarkGranuleFailedRecord(ctx context.Context, granuleID string, collectionID int64, errJSON string) (*recovery.StoredGranule, error) {
 	var stored *recovery.StoredGranule
 	err := d.one(ctx, func(q querier) error {
 		var g recovery.StoredGranule
 		var e, qf *string
-		err := q.QueryRow(ctx, `UPDATE granules AS g SET status = 'failed', error = $3::jsonb
-WHERE granule_id = $1 AND collection_cumulus_id = $2 RETURNING `+storedGranuleCols,
-			granuleID, collectionID, errJSON).Scan(granuleDest(&g, &e, &qf)...)
+		err := q.QueryRow(ctx, markGranuleFailedSQL, granuleID, collectionID, errJSON).Scan(granuleDest(&g, &e, &qf)...)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}

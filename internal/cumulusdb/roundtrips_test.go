@@ -79,3 +79,63 @@ func TestAMessageIsWrittenInFourRoundTripsHoweverManyGranules(t *testing.T) {
 		})
 	}
 }
+
+// Granules whose files fail (v21: a file without a key) cost a message two
+// round trips more, however many they are: every file written alone in
+// one, then every such granule marked failed with the reads of its two
+// notifications in the other; 5 for a message without a PDR. Before, each
+// granule took one round trip a file, then three more: 37 for a message of
+// three such granules of three files in the seed-3 archive.
+func TestGranulesWhoseFilesFailCostTwoRoundTripsMore(t *testing.T) {
+	if testsupport.Generation(t).Partitioned() {
+		t.Skip("v22 writes a granule's files in one transaction: a failure writes none of them, alone or not")
+	}
+	now := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	msg := func(name string, granules int) gjson.Result {
+		var gs []string
+		for i := 0; i < granules; i++ {
+			id := fmt.Sprintf("%s-G%d", name, i)
+			gs = append(gs, granule(id, `{"bucket":"b","fileName":"nokey","size":1}`+","+file("b", id+"/a", 1)+","+file("b", id+"/b", 2)))
+		}
+		return message(name, "completed", 1000, "", gs...)
+	}
+	dbURL := testsupport.NewCumulusDatabase(t, []byte(writersSeed))
+	u, _ := url.Parse(dbURL)
+	proxy := testsupport.NewTCPProxy(t, u.Host)
+	cfg, err := pgxpool.ParseConfig(proxy.ViaProxy(t, dbURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	rec := &testsupport.RecordingNotifier{}
+	w := &recovery.Writer{DB: testsupport.CumulusDB(t, pool), Now: func() time.Time { return now }, Notifier: rec}
+	for _, n := range []int{3, 1} { // warm: every statement prepared, every lookup cached
+		write(t, w, msg(fmt.Sprintf("warm%d", n), n))
+	}
+	trips := map[int]int64{}
+	for _, n := range []int{1, 3, 8} {
+		before := proxy.RoundTrips()
+		res := write(t, w, msg(fmt.Sprintf("m%d", n), n))
+		trips[n] = proxy.RoundTrips() - before
+		for _, g := range res.Granules {
+			if g.Outcome != recovery.Written || g.FilesError == "" {
+				t.Fatalf("granule %s: %s %s, files error %q; want written with its files failed", g.GranuleID, g.Outcome, g.Error, g.FilesError)
+			}
+		}
+		if got := testsupport.QueryInt(t, dbURL, fmt.Sprintf(`SELECT count(*) FROM files f JOIN granules g ON g.cumulus_id = f.granule_cumulus_id
+WHERE g.granule_id LIKE 'm%d-G%%' AND g.status = 'failed'`, n)); got != 2*n {
+			t.Fatalf("message of %d granules: %d files kept on failed granules, want %d", n, got, 2*n)
+		}
+	}
+	t.Logf("round trips by granules: %v", trips)
+	for n, got := range trips {
+		if got > 5 {
+			t.Errorf("a message of %d granules whose files fail took %d round trips, want at most 5 (by granules: %v)", n, got, trips)
+		}
+	}
+}

@@ -100,6 +100,30 @@ type RecordBatcher interface {
 	// files fail is not completed (its error is in filesErrs, and the
 	// granule is to be read again once its failure is handled).
 	FilesAndComplete(ctx context.Context, notices []GranuleNotice) (filesErrs, completeErrs []error)
+	// MarkGranulesFailed is, for each mark in order, MarkGranuleFailedRecord
+	// and then CompleteGranule of the row it returned and of the mark's
+	// Written row, as they read after the update.
+	MarkGranulesFailed(ctx context.Context, marks []FailedMark) []MarkedFailed
+}
+
+// FailedMark is a granule whose files failed, for
+// RecordBatcher.MarkGranulesFailed: marked failed with ErrJSON, and
+// Written, the row its upsert returned, completed after the mark.
+type FailedMark struct {
+	GranuleID    string
+	CollectionID int64
+	ErrJSON      string
+	Written      *StoredGranule
+}
+
+// MarkedFailed is what MarkGranulesFailed did with one mark: the row the
+// update returned, completed (nil: no such granule), or the error of the
+// update or of that read (Err); then the error of the read of the
+// mark's Written row (WrittenErr).
+type MarkedFailed struct {
+	Failed     *StoredGranule
+	Err        error
+	WrittenErr error
 }
 
 // GranuleNotice is a written granule for RecordBatcher.FilesAndComplete:

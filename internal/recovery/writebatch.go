@@ -171,6 +171,23 @@ func (w *Writer) writeGranuleRecordsBatched(ctx context.Context, rb RecordBatche
 		return nil
 	}
 	ferrs, cerrs := rb.FilesAndComplete(ctx, notices)
+	// The granules whose files failed are marked failed, each then read
+	// for its two notifications, all in one round trip.
+	var marks []FailedMark
+	markOf := make([]int, len(of))
+	for j, k := range of {
+		markOf[j] = -1
+		if ferrs[j] != nil && !IsTransient(ferrs[j]) {
+			markOf[j] = len(marks)
+			row := &gws[k].Row
+			marks = append(marks, FailedMark{GranuleID: row.GranuleID, CollectionID: row.CollectionID,
+				ErrJSON: failureError(mc.workflowError, filesFailedHeadline, ferrs[j].Error()), Written: notices[j].Granule})
+		}
+	}
+	var marked []MarkedFailed
+	if len(marks) > 0 && ctx.Err() == nil {
+		marked = rb.MarkGranulesFailed(ctx, marks)
+	}
 	for j, k := range of {
 		g := notices[j].Granule
 		if ctx.Err() != nil {
@@ -181,10 +198,22 @@ func (w *Writer) writeGranuleRecordsBatched(ctx context.Context, rb RecordBatche
 			continue
 		}
 		if ferrs[j] != nil {
-			// The granule is marked failed (that row published), then the
+			if markOf[j] < 0 {
+				errAt[idx[k]] = ferrs[j] // transient: nothing is marked
+				continue
+			}
+			// The granule marked failed (that row published), then the
 			// row the upsert returned, read again, as one by one does.
-			if errAt[idx[k]] = w.filesFailed(ctx, gws[k], mc, ferrs[j], &outs[idx[k]], res); errAt[idx[k]] == nil {
-				errAt[idx[k]] = w.publishGranule(ctx, src, res, g)
+			m := marked[markOf[j]]
+			if m.Err == nil && m.Failed != nil {
+				m.Err = w.publish(ctx, res, TopicGranule, GranuleMessage(m.Failed, res.providers))
+			}
+			if errAt[idx[k]] = m.Err; m.Err != nil {
+				continue
+			}
+			outs[idx[k]].FilesError = ferrs[j].Error()
+			if errAt[idx[k]] = m.WrittenErr; m.WrittenErr == nil {
+				errAt[idx[k]] = w.publish(ctx, res, TopicGranule, GranuleMessage(g, res.providers))
 			}
 			continue
 		}

@@ -186,13 +186,17 @@ func (w *Writer) writeGranule(ctx context.Context, g gjson.Result, b *builtGranu
 	return nil
 }
 
+// filesFailedHeadline is the Error of the failure Cumulus writes on a
+// granule whose files fail.
+const filesFailedHeadline = "Failed writing files to PostgreSQL."
+
 // filesFailed follows a failure of a granule's files (ferr): the granule
 // is marked failed, as v21 does, unless the database itself failed.
 func (w *Writer) filesFailed(ctx context.Context, gw *GranuleWrite, mc *messageContext, ferr error, out *GranuleOutcome, res *Result) error {
 	if IsTransient(ferr) {
 		return ferr
 	}
-	errJSON := failureError(mc.workflowError, "Failed writing files to PostgreSQL.", ferr.Error())
+	errJSON := failureError(mc.workflowError, filesFailedHeadline, ferr.Error())
 	if _, err := w.markGranuleFailed(ctx, gw.Row.GranuleID, gw.Row.CollectionID, errJSON, res); err != nil {
 		return err
 	}
