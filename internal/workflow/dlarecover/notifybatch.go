@@ -77,14 +77,15 @@ const callsInFlight = 8
 
 // recordOf is the record a notification is of: the field Cumulus's
 // records of its topic are known by ("" when the message has none: those
-// are kept in order among themselves).
+// are kept in order among themselves). An execution's and a PDR's message
+// is the record itself; a granule's holds it under "record".
 func recordOf(topic recovery.Topic, message []byte) string {
 	path := "record.granuleId"
 	switch topic {
 	case recovery.TopicExecution:
-		path = "record.arn"
+		path = "arn"
 	case recovery.TopicPdr:
-		path = "record.name"
+		path = "pdrName"
 	}
 	return gjson.GetBytes(message, path).String()
 }

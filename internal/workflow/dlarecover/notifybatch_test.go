@@ -150,3 +150,25 @@ func TestNotifyBatcherKeepsARecordsNotificationsInOrderWhileCallsOverlap(t *test
 		t.Errorf("published in the order %q, want %q", order, want)
 	}
 }
+
+// The record a notification is of is found in the messages the Writer
+// publishes on each topic (an execution's and a PDR's are the record
+// itself, a granule's holds it under "record"), providers first or not.
+func TestRecordOfNamesTheRecordOfEachTopicsMessages(t *testing.T) {
+	arn := "arn:aws:states:us-east-1:000000000000:execution:wf:e1"
+	pv := &recovery.Providers{CMR: "cmr", Metrics: "m"}
+	for _, c := range []struct {
+		topic recovery.Topic
+		msg   []byte
+		want  string
+	}{
+		{recovery.TopicExecution, recovery.ExecutionRecord(&recovery.StoredExecution{Arn: arn, Status: "completed"}), arn},
+		{recovery.TopicExecution, pv.Prefix(recovery.ExecutionRecord(&recovery.StoredExecution{Arn: arn, Status: "completed"})), arn},
+		{recovery.TopicPdr, recovery.PdrRecord(&recovery.StoredPdr{Name: "P1.PDR", Status: "running"}, "us-east-1"), "P1.PDR"},
+		{recovery.TopicGranule, recovery.GranuleMessage(&recovery.StoredGranule{GranuleID: "G1", Status: "completed"}, pv), "G1"},
+	} {
+		if got := recordOf(c.topic, c.msg); got != c.want {
+			t.Errorf("%s message %s: record %q, want %q", c.topic, c.msg, got, c.want)
+		}
+	}
+}
