@@ -566,7 +566,10 @@ type filesFailure struct {
 // sent one after another. A file whose statement met a race is written
 // again alone, and so is each file after it in its granule (the last of
 // two files with the same bucket and key wins). A transient error is the
-// granule's error.
+// granule's error. Unlike one after another, the files after a transient
+// error (the connection lost, a statement cancelled, a sequence behind
+// next to a file without a key) were sent too: the message is left in
+// place and written again, which writes the same rows.
 func (d *DB) filesFallbacks(ctx context.Context, fails []filesFailure) []error {
 	out := make([]error, len(fails))
 	first := make([]int, len(fails)) // each failure's first statement, or -1

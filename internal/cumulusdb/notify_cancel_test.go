@@ -53,3 +53,29 @@ func TestContextEndingBetweenGranulesFailsTheWrite(t *testing.T) {
 			err, written, len(n.Keys(recovery.TopicGranule)))
 	}
 }
+
+// The same, when the granules' files fail (v21: a file without a key):
+// each such granule publishes two notifications, its failed row and then
+// its row read again. The context ends after the first one: nothing more
+// is published (the second is not sent once the caller gave up, as one
+// by one, whose read of the row then failed, did not send it), and the
+// write fails transiently.
+func TestContextEndingWhileGranulesWhoseFilesFailArePublishedPublishesNoMore(t *testing.T) {
+	if testsupport.Generation(t).Partitioned() {
+		t.Skip("v22 writes no file of a granule whose files fail: the same path as TestContextEndingBetweenGranulesFailsTheWrite")
+	}
+	_, w := newDB(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := &cancelAfterGranule{cancel: cancel}
+	w.Notifier = n
+	noKey := `{"bucket":"b","fileName":"nokey","size":1},`
+	_, err := w.Write(ctx, message("cancel2", "completed", 1000, "",
+		granule("CF1", noKey+file("b", "cf1", 1)), granule("CF2", noKey+file("b", "cf2", 1)), granule("CF3", noKey+file("b", "cf3", 1))))
+	if got := n.Keys(recovery.TopicGranule); len(got) != 1 {
+		t.Errorf("granule notifications %q: want only the first one, sent before the context ended", got)
+	}
+	if err == nil || !recovery.IsTransient(err) {
+		t.Fatalf("Write returned %v: the message would be taken as done", err)
+	}
+}

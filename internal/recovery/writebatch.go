@@ -172,7 +172,10 @@ func (w *Writer) writeGranuleRecordsBatched(ctx context.Context, rb RecordBatche
 	}
 	ferrs, cerrs := rb.FilesAndComplete(ctx, notices)
 	// The granules whose files failed are marked failed, each then read
-	// for its two notifications, all in one round trip.
+	// for its two notifications, all in one round trip. (One by one marks
+	// each just before publishing it: when the context ends between two
+	// granules, the later ones are marked here and not published; either
+	// way they are failed transiently, and the message written again.)
 	var marks []FailedMark
 	markOf := make([]int, len(of))
 	for j, k := range of {
@@ -212,7 +215,14 @@ func (w *Writer) writeGranuleRecordsBatched(ctx context.Context, rb RecordBatche
 				continue
 			}
 			outs[idx[k]].FilesError = ferrs[j].Error()
-			if errAt[idx[k]] = m.WrittenErr; m.WrittenErr == nil {
+			switch {
+			case m.WrittenErr != nil:
+				errAt[idx[k]] = m.WrittenErr
+			case ctx.Err() != nil:
+				// Given up between the two: one by one would not have read
+				// the row again.
+				errAt[idx[k]] = &TransientError{Err: fmt.Errorf("granule %s marked failed, not published again: %w", g.GranuleID, ctx.Err())}
+			default:
 				errAt[idx[k]] = w.publish(ctx, res, TopicGranule, GranuleMessage(g, res.providers))
 			}
 			continue
