@@ -73,7 +73,7 @@ func (v *Run) Plan(ctx context.Context, scope selection.Scope, opt PlanOptions) 
 		}
 		return scope.Layout.DatePrefix(dla.AreaFailed, date) + path.Base(key)
 	}
-	if err := dlarecover.PlanSelection(ctx, v.Store, scope, opt.IncludeUnreadable, p.Plan, opt.Stop, opt.Progress); err != nil {
+	if err := dlarecover.PlanSelection(ctx, v.Store, scope, 0, opt.IncludeUnreadable, p.Plan, opt.Stop, opt.Progress); err != nil {
 		p.Close()
 		return nil, err
 	}

@@ -166,7 +166,7 @@ func (s *Session) Plan(ctx context.Context) (*Plan, error) {
 	}
 	s.undo = append(s.undo, func() { plan.ObjectSpool.Close() })
 	s.plan = plan
-	if err := PlanSelection(ctx, o.Store, o.Scope, o.IncludeUnreadable, plan, o.StopPlan, o.PlanProgress); err != nil {
+	if err := PlanSelection(ctx, o.Store, o.Scope, PlanReads(o.Concurrency), o.IncludeUnreadable, plan, o.StopPlan, o.PlanProgress); err != nil {
 		return nil, err
 	}
 	return plan, nil
