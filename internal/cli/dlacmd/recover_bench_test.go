@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,12 +21,14 @@ import (
 // every generation and status, no malformed objects) from a local directory
 // into a fresh local PostgreSQL database, at concurrency 1 and 8, with
 // --offline (no Step Functions reads). It reports messages per
-// second and the database round trips per granule and per message,
+// second, the process's CPU (user and system) per message (the recover's,
+// with the proxy's, which is small beside it; PostgreSQL's is its own), and
+// the database round trips per granule and per message,
 // counted by a proxy in front of PostgreSQL (testsupport.TCPProxy: a
 // simple query, an extended-protocol Sync or the connection's startup sent
 // while no reply is awaited starts one; a pipeline of many Syncs is one).
 //
-//	go test -run '^$' -bench BenchmarkRecover -benchtime 1x ./internal/cli/dla/
+//	go test -run '^$' -bench BenchmarkRecover -benchtime 1x ./internal/cli/dlacmd/
 //
 // DEADLETTER_BENCH_RECOVER_N sets the messages (default 10000). Against an
 // earlier build: run it in a checkout of that commit (or scripts/bench-recover
@@ -44,18 +47,19 @@ func benchRecoverRun(b *testing.B, n, conc int) {
 	{
 		b.Run(fmt.Sprintf("messages=%d/concurrency=%d", n, conc), func(b *testing.B) {
 			var msgs, granules, trips int64
-			var elapsed time.Duration
+			var elapsed, cpu time.Duration
 			for range b.N {
 				b.StopTimer()
 				dbURL, dir, g := benchRecoverSetup(b, n)
 				u, _ := url.Parse(dbURL)
 				pg := testsupport.NewTCPProxy(b, u.Host)
 				b.StartTimer()
-				start := time.Now()
+				start, cpu0 := time.Now(), processCPU()
 				args := []string{"recover", "--archive", dir, "--database-url", pg.ViaProxy(b, dbURL), "--include-legacy",
 					"--offline", "--yes", "--concurrency", strconv.Itoa(conc), "-o", "ndjson"}
 				r := runAt(b, time.Now, map[string]string{"DEADLETTER_NO_PROMPT": "1"}, "", args...)
 				elapsed += time.Since(start)
+				cpu += processCPU() - cpu0
 				b.StopTimer()
 				var sum struct {
 					Written, Dropped, Failed, Unreadable int64
@@ -71,6 +75,7 @@ func benchRecoverRun(b *testing.B, n, conc int) {
 			b.ReportMetric(float64(msgs)/elapsed.Seconds(), "msgs/s")
 			b.ReportMetric(float64(trips)/float64(granules), "roundtrips/granule")
 			b.ReportMetric(float64(trips)/float64(msgs), "roundtrips/msg")
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(msgs), "cpu-ms/msg")
 			b.ReportMetric(0, "ns/op")
 		})
 	}
@@ -98,4 +103,13 @@ func benchRecoverSetup(b *testing.B, n int) (string, string, int64) {
 		b.Fatal(err)
 	}
 	return dbURL, root + "/bench", granules
+}
+
+// processCPU is the user and system CPU this process used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
