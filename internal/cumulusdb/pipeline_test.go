@@ -160,19 +160,7 @@ func TestBatchedWritesDatabaseCut(t *testing.T) {
 	m := message("e1", "completed", 1000, "", granule("G1", file("b", "k1", 1)), granule("G2", file("b", "k2", 2)), granule("G3", file("b", "k3", 3)))
 	ctx := context.Background()
 
-	dbURL := testsupport.NewCumulusDatabase(t, seed)
-	u, _ := url.Parse(dbURL)
-	proxy := testsupport.NewTCPProxy(t, u.Host)
-	cfg, err := pgxpool.ParseConfig(proxy.ViaProxy(t, dbURL))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	dbURL, proxy, pool := oneConnectionViaProxy(t, seed)
 	w := &recovery.Writer{DB: testsupport.CumulusDB(t, pool), Now: func() time.Time { return now }}
 	if _, err := w.Write(ctx, warm); err != nil {
 		t.Fatal(err)

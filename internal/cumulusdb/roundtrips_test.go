@@ -36,19 +36,7 @@ func TestAMessageIsWrittenInFourRoundTripsHoweverManyGranules(t *testing.T) {
 	}
 	for _, notify := range []bool{false, true} {
 		t.Run(fmt.Sprintf("notifications %v", notify), func(t *testing.T) {
-			dbURL := testsupport.NewCumulusDatabase(t, []byte(writersSeed))
-			u, _ := url.Parse(dbURL)
-			proxy := testsupport.NewTCPProxy(t, u.Host)
-			cfg, err := pgxpool.ParseConfig(proxy.ViaProxy(t, dbURL))
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.MaxConns = 1
-			pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(pool.Close)
+			_, proxy, pool := oneConnectionViaProxy(t, []byte(writersSeed))
 			w := &recovery.Writer{DB: testsupport.CumulusDB(t, pool), Now: func() time.Time { return now }}
 			if notify {
 				w.Notifier = &testsupport.RecordingNotifier{}
@@ -99,19 +87,7 @@ func TestGranulesWhoseFilesFailCostTwoRoundTripsMore(t *testing.T) {
 		}
 		return message(name, "completed", 1000, "", gs...)
 	}
-	dbURL := testsupport.NewCumulusDatabase(t, []byte(writersSeed))
-	u, _ := url.Parse(dbURL)
-	proxy := testsupport.NewTCPProxy(t, u.Host)
-	cfg, err := pgxpool.ParseConfig(proxy.ViaProxy(t, dbURL))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	dbURL, proxy, pool := oneConnectionViaProxy(t, []byte(writersSeed))
 	rec := &testsupport.RecordingNotifier{}
 	w := &recovery.Writer{DB: testsupport.CumulusDB(t, pool), Now: func() time.Time { return now }, Notifier: rec}
 	for _, n := range []int{3, 1} { // warm: every statement prepared, every lookup cached
@@ -138,4 +114,24 @@ WHERE g.granule_id LIKE 'm%d-G%%' AND g.status = 'failed'`, n)); got != 2*n {
 			t.Errorf("a message of %d granules whose files fail took %d round trips, want at most 5 (by granules: %v)", n, got, trips)
 		}
 	}
+}
+
+// oneConnectionViaProxy is a Cumulus database seeded with seed, and a pool
+// of one connection to it through a proxy that counts the round trips.
+func oneConnectionViaProxy(t *testing.T, seed []byte) (string, *testsupport.TCPProxy, *pgxpool.Pool) {
+	t.Helper()
+	dbURL := testsupport.NewCumulusDatabase(t, seed)
+	u, _ := url.Parse(dbURL)
+	proxy := testsupport.NewTCPProxy(t, u.Host)
+	cfg, err := pgxpool.ParseConfig(proxy.ViaProxy(t, dbURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return dbURL, proxy, pool
 }
