@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -172,13 +171,7 @@ func BenchmarkS3SearchCPU(b *testing.B) {
 	}
 	client := awsconfig.S3(cfg, settings)
 	scope := Scope{Layout: dla.Layout{Stack: "demo"}, Area: dla.AreaSQS, Filter: dla.Filter{Granules: []string{"NO-SUCH-GRANULE"}}}
-	cpu := func() time.Duration {
-		var ru syscall.Rusage
-		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-			b.Fatal(err)
-		}
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
+	cpu := func() time.Duration { return testsupport.ProcessCPU(b) }
 	for _, folders := range []int{10, 365} {
 		bucket := testsupport.NewBucket(b, testsupport.S3Client(b))
 		keys := putFolders(b, archive.NewS3(client, bucket), folders, 2000/folders)

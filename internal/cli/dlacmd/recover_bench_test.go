@@ -8,7 +8,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -54,12 +53,12 @@ func benchRecoverRun(b *testing.B, n, conc int) {
 				u, _ := url.Parse(dbURL)
 				pg := testsupport.NewTCPProxy(b, u.Host)
 				b.StartTimer()
-				start, cpu0 := time.Now(), processCPU()
+				start, cpu0 := time.Now(), testsupport.ProcessCPU(b)
 				args := []string{"recover", "--archive", dir, "--database-url", pg.ViaProxy(b, dbURL), "--include-legacy",
 					"--offline", "--yes", "--concurrency", strconv.Itoa(conc), "-o", "ndjson"}
 				r := runAt(b, time.Now, map[string]string{"DEADLETTER_NO_PROMPT": "1"}, "", args...)
 				elapsed += time.Since(start)
-				cpu += processCPU() - cpu0
+				cpu += testsupport.ProcessCPU(b) - cpu0
 				b.StopTimer()
 				var sum struct {
 					Written, Dropped, Failed, Unreadable int64
@@ -103,13 +102,4 @@ func benchRecoverSetup(b *testing.B, n int) (string, string, int64) {
 		b.Fatal(err)
 	}
 	return dbURL, root + "/bench", granules
-}
-
-// processCPU is the user and system CPU this process used so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
