@@ -373,7 +373,7 @@ func (d *DB) MarkGranulesFailed(ctx context.Context, marks []recovery.FailedMark
 	type scan struct {
 		g      recovery.StoredGranule
 		e, qf  *string
-		read   recovery.StoredGranule
+		read   recovery.StoredGranule // what CompleteGranule reads (completeFrom copies it)
 		dest   []any
 		exists bool
 	}
@@ -392,8 +392,6 @@ func (d *DB) MarkGranulesFailed(ctx context.Context, marks []recovery.FailedMark
 				sc.exists = err == nil
 				return err
 			}})
-		sc.read = recovery.StoredGranule{CumulusID: m.Written.CumulusID, CollectionCumulusID: m.Written.CollectionCumulusID,
-			PdrCumulusID: m.Written.PdrCumulusID, ProviderCumulusID: m.Written.ProviderCumulusID}
 		stmts = append(stmts, pipeStmt{sql: completeSQL, args: completeGranuleArgs(m.Written), read: readCompleteGranule(&sc.read)})
 	}
 	errs := d.pipeline(ctx, stmts)
