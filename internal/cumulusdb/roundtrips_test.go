@@ -41,14 +41,7 @@ func TestAMessageIsWrittenInFourRoundTripsHoweverManyGranules(t *testing.T) {
 			if notify {
 				w.Notifier = &testsupport.RecordingNotifier{}
 			}
-			for _, n := range []int{3, 1} { // warm: every statement prepared, every lookup cached
-				write(t, w, msg(fmt.Sprintf("warm%d", n), n))
-			}
-			trips := map[int]int64{}
-			for _, n := range []int{1, 3, 8} {
-				before := proxy.RoundTrips()
-				res := write(t, w, msg(fmt.Sprintf("m%d", n), n))
-				trips[n] = proxy.RoundTrips() - before
+			trips := tripsByGranules(t, proxy, w, msg, func(n int, res *recovery.Result) {
 				for _, g := range res.Granules {
 					if g.Outcome != recovery.Written {
 						t.Fatalf("granule %s: %s %s", g.GranuleID, g.Outcome, g.Error)
@@ -57,7 +50,7 @@ func TestAMessageIsWrittenInFourRoundTripsHoweverManyGranules(t *testing.T) {
 				if res.Execution != recovery.Written || res.Pdr != recovery.Written || len(res.Granules) != n {
 					t.Fatalf("message of %d granules: execution %s, PDR %s, %d granules", n, res.Execution, res.Pdr, len(res.Granules))
 				}
-			}
+			})
 			t.Logf("round trips by granules: %v", trips)
 			for n, got := range trips {
 				if got > 4 {
@@ -90,14 +83,7 @@ func TestGranulesWhoseFilesFailCostTwoRoundTripsMore(t *testing.T) {
 	dbURL, proxy, pool := oneConnectionViaProxy(t, []byte(writersSeed))
 	rec := &testsupport.RecordingNotifier{}
 	w := &recovery.Writer{DB: testsupport.CumulusDB(t, pool), Now: func() time.Time { return now }, Notifier: rec}
-	for _, n := range []int{3, 1} { // warm: every statement prepared, every lookup cached
-		write(t, w, msg(fmt.Sprintf("warm%d", n), n))
-	}
-	trips := map[int]int64{}
-	for _, n := range []int{1, 3, 8} {
-		before := proxy.RoundTrips()
-		res := write(t, w, msg(fmt.Sprintf("m%d", n), n))
-		trips[n] = proxy.RoundTrips() - before
+	trips := tripsByGranules(t, proxy, w, msg, func(n int, res *recovery.Result) {
 		for _, g := range res.Granules {
 			if g.Outcome != recovery.Written || g.FilesError == "" {
 				t.Fatalf("granule %s: %s %s, files error %q; want written with its files failed", g.GranuleID, g.Outcome, g.Error, g.FilesError)
@@ -107,7 +93,7 @@ func TestGranulesWhoseFilesFailCostTwoRoundTripsMore(t *testing.T) {
 WHERE g.granule_id LIKE 'm%d-G%%' AND g.status = 'failed'`, n)); got != 2*n {
 			t.Fatalf("message of %d granules: %d files kept on failed granules, want %d", n, got, 2*n)
 		}
-	}
+	})
 	t.Logf("round trips by granules: %v", trips)
 	for n, got := range trips {
 		if got > 5 {
@@ -134,4 +120,23 @@ func oneConnectionViaProxy(t *testing.T, seed []byte) (string, *testsupport.TCPP
 	}
 	t.Cleanup(pool.Close)
 	return dbURL, proxy, pool
+}
+
+// tripsByGranules writes msg of 3 and 1 granules to warm the connection
+// (every statement prepared, every lookup cached), then of 1, 3 and 8,
+// each checked by check, and returns the round trips each of those took.
+func tripsByGranules(t *testing.T, proxy *testsupport.TCPProxy, w *recovery.Writer, msg func(name string, granules int) gjson.Result,
+	check func(n int, res *recovery.Result)) map[int]int64 {
+	t.Helper()
+	for _, n := range []int{3, 1} {
+		write(t, w, msg(fmt.Sprintf("warm%d", n), n))
+	}
+	trips := map[int]int64{}
+	for _, n := range []int{1, 3, 8} {
+		before := proxy.RoundTrips()
+		res := write(t, w, msg(fmt.Sprintf("m%d", n), n))
+		trips[n] = proxy.RoundTrips() - before
+		check(n, res)
+	}
+	return trips
 }
