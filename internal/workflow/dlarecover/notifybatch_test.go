@@ -172,3 +172,71 @@ func TestRecordOfNamesTheRecordOfEachTopicsMessages(t *testing.T) {
 		}
 	}
 }
+
+// countingNotifier holds every PublishBatch call until release is closed,
+// counting the calls in progress and the most there were at once.
+type countingNotifier struct {
+	recordingNotifier
+	mu      sync.Mutex
+	now     int
+	most    int
+	release chan struct{}
+}
+
+func (n *countingNotifier) PublishBatch(ctx context.Context, topic recovery.Topic, msgs [][]byte) []error {
+	n.mu.Lock()
+	n.now++
+	n.most = max(n.most, n.now)
+	n.mu.Unlock()
+	<-n.release
+	n.mu.Lock()
+	n.now--
+	n.mu.Unlock()
+	return n.recordingNotifier.PublishBatch(ctx, topic, msgs)
+}
+
+func (n *countingNotifier) inProgress() (now, most int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.now, n.most
+}
+
+// Calls go side by side, at most callsInFlight at once: twelve batches of
+// twelve records while SNS holds every call make eight calls at a time;
+// the other four follow as those return, and every notification is
+// published.
+func TestNotifyBatcherMakesAtMostCallsInFlightAtOnce(t *testing.T) {
+	n := &countingNotifier{release: make(chan struct{})}
+	b := newNotifyBatcher(context.Background(), n)
+	const objects = callsInFlight + 4
+	var wg sync.WaitGroup
+	for o := range objects {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := b.publish([]recovery.Notification{{Topic: recovery.TopicGranule,
+				Message: []byte(fmt.Sprintf(`{"record":{"granuleId":"G%d"}}`, o))}}); err != nil {
+				t.Errorf("object %d: %v", o, err)
+			}
+		}()
+		time.Sleep(4 * batchLinger) // its own batch
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for now, _ := n.inProgress(); now < callsInFlight && time.Now().Before(deadline); now, _ = n.inProgress() {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // room for a call past the bound
+	if _, most := n.inProgress(); most != callsInFlight {
+		t.Errorf("%d calls at once while SNS held them, want %d", most, callsInFlight)
+	}
+	close(n.release)
+	wg.Wait()
+	b.close()
+	sent := 0
+	for _, c := range n.calls {
+		sent += len(c)
+	}
+	if sent != objects {
+		t.Errorf("%d notifications published, want %d", sent, objects)
+	}
+}
