@@ -287,9 +287,15 @@ func coalesceSet(alias string, cols []string) string {
 }
 
 func (d *DB) UpsertExecution(ctx context.Context, r *recovery.ExecutionRow) (int64, error) {
+	return d.upsertExecution(ctx, r, d.st.executionInsert)
+}
+
+// upsertExecution is UpsertExecution trying insert first ("": the full
+// statement at once).
+func (d *DB) upsertExecution(ctx context.Context, r *recovery.ExecutionRow, insert string) (int64, error) {
 	sql := d.st.execution[boolIndex(r.Status == "running")]
 	var id int64
-	err := d.write(ctx, d.st.executionInsert, sql, func(q querier, sql string) error {
+	err := d.write(ctx, insert, sql, func(q querier, sql string) error {
 		var taken *string
 		err := q.QueryRow(ctx, sql, r.Arn, r.Status, r.URL, r.CumulusVersion, nullJSON(r.Tasks), r.WorkflowName,
 			r.CreatedAt, r.Timestamp, r.UpdatedAt, nullJSON(r.Error), nullJSON(r.OriginalPayload), nullJSON(r.FinalPayload),

@@ -10,3 +10,15 @@ func GranuleSQLFor(gen Generation, status string) string {
 	}
 	return granuleStatement(st.granule, status)
 }
+
+// PdrAfterExecutionSQL is the PDR upsert a generation sends after the
+// execution in one pipeline ($7: the call's token), and
+// ExecutionNotWritten its refusal when the execution was not written.
+func PdrAfterExecutionSQL(gen Generation) string {
+	if gen.Partitioned() {
+		return v22ExecThenPdr.pdr[0][0]
+	}
+	return v21ExecThenPdr.pdr[0][0]
+}
+
+var ExecutionNotWritten = executionNotWritten

@@ -92,10 +92,18 @@ func batchedWritesMatchOneByOne(t *testing.T, notify bool) {
 		withPdr(message("e7", "completed", 2000, "", granule("GL", file("b", "l1", 1)), granule("GM", file("b", "m1", 1))), "PDR1"),
 		withPdr(message("e8", "completed", 1000, "", granule("GN", file("b", "n1", 1)), granule("GO", file("b", "o1", 1))), "PDR1"),
 		withPdr(message("e9", "completed", 1000, "", granule("GP", file("b", "p1", 1)), granule("GQ", file("b", "q1", 1))), "PDR2"),
+		// A running message of e7's with its PDR: the execution exists (v22
+		// tries the insert, then updates), the PDR's guard keeps the row.
+		withPdr(message("e7", "running", 2000, ""), "PDR1"),
+		// An execution that fails (a NUL in its cumulus_version, which
+		// PostgreSQL's text refuses): its PDR, sent with it, must not be
+		// written.
+		withPdr(message("e10", "completed", 3000, `,"cumulus_version":"v\u0000"`, granule("GR", "")), "PDR3"),
 	}
+	failedExecution := len(msgs) - 1
 	ctx := context.Background()
 	var r3 *recovery.Result
-	var err3 error
+	var err3, errFailed error
 	for i, m := range msgs {
 		if !m.IsObject() {
 			t.Fatalf("message %d is not JSON", i)
@@ -104,6 +112,9 @@ func batchedWritesMatchOneByOne(t *testing.T, notify bool) {
 		ro, errO := one.Write(ctx, m)
 		if i == 2 {
 			r3, err3 = ro, errO
+		}
+		if i == failedExecution {
+			errFailed = errB
 		}
 		jb, _ := json.Marshal(rb)
 		jo, _ := json.Marshal(ro)
@@ -119,6 +130,9 @@ func batchedWritesMatchOneByOne(t *testing.T, notify bool) {
 	}
 	if !refused || !filesFailed {
 		t.Fatalf("message 2 no longer refuses GX (%v) or fails GE's files (%+v)", err3, r3.Granules)
+	}
+	if errFailed == nil || !strings.Contains(errFailed.Error(), "0x00") {
+		t.Fatalf("the execution with a NUL: error %v, want the database's refusal", errFailed)
 	}
 
 	got, want := testsupport.DumpTables(t, batchedURL, runStart), testsupport.DumpTables(t, oneURL, runStart)

@@ -87,6 +87,35 @@ type GranuleBatcher interface {
 	WriteFilesBatch(ctx context.Context, batch []FilesWrite) []error
 }
 
+// ExecutionPdrBatcher is a GranuleBatcher that also writes a message's
+// execution and then its PDR in one round trip, each still its own
+// transaction: the PDR only once the execution is written, with the
+// execution's cumulus_id, as when written one after the other.
+type ExecutionPdrBatcher interface {
+	GranuleBatcher
+	// KnownProviderID is what ProviderID would return without a query
+	// (known false: it would ask the database).
+	KnownProviderID(name string) (id *int64, known bool)
+	// UpsertExecutionThenPdr is UpsertExecution of e (UpsertExecutionRecord
+	// when records), then UpsertPdrID (UpsertPdrRecord) of p, whose
+	// ExecutionID is the execution's whatever it holds.
+	UpsertExecutionThenPdr(ctx context.Context, e *ExecutionRow, p *PdrRow, records bool) ExecutionThenPdr
+}
+
+// ExecutionThenPdr is what UpsertExecutionThenPdr did.
+type ExecutionThenPdr struct {
+	ExecutionID  int64
+	Execution    *StoredExecution // when records
+	ExecutionErr error
+	// PdrTried is false when the PDR was not written (it was refused after
+	// a failed execution, or is left for the caller to write, as before).
+	PdrTried   bool
+	PdrWritten bool   // false: the guard kept the row
+	PdrID      *int64 // the PDR's cumulus_id, written or kept (nil: unknown)
+	Pdr        *StoredPdr
+	PdrErr     error
+}
+
 // RecordBatcher is a GranuleBatcher that also batches the writes a
 // Notifier needs (RecordSource's): the granule upserts returning their
 // rows, then each granule's files with the read of what its notification
@@ -336,6 +365,10 @@ func (w *Writer) WriteMsg(ctx context.Context, msg Msg, p *Prepared) (*Result, e
 	// cache holds the message's lookups by natural key (writeGranule's).
 	cache := map[string]*int64{}
 	var executionID *int64
+	// withPdr is the PDR row written with the execution, and what was
+	// done (nil: the PDR is written after, on its own).
+	var withPdr *PdrRow
+	var ep ExecutionThenPdr
 	if doExec {
 		row, err := BuildExecution(msg, now, w.Region, ids)
 		if err != nil {
@@ -343,9 +376,17 @@ func (w *Writer) WriteMsg(ctx context.Context, msg Msg, p *Prepared) (*Result, e
 		}
 		var id int64
 		var stored *StoredExecution
-		if src != nil {
+		eb, pdrRow := w.pdrWithExecution(msg, doPdr, now, ids.Collection)
+		switch {
+		case pdrRow != nil:
+			ep = eb.UpsertExecutionThenPdr(ctx, row, pdrRow, src != nil)
+			id, stored, err = ep.ExecutionID, ep.Execution, ep.ExecutionErr
+			if ep.PdrTried {
+				withPdr = pdrRow
+			}
+		case src != nil:
 			id, stored, err = src.UpsertExecutionRecord(ctx, row)
-		} else {
+		default:
 			id, err = w.DB.UpsertExecution(ctx, row)
 		}
 		if err != nil {
@@ -363,16 +404,18 @@ func (w *Writer) WriteMsg(ctx context.Context, msg Msg, p *Prepared) (*Result, e
 	}
 
 	var providerID *int64
-	if pid := msg.Get("meta.provider.id"); !isNil(pid) {
+	if pid := msg.Get("meta.provider.id"); !isNil(pid) && withPdr == nil {
 		if providerID, err = w.DB.ProviderID(ctx, jsString(pid)); err != nil {
 			return res, err
 		}
 	}
 
 	if doPdr {
-		row, err := BuildPdr(msg, now, ids.Collection, providerID, executionID)
-		if err != nil {
-			return res, err
+		row := withPdr
+		if row == nil {
+			if row, err = BuildPdr(msg, now, ids.Collection, providerID, executionID); err != nil {
+				return res, err
+			}
 		}
 		if row != nil {
 			res.PdrName = row.Name
@@ -380,6 +423,11 @@ func (w *Writer) WriteMsg(ctx context.Context, msg Msg, p *Prepared) (*Result, e
 			var stored *StoredPdr
 			b := w.batching()
 			switch {
+			case withPdr != nil:
+				ok, stored, err = ep.PdrWritten, ep.Pdr, ep.PdrErr
+				if ep.PdrID != nil {
+					cache["pdr\x00"+row.Name] = ep.PdrID
+				}
 			case src != nil:
 				if ok, stored, err = src.UpsertPdrRecord(ctx, row); stored != nil && stored.CumulusID != nil {
 					cache["pdr\x00"+row.Name] = stored.CumulusID
@@ -432,6 +480,35 @@ func (w *Writer) WriteMsg(ctx context.Context, msg Msg, p *Prepared) (*Result, e
 		}
 	}
 	return res, nil
+}
+
+// pdrWithExecution is the DB as an ExecutionPdrBatcher and the message's
+// PDR row, when the PDR can go with the execution: batching, a PDR to
+// write whose row builds (a collection, a provider known without a query:
+// the lookup is not moved before the execution). Otherwise nil, and the
+// PDR is written after the execution, as before.
+func (w *Writer) pdrWithExecution(msg Msg, doPdr bool, now time.Time, collection *int64) (ExecutionPdrBatcher, *PdrRow) {
+	if !doPdr {
+		return nil, nil
+	}
+	eb, ok := w.batching().(ExecutionPdrBatcher)
+	if !ok {
+		return nil, nil
+	}
+	pid := msg.Get("meta.provider.id")
+	if isNil(pid) {
+		return nil, nil
+	}
+	providerID, known := eb.KnownProviderID(jsString(pid))
+	if !known || providerID == nil {
+		return nil, nil
+	}
+	var fromExecution int64 // the execution's, set by the DB
+	row, err := BuildPdr(msg, now, collection, providerID, &fromExecution)
+	if err != nil || row == nil {
+		return nil, nil
+	}
+	return eb, row
 }
 
 // messageContext is what every granule of a message reads of it, but the

@@ -1,0 +1,244 @@
+package cumulusdb
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/deadletter/deadletter/internal/recovery"
+)
+
+// A message's execution and then its PDR in one round trip (v21 writes the
+// PDR only once the execution is committed, and with its cumulus_id).
+//
+// The two statements go in one pipeline, each its own implicit
+// transaction (a Sync after each): a failed PDR does not undo the
+// execution, as in Cumulus. The PDR statement must not run when the
+// execution's did not write, and takes the cumulus_id the execution's
+// returned, which the client does not know yet when it sends them. So the
+// execution's statement also sets a session setting, in its own
+// transaction, to a token of this call and the id it wrote
+// (set_config(..., false), undone with the transaction when the statement
+// fails, and never set when v22 found the id it drew taken). The PDR's
+// statement reads its execution id from that setting, and fails with
+// notWrittenMark when the setting does not hold this call's token: after
+// a failed execution, or on a connection that is not the execution's
+// (a pooler between the two). The PDR is then written as before, after
+// the execution, or not at all.
+
+// execSetting is the session setting the execution's statement leaves.
+const execSetting = "deadletter.execution"
+
+// notWrittenMark is in the error of a PDR statement whose execution was
+// not written in the same pipeline (the cast of it to bigint fails).
+const notWrittenMark = "the execution before it was not written"
+
+// execMarkV21 and execMarkV22 are the column each generation's execution
+// statement gains ($17: the call's token). v22's statements select the
+// execution holding a taken id (taken): nothing was written then.
+const (
+	execMarkV21 = `, set_config('` + execSetting + `', $17::text || ' ' || up.cumulus_id, false)`
+	execMarkV22 = `, set_config('` + execSetting + `', CASE WHEN NOT EXISTS (SELECT 1 FROM taken) THEN $17::text || ' ' || up.cumulus_id ELSE '' END, false)`
+)
+
+// execIDFromSetting replaces the PDR statements' $7 (the execution's
+// cumulus_id): the id the execution's statement set, when the setting
+// holds the token $7 (now text), and otherwise an error naming
+// notWrittenMark. The setting is read once per row of the statement.
+const execIDFromSetting = `(CASE WHEN split_part(current_setting('` + execSetting + `', true), ' ', 1) = $7::text
+  THEN split_part(current_setting('` + execSetting + `', true), ' ', 2) ELSE '` + notWrittenMark + `' END)::bigint`
+
+// pdrAfterExecution is a PDR statement taking its execution from the
+// setting, with $7 the token (v22's cast of $7 is in execIDFromSetting).
+func pdrAfterExecution(pdrSQL string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(pdrSQL, "$7::bigint", "$7"), "$7", execIDFromSetting)
+}
+
+// execThenPdr are the statements of UpsertExecutionThenPdr, by
+// [records][running]: the generation's first execution write with its
+// mark, and the PDR upsert after it.
+type execThenPdr struct {
+	execution [2][2]string
+	pdr       [2][2]string
+}
+
+func newExecThenPdr(st *statements) *execThenPdr {
+	var e execThenPdr
+	for running := 0; running < 2; running++ {
+		e.pdr[0][running] = pdrAfterExecution(st.pdrID[running])
+		e.pdr[1][running] = pdrAfterExecution(st.pdrRecord[running])
+	}
+	if st.gen.Partitioned() {
+		// v22 tries the insert first (DB.write), whatever the status.
+		for running := 0; running < 2; running++ {
+			e.execution[0][running] = v22ExecutionInsertSQL("up.cumulus_id" + execMarkV22)
+			e.execution[1][running] = v22ExecutionInsertSQL(storedExecutionCols + execMarkV22)
+		}
+		return &e
+	}
+	for running, upsert := range []string{upsertExecution, upsertRunningExecution} {
+		e.execution[0][running] = withReturning(upsert, "e", "NULL::text, up.cumulus_id"+execMarkV21)
+		e.execution[1][running] = withReturning(upsert, "e", "NULL::text, "+storedExecutionCols+execMarkV21)
+	}
+	return &e
+}
+
+var (
+	v21ExecThenPdr = newExecThenPdr(v21Statements)
+	v22ExecThenPdr = newExecThenPdr(v22Statements)
+)
+
+func (d *DB) execThenPdr() *execThenPdr {
+	if d.st.gen.Partitioned() {
+		return v22ExecThenPdr
+	}
+	return v21ExecThenPdr
+}
+
+// tokens are the calls' tokens: this process's random prefix, then a
+// count, so no two calls of any process share one.
+var tokens = struct {
+	prefix string
+	n      atomic.Uint64
+}{prefix: randomPrefix()}
+
+func randomPrefix() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func nextToken() string {
+	return tokens.prefix + "-" + strconv.FormatUint(tokens.n.Add(1), 10)
+}
+
+var _ recovery.ExecutionPdrBatcher = (*DB)(nil)
+
+// KnownProviderID is the provider's cumulus_id when ProviderID would
+// return it without a query.
+func (d *DB) KnownProviderID(name string) (*int64, bool) {
+	if v, ok := d.ids.Load("p\x00" + name); ok {
+		id := v.(int64)
+		return &id, true
+	}
+	return nil, false
+}
+
+// UpsertExecutionThenPdr is UpsertExecution (UpsertExecutionRecord when
+// records) of e, then, when it wrote, UpsertPdrID (UpsertPdrRecord) of p
+// with the execution's cumulus_id, in one round trip. p.ExecutionID is
+// not read. When the PDR statement could not run after the execution's
+// (the execution met a row v22 then updates, or another writer; a race
+// of the PDR), the rest is done as before, one write after the other;
+// PdrTried is false when the PDR is still to be written (the execution
+// failed, or took another round trip).
+func (d *DB) UpsertExecutionThenPdr(ctx context.Context, e *recovery.ExecutionRow, p *recovery.PdrRow, records bool) recovery.ExecutionThenPdr {
+	var res recovery.ExecutionThenPdr
+	st := d.execThenPdr()
+	rec := boolIndex(records)
+	token := nextToken()
+
+	var taken *string
+	var stored recovery.StoredExecution
+	var tasks, errJSON, orig, final, mark *string
+	dest := []any{&taken, &res.ExecutionID}
+	if records {
+		dest = append(dest, &stored.Arn, &stored.Status, &stored.URL, &stored.CumulusVersion, &stored.WorkflowName,
+			&tasks, &errJSON, &orig, &final, &stored.Duration, &stored.Archived, &stored.CreatedAt, &stored.UpdatedAt,
+			&stored.Timestamp, &stored.CollectionID, &stored.AsyncOperationID, &stored.ParentArn)
+	}
+	dest = append(dest, &mark)
+	execArgs := []any{e.Arn, e.Status, e.URL, e.CumulusVersion, nullJSON(e.Tasks), e.WorkflowName,
+		e.CreatedAt, e.Timestamp, e.UpdatedAt, nullJSON(e.Error), nullJSON(e.OriginalPayload), nullJSON(e.FinalPayload),
+		e.Duration, e.AsyncOperationID, e.CollectionID, e.ParentID, token}
+
+	var up, kept *int64
+	var pdr recovery.StoredPdr
+	var pdrRead func(pgx.Rows) error
+	if records {
+		pdrRead = func(rows pgx.Rows) error { return scanPdr(rowsRow{rows}, &pdr) }
+	} else {
+		pdrRead = scanOne(&up, &kept)
+	}
+	pdrArgs := []any{p.Name, p.Status, p.PANSent, p.PANMessage, p.Stats, p.Progress, token,
+		p.CollectionID, p.ProviderID, p.CreatedAt, p.UpdatedAt, p.Timestamp, p.Duration}
+	running := boolIndex(p.Status != nil && *p.Status == "running")
+	errs := d.pipeline(ctx, []pipeStmt{
+		{sql: st.execution[rec][boolIndex(e.Status == "running")], args: execArgs, read: scanOne(dest...)},
+		{sql: st.pdr[rec][running], args: pdrArgs, read: pdrRead},
+	})
+
+	// The execution, as UpsertExecution(Record) would have left it.
+	execErr := errs[0]
+	if t, ok := takenID("executions", taken); ok && execErr == nil {
+		res.ExecutionErr = d.takenError(ctx, t)
+		return res
+	}
+	if execErr != nil {
+		if d.isRace(ctx, execErr) && ctx.Err() == nil {
+			// A row (v22's insert) or another writer: the full statement, then
+			// the PDR after it, as before.
+			if records {
+				res.ExecutionID, res.Execution, res.ExecutionErr = d.upsertExecutionRecord(ctx, e, "")
+			} else {
+				res.ExecutionID, res.ExecutionErr = d.upsertExecution(ctx, e, "")
+			}
+			return res
+		}
+		res.ExecutionErr = d.classify(ctx, execErr)
+		return res
+	}
+	if records {
+		stored.Tasks, stored.Error, stored.OriginalPayload, stored.FinalPayload = deref(tasks), deref(errJSON), deref(orig), deref(final)
+		res.Execution = &stored
+	}
+
+	// The PDR, as UpsertPdrID (UpsertPdrRecord) would have left it.
+	pdrErr := errs[1]
+	switch {
+	case executionNotWritten(pdrErr), d.isRace(ctx, pdrErr) && ctx.Err() == nil:
+		return res // written after, on its own (UpsertPdrID retries a race)
+	case records && errors.Is(pdrErr, pgx.ErrNoRows):
+		// The guard kept the row: v21 re-reads it by name.
+		res.PdrTried = true
+		res.PdrErr = d.one(ctx, func(q querier) error { return scanPdr(q.QueryRow(ctx, readPdrRecord, p.Name), &pdr) })
+		if res.PdrErr == nil {
+			res.Pdr, res.PdrID = &pdr, pdr.CumulusID
+		}
+		return res
+	case pdrErr != nil:
+		res.PdrTried = true
+		res.PdrErr = d.classify(ctx, pdrErr)
+		return res
+	}
+	res.PdrTried = true
+	if records {
+		res.PdrWritten, res.Pdr, res.PdrID = true, &pdr, pdr.CumulusID
+		return res
+	}
+	res.PdrWritten, res.PdrID = up != nil, up
+	if up == nil {
+		res.PdrID = kept
+	}
+	return res
+}
+
+// executionNotWritten reports whether err is a PDR statement's refusal to
+// run after an execution that was not written (execIDFromSetting).
+func executionNotWritten(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "22P02" && strings.Contains(pgErr.Message, notWrittenMark)
+}
+
+// rowsRow is a statement's rows as the pgx.Row of QueryRow: the first row
+// scanned, pgx.ErrNoRows when there is none, the rows closed.
+type rowsRow struct{ rows pgx.Rows }
+
+func (r rowsRow) Scan(dest ...any) error { return scanOne(dest...)(r.rows) }
