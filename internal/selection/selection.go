@@ -8,12 +8,15 @@ package selection
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/md5"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
+
+	"golang.org/x/sync/semaphore"
 
 	"github.com/deadletter/deadletter/internal/archive"
 	"github.com/deadletter/deadletter/internal/dla"
@@ -63,8 +66,22 @@ type job struct {
 	result Result
 	match  bool
 	bytes  int64
-	skip   bool // prefiltered
+	skip   bool  // prefiltered
+	held   int64 // of the bytes in flight, from its listing to its hand-over
 }
+
+// bytesInFlight bounds the bytes of the objects of a store read over the
+// network between their listing and their hand-over to the caller, by
+// their listed sizes (unlistedSize when the store gave none: a key asked
+// for by name), besides the bound in objects (five times the concurrency).
+// A run of small objects is bound by the count, one of large objects by
+// the bytes: 64 objects of 1 MiB, where the count alone let 160 in flight
+// at concurrency 32. An object larger than the bound is read alone.
+const bytesInFlight = 64 << 20
+
+// unlistedSize is what an object of unknown size counts: an SQS message's
+// largest (archive objects are SQS messages).
+const unlistedSize = 1 << 20
 
 // objectRun is consecutive objects handed to one worker: one object from a
 // store read over the network (each read a round trip, worth a worker of
@@ -98,6 +115,10 @@ func Run(ctx context.Context, store archive.Store, scope Scope, concurrency int,
 	defer cancel()
 
 	size := runSize(store)
+	// A local folder's reads take microseconds and its listing gives no
+	// sizes: its objects are bound by the count alone.
+	byBytes := !archive.LocalReads(store)
+	budget := semaphore.NewWeighted(bytesInFlight)
 	jobs := make(chan *objectRun)
 	ordered := make(chan *objectRun, max(concurrency*4/size, concurrency+2))
 	listErr := make(chan error, 1)
@@ -127,7 +148,14 @@ func Run(ctx context.Context, store archive.Store, scope Scope, concurrency int,
 			if cur == nil {
 				cur = &objectRun{jobs: make([]job, 0, size), done: make(chan struct{})}
 			}
-			cur.jobs = append(cur.jobs, job{entry: e})
+			var held int64
+			if byBytes {
+				held = min(cmp.Or(max(e.Size, 0), unlistedSize), bytesInFlight)
+				if err := budget.Acquire(ctx, held); err != nil {
+					return err
+				}
+			}
+			cur.jobs = append(cur.jobs, job{entry: e, held: held})
 			if len(cur.jobs) == size {
 				return flush()
 			}
@@ -165,7 +193,8 @@ func Run(ctx context.Context, store archive.Store, scope Scope, concurrency int,
 		for i := range r.jobs {
 			j := &r.jobs[i]
 			if emitErr != nil || ctx.Err() != nil {
-				break // drain so the producer can finish
+				budget.Release(j.held)
+				continue // drain so the producer can finish
 			}
 			st.Listed++
 			st.Bytes += j.bytes
@@ -186,6 +215,8 @@ func Run(ctx context.Context, store archive.Store, scope Scope, concurrency int,
 			if emitErr != nil {
 				cancel()
 			}
+			// Handed over: its bytes are the caller's now.
+			budget.Release(j.held)
 		}
 	}
 	err := <-listErr

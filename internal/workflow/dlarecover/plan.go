@@ -108,17 +108,18 @@ func PlanSelection(ctx context.Context, store archive.Store, scope selection.Sco
 // at once.
 const (
 	planReads    = 16
-	maxPlanReads = 32
+	maxPlanReads = 64
 )
 
 // PlanReads is how many objects the plan pass of a run of concurrency
-// reads at once: as many as the run writes, from 16 to 32. With a store a
-// round trip away the pass is a line of reads: 1,800 objects 20 ms away
-// took about 1 s longer at 16 than at 32 (docs/performance.md). Search
-// keeps at most five times this many objects in flight, each up to an SQS
-// message's size (1 MiB): the bound keeps that under 160 MiB, however
-// high the run's concurrency.
-func PlanReads(concurrency int) int { return min(max(planReads, concurrency), maxPlanReads) }
+// reads at once: twice as many as the run writes, from 16 to 64. With a
+// store a round trip away the pass is a line of reads: 1,800 objects 20 ms
+// away took 1.47 s at 32, 1.00 s at 64 (docs/performance.md), before the
+// first write. The selection holds at most five times this many objects,
+// and at most 64 MiB of them by their listed sizes (selection.Run), so
+// however high the run's concurrency, an archive of large objects is not
+// held many times over.
+func PlanReads(concurrency int) int { return min(max(planReads, 2*concurrency), maxPlanReads) }
 
 // undatable: with a date selection, an object outside the date folders (a
 // legacy flat key) that cannot be decoded has no date to select it by.
