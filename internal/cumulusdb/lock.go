@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -67,7 +68,7 @@ func (l *ArchiveLock) take(ctx context.Context) (*pgxpool.Conn, error) {
 		return nil, Classify(err)
 	}
 	var ok bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, l.key).Scan(&ok); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, pgx.QueryExecModeExec, l.key).Scan(&ok); err != nil {
 		conn.Release()
 		return nil, Classify(err)
 	}
