@@ -319,7 +319,7 @@ func (s *scopeRun) finish(ctx context.Context, selErr error) error {
 	// not processed is what was never reached, so the two never overlap.
 	r.Sum.NotProcessed = r.Sum.Selected - r.Sum.Processed - r.Sum.Left
 	r.Sum.Seconds = time.Since(s.start).Seconds()
-	if err := s.clock.write(time.Since(s.start), r.Concurrency); err != nil {
+	if err := s.clock.write(s.start, time.Since(s.start), r.Concurrency); err != nil {
 		r.Warnf("%s: %v", StageTimesEnv, err)
 	}
 	if ctx.Err() != nil {

@@ -100,6 +100,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 }
 
 func (s *Session) open(ctx context.Context) error {
+	defer notePhase(&phases.open, time.Now())
 	o := s.opts
 	s.tuneGC()
 	maxPool := o.MaxPool
@@ -166,6 +167,7 @@ func (s *Session) Plan(ctx context.Context) (*Plan, error) {
 	}
 	s.undo = append(s.undo, func() { plan.ObjectSpool.Close() })
 	s.plan = plan
+	defer notePhase(&phases.plan, time.Now())
 	if err := PlanSelection(ctx, o.Store, o.Scope, PlanReads(o.Concurrency), o.IncludeUnreadable, plan, o.StopPlan, o.PlanProgress); err != nil {
 		return nil, err
 	}

@@ -40,6 +40,18 @@ var stageNames = [nStages]string{
 	"emitter: wait for the delete", "emitter: write the line",
 }
 
+// processStart is about when the process started (this package's
+// initialisation), and phases the seconds of the steps before the run
+// (Open, Plan): the stage times file tells what the run waited for before
+// its first write too.
+var (
+	processStart = time.Now()
+	phases       struct{ open, plan atomic.Int64 }
+)
+
+// notePhase adds the time since t0 to a phase's.
+func notePhase(p *atomic.Int64, t0 time.Time) { p.Add(int64(time.Since(t0))) }
+
 // stageClock sums each stage's time; a nil clock clocks nothing.
 type stageClock struct {
 	ns, n [nStages]atomic.Int64
@@ -72,7 +84,7 @@ func (c *stageClock) add(st int, t0 time.Time) {
 
 // write writes the stage times to StageTimesEnv's file, with the run's
 // wall time and concurrency.
-func (c *stageClock) write(wall time.Duration, concurrency int) error {
+func (c *stageClock) write(start time.Time, wall time.Duration, concurrency int) error {
 	if c == nil {
 		return nil
 	}
@@ -84,8 +96,14 @@ func (c *stageClock) write(wall time.Duration, concurrency int) error {
 	out := struct {
 		WallSeconds float64 `json:"wall_seconds"`
 		Concurrency int     `json:"concurrency"`
-		Stages      []stage `json:"stages"`
-	}{WallSeconds: wall.Seconds(), Concurrency: concurrency}
+		// Before the run: from the process's start to the run's, and in it
+		// the session's opening (the database, the lock) and the plan pass.
+		BeforeSeconds float64 `json:"before_run_seconds"`
+		OpenSeconds   float64 `json:"open_seconds"`
+		PlanSeconds   float64 `json:"plan_seconds"`
+		Stages        []stage `json:"stages"`
+	}{WallSeconds: wall.Seconds(), Concurrency: concurrency, BeforeSeconds: start.Sub(processStart).Seconds(),
+		OpenSeconds: time.Duration(phases.open.Load()).Seconds(), PlanSeconds: time.Duration(phases.plan.Load()).Seconds()}
 	for i := range nStages {
 		out.Stages = append(out.Stages, stage{stageNames[i], time.Duration(c.ns[i].Load()).Seconds(), c.n[i].Load()})
 	}
