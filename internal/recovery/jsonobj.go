@@ -26,19 +26,48 @@ func fieldsOf(raw string) []kv {
 }
 
 func buildObject(fields []kv) string {
+	n := 2
+	for _, f := range fields {
+		n += len(f.key) + len(f.raw) + 4
+	}
 	var b strings.Builder
+	b.Grow(n) // one allocation, where growing copied a whole message two or three times
 	b.WriteByte('{')
 	for i, f := range fields {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		k, _ := json.Marshal(f.key)
-		b.Write(k)
+		writeJSONString(&b, f.key)
 		b.WriteByte(':')
 		b.WriteString(f.raw)
 	}
 	b.WriteByte('}')
 	return b.String()
+}
+
+// writeJSONString writes s as json.Marshal quotes it: as it is between
+// quotes when no byte of it needs escaping (printable ASCII but the quote,
+// the backslash and the <, > and & that json.Marshal escapes), which is
+// every key of a Cumulus message; by json.Marshal otherwise.
+func writeJSONString(b *strings.Builder, s string) {
+	if plainJSON(s) {
+		b.WriteByte('"')
+		b.WriteString(s)
+		b.WriteByte('"')
+		return
+	}
+	q, _ := json.Marshal(s)
+	b.Write(q)
+}
+
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // objMerge is JavaScript's {...a, ...b}: keys keep the place of their first
@@ -109,6 +138,9 @@ func compact(raw string) string {
 }
 
 func jsonString(s string) string {
+	if plainJSON(s) {
+		return `"` + s + `"`
+	}
 	b, _ := json.Marshal(s)
 	return string(b)
 }
