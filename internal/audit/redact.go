@@ -48,8 +48,22 @@ func RedactArgv(argv []string) []string {
 // a user and no password: the user, a token), and the value of every
 // password=, token= ... The rest of the text stays.
 func RedactText(s string) string {
-	s = bearer.ReplaceAllString(s, "${1}"+Redacted)
+	if containsFoldASCII(s, "bearer") { // the regular expression only where it can match
+		s = bearer.ReplaceAllString(s, "${1}"+Redacted)
+	}
 	return redactURLs(redactKeyValues(s), false)
+}
+
+// containsFoldASCII reports whether s holds word in any case (word is
+// lower-case ASCII letters, none of which Unicode folds from another
+// character).
+func containsFoldASCII(s, word string) bool {
+	for i := 0; i+len(word) <= len(s); i++ {
+		if s[i]|0x20 == word[0] && strings.EqualFold(s[i:i+len(word)], word) {
+			return true
+		}
+	}
+	return false
 }
 
 // bearer is an HTTP Authorization header's token, quoted in an error.
@@ -60,6 +74,9 @@ var bearer = regexp.MustCompile(`(?i)(\bbearer\s+)[^\s"',;]+`)
 // backslash escapes the next character, as in libpq) or, in a URL's query
 // (after ? or &), up to the next &.
 func redactKeyValues(s string) string {
+	if !strings.Contains(s, "=") {
+		return s // every secret key=value has its =
+	}
 	locs := secretKey.FindAllStringIndex(s, -1)
 	if locs == nil {
 		return s

@@ -61,6 +61,7 @@ func TestRedactTextRedactsEveryURLOfAnErrorAndKeepsItsWords(t *testing.T) {
 			`parse "postgres://u:REDACTED@h:bad/db": invalid port ":bad" after host; as user@host`},
 		{"from postgres://u:pw@a/x to postgres://v:pw2@b/y", "from postgres://u:REDACTED@a/x to postgres://v:REDACTED@b/y"},
 		{"HTTP 401: echo Authorization: Bearer abc.def", "HTTP 401: echo Authorization: Bearer REDACTED"},
+		{"HTTP 401: AUTHORIZATION: BEARER abc.def", "HTTP 401: AUTHORIZATION: BEARER REDACTED"},
 	} {
 		if got := RedactText(c.in); got != c.want {
 			t.Errorf("RedactText(%q) = %q, want %q", c.in, got, c.want)
