@@ -23,6 +23,11 @@ import (
 // the command (runtime/pprof): how the benchmarks find where the time goes.
 const CPUProfileEnv = "DEADLETTER_CPUPROFILE"
 
+// AllocsProfileEnv names the file that, when set, receives the command's
+// allocations profile at its end (runtime/pprof "allocs": what it
+// allocated, by where, whatever the collector freed since).
+const AllocsProfileEnv = "DEADLETTER_ALLOCSPROFILE"
+
 // Execute runs a command tree on one command line, reports its error on
 // errOut prefixed with the program name, and returns the exit code. Both
 // binaries end here, so they agree on exit codes and error reporting.
@@ -35,6 +40,14 @@ func Execute(ctx context.Context, root *cobra.Command, args []string, errOut io.
 				f.Close()
 			}()
 		}
+	}
+	if path := os.Getenv(AllocsProfileEnv); path != "" {
+		defer func() {
+			if f, err := os.Create(path); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
 	}
 	err := root.ExecuteContext(ctx)
 	if werr := awsconfig.WriteCallCounts(); werr != nil {
