@@ -67,8 +67,8 @@ type Options struct {
 // gcPercent is recover's GOGC unless the environment sets one, and
 // memoryLimit its soft memory limit (GOMEMLIMIT) with it.
 const (
-	gcPercent   = 200
-	memoryLimit = 48 << 20
+	gcPercent   = 300
+	memoryLimit = 72 << 20
 )
 
 // Session is an open recover run: the database and the writer on it, the
@@ -133,13 +133,18 @@ func (s *Session) open(ctx context.Context) error {
 
 // tuneGC sets recover's GOGC and soft memory limit, unless the environment
 // names them; Close sets them back. The live heap is small and the garbage
-// short-lived (each object's decoded layers and rows): collecting at twice
-// the default target halves the collections, about a tenth of the CPU, for
-// about 10 MB more resident memory, still flat however many objects. The
-// soft ceiling beside it (only with recover's own GOGC) makes the collector
-// run as often as the default would once the heap nears it, so resident
-// memory does not creep up over a long run; it follows the live heap
-// (gctune), so a run that holds more is not collected back to back.
+// short-lived (each object's decoded layers and rows, the AWS SDK's
+// requests: about 420 KB an object): collecting at four times the default
+// target cuts the collections, a fifth of the CPU at 200, for more
+// resident memory, still flat however many objects. The soft ceiling
+// beside it (only with recover's own GOGC) makes the collector run as
+// often as the default would once the heap nears it, so resident memory
+// does not creep up over a long run; it follows the live heap (gctune), so
+// a run that holds more is not collected back to back. At concurrency 32
+// over S3 the ceiling is what binds: 72 MiB (from 48) took 9% less CPU an
+// object (2.06-2.08 ms against 2.23-2.41) for 95 MB resident instead of
+// 88 (docs/performance.md, "Issue 42"); GOGC=400 GOMEMLIMIT=96MiB in the
+// environment takes 1.8-1.95 ms for 118 MB.
 func (s *Session) tuneGC() {
 	s.undo = append(s.undo, gctune.Tune(os.Getenv, gctune.Settings{GCPercent: gcPercent, MemoryLimit: memoryLimit,
 		FollowEvery: 250 * time.Millisecond, LimitWithGC: true}))
