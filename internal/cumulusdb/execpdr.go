@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/deadletter/deadletter/internal/recovery"
@@ -61,31 +60,28 @@ func pdrAfterExecution(pdrSQL string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(pdrSQL, "$7::bigint", "$7"), "$7", execIDFromSetting)
 }
 
-// execThenPdr are the statements of UpsertExecutionThenPdr, by
-// [records][running]: the generation's first execution write with its
-// mark, and the PDR upsert after it.
+// execThenPdr are the statements of UpsertExecutionThenPdr, by running:
+// the generation's first execution write with its mark, and the PDR
+// upsert returning its id (UpsertPdrID's) after it.
 type execThenPdr struct {
-	execution [2][2]string
-	pdr       [2][2]string
+	execution [2]string
+	pdr       [2]string
 }
 
 func newExecThenPdr(st *statements) *execThenPdr {
 	var e execThenPdr
 	for running := 0; running < 2; running++ {
-		e.pdr[0][running] = pdrAfterExecution(st.pdrID[running])
-		e.pdr[1][running] = pdrAfterExecution(st.pdrRecord[running])
+		e.pdr[running] = pdrAfterExecution(st.pdrID[running])
 	}
 	if st.gen.Partitioned() {
 		// v22 tries the insert first (DB.write), whatever the status.
 		for running := 0; running < 2; running++ {
-			e.execution[0][running] = v22ExecutionInsertSQL("up.cumulus_id" + execMarkV22)
-			e.execution[1][running] = v22ExecutionInsertSQL(storedExecutionCols + execMarkV22)
+			e.execution[running] = v22ExecutionInsertSQL("up.cumulus_id" + execMarkV22)
 		}
 		return &e
 	}
 	for running, upsert := range []string{upsertExecution, upsertRunningExecution} {
-		e.execution[0][running] = withReturning(upsert, "e", "NULL::text, up.cumulus_id"+execMarkV21)
-		e.execution[1][running] = withReturning(upsert, "e", "NULL::text, "+storedExecutionCols+execMarkV21)
+		e.execution[running] = withReturning(upsert, "e", "NULL::text, up.cumulus_id"+execMarkV21)
 	}
 	return &e
 }
@@ -131,51 +127,33 @@ func (d *DB) KnownProviderID(name string) (*int64, bool) {
 	return nil, false
 }
 
-// UpsertExecutionThenPdr is UpsertExecution (UpsertExecutionRecord when
-// records) of e, then, when it wrote, UpsertPdrID (UpsertPdrRecord) of p
-// with the execution's cumulus_id, in one round trip. p.ExecutionID is
-// not read. When the PDR statement could not run after the execution's
-// (the execution met a row v22 then updates, or another writer; a race
-// of the PDR), the rest is done as before, one write after the other;
-// PdrTried is false when the PDR is still to be written (the execution
-// failed, or took another round trip).
-func (d *DB) UpsertExecutionThenPdr(ctx context.Context, e *recovery.ExecutionRow, p *recovery.PdrRow, records bool) recovery.ExecutionThenPdr {
+// UpsertExecutionThenPdr is UpsertExecution of e, then, when it wrote,
+// UpsertPdrID of p with the execution's cumulus_id, in one round trip.
+// p.ExecutionID is not read. When the PDR statement could not run after
+// the execution's (the execution met a row v22 then updates, or another
+// writer; a race of the PDR), the rest is done as before, one write after
+// the other; PdrTried is false when the PDR is still to be written (the
+// execution failed, or took another round trip). An execution that meets
+// the same race every time is tried once more than one by one (the
+// pipeline's try, then UpsertExecution's).
+func (d *DB) UpsertExecutionThenPdr(ctx context.Context, e *recovery.ExecutionRow, p *recovery.PdrRow) recovery.ExecutionThenPdr {
 	var res recovery.ExecutionThenPdr
 	st := d.execThenPdr()
-	rec := boolIndex(records)
 	token := nextToken()
 
-	var taken *string
-	var stored recovery.StoredExecution
-	var tasks, errJSON, orig, final, mark *string
-	dest := []any{&taken, &res.ExecutionID}
-	if records {
-		dest = append(dest, &stored.Arn, &stored.Status, &stored.URL, &stored.CumulusVersion, &stored.WorkflowName,
-			&tasks, &errJSON, &orig, &final, &stored.Duration, &stored.Archived, &stored.CreatedAt, &stored.UpdatedAt,
-			&stored.Timestamp, &stored.CollectionID, &stored.AsyncOperationID, &stored.ParentArn)
-	}
-	dest = append(dest, &mark)
+	var taken, mark *string
 	execArgs := []any{e.Arn, e.Status, e.URL, e.CumulusVersion, nullJSON(e.Tasks), e.WorkflowName,
 		e.CreatedAt, e.Timestamp, e.UpdatedAt, nullJSON(e.Error), nullJSON(e.OriginalPayload), nullJSON(e.FinalPayload),
 		e.Duration, e.AsyncOperationID, e.CollectionID, e.ParentID, token}
-
 	var up, kept *int64
-	var pdr recovery.StoredPdr
-	var pdrRead func(pgx.Rows) error
-	if records {
-		pdrRead = func(rows pgx.Rows) error { return scanPdr(rowsRow{rows}, &pdr) }
-	} else {
-		pdrRead = scanOne(&up, &kept)
-	}
 	pdrArgs := []any{p.Name, p.Status, p.PANSent, p.PANMessage, p.Stats, p.Progress, token,
 		p.CollectionID, p.ProviderID, p.CreatedAt, p.UpdatedAt, p.Timestamp, p.Duration}
-	running := boolIndex(p.Status != nil && *p.Status == "running")
 	errs := d.pipeline(ctx, []pipeStmt{
-		{sql: st.execution[rec][boolIndex(e.Status == "running")], args: execArgs, read: scanOne(dest...)},
-		{sql: st.pdr[rec][running], args: pdrArgs, read: pdrRead},
+		{sql: st.execution[boolIndex(e.Status == "running")], args: execArgs, read: scanOne(&taken, &res.ExecutionID, &mark)},
+		{sql: st.pdr[boolIndex(p.Status != nil && *p.Status == "running")], args: pdrArgs, read: scanOne(&up, &kept)},
 	})
 
-	// The execution, as UpsertExecution(Record) would have left it.
+	// The execution, as UpsertExecution would have left it.
 	execErr := errs[0]
 	if t, ok := takenID("executions", taken); ok && execErr == nil {
 		res.ExecutionErr = d.takenError(ctx, t)
@@ -185,45 +163,22 @@ func (d *DB) UpsertExecutionThenPdr(ctx context.Context, e *recovery.ExecutionRo
 		if d.isRace(ctx, execErr) && ctx.Err() == nil {
 			// A row (v22's insert) or another writer: the full statement, then
 			// the PDR after it, as before.
-			if records {
-				res.ExecutionID, res.Execution, res.ExecutionErr = d.upsertExecutionRecord(ctx, e, "")
-			} else {
-				res.ExecutionID, res.ExecutionErr = d.upsertExecution(ctx, e, "")
-			}
+			res.ExecutionID, res.ExecutionErr = d.upsertExecution(ctx, e, "")
 			return res
 		}
 		res.ExecutionErr = d.classify(ctx, execErr)
 		return res
 	}
-	if records {
-		stored.Tasks, stored.Error, stored.OriginalPayload, stored.FinalPayload = deref(tasks), deref(errJSON), deref(orig), deref(final)
-		res.Execution = &stored
-	}
 
-	// The PDR, as UpsertPdrID (UpsertPdrRecord) would have left it.
-	pdrErr := errs[1]
-	switch {
+	// The PDR, as UpsertPdrID would have left it.
+	switch pdrErr := errs[1]; {
 	case executionNotWritten(pdrErr), d.isRace(ctx, pdrErr) && ctx.Err() == nil:
 		return res // written after, on its own (UpsertPdrID retries a race)
-	case records && errors.Is(pdrErr, pgx.ErrNoRows):
-		// The guard kept the row: v21 re-reads it by name.
-		res.PdrTried = true
-		res.PdrErr = d.one(ctx, func(q querier) error { return scanPdr(q.QueryRow(ctx, readPdrRecord, p.Name), &pdr) })
-		if res.PdrErr == nil {
-			res.Pdr, res.PdrID = &pdr, pdr.CumulusID
-		}
-		return res
 	case pdrErr != nil:
-		res.PdrTried = true
-		res.PdrErr = d.classify(ctx, pdrErr)
+		res.PdrTried, res.PdrErr = true, d.classify(ctx, pdrErr)
 		return res
 	}
-	res.PdrTried = true
-	if records {
-		res.PdrWritten, res.Pdr, res.PdrID = true, &pdr, pdr.CumulusID
-		return res
-	}
-	res.PdrWritten, res.PdrID = up != nil, up
+	res.PdrTried, res.PdrWritten, res.PdrID = true, up != nil, up
 	if up == nil {
 		res.PdrID = kept
 	}
@@ -236,9 +191,3 @@ func executionNotWritten(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "22P02" && strings.Contains(pgErr.Message, notWrittenMark)
 }
-
-// rowsRow is a statement's rows as the pgx.Row of QueryRow: the first row
-// scanned, pgx.ErrNoRows when there is none, the rows closed.
-type rowsRow struct{ rows pgx.Rows }
-
-func (r rowsRow) Scan(dest ...any) error { return scanOne(dest...)(r.rows) }

@@ -2,12 +2,16 @@ package cumulusdb_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/tidwall/gjson"
 
 	"github.com/deadletter/deadletter/internal/cumulusdb"
+	"github.com/deadletter/deadletter/internal/recovery"
 	"github.com/deadletter/deadletter/internal/testsupport"
 )
 
@@ -48,5 +52,31 @@ func TestThePdrSentWithItsExecutionRefusesAnotherCallsExecution(t *testing.T) {
 	var n int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pdrs WHERE name = 'PDR-X'`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d PDRs left (%v)", n, err)
+	}
+}
+
+// A message whose execution's notification is refused (a record SNS
+// cannot take, over 256 KiB) fails before its PDR is written, as in v21,
+// which publishes the execution before it returns it: with notifications
+// the PDR is not sent with the execution, however known its provider.
+func TestAPdrIsNotWrittenWhenItsExecutionsNotificationIsRefused(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	dbURL, _, pool := oneConnectionViaProxy(t, []byte(writersSeed))
+	n := &testsupport.RecordingNotifier{}
+	w := &recovery.Writer{DB: testsupport.CumulusDB(t, pool), Now: func() time.Time { return now }, Notifier: n}
+	withPdr := func(m gjson.Result, name string) gjson.Result {
+		return gjson.Parse(strings.Replace(m.Raw, `"payload":{`, `"payload":{"pdr":{"name":"`+name+`"},"running":[],"completed":["x"],"failed":[],`, 1))
+	}
+	// The provider is known from here on (no query needed to build a PDR).
+	if _, err := w.Write(ctx, withPdr(message("e1", "completed", 2000, ""), "PDR1")); err != nil {
+		t.Fatal(err)
+	}
+	n.Fail = map[recovery.Topic]error{recovery.TopicExecution: fmt.Errorf("too large: %w", recovery.ErrNotificationRejected)}
+	if _, err := w.Write(ctx, withPdr(message("e6", "completed", 3000, ""), "PDR6")); err == nil {
+		t.Fatal("the message whose execution notification was refused did not fail")
+	}
+	if got := testsupport.QueryInt(t, dbURL, `SELECT count(*) FROM pdrs WHERE name = 'PDR6'`); got != 0 {
+		t.Fatalf("%d PDR6 rows after its execution's notification was refused, want none", got)
 	}
 }

@@ -16,9 +16,9 @@ func GranuleSQLFor(gen Generation, status string) string {
 // ExecutionNotWritten its refusal when the execution was not written.
 func PdrAfterExecutionSQL(gen Generation) string {
 	if gen.Partitioned() {
-		return v22ExecThenPdr.pdr[0][0]
+		return v22ExecThenPdr.pdr[0]
 	}
-	return v21ExecThenPdr.pdr[0][0]
+	return v21ExecThenPdr.pdr[0]
 }
 
 var ExecutionNotWritten = executionNotWritten

@@ -38,16 +38,10 @@ var (
 )
 
 func (d *DB) UpsertExecutionRecord(ctx context.Context, r *recovery.ExecutionRow) (int64, *recovery.StoredExecution, error) {
-	return d.upsertExecutionRecord(ctx, r, d.st.executionRecordInsert)
-}
-
-// upsertExecutionRecord is UpsertExecutionRecord trying insert first ("":
-// the full statement at once).
-func (d *DB) upsertExecutionRecord(ctx context.Context, r *recovery.ExecutionRow, insert string) (int64, *recovery.StoredExecution, error) {
 	sql := d.st.executionRecord[boolIndex(r.Status == "running")]
 	var id int64
 	var e recovery.StoredExecution
-	err := d.write(ctx, insert, sql, func(q querier, sql string) error {
+	err := d.write(ctx, d.st.executionRecordInsert, sql, func(q querier, sql string) error {
 		var taken, tasks, errJSON, orig, final *string
 		err := q.QueryRow(ctx, sql, r.Arn, r.Status, r.URL, r.CumulusVersion, nullJSON(r.Tasks), r.WorkflowName,
 			r.CreatedAt, r.Timestamp, r.UpdatedAt, nullJSON(r.Error), nullJSON(r.OriginalPayload), nullJSON(r.FinalPayload),

@@ -96,23 +96,20 @@ type ExecutionPdrBatcher interface {
 	// KnownProviderID is what ProviderID would return without a query
 	// (known false: it would ask the database).
 	KnownProviderID(name string) (id *int64, known bool)
-	// UpsertExecutionThenPdr is UpsertExecution of e (UpsertExecutionRecord
-	// when records), then UpsertPdrID (UpsertPdrRecord) of p, whose
-	// ExecutionID is the execution's whatever it holds.
-	UpsertExecutionThenPdr(ctx context.Context, e *ExecutionRow, p *PdrRow, records bool) ExecutionThenPdr
+	// UpsertExecutionThenPdr is UpsertExecution of e, then UpsertPdrID of
+	// p, whose ExecutionID is the execution's whatever it holds.
+	UpsertExecutionThenPdr(ctx context.Context, e *ExecutionRow, p *PdrRow) ExecutionThenPdr
 }
 
 // ExecutionThenPdr is what UpsertExecutionThenPdr did.
 type ExecutionThenPdr struct {
 	ExecutionID  int64
-	Execution    *StoredExecution // when records
 	ExecutionErr error
 	// PdrTried is false when the PDR was not written (it was refused after
 	// a failed execution, or is left for the caller to write, as before).
 	PdrTried   bool
 	PdrWritten bool   // false: the guard kept the row
 	PdrID      *int64 // the PDR's cumulus_id, written or kept (nil: unknown)
-	Pdr        *StoredPdr
 	PdrErr     error
 }
 
@@ -379,8 +376,8 @@ func (w *Writer) WriteMsg(ctx context.Context, msg Msg, p *Prepared) (*Result, e
 		eb, pdrRow := w.pdrWithExecution(msg, doPdr, now, ids.Collection)
 		switch {
 		case pdrRow != nil:
-			ep = eb.UpsertExecutionThenPdr(ctx, row, pdrRow, src != nil)
-			id, stored, err = ep.ExecutionID, ep.Execution, ep.ExecutionErr
+			ep = eb.UpsertExecutionThenPdr(ctx, row, pdrRow)
+			id, err = ep.ExecutionID, ep.ExecutionErr
 			if ep.PdrTried {
 				withPdr = pdrRow
 			}
@@ -424,7 +421,7 @@ func (w *Writer) WriteMsg(ctx context.Context, msg Msg, p *Prepared) (*Result, e
 			b := w.batching()
 			switch {
 			case withPdr != nil:
-				ok, stored, err = ep.PdrWritten, ep.Pdr, ep.PdrErr
+				ok, err = ep.PdrWritten, ep.PdrErr
 				if ep.PdrID != nil {
 					cache["pdr\x00"+row.Name] = ep.PdrID
 				}
@@ -485,10 +482,13 @@ func (w *Writer) WriteMsg(ctx context.Context, msg Msg, p *Prepared) (*Result, e
 // pdrWithExecution is the DB as an ExecutionPdrBatcher and the message's
 // PDR row, when the PDR can go with the execution: batching, a PDR to
 // write whose row builds (a collection, a provider known without a query:
-// the lookup is not moved before the execution). Otherwise nil, and the
-// PDR is written after the execution, as before.
+// the lookup is not moved before the execution), and no notifications.
+// Otherwise nil, and the PDR is written after the execution, as before.
+// With notifications the execution's is published between the two, and
+// its failure (a record SNS refuses, over 256 KiB) must leave the PDR
+// unwritten, as in v21, which publishes before it returns the execution.
 func (w *Writer) pdrWithExecution(msg Msg, doPdr bool, now time.Time, collection *int64) (ExecutionPdrBatcher, *PdrRow) {
-	if !doPdr {
+	if !doPdr || w.Notifier != nil {
 		return nil, nil
 	}
 	eb, ok := w.batching().(ExecutionPdrBatcher)

@@ -116,8 +116,11 @@ func Run(ctx context.Context, store archive.Store, scope Scope, concurrency int,
 
 	size := runSize(store)
 	// A local folder's reads take microseconds and its listing gives no
-	// sizes: its objects are bound by the count alone.
-	byBytes := !archive.LocalReads(store)
+	// sizes: its objects are bound by the count alone. The bytes bound
+	// only stores whose objects go one to a worker (runSize 1): a run of
+	// several would hold its objects' bytes while it is filled, and its
+	// next object could then wait for them.
+	byBytes := !archive.LocalReads(store) && size == 1
 	budget := semaphore.NewWeighted(bytesInFlight)
 	jobs := make(chan *objectRun)
 	ordered := make(chan *objectRun, max(concurrency*4/size, concurrency+2))
