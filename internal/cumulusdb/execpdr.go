@@ -30,7 +30,9 @@ import (
 // notWrittenMark when the setting does not hold this call's token: after
 // a failed execution, or on a connection that is not the execution's
 // (a pooler between the two). The PDR is then written as before, after
-// the execution, or not at all.
+// the execution, or not at all. Only without notifications
+// (recovery.Writer.pdrWithExecution): with them the execution's is
+// published before the PDR is written.
 
 // execSetting is the session setting the execution's statement leaves.
 const execSetting = "deadletter.execution"
