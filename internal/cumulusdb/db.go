@@ -242,8 +242,11 @@ func (d *DB) ExecutionID(ctx context.Context, arn string) (*int64, error) {
 }
 
 func (d *DB) ProviderID(ctx context.Context, name string) (*int64, error) {
-	return d.lookup(ctx, "p\x00"+name, `SELECT cumulus_id FROM providers WHERE name = $1`, name)
+	return d.lookup(ctx, providerKey(name), `SELECT cumulus_id FROM providers WHERE name = $1`, name)
 }
+
+// providerKey is a provider's key in ids.
+func providerKey(name string) string { return "p\x00" + name }
 
 // PdrID is not cached: the run itself writes PDRs.
 func (d *DB) PdrID(ctx context.Context, name string) (*int64, error) {
@@ -286,6 +289,21 @@ func coalesceSet(alias string, cols []string) string {
 	return strings.Join(parts, ", ")
 }
 
+// executionArgs are the execution statements' parameters $1-$16, then
+// more.
+func executionArgs(r *recovery.ExecutionRow, more ...any) []any {
+	return append([]any{r.Arn, r.Status, r.URL, r.CumulusVersion, nullJSON(r.Tasks), r.WorkflowName,
+		r.CreatedAt, r.Timestamp, r.UpdatedAt, nullJSON(r.Error), nullJSON(r.OriginalPayload), nullJSON(r.FinalPayload),
+		r.Duration, r.AsyncOperationID, r.CollectionID, r.ParentID}, more...)
+}
+
+// pdrArgs are the PDR statements' parameters, with execution as $7 (the
+// execution's cumulus_id, or the token of pdrAfterExecution).
+func pdrArgs(r *recovery.PdrRow, execution any) []any {
+	return []any{r.Name, r.Status, r.PANSent, r.PANMessage, r.Stats, r.Progress, execution,
+		r.CollectionID, r.ProviderID, r.CreatedAt, r.UpdatedAt, r.Timestamp, r.Duration}
+}
+
 func (d *DB) UpsertExecution(ctx context.Context, r *recovery.ExecutionRow) (int64, error) {
 	return d.upsertExecution(ctx, r, d.st.executionInsert)
 }
@@ -297,9 +315,7 @@ func (d *DB) upsertExecution(ctx context.Context, r *recovery.ExecutionRow, inse
 	var id int64
 	err := d.write(ctx, insert, sql, func(q querier, sql string) error {
 		var taken *string
-		err := q.QueryRow(ctx, sql, r.Arn, r.Status, r.URL, r.CumulusVersion, nullJSON(r.Tasks), r.WorkflowName,
-			r.CreatedAt, r.Timestamp, r.UpdatedAt, nullJSON(r.Error), nullJSON(r.OriginalPayload), nullJSON(r.FinalPayload),
-			r.Duration, r.AsyncOperationID, r.CollectionID, r.ParentID).Scan(&taken, &id)
+		err := q.QueryRow(ctx, sql, executionArgs(r)...).Scan(&taken, &id)
 		if t, ok := takenID("executions", taken); ok && err == nil {
 			return t
 		}
@@ -337,8 +353,7 @@ func (d *DB) UpsertPdr(ctx context.Context, r *recovery.PdrRow) (bool, error) {
 	written := false
 	err := d.one(ctx, func(q querier) error {
 		var id int64
-		err := q.QueryRow(ctx, sql, r.Name, r.Status, r.PANSent, r.PANMessage, r.Stats, r.Progress, r.ExecutionID,
-			r.CollectionID, r.ProviderID, r.CreatedAt, r.UpdatedAt, r.Timestamp, r.Duration).Scan(&id)
+		err := q.QueryRow(ctx, sql, pdrArgs(r, r.ExecutionID)...).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}

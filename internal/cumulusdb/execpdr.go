@@ -3,7 +3,6 @@ package cumulusdb
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"strconv"
 	"strings"
@@ -105,13 +104,7 @@ func (d *DB) execThenPdr() *execThenPdr {
 var tokens = struct {
 	prefix string
 	n      atomic.Uint64
-}{prefix: randomPrefix()}
-
-func randomPrefix() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
+}{prefix: rand.Text()}
 
 func nextToken() string {
 	return tokens.prefix + "-" + strconv.FormatUint(tokens.n.Add(1), 10)
@@ -120,13 +113,13 @@ func nextToken() string {
 var _ recovery.ExecutionPdrBatcher = (*DB)(nil)
 
 // KnownProviderID is the provider's cumulus_id when ProviderID would
-// return it without a query.
-func (d *DB) KnownProviderID(name string) (*int64, bool) {
-	if v, ok := d.ids.Load("p\x00" + name); ok {
+// return it without a query (nil otherwise).
+func (d *DB) KnownProviderID(name string) *int64 {
+	if v, ok := d.ids.Load(providerKey(name)); ok {
 		id := v.(int64)
-		return &id, true
+		return &id
 	}
-	return nil, false
+	return nil
 }
 
 // UpsertExecutionThenPdr is UpsertExecution of e, then, when it wrote,
@@ -144,15 +137,10 @@ func (d *DB) UpsertExecutionThenPdr(ctx context.Context, e *recovery.ExecutionRo
 	token := nextToken()
 
 	var taken, mark *string
-	execArgs := []any{e.Arn, e.Status, e.URL, e.CumulusVersion, nullJSON(e.Tasks), e.WorkflowName,
-		e.CreatedAt, e.Timestamp, e.UpdatedAt, nullJSON(e.Error), nullJSON(e.OriginalPayload), nullJSON(e.FinalPayload),
-		e.Duration, e.AsyncOperationID, e.CollectionID, e.ParentID, token}
 	var up, kept *int64
-	pdrArgs := []any{p.Name, p.Status, p.PANSent, p.PANMessage, p.Stats, p.Progress, token,
-		p.CollectionID, p.ProviderID, p.CreatedAt, p.UpdatedAt, p.Timestamp, p.Duration}
 	errs := d.pipeline(ctx, []pipeStmt{
-		{sql: st.execution[boolIndex(e.Status == "running")], args: execArgs, read: scanOne(&taken, &res.ExecutionID, &mark)},
-		{sql: st.pdr[boolIndex(p.Status != nil && *p.Status == "running")], args: pdrArgs, read: scanOne(&up, &kept)},
+		{sql: st.execution[boolIndex(e.Status == "running")], args: executionArgs(e, token), read: scanOne(&taken, &res.ExecutionID, &mark)},
+		{sql: st.pdr[boolIndex(p.Status != nil && *p.Status == "running")], args: pdrArgs(p, token), read: scanOne(&up, &kept)},
 	})
 
 	// The execution, as UpsertExecution would have left it.

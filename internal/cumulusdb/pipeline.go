@@ -247,8 +247,7 @@ func (d *DB) UpsertPdrID(ctx context.Context, r *recovery.PdrRow) (bool, *int64,
 	var id *int64
 	err := d.one(ctx, func(q querier) error {
 		var up, kept *int64
-		err := q.QueryRow(ctx, sql, r.Name, r.Status, r.PANSent, r.PANMessage, r.Stats, r.Progress, r.ExecutionID,
-			r.CollectionID, r.ProviderID, r.CreatedAt, r.UpdatedAt, r.Timestamp, r.Duration).Scan(&up, &kept)
+		err := q.QueryRow(ctx, sql, pdrArgs(r, r.ExecutionID)...).Scan(&up, &kept)
 		written, id = up != nil, up
 		if id == nil {
 			id = kept

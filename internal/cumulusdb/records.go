@@ -43,9 +43,7 @@ func (d *DB) UpsertExecutionRecord(ctx context.Context, r *recovery.ExecutionRow
 	var e recovery.StoredExecution
 	err := d.write(ctx, d.st.executionRecordInsert, sql, func(q querier, sql string) error {
 		var taken, tasks, errJSON, orig, final *string
-		err := q.QueryRow(ctx, sql, r.Arn, r.Status, r.URL, r.CumulusVersion, nullJSON(r.Tasks), r.WorkflowName,
-			r.CreatedAt, r.Timestamp, r.UpdatedAt, nullJSON(r.Error), nullJSON(r.OriginalPayload), nullJSON(r.FinalPayload),
-			r.Duration, r.AsyncOperationID, r.CollectionID, r.ParentID).Scan(&taken, &id, &e.Arn, &e.Status, &e.URL,
+		err := q.QueryRow(ctx, sql, executionArgs(r)...).Scan(&taken, &id, &e.Arn, &e.Status, &e.URL,
 			&e.CumulusVersion, &e.WorkflowName, &tasks, &errJSON, &orig, &final, &e.Duration, &e.Archived,
 			&e.CreatedAt, &e.UpdatedAt, &e.Timestamp, &e.CollectionID, &e.AsyncOperationID, &e.ParentArn)
 		if t, ok := takenID("executions", taken); ok && err == nil {
@@ -98,8 +96,7 @@ func (d *DB) UpsertPdrRecord(ctx context.Context, r *recovery.PdrRow) (bool, *re
 	var written bool
 	var p recovery.StoredPdr
 	err := d.one(ctx, func(q querier) error {
-		err := scanPdr(q.QueryRow(ctx, sql, r.Name, r.Status, r.PANSent, r.PANMessage, r.Stats, r.Progress, r.ExecutionID,
-			r.CollectionID, r.ProviderID, r.CreatedAt, r.UpdatedAt, r.Timestamp, r.Duration), &p)
+		err := scanPdr(q.QueryRow(ctx, sql, pdrArgs(r, r.ExecutionID)...), &p)
 		if errors.Is(err, pgx.ErrNoRows) {
 			written = false
 			return scanPdr(q.QueryRow(ctx, readPdrRecord, r.Name), &p)

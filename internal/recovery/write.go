@@ -93,9 +93,9 @@ type GranuleBatcher interface {
 // execution's cumulus_id, as when written one after the other.
 type ExecutionPdrBatcher interface {
 	GranuleBatcher
-	// KnownProviderID is what ProviderID would return without a query
-	// (known false: it would ask the database).
-	KnownProviderID(name string) (id *int64, known bool)
+	// KnownProviderID is what ProviderID would return without a query (nil:
+	// it would ask the database).
+	KnownProviderID(name string) *int64
 	// UpsertExecutionThenPdr is UpsertExecution of e, then UpsertPdrID of
 	// p, whose ExecutionID is the execution's whatever it holds.
 	UpsertExecutionThenPdr(ctx context.Context, e *ExecutionRow, p *PdrRow) ExecutionThenPdr
@@ -499,8 +499,8 @@ func (w *Writer) pdrWithExecution(msg Msg, doPdr bool, now time.Time, collection
 	if isNil(pid) {
 		return nil, nil
 	}
-	providerID, known := eb.KnownProviderID(jsString(pid))
-	if !known || providerID == nil {
+	providerID := eb.KnownProviderID(jsString(pid))
+	if providerID == nil {
 		return nil, nil
 	}
 	var fromExecution int64 // the execution's, set by the DB
