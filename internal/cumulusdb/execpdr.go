@@ -25,8 +25,8 @@ import (
 // transaction, to a token of this call and the id it wrote
 // (set_config(..., false), undone with the transaction when the statement
 // fails, and never set when v22 found the id it drew taken). The PDR's
-// statement reads its execution id from that setting, and fails with
-// notWrittenMark when the setting does not hold this call's token: after
+// statement reads its execution id from that setting, and fails (casting
+// notWrittenMark) when the setting does not hold this call's token: after
 // a failed execution, or on a connection that is not the execution's
 // (a pooler between the two). The PDR is then written as before, after
 // the execution, or not at all. Only without notifications
@@ -36,8 +36,9 @@ import (
 // execSetting is the session setting the execution's statement leaves.
 const execSetting = "deadletter.execution"
 
-// notWrittenMark is in the error of a PDR statement whose execution was
-// not written in the same pipeline (the cast of it to bigint fails).
+// notWrittenMark is what the PDR statement casts to bigint when its
+// execution was not written in the same pipeline: its refusal (22P02),
+// which names it for whoever reads the server's log.
 const notWrittenMark = "the execution before it was not written"
 
 // execMarkV21 and execMarkV22 are the column each generation's execution
@@ -175,9 +176,13 @@ func (d *DB) UpsertExecutionThenPdr(ctx context.Context, e *recovery.ExecutionRo
 	return res
 }
 
-// executionNotWritten reports whether err is a PDR statement's refusal to
-// run after an execution that was not written (execIDFromSetting).
+// executionNotWritten reports whether err may be the PDR statement's
+// refusal to run after an execution that was not written
+// (execIDFromSetting): an invalid text representation, by its SQLSTATE
+// alone, not by the message, which the server words in its own language.
+// Another 22P02 of the PDR's is then met again where the PDR is written on
+// its own, and judged there as before.
 func executionNotWritten(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "22P02" && strings.Contains(pgErr.Message, notWrittenMark)
+	return errors.As(err, &pgErr) && pgErr.Code == "22P02"
 }
