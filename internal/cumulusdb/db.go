@@ -292,9 +292,9 @@ func coalesceSet(alias string, cols []string) string {
 // executionArgs are the execution statements' parameters $1-$16, then
 // more.
 func executionArgs(r *recovery.ExecutionRow, more ...any) []any {
-	return append([]any{r.Arn, r.Status, r.URL, r.CumulusVersion, nullJSON(r.Tasks), r.WorkflowName,
+	return append(append(make([]any, 0, 16+len(more)), r.Arn, r.Status, r.URL, r.CumulusVersion, nullJSON(r.Tasks), r.WorkflowName,
 		r.CreatedAt, r.Timestamp, r.UpdatedAt, nullJSON(r.Error), nullJSON(r.OriginalPayload), nullJSON(r.FinalPayload),
-		r.Duration, r.AsyncOperationID, r.CollectionID, r.ParentID}, more...)
+		r.Duration, r.AsyncOperationID, r.CollectionID, r.ParentID), more...)
 }
 
 // pdrArgs are the PDR statements' parameters, with execution as $7 (the

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/tidwall/gjson"
 
 	"github.com/deadletter/deadletter/internal/cumulusdb"
@@ -78,5 +79,19 @@ func TestAPdrIsNotWrittenWhenItsExecutionsNotificationIsRefused(t *testing.T) {
 	}
 	if got := testsupport.QueryInt(t, dbURL, `SELECT count(*) FROM pdrs WHERE name = 'PDR6'`); got != 0 {
 		t.Fatalf("%d PDR6 rows after its execution's notification was refused, want none", got)
+	}
+}
+
+// The refusal is told by its SQLSTATE alone: a server whose lc_messages
+// is not English words the cast's failure in its own language.
+func TestThePdrsRefusalIsToldByItsSQLSTATENotItsWords(t *testing.T) {
+	for _, msg := range []string{`invalid input syntax for type bigint: "the execution before it was not written"`,
+		`ungültige Eingabesyntax für Typ bigint: »the execution before it was not written«`, `bigint 型の入力構文が不正です`} {
+		if !cumulusdb.ExecutionNotWritten(&pgconn.PgError{Code: "22P02", Message: msg}) {
+			t.Errorf("22P02 %q is not taken for the refusal", msg)
+		}
+	}
+	if cumulusdb.ExecutionNotWritten(&pgconn.PgError{Code: "23502", Message: "the execution before it was not written"}) {
+		t.Error("a NOT NULL violation is taken for the refusal")
 	}
 }
