@@ -87,11 +87,29 @@ func RunPTY(t testing.TB, bin string, opt PTY, args ...string) PTYResult {
 	if opt.PipeStdout {
 		cmd.Stdout = &stdout
 	}
-	master, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: uint16(opt.Cols), Rows: uint16(opt.Rows)})
+	// The terminal's other end is kept open here until the command has
+	// exited (pty.StartWithSize closes it once the command starts): the
+	// master's read then ends with EIO only after what the command printed
+	// last was read. With the command's close the last, the kernel could
+	// answer EIO while its last line was still on its way, and a screen
+	// lacked it.
+	master, tty, err := pty.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer master.Close()
+	defer tty.Close()
+	if err := pty.Setsize(master, &pty.Winsize{Cols: uint16(opt.Cols), Rows: uint16(opt.Rows)}); err != nil {
+		t.Fatal(err)
+	}
+	if cmd.Stdout == nil {
+		cmd.Stdout = tty
+	}
+	cmd.Stdin, cmd.Stderr = tty, tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
 
 	var mu sync.Mutex
 	var screen bytes.Buffer
@@ -123,8 +141,10 @@ func RunPTY(t testing.TB, bin string, opt PTY, args ...string) PTYResult {
 	}()
 	done := make(chan error, 1)
 	go func() {
+		err := cmd.Wait()
+		tty.Close() // the last holder: the reader reads what is left, then EIO
 		<-read
-		done <- cmd.Wait()
+		done <- err
 	}()
 	select {
 	case err = <-done:
